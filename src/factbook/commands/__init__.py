@@ -1,0 +1,1 @@
+"""One module per `factbook` subcommand; each exposes `register(subparsers)`."""

@@ -1,0 +1,54 @@
+"""`factbook lint`: every problem in the knowledge base, as file:line: message."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import EXIT_INVALID, Problem
+from ..kb import KnowledgeBase, load_kb_with_problems
+
+# Further linters (runbooks, launch command lines) append themselves here:
+# each takes the loaded knowledge base and returns its problems.
+EXTRA_LINTERS: list[Callable[[KnowledgeBase], list[Problem]]] = []
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "lint",
+        help="check every fact file, milestones.yaml, targets.yaml and checks/",
+        description="Report every problem at once as FILE:LINE: MESSAGE; exit 2 if any.",
+    )
+    p.set_defaults(handler=handle)
+
+
+def collect_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
+    """Problems of the knowledge base and of every extra linter."""
+    kb, problems = load_kb_with_problems(root)
+    for linter in _extra_linters():
+        problems += linter(kb)
+    return kb, sorted(problems)
+
+
+def _extra_linters() -> list[Callable[[KnowledgeBase], list[Problem]]]:
+    try:  # the runbook linter registers itself when its module exists
+        from ..runbooks import lint as _runbook_lint  # noqa: F401
+    except ImportError:
+        pass
+    return EXTRA_LINTERS
+
+
+def handle(args: argparse.Namespace) -> int:
+    kb, problems = collect_problems(Path(args.root))
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) in {args.root}", file=sys.stderr)
+        return EXIT_INVALID
+    print(
+        f"ok: {len(kb.facts)} facts, {len(kb.milestones)} milestones, "
+        f"{len(kb.targets)} targets, {sum(1 for f in kb.facts.values() if f.check)} checks"
+    )
+    return 0

@@ -1,0 +1,152 @@
+"""`factbook list` and `factbook show`: find any fact, as of any milestone."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ..kb import KnowledgeBase, load_kb_with_problems
+from ..model import Fact
+from ..results import latest_for
+from ..schema import CATEGORIES, STATUSES
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "list",
+        help="list facts, filtered by category, tag, status, target, milestone",
+        description="List facts. Patterns are ids or globs (hw.gpu.*). Filters combine with AND.",
+    )
+    p.add_argument("patterns", nargs="*", metavar="ID_OR_GLOB")
+    p.add_argument("-c", "--category", action="append", default=[], choices=CATEGORIES)
+    p.add_argument("-t", "--tag", action="append", default=[])
+    p.add_argument("-s", "--status", action="append", default=[], choices=STATUSES)
+    p.add_argument("--target", action="append", default=[], help="facts checked on this target")
+    p.add_argument(
+        "--as-of", metavar="MILESTONE", help="what was known then (e.g. 3157, 3478, 4504)"
+    )
+    p.add_argument("--format", choices=["table", "json", "ids"], default="table")
+    p.set_defaults(handler=handle_list)
+
+    s = sub.add_parser(
+        "show",
+        help="show one fact: statement, value, provenance, check, links, last verification",
+    )
+    s.add_argument("fact_id", metavar="ID")
+    s.add_argument("--as-of", metavar="MILESTONE")
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.set_defaults(handler=handle_show)
+
+
+def _load(root: str) -> KnowledgeBase:
+    """Queries work on a knowledge base with lint problems; they only warn."""
+    kb, problems = load_kb_with_problems(Path(root))
+    if problems:
+        print(
+            f"warning: {len(problems)} lint problem(s); run `factbook lint`",
+            file=sys.stderr,
+        )
+    return kb
+
+
+def _value_text(fact: Fact) -> str:
+    if fact.value is None:
+        return ""
+    text = fact.value if isinstance(fact.value, str) else json.dumps(fact.value)
+    return f"{text} {fact.unit}" if fact.unit else text
+
+
+def handle_list(args: argparse.Namespace) -> int:
+    kb = _load(args.root)
+    as_of = kb.milestone(args.as_of)
+    facts = kb.select(
+        patterns=args.patterns,
+        categories=args.category,
+        tags=args.tag,
+        statuses=args.status,
+        targets=args.target,
+        as_of=as_of,
+    )
+    if args.format == "ids":
+        print("\n".join(f.id for f in facts))
+    elif args.format == "json":
+        print(json.dumps([fact_to_dict(kb, f, as_of) for f in facts], indent=1, default=str))
+    else:
+        _print_table(kb, facts, as_of)
+    return 0
+
+
+def _print_table(kb: KnowledgeBase, facts: list[Fact], as_of: Any) -> None:
+    width = shutil.get_terminal_size((120, 20)).columns
+    id_w = min(max((len(f.id) for f in facts), default=2), 48)
+    for fact in facts:
+        status = kb.status_as_of(fact, as_of)
+        text = fact.title
+        value = _value_text(fact)
+        if value:
+            text += f" = {value}"
+        line = f"{fact.id:<{id_w}}  {fact.category:<12} {status:<9} {text}"
+        print(line[: max(width, 60)])
+    label = f" as of {as_of.id}" if as_of else ""
+    print(f"({len(facts)} facts{label})")
+
+
+def fact_to_dict(kb: KnowledgeBase, fact: Fact, as_of: Any = None) -> dict[str, Any]:
+    data = asdict(fact)
+    data["status_as_of"] = kb.status_as_of(fact, as_of)
+    data.update(data.pop("extra"))
+    return {k: v for k, v in data.items() if v not in (None, [], {})}
+
+
+def handle_show(args: argparse.Namespace) -> int:
+    kb = _load(args.root)
+    as_of = kb.milestone(args.as_of)
+    fact = kb.get(args.fact_id)
+    results = latest_for(kb.root, fact.id)
+    if args.format == "json":
+        data = fact_to_dict(kb, fact, as_of)
+        data["results"] = [asdict(r) for r in results]
+        print(json.dumps(data, indent=1, default=str))
+        return 0
+    status = kb.status_as_of(fact, as_of)
+    print(f"{fact.id}  [{fact.category}] {status}")
+    print(f"  {fact.title}")
+    print(f"  {fact.statement.strip()}")
+    if fact.value is not None:
+        print(f"  value: {_value_text(fact)}")
+    for key, value in fact.extra.items():
+        print(f"  {key}: {json.dumps(value) if not isinstance(value, str) else value}")
+    if fact.target:
+        print(f"  target: {fact.target}")
+    if fact.tags:
+        print(f"  tags: {', '.join(fact.tags)}")
+    span = f"since {fact.since or 'start'}" + (f", until {fact.until}" if fact.until else "")
+    print(f"  valid: {span}")
+    if as_of is not None and not kb.visible(fact, as_of):
+        print(f"  (not known or no longer true as of {as_of.id})")
+    for entry in fact.history:
+        note = f": {entry.note}" if entry.note else ""
+        print(f"  history: {entry.at} {entry.status}{note}")
+    for source in fact.sources:
+        quote = f' "{source.quote}"' if source.quote else ""
+        print(f"  source: {source.label()}{quote}")
+    if fact.check:
+        print(f"  check: {fact.check.probe} {json.dumps(fact.check.args)}")
+        if fact.check.expect:
+            print(f"    expect: {json.dumps(fact.check.expect)}")
+    for relation, ids in fact.links.items():
+        print(f"  {relation}: {', '.join(ids)}")
+    for relation, other in kb.linked_from(fact.id):
+        print(f"  <- {relation} from {other.id}")
+    for record in results:
+        print(f"  last verified on {record.target}: {record.outcome} at {record.time}"
+              f" ({record.reason})")
+    if fact.check and not results:
+        print("  last verified: never")
+    print(f"  defined at: {fact.location}")
+    return 0

@@ -1,0 +1,380 @@
+"""The knowledge base: every fact, milestone and target, loaded and cross-checked.
+
+`load_kb()` reads facts/*.yaml, milestones.yaml, targets.yaml and checks/*.py, reports every
+problem at once (as `file:line: message`) and returns a `KnowledgeBase` that can be queried
+as of any milestone.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import schema
+from .custom_probes import find_custom_probes
+from .errors import LintFailed, Problem, UsageError
+from .expectations import problems_in
+from .model import Check, Fact, HistoryEntry, Milestone, Source, Target
+from .probes.catalog import BUILTIN_PROBES, ProbeSpec
+from .yamlsrc import LocatedDoc, load_located
+
+FACTS_DIR = "facts"
+MILESTONES_FILE = "milestones.yaml"
+TARGETS_FILE = "targets.yaml"
+CHECKS_DIR = "checks"
+
+
+@dataclass
+class KnowledgeBase:
+    """All facts of one repository, in file order, with their milestones and targets."""
+
+    root: Path
+    facts: dict[str, Fact] = field(default_factory=dict)
+    milestones: dict[str, Milestone] = field(default_factory=dict)
+    targets: dict[str, Target] = field(default_factory=dict)
+    probes: dict[str, ProbeSpec] = field(default_factory=dict)
+
+    def get(self, fact_id: str) -> Fact:
+        try:
+            return self.facts[fact_id]
+        except KeyError:
+            close = [i for i in self.facts if fact_id in i][:5]
+            hint = f" (did you mean: {', '.join(close)})" if close else ""
+            raise UsageError(f"no fact with id '{fact_id}'{hint}") from None
+
+    def milestone(self, ref: str | int | None) -> Milestone | None:
+        """The milestone named `ref` (None for 'now'); unknown names are a usage error."""
+        if ref is None:
+            return None
+        key = str(ref)
+        if key not in self.milestones:
+            known = ", ".join(self.milestones)
+            raise UsageError(f"unknown milestone '{key}' (known: {known})")
+        return self.milestones[key]
+
+    def latest_milestone(self) -> Milestone | None:
+        return max(self.milestones.values(), key=lambda m: m.index, default=None)
+
+    def visible(self, fact: Fact, as_of: Milestone | None) -> bool:
+        """Whether the fact was known and still held at `as_of` (None: now)."""
+        if as_of is None:
+            return fact.until is None
+        if fact.since is not None and self.milestones[fact.since].index > as_of.index:
+            return False
+        return fact.until is None or self.milestones[fact.until].index > as_of.index
+
+    def status_as_of(self, fact: Fact, as_of: Milestone | None) -> str:
+        """The fact's status at `as_of`: the last history entry not after it, else `status`."""
+        if as_of is None or not fact.history:
+            return fact.status
+        seen = [h for h in fact.history if self.milestones[h.at].index <= as_of.index]
+        if seen:
+            return max(seen, key=lambda h: self.milestones[h.at].index).status
+        return fact.history[0].status if fact.history else fact.status
+
+    def select(
+        self,
+        *,
+        patterns: Iterable[str] = (),
+        categories: Iterable[str] = (),
+        tags: Iterable[str] = (),
+        statuses: Iterable[str] = (),
+        targets: Iterable[str] = (),
+        as_of: Milestone | None = None,
+        include_past: bool = False,
+    ) -> list[Fact]:
+        """Facts matching every given filter (each filter matches any of its values)."""
+        patterns, categories, tags = list(patterns), set(categories), set(tags)
+        statuses, targets = set(statuses), set(targets)
+        for category in categories:
+            if category not in schema.CATEGORIES:
+                raise UsageError(
+                    f"unknown category '{category}' (known: {', '.join(schema.CATEGORIES)})"
+                )
+        for name in targets:
+            if name not in self.targets:
+                raise UsageError(f"unknown target '{name}' (known: {', '.join(self.targets)})")
+        out = []
+        for fact in self.facts.values():
+            if not include_past and not self.visible(fact, as_of):
+                continue
+            if patterns and not any(fnmatch.fnmatchcase(fact.id, p) for p in patterns):
+                continue
+            if categories and fact.category not in categories:
+                continue
+            if tags and not tags.intersection(fact.tags):
+                continue
+            if statuses and self.status_as_of(fact, as_of) not in statuses:
+                continue
+            if targets and fact.check_target() not in targets:
+                continue
+            out.append(fact)
+        return out
+
+    def linked_from(self, fact_id: str) -> list[tuple[str, Fact]]:
+        """(relation, fact) for every fact that links to `fact_id`."""
+        return [
+            (rel, f)
+            for f in self.facts.values()
+            for rel, ids in f.links.items()
+            if fact_id in ids
+        ]
+
+
+def load_kb(root: Path | str = ".", *, strict: bool = True) -> KnowledgeBase:
+    """Load and cross-check a knowledge base; raise LintFailed with every problem found."""
+    kb, problems = load_kb_with_problems(Path(root))
+    if problems and strict:
+        raise LintFailed(problems)
+    return kb
+
+
+def load_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
+    """The knowledge base and all its problems; never raises for bad input."""
+    root = root.resolve()
+    kb = KnowledgeBase(root=root)
+    problems: list[Problem] = []
+    if not (root / FACTS_DIR).is_dir():
+        raise UsageError(f"{root}: no {FACTS_DIR}/ folder here; run inside a knowledge base")
+    problems += _load_milestones(kb)
+    problems += _load_targets(kb)
+    custom, custom_problems = find_custom_probes(root / CHECKS_DIR, root)
+    problems += custom_problems
+    kb.probes = {**BUILTIN_PROBES, **custom}
+    docs: list[tuple[LocatedDoc, list[tuple[int, dict[str, Any]]]]] = []
+    for path in sorted((root / FACTS_DIR).rglob("*.yaml")):
+        display = path.relative_to(root).as_posix()
+        doc, found = load_located(path, display)
+        problems += found
+        if doc.data is None:
+            if not found:
+                problems.append(Problem(display, 1, "empty fact file (expected 'facts:')"))
+            continue
+        problems += schema.validate(doc.data, schema.FACT_FILE_TOP_SCHEMA, doc)
+        items = doc.data.get("facts") if isinstance(doc.data, dict) else None
+        entries = []
+        for index, raw in enumerate(items if isinstance(items, list) else []):
+            fact_problems = schema.validate(raw, schema.FACT_SCHEMA, doc, ("facts", index))
+            fact_id = raw.get("id") if isinstance(raw, dict) else None
+            if fact_problems:
+                label = f"fact '{fact_id}': " if isinstance(fact_id, str) else ""
+                problems += [Problem(p.file, p.line, label + p.message) for p in fact_problems]
+                if not isinstance(fact_id, str):
+                    continue
+            entries.append((index, raw))
+        docs.append((doc, entries))
+    first_seen: dict[str, str] = {}
+    accepted: list[tuple[Fact, dict[str, Any], LocatedDoc, int]] = []
+    for doc, entries in docs:
+        for index, raw in entries:
+            fact = _build_fact(raw, doc, index)
+            if fact is None:
+                continue
+            if fact.id in first_seen:
+                problems.append(
+                    doc.problem(
+                        ("facts", index, "id"),
+                        f"duplicate id '{fact.id}' (first defined at {first_seen[fact.id]})",
+                    )
+                )
+                continue
+            first_seen[fact.id] = fact.location
+            kb.facts[fact.id] = fact
+            accepted.append((fact, raw, doc, index))
+    for fact, raw, doc, index in accepted:
+        problems += _cross_check(kb, fact, raw, doc, ("facts", index))
+    return kb, problems
+
+
+def _build_fact(raw: dict[str, Any], doc: LocatedDoc, index: int) -> Fact | None:
+    try:
+        base = {k: raw[k] for k in ("id", "category", "title", "statement", "status")}
+    except KeyError:
+        return None
+    check = raw.get("check")
+    known = set(schema.FACT_SCHEMA["properties"]) - set().union(*schema.CATEGORY_KEYS.values())
+    return Fact(
+        **base,
+        sources=[Source(**s) for s in raw.get("sources", []) if isinstance(s, dict)],
+        file=doc.file,
+        line=doc.line(("facts", index)),
+        value=raw.get("value"),
+        unit=raw.get("unit"),
+        target=raw.get("target"),
+        tags=list(raw.get("tags") or []),
+        since=None if raw.get("since") is None else str(raw["since"]),
+        until=None if raw.get("until") is None else str(raw["until"]),
+        history=[
+            HistoryEntry(str(h["at"]), h["status"], h.get("note"))
+            for h in raw.get("history") or []
+            if isinstance(h, dict) and "at" in h and "status" in h
+        ],
+        check=Check(
+            probe=check["probe"],
+            args=dict(check.get("args") or {}),
+            expect=check.get("expect"),
+            timeout=check.get("timeout"),
+            target=check.get("target"),
+        )
+        if isinstance(check, dict) and "probe" in check
+        else None,
+        links={k: list(v) for k, v in (raw.get("links") or {}).items()},
+        extra={k: v for k, v in raw.items() if k not in known},
+    )
+
+
+def _cross_check(
+    kb: KnowledgeBase, fact: Fact, raw: dict[str, Any], doc: LocatedDoc, at: tuple[Any, ...]
+) -> list[Problem]:
+    """Rules across fields and files: category keys, milestones, targets, probes, links."""
+    out: list[Problem] = []
+
+    def add(path: tuple[Any, ...], message: str) -> None:
+        out.append(doc.problem((*at, *path), f"fact '{fact.id}': {message}"))
+
+    allowed = schema.CATEGORY_KEYS.get(fact.category, set())
+    for key in raw:
+        owners = [c for c, keys in schema.CATEGORY_KEYS.items() if key in keys]
+        if owners and key not in allowed:
+            add((key,), f"key '{key}' is only for category {' or '.join(owners)}")
+    for key in sorted(schema.CATEGORY_REQUIRED.get(fact.category, set()) - set(raw)):
+        add((), f"category {fact.category} requires key '{key}'")
+    for key in ("since", "until"):
+        ref = raw.get(key)
+        if ref is not None and str(ref) not in kb.milestones:
+            add((key,), f"unknown milestone '{ref}' (known: {', '.join(kb.milestones)})")
+    if (
+        fact.since in kb.milestones
+        and fact.until in kb.milestones
+        and kb.milestones[fact.until].index <= kb.milestones[fact.since].index
+    ):
+        add(("until",), f"until '{fact.until}' is not after since '{fact.since}'")
+    for i, entry in enumerate(raw.get("history") or []):
+        if isinstance(entry, dict) and str(entry.get("at")) not in kb.milestones:
+            add(("history", i, "at"), f"unknown milestone '{entry.get('at')}'")
+    for path, name in (
+        (("target",), raw.get("target")),
+        (("check", "target"), (raw.get("check") or {}).get("target")),
+    ):
+        if name is not None and name not in kb.targets:
+            add(path, f"unknown target '{name}' (known: {', '.join(kb.targets)})")
+    machine = raw.get("machine")
+    if fact.category == "inventory" and machine is not None and machine not in kb.targets:
+        add(("machine",), f"unknown target '{machine}' (known: {', '.join(kb.targets)})")
+    for relation, ids in (raw.get("links") or {}).items():
+        for i, other in enumerate(ids or []):
+            if other not in kb.facts:
+                add(("links", relation, i), f"link {relation} -> '{other}': no such fact")
+    if fact.check is not None:
+        out += _check_problems(kb, fact, doc, (*at, "check"))
+    return out
+
+
+def _check_problems(
+    kb: KnowledgeBase, fact: Fact, doc: LocatedDoc, at: tuple[Any, ...]
+) -> list[Problem]:
+    assert fact.check is not None
+    out: list[Problem] = []
+    spec = kb.probes.get(fact.check.probe)
+    if spec is None:
+        close = [p for p in kb.probes if p.split(".")[0] == fact.check.probe.split(".")[0]]
+        hint = f" (known in that group: {', '.join(close)})" if close else ""
+        out.append(doc.problem((*at, "probe"), f"fact '{fact.id}': unknown probe "
+                               f"'{fact.check.probe}'{hint}"))
+    else:
+        for name in spec.required:
+            if name not in fact.check.args:
+                out.append(doc.problem((*at, "args"), f"fact '{fact.id}': probe "
+                                       f"{spec.name} needs argument '{name}'"))
+        for name in fact.check.args:
+            if name not in spec.required + spec.optional:
+                allowed = ", ".join(spec.required + spec.optional) or "none"
+                out.append(doc.problem((*at, "args", name), f"fact '{fact.id}': probe "
+                                       f"{spec.name} takes no argument '{name}' (takes: {allowed})"))
+    if fact.check.expect is not None:
+        for message in problems_in(fact.check.expect):
+            out.append(doc.problem((*at, "expect"), f"fact '{fact.id}': {message}"))
+    return out
+
+
+def _load_milestones(kb: KnowledgeBase) -> list[Problem]:
+    path = kb.root / MILESTONES_FILE
+    if not path.exists():
+        return []
+    doc, problems = load_located(path, MILESTONES_FILE)
+    if doc.data is None:
+        return problems
+    problems += schema.validate(doc.data, schema.MILESTONES_SCHEMA, doc)
+    for i, raw in enumerate((doc.data or {}).get("milestones") or []):
+        if not isinstance(raw, dict) or "id" not in raw:
+            continue
+        key = str(raw["id"])
+        if key in kb.milestones:
+            problems.append(doc.problem(("milestones", i, "id"), f"duplicate milestone '{key}'"))
+            continue
+        kb.milestones[key] = Milestone(
+            id=key,
+            title=str(raw.get("title", "")),
+            index=len(kb.milestones),
+            seed=raw.get("seed"),
+            message=raw.get("message"),
+            date=raw.get("date"),
+        )
+    return problems
+
+
+def _load_targets(kb: KnowledgeBase) -> list[Problem]:
+    path = kb.root / TARGETS_FILE
+    if not path.exists():
+        return []
+    doc, problems = load_located(path, TARGETS_FILE)
+    if doc.data is None:
+        return problems
+    found = schema.validate(doc.data, schema.TARGETS_SCHEMA, doc)
+    problems += found
+    raw_targets = (doc.data or {}).get("targets") if isinstance(doc.data, dict) else None
+    if not isinstance(raw_targets, dict):
+        return problems
+    for name, raw in raw_targets.items():
+        if not isinstance(raw, dict):
+            continue
+        jump = raw.get("jump") or ()
+        jumps = (jump,) if isinstance(jump, str) else tuple(jump)
+        transport = raw.get("transport", "ssh")
+        if transport == "ssh" and not raw.get("host"):
+            problems.append(doc.problem(("targets", name), f"target '{name}': ssh needs 'host'"))
+        kb.targets[str(name)] = Target(
+            name=str(name),
+            transport=transport,
+            host=raw.get("host"),
+            port=raw.get("port"),
+            user=raw.get("user"),
+            jump=jumps,
+            python=raw.get("python"),
+            identity_file=raw.get("identity_file"),
+            env={str(k): str(v) for k, v in (raw.get("env") or {}).items()},
+            description=raw.get("description"),
+            tags=tuple(raw.get("tags") or ()),
+            connect_timeout=raw.get("connect_timeout"),
+        )
+    for name, target in kb.targets.items():
+        for hop in target.jump:
+            if hop not in kb.targets:
+                problems.append(
+                    doc.problem(("targets", name, "jump"), f"target '{name}': unknown jump '{hop}'")
+                )
+        seen, current = {name}, list(target.jump)
+        while current:
+            hop = current.pop()
+            if hop == name:
+                problems.append(
+                    doc.problem(("targets", name, "jump"), f"target '{name}': jump loop")
+                )
+                break
+            if hop in kb.targets and hop not in seen:
+                seen.add(hop)
+                current.extend(kb.targets[hop].jump)
+    return problems

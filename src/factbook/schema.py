@@ -1,0 +1,292 @@
+"""The fact file schema, published as JSON Schema and enforced with located messages.
+
+One definition serves both: `factbook schema` prints it for editors, and `validate()` walks
+the same dict (the subset of JSON Schema used here) to report every violation at its line.
+Rules that JSON Schema cannot say well (per-category keys, links, milestones, probes) live in
+the loader's semantic pass.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .errors import Problem
+from .yamlsrc import LocatedDoc, PathKey
+
+STATUSES = ["assumed", "verified", "refuted", "stale"]
+CATEGORIES = [
+    "goal",
+    "instructions",
+    "hardware",
+    "software",
+    "model",
+    "tokenizer",
+    "inventory",
+    "pitfalls",
+    "benchmarks",
+    "training",
+    "decisions",
+    "progress",
+]
+LINK_RELATIONS = [
+    "fixed_by",
+    "fixes",
+    "checked_by",
+    "checks",
+    "justified_by",
+    "justifies",
+    "replaced_by",
+    "replaces",
+    "caused_by",
+    "causes",
+    "see_also",
+]
+PROGRESS_STATES = ["done", "in_progress", "todo", "failed", "blocked"]
+INVENTORY_KINDS = ["file", "dir", "log", "service", "checkpoint", "script", "doc", "data"]
+CATEGORY_KEYS: dict[str, set[str]] = {
+    "tokenizer": {"token", "token_id"},
+    "inventory": {"path", "kind", "machine", "purpose", "size"},
+    "pitfalls": {"symptom", "cause", "fix"},
+    "benchmarks": {"metric", "config", "accept_len"},
+    "training": {"metric", "config", "epoch"},
+    "decisions": {"rationale"},
+    "progress": {"state", "priority", "criterion"},
+}
+CATEGORY_REQUIRED: dict[str, set[str]] = {
+    "pitfalls": {"symptom", "cause", "fix"},
+    "decisions": {"rationale"},
+    "progress": {"state"},
+}
+ID_PATTERN = r"^[a-z0-9_]+(\.[a-z0-9_-]+)*$"
+MILESTONE_REF = {"type": ["string", "integer"]}
+
+_STR = {"type": "string"}
+_ANY: dict[str, Any] = {}
+
+SOURCE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "seed": _STR,
+        "message": {"type": "integer"},
+        "quote": _STR,
+        "run": _STR,
+        "runbook": _STR,
+        "step": _STR,
+        "target": _STR,
+        "date": {"type": ["string"]},
+        "note": _STR,
+    },
+}
+
+CHECK_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["probe"],
+    "properties": {
+        "probe": _STR,
+        "args": {"type": "object"},
+        "expect": {"type": "object"},
+        "timeout": {"type": "number", "exclusiveMinimum": 0},
+        "target": _STR,
+    },
+}
+
+FACT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["id", "category", "title", "statement", "status", "sources"],
+    "properties": {
+        "id": {"type": "string", "pattern": ID_PATTERN},
+        "category": {"type": "string", "enum": CATEGORIES},
+        "title": _STR,
+        "statement": _STR,
+        "value": _ANY,
+        "unit": {"type": ["string", "null"]},
+        "status": {"type": "string", "enum": STATUSES},
+        "target": {"type": ["string", "null"]},
+        "tags": {"type": "array", "items": _STR},
+        "since": {"type": ["string", "integer", "null"]},
+        "until": {"type": ["string", "integer", "null"]},
+        "history": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["at", "status"],
+                "properties": {
+                    "at": MILESTONE_REF,
+                    "status": {"type": "string", "enum": STATUSES},
+                    "note": _STR,
+                },
+            },
+        },
+        "sources": {"type": "array", "minItems": 1, "items": SOURCE_SCHEMA},
+        "check": CHECK_SCHEMA,
+        "links": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {r: {"type": "array", "items": _STR} for r in LINK_RELATIONS},
+        },
+        # category-specific keys (the loader checks which category may use which)
+        "token": _STR,
+        "token_id": {"type": "integer"},
+        "path": _STR,
+        "kind": {"type": "string", "enum": INVENTORY_KINDS},
+        "machine": _STR,
+        "purpose": _STR,
+        "size": {"type": ["string", "number"]},
+        "symptom": _STR,
+        "cause": _STR,
+        "fix": _STR,
+        "metric": _STR,
+        "config": {"type": "object"},
+        "accept_len": {"type": ["number", "null"]},
+        "epoch": {"type": "integer"},
+        "rationale": _STR,
+        "state": {"type": "string", "enum": PROGRESS_STATES},
+        "priority": {"type": "integer", "minimum": 1},
+        "criterion": _STR,
+    },
+}
+
+FACT_FILE_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://factbook.invalid/schema/facts.schema.json",
+    "title": "factbook fact file",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["facts"],
+    "properties": {"facts": {"type": "array", "items": FACT_SCHEMA}},
+}
+
+# The file's top level alone: facts are validated one by one so each gets its own messages.
+FACT_FILE_TOP_SCHEMA = {**FACT_FILE_SCHEMA, "properties": {"facts": {"type": "array"}}}
+
+MILESTONES_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["milestones"],
+    "properties": {
+        "milestones": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["id", "title"],
+                "properties": {
+                    "id": {"type": ["string", "integer"]},
+                    "title": _STR,
+                    "seed": _STR,
+                    "message": {"type": "integer"},
+                    "date": _STR,
+                },
+            },
+        }
+    },
+}
+
+TARGET_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "transport": {"type": "string", "enum": ["ssh", "local"]},
+        "host": _STR,
+        "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+        "user": _STR,
+        "jump": {"type": ["string", "array"], "items": _STR},
+        "python": _STR,
+        "identity_file": _STR,
+        "env": {"type": "object"},
+        "description": _STR,
+        "tags": {"type": "array", "items": _STR},
+        "connect_timeout": {"type": "number", "exclusiveMinimum": 0},
+    },
+}
+
+TARGETS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["targets"],
+    "properties": {"targets": {"type": "object", "additionalProperties": TARGET_SCHEMA}},
+}
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+def _type_ok(value: Any, types: str | list[str]) -> bool:
+    names = [types] if isinstance(types, str) else types
+    for name in names:
+        if isinstance(value, bool) and name in ("integer", "number"):
+            continue
+        if isinstance(value, _JSON_TYPES[name]):
+            return True
+    return False
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "list",
+        dict: "mapping",
+    }.get(type(value), type(value).__name__)
+
+
+def validate(
+    value: Any, schema: dict[str, Any], doc: LocatedDoc, path: PathKey = (), where: str = ""
+) -> list[Problem]:
+    """Every violation of `schema` by `value`, each at the line of the offending key."""
+    problems: list[Problem] = []
+    label = where or ".".join(str(p) for p in path) or "document"
+    if "type" in schema and not _type_ok(value, schema["type"]):
+        want = schema["type"] if isinstance(schema["type"], str) else " or ".join(schema["type"])
+        return [doc.problem(path, f"{label}: expected {want}, got {_describe(value)}")]
+    if "enum" in schema and value not in schema["enum"]:
+        choices = ", ".join(str(c) for c in schema["enum"])
+        problems.append(doc.problem(path, f"{label}: {value!r} is not one of: {choices}"))
+    if "pattern" in schema and isinstance(value, str) and not re.match(schema["pattern"], value):
+        problems.append(doc.problem(path, f"{label}: {value!r} does not match {schema['pattern']}"))
+    if "minimum" in schema and _type_ok(value, "number") and value < schema["minimum"]:
+        problems.append(doc.problem(path, f"{label}: must be >= {schema['minimum']}"))
+    if "maximum" in schema and _type_ok(value, "number") and value > schema["maximum"]:
+        problems.append(doc.problem(path, f"{label}: must be <= {schema['maximum']}"))
+    lo = schema.get("exclusiveMinimum")
+    if lo is not None and _type_ok(value, "number") and value <= lo:
+        problems.append(doc.problem(path, f"{label}: must be > {lo}"))
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                problems.append(doc.problem(path, f"{label}: missing required key '{key}'"))
+        extra = schema.get("additionalProperties", True)
+        for key, sub in value.items():
+            sub_label = f"{where}.{key}" if where else str(key)
+            if key in props:
+                problems += validate(sub, props[key], doc, (*path, key), sub_label)
+            elif extra is False:
+                known = ", ".join(sorted(props))
+                problems.append(doc.problem((*path, key), f"unknown key '{key}' (known: {known})"))
+            elif isinstance(extra, dict):
+                problems += validate(sub, extra, doc, (*path, key), sub_label)
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            problems.append(doc.problem(path, f"{label}: needs at least {schema['minItems']} item"))
+        items = schema.get("items")
+        if items is not None:
+            for i, item in enumerate(value):
+                problems += validate(item, items, doc, (*path, i), f"{label}[{i}]")
+    return problems
