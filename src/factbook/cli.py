@@ -97,3 +97,7 @@ def verify_facts_main() -> None:
         root_args = argv[:2] if argv[0] == "--root" else argv[:1]
         argv = argv[len(root_args) :]
     sys.exit(run([*root_args, "verify", *argv]))
+
+
+if __name__ == "__main__":
+    main()

@@ -198,7 +198,11 @@ def _build_fact(raw: dict[str, Any], doc: LocatedDoc, index: int) -> Fact | None
     known = set(schema.FACT_SCHEMA["properties"]) - set().union(*schema.CATEGORY_KEYS.values())
     return Fact(
         **base,
-        sources=[Source(**s) for s in raw.get("sources", []) if isinstance(s, dict)],
+        sources=[
+            Source(**{k: v for k, v in s.items() if k in Source.__dataclass_fields__})
+            for s in raw.get("sources", [])
+            if isinstance(s, dict)
+        ],
         file=doc.file,
         line=doc.line(("facts", index)),
         value=raw.get("value"),

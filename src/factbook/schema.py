@@ -212,6 +212,7 @@ TARGETS_SCHEMA = {
     "properties": {"targets": {"type": "object", "additionalProperties": TARGET_SCHEMA}},
 }
 
+_FRIENDLY = {"object": "mapping", "array": "list"}
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),
@@ -251,27 +252,29 @@ def validate(
 ) -> list[Problem]:
     """Every violation of `schema` by `value`, each at the line of the offending key."""
     problems: list[Problem] = []
-    label = where or ".".join(str(p) for p in path) or "document"
+    label = where
+    pre = f"{where}: " if where else ("top level: " if not path else "")
     if "type" in schema and not _type_ok(value, schema["type"]):
-        want = schema["type"] if isinstance(schema["type"], str) else " or ".join(schema["type"])
-        return [doc.problem(path, f"{label}: expected {want}, got {_describe(value)}")]
+        names = [schema["type"]] if isinstance(schema["type"], str) else schema["type"]
+        want = " or ".join(_FRIENDLY.get(n, n) for n in names)
+        return [doc.problem(path, f"{pre}expected {want}, got {_describe(value)}")]
     if "enum" in schema and value not in schema["enum"]:
         choices = ", ".join(str(c) for c in schema["enum"])
-        problems.append(doc.problem(path, f"{label}: {value!r} is not one of: {choices}"))
+        problems.append(doc.problem(path, f"{pre}{value!r} is not one of: {choices}"))
     if "pattern" in schema and isinstance(value, str) and not re.match(schema["pattern"], value):
-        problems.append(doc.problem(path, f"{label}: {value!r} does not match {schema['pattern']}"))
+        problems.append(doc.problem(path, f"{pre}{value!r} does not match {schema['pattern']}"))
     if "minimum" in schema and _type_ok(value, "number") and value < schema["minimum"]:
-        problems.append(doc.problem(path, f"{label}: must be >= {schema['minimum']}"))
+        problems.append(doc.problem(path, f"{pre}must be >= {schema['minimum']}"))
     if "maximum" in schema and _type_ok(value, "number") and value > schema["maximum"]:
-        problems.append(doc.problem(path, f"{label}: must be <= {schema['maximum']}"))
+        problems.append(doc.problem(path, f"{pre}must be <= {schema['maximum']}"))
     lo = schema.get("exclusiveMinimum")
     if lo is not None and _type_ok(value, "number") and value <= lo:
-        problems.append(doc.problem(path, f"{label}: must be > {lo}"))
+        problems.append(doc.problem(path, f"{pre}must be > {lo}"))
     if isinstance(value, dict):
         props = schema.get("properties", {})
         for key in schema.get("required", []):
             if key not in value:
-                problems.append(doc.problem(path, f"{label}: missing required key '{key}'"))
+                problems.append(doc.problem(path, f"{pre}missing required key '{key}'"))
         extra = schema.get("additionalProperties", True)
         for key, sub in value.items():
             sub_label = f"{where}.{key}" if where else str(key)
@@ -284,9 +287,9 @@ def validate(
                 problems += validate(sub, extra, doc, (*path, key), sub_label)
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
-            problems.append(doc.problem(path, f"{label}: needs at least {schema['minItems']} item"))
+            problems.append(doc.problem(path, f"{pre}needs at least {schema['minItems']} item"))
         items = schema.get("items")
         if items is not None:
             for i, item in enumerate(value):
-                problems += validate(item, items, doc, (*path, i), f"{label}[{i}]")
+                problems += validate(item, items, doc, (*path, i), f"{label or 'item'}[{i}]")
     return problems
