@@ -198,7 +198,10 @@ CASES = [
     (
         "unknown probe argument",
         fact("check:\n  probe: file.exists\n  args: {path: /x, pth: /y}\n"),
-        ["facts/bad.yaml:10: fact 'x.one': probe file.exists takes no argument 'pth' (takes: path)"],
+        [
+            "facts/bad.yaml:10: fact 'x.one': probe file.exists "
+            + "takes no argument 'pth' (takes: path)"
+        ],
     ),
     (
         "check without probe",
@@ -347,7 +350,8 @@ def test_every_problem_reported_at_once(tmp_path: Path, capsys: pytest.CaptureFi
 def test_targets_file_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     make_kb(tmp_path, GOOD.replace("hw.gpu.count", "hw.other"))
     (tmp_path / "targets.yaml").write_text(
-        "targets:\n  box: {host: box.invalid, jump: gate}\n  loop1: {host: a.invalid, jump: loop2}\n"
+        "targets:\n  box: {host: box.invalid, jump: gate}\n"
+        "  loop1: {host: a.invalid, jump: loop2}\n"
         "  loop2: {host: b.invalid, jump: loop1}\n  nohost: {user: root}\n"
     )
     code, lines = lint(tmp_path, capsys)
@@ -357,7 +361,9 @@ def test_targets_file_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "targets.yaml:5: target 'nohost': ssh needs 'host'" in lines
 
 
-def test_custom_probe_in_checks_is_known(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_custom_probe_in_checks_is_known(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     probe = 'def think(path, token="<think>"):\n    """id of a token"""\n    return 1\n\n'
     probe += 'PROBES = {"kimi.think": think}\n'
     text = fact("check:\n  probe: kimi.think\n  args: {tokn: x}\n")

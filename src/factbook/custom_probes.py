@@ -37,7 +37,7 @@ def find_custom_probes(checks_dir: Path, root: Path) -> tuple[dict[str, ProbeSpe
             if not isinstance(node.value, ast.Dict):
                 problems.append(Problem(display, node.lineno, "PROBES must be a dict literal"))
                 continue
-            for key, value in zip(node.value.keys, node.value.values):
+            for key, value in zip(node.value.keys, node.value.values, strict=True):
                 if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                     problems.append(Problem(display, node.lineno, "PROBES keys must be strings"))
                     continue
@@ -52,7 +52,7 @@ def find_custom_probes(checks_dir: Path, root: Path) -> tuple[dict[str, ProbeSpe
                 positional = [a.arg for a in func.args.args]
                 required = positional[: len(positional) - n_defaults] + [
                     a.arg
-                    for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults)
+                    for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True)
                     if d is None
                 ]
                 optional = tuple(p for p in params if p not in required)

@@ -14,10 +14,10 @@ from typing import Any
 
 from .versions import parse_specifier, satisfies
 
-OPERATORS = (
-    "eq ne gt ge lt le between approx contains regex one_of exists length version "
-    "each all any not"
-).split()
+OPERATORS = [
+    *("eq", "ne", "gt", "ge", "lt", "le", "between", "approx", "contains", "regex"),
+    *("one_of", "exists", "length", "version", "each", "all", "any", "not"),
+]
 
 
 @dataclass(frozen=True)

@@ -117,10 +117,7 @@ class KnowledgeBase:
     def linked_from(self, fact_id: str) -> list[tuple[str, Fact]]:
         """(relation, fact) for every fact that links to `fact_id`."""
         return [
-            (rel, f)
-            for f in self.facts.values()
-            for rel, ids in f.links.items()
-            if fact_id in ids
+            (rel, f) for f in self.facts.values() for rel, ids in f.links.items() if fact_id in ids
         ]
 
 
@@ -286,18 +283,30 @@ def _check_problems(
     if spec is None:
         close = [p for p in kb.probes if p.split(".")[0] == fact.check.probe.split(".")[0]]
         hint = f" (known in that group: {', '.join(close)})" if close else ""
-        out.append(doc.problem((*at, "probe"), f"fact '{fact.id}': unknown probe "
-                               f"'{fact.check.probe}'{hint}"))
+        out.append(
+            doc.problem(
+                (*at, "probe"), f"fact '{fact.id}': unknown probe '{fact.check.probe}'{hint}"
+            )
+        )
     else:
         for name in spec.required:
             if name not in fact.check.args:
-                out.append(doc.problem((*at, "args"), f"fact '{fact.id}': probe "
-                                       f"{spec.name} needs argument '{name}'"))
+                out.append(
+                    doc.problem(
+                        (*at, "args"),
+                        f"fact '{fact.id}': probe {spec.name} needs argument '{name}'",
+                    )
+                )
         for name in fact.check.args:
             if name not in spec.required + spec.optional:
                 allowed = ", ".join(spec.required + spec.optional) or "none"
-                out.append(doc.problem((*at, "args", name), f"fact '{fact.id}': probe "
-                                       f"{spec.name} takes no argument '{name}' (takes: {allowed})"))
+                out.append(
+                    doc.problem(
+                        (*at, "args", name),
+                        f"fact '{fact.id}': probe "
+                        f"{spec.name} takes no argument '{name}' (takes: {allowed})",
+                    )
+                )
     if fact.check.expect is not None:
         for message in problems_in(fact.check.expect):
             out.append(doc.problem((*at, "expect"), f"fact '{fact.id}': {message}"))

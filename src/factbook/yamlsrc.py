@@ -62,11 +62,15 @@ def _construct(
             result[key] = _construct(value_node, (*path, key), doc, problems, ctor)
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_construct(item, (*path, i), doc, problems, ctor) for i, item in enumerate(node.value)]
+        return [
+            _construct(item, (*path, i), doc, problems, ctor) for i, item in enumerate(node.value)
+        ]
     return _scalar(node, doc, problems, ctor)
 
 
-def _scalar(node: yaml.Node, doc: LocatedDoc, problems: list[Problem], ctor: yaml.SafeLoader) -> Any:
+def _scalar(
+    node: yaml.Node, doc: LocatedDoc, problems: list[Problem], ctor: yaml.SafeLoader
+) -> Any:
     try:
         return ctor.construct_object(node, deep=True)
     except yaml.YAMLError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -33,10 +34,9 @@ def collect_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
 
 
 def _extra_linters() -> list[Callable[[KnowledgeBase], list[Problem]]]:
-    try:  # the runbook linter registers itself when its module exists
+    # the runbook linter registers itself when its module exists
+    with contextlib.suppress(ImportError):
         from ..runbooks import lint as _runbook_lint  # noqa: F401
-    except ImportError:
-        pass
     return EXTRA_LINTERS
 
 

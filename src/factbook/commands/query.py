@@ -144,8 +144,10 @@ def handle_show(args: argparse.Namespace) -> int:
     for relation, other in kb.linked_from(fact.id):
         print(f"  <- {relation} from {other.id}")
     for record in results:
-        print(f"  last verified on {record.target}: {record.outcome} at {record.time}"
-              f" ({record.reason})")
+        print(
+            f"  last verified on {record.target}: {record.outcome} at {record.time}"
+            f" ({record.reason})"
+        )
     if fact.check and not results:
         print("  last verified: never")
     print(f"  defined at: {fact.location}")

@@ -49,7 +49,9 @@ BUILTIN_PROBES: dict[str, ProbeSpec] = {
         _spec("os.kernel", "kernel release (uname -r)"),
         _spec("env.var", "value of an environment variable or null", "name"),
         # software
-        _spec("pkg.version", "installed version of a Python distribution or null", "name", "python"),
+        _spec(
+            "pkg.version", "installed version of a Python distribution or null", "name", "python"
+        ),
         _spec("python.version", "version of an interpreter", "", "python"),
         _spec("cuda.nvcc_version", "CUDA toolkit version reported by nvcc", "", "cuda_home"),
         _spec("cuda.home", "CUDA_HOME or the toolkit directory found"),
@@ -69,7 +71,9 @@ BUILTIN_PROBES: dict[str, ProbeSpec] = {
         _spec("config.value", "value at a dotted path in a JSON/YAML/TOML/INI file", "path", "key"),
         _spec("safetensors.shard_count", "number of *.safetensors files in a directory", "path"),
         _spec("safetensors.tensors", "{tensor name: shape} of a file or sharded directory", "path"),
-        _spec("tokenizer.token_id", "id of a token in a tokenizer.json / tiktoken model", "path token"),
+        _spec(
+            "tokenizer.token_id", "id of a token in a tokenizer.json / tiktoken model", "path token"
+        ),
         _spec("tokenizer.decode", "text of a list of ids", "path ids"),
         # processes, services, network
         _spec("cmd", "{exit_code, stdout, stderr}", "argv", "cwd env shell"),
