@@ -16,6 +16,8 @@ import yaml
 from .errors import Problem
 
 PathKey = tuple[Any, ...]
+# libyaml's composer keeps marks and is ~10x faster than the pure-Python one.
+_COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass
@@ -86,14 +88,9 @@ def load_located(path: Path, display: str) -> tuple[LocatedDoc, list[Problem]]:
     except (OSError, UnicodeDecodeError) as exc:
         return doc, [Problem(display, 1, f"cannot read file: {exc}")]
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 1
-        what = exc.problem or str(exc)
-        return doc, [Problem(display, line, f"YAML syntax error: {what}")]
-    except yaml.YAMLError as exc:
-        return doc, [Problem(display, 1, f"YAML syntax error: {exc}")]
+        node = yaml.compose(text, Loader=_COMPOSER)
+    except yaml.YAMLError:
+        return doc, [_syntax_problem(text, display)]
     problems: list[Problem] = []
     if node is not None:
         ctor = yaml.SafeLoader("")
@@ -102,3 +99,16 @@ def load_located(path: Path, display: str) -> tuple[LocatedDoc, list[Problem]]:
         finally:
             ctor.dispose()
     return doc, problems
+
+
+def _syntax_problem(text: str, display: str) -> Problem:
+    """Re-parse with the pure-Python parser: its messages name the offending character."""
+    try:
+        yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        return Problem(display, line, f"YAML syntax error: {exc.problem or exc}")
+    except yaml.YAMLError as exc:
+        return Problem(display, 1, f"YAML syntax error: {exc}")
+    return Problem(display, 1, "YAML syntax error")

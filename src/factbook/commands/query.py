@@ -87,6 +87,8 @@ def _print_table(kb: KnowledgeBase, facts: list[Fact], as_of: Any) -> None:
     for fact in facts:
         status = kb.status_as_of(fact, as_of)
         text = fact.title
+        if fact.get("state"):
+            text = f"[{fact.get('state')}] {text}"
         value = _value_text(fact)
         if value:
             text += f" = {value}"
