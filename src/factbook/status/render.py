@@ -1,0 +1,169 @@
+"""Render a status document with Jinja2 and write it atomically under docs/status/.
+
+Templates are looked up in the knowledge base first (templates/status/, then templates/), then
+in the package, so a knowledge base overrides `status.md.j2` or any partial it includes.
+Environments are cached per template search path: compiling the templates is most of the
+cost of a render, and a status document for 1,000 facts must take well under half a second.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..atomic import write_text_atomic
+from ..errors import InputError, UsageError
+from ..kb import KnowledgeBase
+from ..results import load_latest
+from .context import StatusContext, build_context, default_previous
+from .items import value_text
+from .redact import redactor_for
+
+TEMPLATE = "status.md.j2"
+STATUS_DIR = Path("docs") / "status"
+INDEX = "index.md"
+_TAGLIKE = re.compile(r"<(?=[A-Za-z/|!])")
+
+
+@dataclass
+class StatusOptions:
+    """What `factbook status` was asked for."""
+
+    as_of: str | None = None
+    since: str | None = None
+    redact: bool = False
+    results: bool | None = None  # None: live results for 'now' only
+
+
+def md(text: Any) -> str:
+    """Escape what Markdown would swallow (`<think>` looks like HTML) in running text."""
+    return _TAGLIKE.sub(r"\\<", str(text))
+
+
+def cell(text: Any) -> str:
+    """A Markdown table cell: escaped, pipes protected, one line."""
+    return md(text).replace("|", "\\|").replace("\n", " ")
+
+
+def kv(mapping: Any) -> str:
+    """A configuration mapping as `key=value, ...` (YAML-ish scalars, lists as JSON)."""
+    return value_text(mapping)
+
+
+def template_dirs(kb_root: Path) -> tuple[str, ...]:
+    """Override folders of a knowledge base that exist, most specific first."""
+    dirs = [kb_root / "templates" / "status", kb_root / "templates"]
+    return tuple(str(d) for d in dirs if d.is_dir())
+
+
+@lru_cache(maxsize=16)
+def environment(override_dirs: tuple[str, ...] = ()) -> jinja2.Environment:
+    loaders: list[jinja2.BaseLoader] = [jinja2.FileSystemLoader(list(override_dirs))]
+    loaders.append(jinja2.PackageLoader("factbook", "templates/status"))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=False,  # Markdown, not HTML; `md`/`cell` escape what matters
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["md"] = md
+    env.filters["cell"] = cell
+    env.filters["kv"] = kv
+    return env
+
+
+def render_context(context: StatusContext, kb_root: Path) -> str:
+    """The document text for a prepared context (no redaction)."""
+    env = environment(template_dirs(kb_root))
+    try:
+        template = env.get_template(TEMPLATE)
+        return template.render(**context.as_dict())
+    except jinja2.TemplateError as exc:
+        where = f"{exc.filename}:{exc.lineno}: " if getattr(exc, "lineno", None) else ""
+        raise InputError(f"status template: {where}{exc}") from None
+
+
+def prepare(
+    kb: KnowledgeBase, options: StatusOptions, *, now: dt.datetime | None = None
+) -> StatusContext:
+    """Resolve milestones and results for `options` and build the context."""
+    as_of = kb.milestone(options.as_of)
+    if options.since is not None:
+        previous = kb.milestone(options.since)
+        if as_of is not None and previous.index >= as_of.index:
+            raise UsageError(f"--since {previous.id} is not before --as-of {as_of.id}")
+    else:
+        previous = default_previous(kb, as_of)
+    use_results = options.results if options.results is not None else as_of is None
+    results = load_latest(kb.root) if use_results else None
+    return build_context(
+        kb, as_of=as_of, previous=previous, results=results, now=now, redacted=options.redact
+    )
+
+
+def render_status(
+    kb: KnowledgeBase, options: StatusOptions, *, now: dt.datetime | None = None
+) -> str:
+    """The status document for `options`, redacted when asked."""
+    context = prepare(kb, options, now=now)
+    text = render_context(context, kb.root)
+    return redactor_for(kb)(text) if options.redact else text
+
+
+def default_path(
+    kb: KnowledgeBase, options: StatusOptions, *, now: dt.datetime | None = None
+) -> Path:
+    """docs/status/status-<milestone>.md, or docs/status/<YYYY-MM-DD>-status.md for now."""
+    suffix = "-redacted" if options.redact else ""
+    if options.as_of is not None:
+        name = f"status-{options.as_of}{suffix}.md"
+    else:
+        day = (now or dt.datetime.now(dt.timezone.utc)).strftime("%Y-%m-%d")
+        name = f"{day}-status{suffix}.md"
+    return kb.root / STATUS_DIR / name
+
+
+def write_status(path: Path, text: str, *, kb_root: Path) -> Path:
+    """Write a document atomically; refresh the status index when it lands in docs/status/."""
+    write_text_atomic(path, text)
+    status_dir = (kb_root / STATUS_DIR).resolve()
+    if path.resolve().parent == status_dir:
+        write_index(status_dir)
+    return path
+
+
+_TITLE = re.compile(r"^# (.+)$", re.MULTILINE)
+
+
+def write_index(status_dir: Path) -> Path:
+    """docs/status/index.md: every status document, newest milestone/date first."""
+    docs = [p for p in status_dir.glob("*.md") if p.name != INDEX]
+
+    def key(path: Path) -> tuple[int, str]:
+        m = re.fullmatch(r"status-(\d+).*\.md", path.name)
+        return (0, f"{int(m.group(1)):012d}") if m else (1, path.name)
+
+    lines = [
+        "# Status documents",
+        "",
+        "Generated by `factbook status` (see docs/status-documents.md). Dated documents describe",
+        "the knowledge base at the time of writing; `status-<milestone>` documents reproduce",
+        "what was known, done and planned at that milestone.",
+        "",
+    ]
+    for path in sorted(docs, key=key, reverse=True):
+        head = path.read_text(encoding="utf-8")[:2000]
+        found = _TITLE.search(head)
+        title = found.group(1).strip() if found else path.stem
+        lines.append(f"- [{title}]({path.name})")
+    index = status_dir / INDEX
+    write_text_atomic(index, "\n".join(lines) + "\n")
+    return index
