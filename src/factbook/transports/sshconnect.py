@@ -1,0 +1,349 @@
+"""Opening one SSH connection through a chain of jump hosts, with known_hosts enforced.
+
+A target resolves to hops (outermost jump first, the box last) the way OpenSSH would: the
+target's host is looked up in ~/.ssh/config as an alias (HostName, User, Port, IdentityFile,
+ProxyJump, UserKnownHostsFile, ConnectTimeout), the target's own fields win, and jumps come
+from the target's `jump:` names (targets.yaml) or, failing that, the config's ProxyJump
+(recursively, any length). The first hop is a TCP socket; every later hop rides a
+`direct-tcpip` channel of the one before, so only the first hop needs to be routable from here.
+
+paramiko exceptions never leave this module: they become HostKeyError, AuthError or
+UnreachableError naming the hop (`jump host kpro6 (root@kpro6.invalid:22)`).
+"""
+
+from __future__ import annotations
+
+import base64
+import getpass
+import hashlib
+import os
+import socket
+import threading
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import paramiko
+
+from ..errors import AuthError, HostKeyError, UnreachableError, UsageError
+from ..model import Target
+from .base import TransportOptions
+
+MAX_HOPS = 16
+_KNOWN_HOSTS_WRITE = threading.Lock()
+
+
+@dataclass
+class Hop:
+    """One SSH server on the way to the box, with everything needed to log in to it."""
+
+    role: str  # "box" or "jump host"
+    name: str  # target name or jump spec
+    host: str
+    port: int
+    user: str
+    identity_files: list[str] = field(default_factory=list)
+    known_hosts: str = "~/.ssh/known_hosts"
+    connect_timeout: float = 10.0
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def known_hosts_name(self) -> str:
+        """How known_hosts names this host: `host` on port 22, `[host]:port` otherwise."""
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+    def describe(self) -> str:
+        return f"{self.role} {self.name} ({self.user}@{self.address})"
+
+
+def split_jump_spec(spec: str) -> tuple[str | None, str, int | None]:
+    """`[ssh://][user@]host[:port]` (IPv6 in brackets) -> (user, host, port)."""
+    text = spec.strip()
+    parsed = urllib.parse.urlsplit(text if "://" in text else "ssh://" + text)
+    try:
+        port = parsed.port
+    except ValueError as exc:
+        raise UsageError(f"bad jump host {spec!r}: {exc}") from None
+    if not parsed.hostname:
+        raise UsageError(f"bad jump host {spec!r}: no host")
+    user = urllib.parse.unquote(parsed.username) if parsed.username else None
+    return user, parsed.hostname, port
+
+
+class ChainResolver:
+    """Turns a target into its hops using targets.yaml and the ssh config."""
+
+    def __init__(self, targets: dict[str, Target], options: TransportOptions):
+        self.targets = targets
+        self.options = options
+        path = Path(os.path.expanduser(options.ssh_config or "~/.ssh/config"))
+        self.config = paramiko.SSHConfig()
+        if path.is_file():
+            try:
+                self.config = paramiko.SSHConfig.from_path(str(path))
+            except (OSError, paramiko.ConfigParseError) as exc:
+                raise UsageError(f"{path}: cannot read ssh config: {exc}") from None
+
+    def resolve(self, target: Target) -> list[Hop]:
+        hops = self._resolve(target, "box", 0)
+        return hops
+
+    def _resolve(self, target: Target, role: str, depth: int) -> list[Hop]:
+        if depth > MAX_HOPS:
+            raise UsageError(f"target {target.name}: jump chain longer than {MAX_HOPS} (a loop?)")
+        alias = target.host or target.name
+        cfg: dict[str, Any] = self.config.lookup(alias)
+        user = target.user or cfg.get("user") or getpass.getuser()
+        if target.identity_file and not os.path.isfile(os.path.expanduser(target.identity_file)):
+            raise UsageError(
+                f"target {target.name}: identity file {target.identity_file} does not exist"
+            )
+        idents = [target.identity_file] if target.identity_file else []
+        idents += cfg.get("identityfile", [])  # ssh skips missing ones silently; so do we
+        idents = [os.path.expanduser(p) for p in idents]
+        known = (
+            self.options.known_hosts
+            or (str(cfg.get("userknownhostsfile") or "").split() or ["~/.ssh/known_hosts"])[0]
+        )
+        timeout = target.connect_timeout or _float(cfg.get("connecttimeout"))
+        hop = Hop(
+            role=role,
+            name=target.name,
+            host=cfg.get("hostname", alias),
+            port=target.port or int(cfg.get("port", 22)),
+            user=user,
+            identity_files=[p for p in dict.fromkeys(idents) if os.path.isfile(p)],
+            known_hosts=known,
+            connect_timeout=timeout or self.options.connect_timeout,
+        )
+        before: list[Hop] = []
+        if target.jump:
+            for name in target.jump:
+                jt = self.targets.get(name)
+                if jt is None:
+                    raise UsageError(f"target {target.name}: jump {name!r} is not a known target")
+                before += self._resolve(jt, "jump host", depth + 1)
+        else:
+            proxy = cfg.get("proxyjump")
+            if proxy and proxy.strip().lower() != "none":
+                for spec in proxy.split(","):
+                    juser, jhost, jport = split_jump_spec(spec)
+                    jt = Target(name=spec.strip(), host=jhost, port=jport, user=juser)
+                    before += self._resolve(jt, "jump host", depth + 1)
+        return [*before, hop]
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """OpenSSH's `SHA256:...` fingerprint, so messages match `ssh-keygen -lf`."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+class KnownHosts:
+    """known_hosts checking like StrictHostKeyChecking=yes, or =accept-new when asked."""
+
+    def __init__(self, path: str, accept_new: bool):
+        self.path = Path(os.path.expanduser(path))
+        self.accept_new = accept_new
+        self.keys = paramiko.HostKeys()
+        for source in (Path("/etc/ssh/ssh_known_hosts"), self.path):
+            if source.is_file():
+                try:
+                    self.keys.load(str(source))
+                except (OSError, paramiko.SSHException) as exc:
+                    raise HostKeyError(f"cannot read {source}: {exc}") from None
+
+    def known_types(self, hop: Hop) -> list[str]:
+        entry = self.keys.lookup(hop.known_hosts_name)
+        return list(entry.keys()) if entry else []
+
+    def check(self, hop: Hop, key: paramiko.PKey) -> None:
+        """Accept a known key, refuse a changed one, add an unknown one only if allowed."""
+        name, offered = hop.known_hosts_name, f"{key.get_name()} {fingerprint(key)}"
+        entry = self.keys.lookup(name)
+        if entry:
+            known = entry.get(key.get_name())
+            if known is not None and known == key:
+                return
+            held = ", ".join(f"{t} {fingerprint(k)}" for t, k in entry.items())
+            raise HostKeyError(
+                f"host key for {hop.address} ({hop.role} {hop.name}) has CHANGED: "
+                f"{self.path} holds {held}, the host offers {offered}. Someone may be "
+                f"intercepting the connection, or the host was reinstalled: check, then remove "
+                f"the old key (ssh-keygen -R '{name}'). Changed keys are never accepted."
+            )
+        if not self.accept_new:
+            raise HostKeyError(
+                f"host key for {hop.address} ({hop.role} {hop.name}) is not in {self.path}; "
+                f"verify it ({offered}) and add it (ssh-keyscan -p {hop.port} {hop.host}) or pass "
+                f"--accept-new-host-keys"
+            )
+        self.keys.add(name, key.get_name(), key)
+        line = f"{name} {key.get_name()} {key.get_base64()}\n"
+        with _KNOWN_HOSTS_WRITE:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+
+
+class _Policy(paramiko.MissingHostKeyPolicy):
+    """SSHClient is given no host keys, so every key comes here and KnownHosts decides."""
+
+    def __init__(self, known: KnownHosts, hop: Hop):
+        self.known, self.hop = known, hop
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey):
+        self.known.check(self.hop, key)
+
+
+def _rsa(types: list[str]) -> list[str]:
+    out = []
+    for t in types:
+        out += ["rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"] if t == "ssh-rsa" else [t]
+    return out
+
+
+def _tcp(hop: Hop, keepalive: float) -> socket.socket:
+    try:
+        infos = socket.getaddrinfo(hop.host, hop.port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise UnreachableError(f"{hop.describe()}: cannot resolve {hop.host}: {exc}") from None
+    last: OSError | None = None
+    for family, kind, proto, _, addr in infos:
+        sock = socket.socket(family, kind, proto)
+        sock.settimeout(hop.connect_timeout)
+        try:
+            sock.connect(addr)
+        except OSError as exc:
+            sock.close()
+            last = exc
+            continue
+        _tcp_keepalive(sock, keepalive)
+        return sock
+    if isinstance(last, ConnectionRefusedError):
+        why = "connection refused"
+    elif isinstance(last, socket.timeout):
+        why = f"no answer within {hop.connect_timeout:g} s"
+    else:
+        why = str(last)
+    raise UnreachableError(f"{hop.describe()} is unreachable: {why}")
+
+
+def _tcp_keepalive(sock: socket.socket, keepalive: float) -> None:
+    """Let the kernel notice a silently dead first hop (paramiko's keepalive only sends)."""
+    if keepalive <= 0:
+        return
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for opt, value in (
+        ("TCP_KEEPIDLE", keepalive),
+        ("TCP_KEEPINTVL", keepalive),
+        ("TCP_KEEPCNT", 3),
+        ("TCP_USER_TIMEOUT", int(keepalive * 4 * 1000)),
+    ):
+        if hasattr(socket, opt):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), max(1, int(value)))
+
+
+def _forward(prev: paramiko.SSHClient, prev_hop: Hop, hop: Hop) -> paramiko.Channel:
+    transport = prev.get_transport()
+    assert transport is not None
+    try:
+        return transport.open_channel(
+            "direct-tcpip", (hop.host, hop.port), ("127.0.0.1", 0), timeout=hop.connect_timeout
+        )
+    except paramiko.ChannelException as exc:
+        why = exc.text or f"code {exc.code}"
+        raise UnreachableError(
+            f"{hop.describe()} is unreachable from {prev_hop.describe()}: {why}"
+        ) from None
+    except (paramiko.SSHException, EOFError, OSError) as exc:
+        raise UnreachableError(
+            f"{hop.describe()}: {prev_hop.describe()} could not forward: {exc or 'timeout'}"
+        ) from None
+
+
+def _login(hop: Hop, sock: Any, known: KnownHosts, keepalive: float) -> paramiko.SSHClient:
+    client = paramiko.SSHClient()
+    client.set_missing_host_key_policy(_Policy(known, hop))
+    preferred = _rsa(known.known_types(hop))
+
+    def factory(sock: Any, **kw: Any) -> paramiko.Transport:
+        # Offer the key types known_hosts holds first, as OpenSSH does, so a host that also has
+        # a newer key type is not mistaken for a changed key.
+        t = paramiko.Transport(sock, **kw)
+        opts = t.get_security_options()
+        ours = [k for k in preferred if k in opts.key_types]
+        opts.key_types = ours + [k for k in opts.key_types if k not in ours]
+        return t
+
+    try:
+        client.connect(
+            hop.host,
+            hop.port,
+            username=hop.user,
+            key_filename=hop.identity_files or None,
+            timeout=hop.connect_timeout,
+            banner_timeout=hop.connect_timeout,
+            auth_timeout=hop.connect_timeout,
+            allow_agent=True,
+            look_for_keys=True,
+            sock=sock,
+            transport_factory=factory,
+        )
+    except HostKeyError:
+        client.close()
+        raise
+    except paramiko.AuthenticationException as exc:
+        client.close()
+        raise AuthError(_auth_message(hop, exc)) from None
+    except paramiko.SSHException as exc:
+        client.close()
+        if "authentication methods" in str(exc):
+            raise AuthError(_auth_message(hop, exc)) from None
+        raise UnreachableError(f"{hop.describe()}: SSH handshake failed: {exc}") from None
+    except (EOFError, OSError) as exc:
+        client.close()
+        raise UnreachableError(f"{hop.describe()}: connection lost: {exc or 'EOF'}") from None
+    transport = client.get_transport()
+    if transport is not None and keepalive > 0:
+        transport.set_keepalive(max(1, int(keepalive)))
+    return client
+
+
+def _auth_message(hop: Hop, exc: Exception) -> str:
+    tried = ", ".join(hop.identity_files) or "no identity file"
+    return (
+        f"authentication failed for {hop.user}@{hop.address} ({hop.role} {hop.name}): "
+        f"{exc}; tried {tried}, ~/.ssh/id_* and the ssh agent"
+    )
+
+
+def connect_chain(hops: list[Hop], options: TransportOptions) -> list[paramiko.SSHClient]:
+    """Log in to every hop in order; the last client reaches the box. Closes all on failure."""
+    clients: list[paramiko.SSHClient] = []
+    try:
+        for i, hop in enumerate(hops):
+            known = KnownHosts(hop.known_hosts, options.accept_new_host_keys)
+            sock = (
+                _tcp(hop, options.keepalive) if i == 0 else _forward(clients[-1], hops[i - 1], hop)
+            )
+            clients.append(_login(hop, sock, known, options.keepalive))
+    except BaseException:
+        for client in reversed(clients):
+            client.close()
+        raise
+    return clients

@@ -1,0 +1,89 @@
+"""Shared fixtures: a real OpenSSH box reachable only through a real OpenSSH jump host.
+
+Use them in any test that needs a remote target (mark it `@pytest.mark.ssh`):
+
+    ssh_lab      session-wide tests.sshd.Lab: .box and .jump (SSHDInstance: host, port, log_text(),
+                 kill_sessions()), .box_url() -> "ssh://root@127.0.0.1:P?jump=root@10.213.N.2:22",
+                 .isolated (True: the box is unreachable except through the jump), .ssh_argv().
+    sshd_box     ssh_lab.box
+    sshd_jump    ssh_lab.jump
+    ssh_home     a per-test copy of the lab's client home (.ssh/config naming `box` and `jump`,
+                 known_hosts with both host keys, id_ed25519), with $HOME pointing at it, so
+                 code that reads ~/.ssh (paramiko, factbook's SSH transport, a CLI subprocess
+                 inheriting os.environ) sees the lab and nothing of the real user.
+    ssh_options  factbook TransportOptions using ssh_home's known_hosts and config.
+    ssh_targets  {"jump": Target, "box": Target(jump=("jump",))} for transport_for().
+
+The lab starts once per session (about 0.3 s). Without /usr/sbin/sshd these fixtures skip,
+except under CI (CI=true), where a missing sshd is a failure: scripts/test installs it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
+
+
+@pytest.fixture(scope="session")
+def ssh_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    reason = sshd_missing_reason()
+    if reason:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"CI needs the sshd fixtures: {reason}")
+        pytest.skip(reason)
+    lab = start_lab(tmp_path_factory.mktemp("sshd-lab"))
+    try:
+        yield lab
+    finally:
+        lab.stop()
+
+
+@pytest.fixture
+def sshd_box(ssh_lab: Lab) -> SSHDInstance:
+    return ssh_lab.box
+
+
+@pytest.fixture
+def sshd_jump(ssh_lab: Lab) -> SSHDInstance:
+    return ssh_lab.jump
+
+
+@pytest.fixture
+def ssh_home(ssh_lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = ssh_lab.copy_home(tmp_path / "home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)  # only the lab's key, never the user's
+    return home
+
+
+@pytest.fixture
+def ssh_options(ssh_home: Path):  # -> TransportOptions (imported lazily: other tests skip it)
+    from factbook.transports.base import TransportOptions
+
+    return TransportOptions(
+        known_hosts=str(ssh_home / ".ssh" / "known_hosts"),
+        ssh_config=str(ssh_home / ".ssh" / "config"),
+        connect_timeout=5.0,
+        keepalive=2.0,
+    )
+
+
+@pytest.fixture
+def ssh_targets(ssh_lab: Lab, ssh_home: Path) -> dict:
+    from factbook.model import Target
+
+    key = str(ssh_home / ".ssh" / "id_ed25519")
+    jump = Target(
+        name="jump", host=ssh_lab.jump.host, port=ssh_lab.jump.port, user=ssh_lab.user,
+        identity_file=key,
+    )  # fmt: skip
+    box = Target(
+        name="box", host=ssh_lab.box.host, port=ssh_lab.box.port, user=ssh_lab.user,
+        identity_file=key, jump=("jump",),
+    )  # fmt: skip
+    return {"jump": jump, "box": box}
