@@ -1,0 +1,138 @@
+"""File probes: existence, sizes, hashes, globs, and values by path inside config files.
+
+Stdlib only: this source is shipped to the box and executed there by the agent. YAML and
+TOML files need pyyaml / tomllib (tomli) there; without them the check is skipped.
+"""
+
+from __future__ import annotations
+
+import configparser
+import glob
+import hashlib
+import json
+import os
+import re
+from typing import Any
+
+
+def _path(path: str) -> str:
+    return os.path.expanduser(str(path))
+
+
+def file_exists(path: str) -> bool:
+    return os.path.exists(_path(path))
+
+
+def _tree_size(path: str) -> int:
+    """A file's size, or the total of the regular files under a directory (links not followed)."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        return os.stat(path).st_size
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(folder, name))
+            except OSError:
+                continue
+            if not os.path.islink(os.path.join(folder, name)):
+                total += st.st_size
+    return total
+
+
+def file_size(path: str) -> int:
+    full = _path(path)
+    if not os.path.exists(full):
+        raise RuntimeError(f"no such file or directory: {path}")
+    return _tree_size(full)
+
+
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(_path(path), "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_glob_count(pattern: str) -> int:
+    return len(glob.glob(_path(pattern), recursive=True))
+
+
+def file_total_size(pattern: str) -> int:
+    return sum(_tree_size(p) for p in glob.glob(_path(pattern), recursive=True))
+
+
+def file_read(path: str, max_bytes: int = 65536) -> str:
+    with open(_path(path), "rb") as handle:
+        data = handle.read(int(max_bytes))
+    return data.decode("utf-8", "replace")
+
+
+def _load_config(path: str) -> Any:
+    full = _path(path)
+    suffix = os.path.splitext(full)[1].lower()
+    with open(full, "rb") as handle:
+        raw = handle.read()
+    text = raw.decode("utf-8", "replace")
+    if suffix == ".json":
+        return json.loads(text)
+    if suffix in (".yaml", ".yml"):
+        import yaml  # ModuleNotFoundError: reported as skipped
+
+        return yaml.safe_load(text)
+    if suffix == ".toml":
+        try:
+            import tomllib
+        except ModuleNotFoundError:
+            import tomli as tomllib  # type: ignore[no-redef]
+        return tomllib.loads(text)
+    if suffix in (".ini", ".cfg", ".conf"):
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(text)
+        return {s: dict(parser[s]) for s in parser.sections()}
+    try:
+        return json.loads(text)
+    except ValueError:
+        import yaml
+
+        return yaml.safe_load(text)
+
+
+_PART = re.compile(r"([^.\[\]]+)|\[(-?\d+)\]")
+
+
+def lookup(data: Any, key: str) -> Any:
+    """Follow `a.b[0].c`; None when a key or index is missing."""
+    current = data
+    for name, index in _PART.findall(str(key)):
+        if index:
+            if not isinstance(current, list) or not -len(current) <= int(index) < len(current):
+                return None
+            current = current[int(index)]
+        elif isinstance(current, dict) and name in current:
+            current = current[name]
+        elif (
+            isinstance(current, list)
+            and name.lstrip("-").isdigit()
+            and abs(int(name)) < len(current)
+        ):
+            current = current[int(name)]
+        else:
+            return None
+    return current
+
+
+def config_value(path: str, key: str) -> Any:
+    data = _load_config(path)
+    return data if key in ("", ".") else lookup(data, key)
+
+
+PROBES = {
+    "file.exists": file_exists,
+    "file.size": file_size,
+    "file.sha256": file_sha256,
+    "file.glob_count": file_glob_count,
+    "file.total_size": file_total_size,
+    "file.read": file_read,
+    "config.value": config_value,
+}

@@ -1,0 +1,254 @@
+"""Host probes: CPU, memory, swap, disks, OS, environment, commands, processes, services.
+
+Stdlib only: this source is shipped to the box and executed there by the agent.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+from typing import Any
+
+GIB = 1024**3
+# Command output kept per stream: the head and the tail, so a marker at the end still matches.
+OUTPUT_CAP = 1024 * 1024
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()
+
+
+def _cpuinfo() -> list[dict[str, str]]:
+    blocks, current = [], {}
+    for line in _read("/proc/cpuinfo").splitlines():
+        if not line.strip():
+            if current:
+                blocks.append(current)
+            current = {}
+            continue
+        key, _, value = line.partition(":")
+        current[key.strip()] = value.strip()
+    if current:
+        blocks.append(current)
+    return blocks
+
+
+def cpu_model() -> str:
+    try:
+        for block in _cpuinfo():
+            for key in ("model name", "Model", "cpu model", "Hardware"):
+                if block.get(key):
+                    return block[key]
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _topology() -> set[tuple[str, str]]:
+    """(package, core) pairs of every CPU, from sysfs."""
+    pairs = set()
+    for cpu in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology"):
+        try:
+            pairs.add(
+                (_read(cpu + "/physical_package_id").strip(), _read(cpu + "/core_id").strip())
+            )
+        except OSError:
+            continue
+    return pairs
+
+
+def cpu_sockets() -> int:
+    pairs = _topology()
+    if pairs:
+        return len({p for p, _ in pairs})
+    ids = {b.get("physical id") for b in _cpuinfo() if "physical id" in b}
+    return len(ids) or 1
+
+
+def cpu_cores() -> int:
+    pairs = _topology()
+    if pairs:
+        return len(pairs)
+    cores = {(b.get("physical id"), b.get("core id")) for b in _cpuinfo() if "core id" in b}
+    return len(cores) or (os.cpu_count() or 0)
+
+
+def cpu_threads() -> int:
+    return os.cpu_count() or 0
+
+
+def _meminfo_gib(key: str) -> float:
+    for line in _read("/proc/meminfo").splitlines():
+        name, _, rest = line.partition(":")
+        if name == key:
+            return round(int(rest.split()[0]) * 1024 / GIB, 2)
+    raise RuntimeError(f"{key} not in /proc/meminfo")
+
+
+def mem_total_gib() -> float:
+    return _meminfo_gib("MemTotal")
+
+
+def swap_total_gib() -> float:
+    return _meminfo_gib("SwapTotal")
+
+
+def _mount_of(path: str) -> str:
+    path = os.path.realpath(path)
+    while not os.path.ismount(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def disk_usage(path: str) -> dict[str, Any]:
+    path = os.path.expanduser(str(path))
+    usage = shutil.disk_usage(path)
+    return {
+        "total_gib": round(usage.total / GIB, 2),
+        "used_gib": round(usage.used / GIB, 2),
+        "free_gib": round(usage.free / GIB, 2),
+        "mount": _mount_of(path),
+    }
+
+
+def os_release() -> dict[str, Any]:
+    data: dict[str, str] = {}
+    for candidate in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            text = _read(candidate)
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                data[key.strip()] = value.strip().strip('"').strip("'")
+        break
+    return {
+        "id": data.get("ID"),
+        "version_id": data.get("VERSION_ID"),
+        "pretty_name": data.get("PRETTY_NAME") or platform.platform(),
+    }
+
+
+def os_kernel() -> str:
+    return platform.uname().release
+
+
+def env_var(name: str) -> str | None:
+    return os.environ.get(str(name))
+
+
+def _cap(data: bytes) -> tuple[str, int]:
+    """Decode command output, keeping the head and tail when it exceeds OUTPUT_CAP."""
+    if len(data) <= OUTPUT_CAP:
+        return data.decode("utf-8", "replace"), 0
+    half = OUTPUT_CAP // 2
+    dropped = len(data) - 2 * half
+    note = f"\n[... factbook: {dropped} bytes of output dropped ...]\n".encode()
+    return (data[:half] + note + data[-half:]).decode("utf-8", "replace"), dropped
+
+
+def cmd(argv: Any, cwd: str | None = None, env: dict | None = None, shell: bool = False) -> dict:
+    """Run a command; argv is a list (or a string, split like a shell would unless shell)."""
+    if shell:
+        args: Any = argv if isinstance(argv, str) else " ".join(shlex.quote(str(a)) for a in argv)
+    else:
+        args = shlex.split(argv) if isinstance(argv, str) else [str(a) for a in argv]
+    full_env = None
+    if env:
+        full_env = dict(os.environ)
+        full_env.update({str(k): str(v) for k, v in env.items()})
+    try:
+        proc = subprocess.run(
+            args,
+            shell=bool(shell),
+            cwd=os.path.expanduser(cwd) if cwd else None,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+        )
+    except FileNotFoundError as exc:
+        name = args[0] if isinstance(args, list) and args else args
+        if cwd and not os.path.isdir(os.path.expanduser(cwd)):
+            raise RuntimeError(f"cwd does not exist: {cwd}") from exc
+        return {"exit_code": 127, "stdout": "", "stderr": f"command not found: {name}"}
+    stdout, out_dropped = _cap(proc.stdout)
+    stderr, err_dropped = _cap(proc.stderr)
+    result = {"exit_code": proc.returncode, "stdout": stdout, "stderr": stderr}
+    if out_dropped or err_dropped:
+        result["truncated_bytes"] = {"stdout": out_dropped, "stderr": err_dropped}
+    return result
+
+
+def process_gpu_holders() -> list[dict[str, Any]]:
+    """Processes holding /dev/nvidia* open (the zombie-GPU-process pitfall), from /proc."""
+    holders = []
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        devices = set()
+        try:
+            for fd in os.listdir(f"/proc/{entry}/fd"):
+                try:
+                    link = os.readlink(f"/proc/{entry}/fd/{fd}")
+                except OSError:
+                    continue
+                if link.startswith("/dev/nvidia"):
+                    devices.add(link)
+        except OSError:
+            continue
+        if devices:
+            try:
+                raw = _read(f"/proc/{entry}/cmdline")
+            except OSError:
+                raw = ""
+            cmdline = " ".join(part for part in raw.split("\x00") if part)
+            holders.append({"pid": int(entry), "cmdline": cmdline, "devices": sorted(devices)})
+    return sorted(holders, key=lambda h: h["pid"])
+
+
+def systemd_state(unit: str) -> dict[str, Any]:
+    exe = shutil.which("systemctl")
+    if exe is None:
+        raise RuntimeError("systemctl not found on target")
+    props = "LoadState,ActiveState,SubState,UnitFileState"
+    proc = subprocess.run(
+        [exe, "show", str(unit), f"--property={props}"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )
+    if proc.returncode != 0:
+        detail = proc.stderr.decode("utf-8", "replace").strip()
+        raise RuntimeError(f"systemctl show {unit} exited {proc.returncode}: {detail[:300]}")
+    values = dict(
+        line.partition("=")[::2] for line in proc.stdout.decode("utf-8", "replace").splitlines()
+    )
+    return {
+        "load": values.get("LoadState") or None,
+        "active": values.get("ActiveState") or None,
+        "sub": values.get("SubState") or None,
+        "enabled": values.get("UnitFileState") or None,
+    }
+
+
+PROBES = {
+    "cpu.model": cpu_model,
+    "cpu.sockets": cpu_sockets,
+    "cpu.cores": cpu_cores,
+    "cpu.threads": cpu_threads,
+    "mem.total_gib": mem_total_gib,
+    "swap.total_gib": swap_total_gib,
+    "disk.usage": disk_usage,
+    "os.release": os_release,
+    "os.kernel": os_kernel,
+    "env.var": env_var,
+    "cmd": cmd,
+    "process.gpu_holders": process_gpu_holders,
+    "systemd.state": systemd_state,
+}

@@ -1,0 +1,222 @@
+"""ML probes: torch and its CUDA view, safetensors headers, tokenizer ids, read with the stdlib.
+
+Stdlib only: this source is shipped to the box and executed there by the agent. torch is
+imported lazily (missing: the check is skipped); safetensors headers and tokenizer files are
+parsed directly, so neither the safetensors nor the tokenizers package is needed.
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import json
+import os
+import struct
+import subprocess
+from typing import Any
+
+_TORCH_CODE = r"""
+def _torch_info():
+    import torch
+    info = {"version": torch.__version__, "cuda": torch.version.cuda}
+    info["cuda_available"] = bool(torch.cuda.is_available())
+    count = torch.cuda.device_count() if info["cuda_available"] else 0
+    info["device_count"] = count
+    info["capability"] = ["%d.%d" % torch.cuda.get_device_capability(i) for i in range(count)]
+    info["device_names"] = [torch.cuda.get_device_name(i) for i in range(count)]
+    try:
+        nccl = torch.cuda.nccl.version()
+        info["nccl"] = ".".join(str(p) for p in nccl) if isinstance(nccl, tuple) else str(nccl)
+    except Exception:
+        info["nccl"] = None
+    return info
+"""
+
+_TORCH_MAIN = r"""
+import json
+try:
+    result = _torch_info()
+except ModuleNotFoundError as exc:
+    result = {"__missing__": exc.name}
+print(json.dumps(result))
+"""
+
+
+def torch_info(python: str | None = None) -> dict[str, Any]:
+    """torch's version and CUDA view; imported once per agent batch (checks share one call)."""
+    if not python:
+        scope: dict[str, Any] = {}
+        exec(_TORCH_CODE, scope)
+        return scope["_torch_info"]()
+    exe = os.path.expanduser(str(python))
+    proc = subprocess.run(
+        [exe, "-c", _TORCH_CODE + _TORCH_MAIN],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )
+    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        raise RuntimeError(f"{python} exited {proc.returncode}: {' | '.join(detail)}")
+    result = json.loads(lines[-1])
+    if "__missing__" in result:
+        exc = ModuleNotFoundError(f"No module named {result['__missing__']!r}")
+        exc.name = result["__missing__"]
+        raise exc
+    return result
+
+
+# ---------------------------------------------------------------- safetensors
+
+
+def _shards(path: str) -> list[str]:
+    full = os.path.expanduser(str(path))
+    if os.path.isfile(full):
+        return [full]
+    if not os.path.isdir(full):
+        raise RuntimeError(f"no such file or directory: {path}")
+    index = os.path.join(full, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index, encoding="utf-8") as handle:
+            weight_map = json.load(handle).get("weight_map", {})
+        return [os.path.join(full, name) for name in sorted(set(weight_map.values()))]
+    return sorted(glob.glob(os.path.join(full, "*.safetensors")))
+
+
+def read_safetensors_header(path: str) -> dict[str, Any]:
+    """The JSON header of a .safetensors file: 8-byte little-endian length, then JSON."""
+    with open(path, "rb") as handle:
+        raw = handle.read(8)
+        if len(raw) != 8:
+            raise RuntimeError(f"{path}: too short for a safetensors header")
+        (length,) = struct.unpack("<Q", raw)
+        if length > 100 * 1024 * 1024:
+            raise RuntimeError(f"{path}: header length {length} is implausible")
+        return json.loads(handle.read(length).decode("utf-8"))
+
+
+def safetensors_shard_count(path: str) -> int:
+    full = os.path.expanduser(str(path))
+    if not os.path.isdir(full):
+        raise RuntimeError(f"not a directory: {path}")
+    return len(glob.glob(os.path.join(full, "*.safetensors")))
+
+
+def safetensors_tensors(path: str) -> dict[str, list[int]]:
+    tensors: dict[str, list[int]] = {}
+    for shard in _shards(path):
+        for name, meta in read_safetensors_header(shard).items():
+            if name != "__metadata__":
+                tensors[name] = list(meta.get("shape", []))
+    return tensors
+
+
+# ---------------------------------------------------------------- tokenizers
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte-level alphabet: byte-level BPE vocabularies store tokens in it."""
+    keep = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("¡"), ord("¬") + 1))
+        + list(range(ord("®"), ord("ÿ") + 1))
+    )
+    chars = keep[:]
+    extra = 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return dict(zip(keep, (chr(c) for c in chars)))  # noqa: B905 - runs on Python 3.8+
+
+
+class _Vocab:
+    """token bytes/text <-> id for a tokenizer.json or a tiktoken model file."""
+
+    def __init__(self, path: str):
+        full = os.path.expanduser(str(path))
+        if os.path.isdir(full):
+            for name in ("tokenizer.json", "tiktoken.model", "tokenizer.model"):
+                if os.path.exists(os.path.join(full, name)):
+                    full = os.path.join(full, name)
+                    break
+            else:
+                raise RuntimeError(f"no tokenizer.json or tiktoken.model in {path}")
+        if not os.path.exists(full):
+            raise RuntimeError(f"no such file: {path}")
+        self.special: dict[str, int] = {}
+        self.pieces: dict[bytes, int] = {}
+        self.byte_level = False
+        with open(full, "rb") as handle:
+            head = handle.read(1).lstrip()
+        if head == b"{":
+            self._load_json(full)
+        else:
+            self._load_tiktoken(full)
+        self.by_id: dict[int, bytes] = {i: b for b, i in self.pieces.items()}
+        self.by_id.update({i: t.encode("utf-8") for t, i in self.special.items()})
+
+    def _load_json(self, full: str) -> None:
+        with open(full, encoding="utf-8") as handle:
+            data = json.load(handle)
+        for token in data.get("added_tokens") or []:
+            self.special[token["content"]] = int(token["id"])
+        model = data.get("model") or {}
+        vocab = model.get("vocab") or {}
+        kinds = json.dumps([data.get("decoder"), data.get("pre_tokenizer")])
+        self.byte_level = "ByteLevel" in kinds
+        decode = {c: b for b, c in _bytes_to_unicode().items()}
+        items = (
+            vocab.items()
+            if isinstance(vocab, dict)
+            else ((entry[0], i) for i, entry in enumerate(vocab))
+        )
+        for piece, index in items:
+            if self.byte_level and all(c in decode for c in piece):
+                raw = bytes(decode[c] for c in piece)
+            else:
+                raw = piece.replace("▁", " ").encode("utf-8")
+            self.pieces.setdefault(raw, int(index))
+
+    def _load_tiktoken(self, full: str) -> None:
+        with open(full, "rb") as handle:
+            for line in handle:
+                parts = line.split()
+                if len(parts) == 2:
+                    self.pieces[base64.b64decode(parts[0])] = int(parts[1])
+        config = os.path.join(os.path.dirname(full), "tokenizer_config.json")
+        if os.path.exists(config):
+            with open(config, encoding="utf-8") as handle:
+                decoder = json.load(handle).get("added_tokens_decoder") or {}
+            for index, entry in decoder.items():
+                content = entry.get("content") if isinstance(entry, dict) else entry
+                self.special[str(content)] = int(index)
+
+    def token_id(self, token: str) -> int | None:
+        if token in self.special:
+            return self.special[token]
+        return self.pieces.get(token.encode("utf-8"))
+
+    def decode(self, ids: list[int]) -> str:
+        missing = [i for i in ids if int(i) not in self.by_id]
+        if missing:
+            raise RuntimeError(f"ids not in the vocabulary: {missing}")
+        return b"".join(self.by_id[int(i)] for i in ids).decode("utf-8", "replace")
+
+
+def tokenizer_token_id(path: str, token: str) -> int | None:
+    return _Vocab(path).token_id(str(token))
+
+
+def tokenizer_decode(path: str, ids: Any) -> str:
+    return _Vocab(path).decode([ids] if isinstance(ids, int) else list(ids))
+
+
+PROBES = {
+    "torch.info": torch_info,
+    "safetensors.shard_count": safetensors_shard_count,
+    "safetensors.tensors": safetensors_tensors,
+    "tokenizer.token_id": tokenizer_token_id,
+    "tokenizer.decode": tokenizer_decode,
+}

@@ -1,0 +1,117 @@
+"""Software probes: package versions in a chosen interpreter or venv, Python, the CUDA toolkit.
+
+Stdlib only: this source is shipped to the box and executed there by the agent. A probe given
+`python` asks that interpreter in a subprocess (the venv of the engine, ~/ml-env/bin/python3);
+without it, the agent's own interpreter answers in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+from typing import Any
+
+_PKG_SNIPPET = r"""
+import json, sys
+try:
+    from importlib import metadata
+except ImportError:
+    import importlib_metadata as metadata
+try:
+    print(json.dumps(metadata.version(sys.argv[1])))
+except metadata.PackageNotFoundError:
+    print("null")
+"""
+
+
+def _interpreter(python: str) -> str:
+    path = os.path.expanduser(str(python))
+    found = shutil.which(path)
+    if found is None:
+        raise RuntimeError(f"interpreter not found on target: {python}")
+    return found
+
+
+def run_python(python: str, code: str, *args: str) -> Any:
+    """Run `code` in another interpreter and parse the JSON it prints last."""
+    proc = subprocess.run(
+        [_interpreter(python), "-c", code, *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )
+    out = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+    if proc.returncode != 0 or not out:
+        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        raise RuntimeError(f"{python} exited {proc.returncode}: {' | '.join(detail)}")
+    return json.loads(out[-1])
+
+
+def pkg_version(name: str, python: str | None = None) -> str | None:
+    if python:
+        return run_python(python, _PKG_SNIPPET, str(name))
+    from importlib import metadata
+
+    try:
+        return metadata.version(str(name))
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def python_version(python: str | None = None) -> str:
+    if python:
+        return run_python(
+            python, "import platform, json; print(json.dumps(platform.python_version()))"
+        )
+    return platform.python_version()
+
+
+def cuda_home() -> str | None:
+    for key in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(key):
+            return os.environ[key]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+    return "/usr/local/cuda" if os.path.isdir("/usr/local/cuda") else None
+
+
+def _nvcc(cuda_home_dir: str | None) -> str:
+    candidates = []
+    if cuda_home_dir:
+        candidates.append(os.path.join(os.path.expanduser(cuda_home_dir), "bin", "nvcc"))
+    else:
+        home = cuda_home()
+        if home:
+            candidates.append(os.path.join(home, "bin", "nvcc"))
+        candidates.append(shutil.which("nvcc") or "")
+    for path in candidates:
+        if path and os.access(path, os.X_OK):
+            return path
+    where = cuda_home_dir or "PATH, CUDA_HOME, /usr/local/cuda"
+    raise RuntimeError(f"nvcc not found on target (looked in {where})")
+
+
+def cuda_nvcc_version(cuda_home: str | None = None) -> str:
+    proc = subprocess.run(
+        [_nvcc(cuda_home), "--version"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    text = proc.stdout.decode("utf-8", "replace")
+    match = re.search(r"\bV(\d+(?:\.\d+)+)", text) or re.search(r"release (\d+(?:\.\d+)+)", text)
+    if match is None:
+        raise RuntimeError(f"cannot read a version from nvcc --version: {text.strip()[:200]}")
+    return match.group(1)
+
+
+PROBES = {
+    "pkg.version": pkg_version,
+    "python.version": python_version,
+    "cuda.nvcc_version": cuda_nvcc_version,
+    "cuda.home": cuda_home,
+}

@@ -1,0 +1,82 @@
+"""The local transport: the agent runs as a subprocess of factbook on this machine.
+
+The agent leads its own session (`start_new_session`), so `kill()` takes down its process
+group, and stdin is fed and stderr drained by threads so no pipe can fill and deadlock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+
+from ..errors import UnreachableError
+from .base import AgentProcess, Transport
+
+
+class LocalProcess(AgentProcess):
+    """A `python3 -` child of this process."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes):
+        self.proc = proc
+        self._stderr: list[bytes] = []
+        self._feeder = threading.Thread(target=self._feed, args=(stdin,), daemon=True)
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._feeder.start()
+        self._drainer.start()
+
+    def _feed(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for chunk in iter(lambda: self.proc.stderr.read(65536), b""):  # type: ignore[union-attr]
+            self._stderr.append(chunk)
+
+    def lines(self) -> Iterator[str]:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            yield raw.decode("utf-8", "replace").rstrip("\n")
+
+    def stderr_text(self) -> str:
+        self._drainer.join(timeout=5)
+        return b"".join(self._stderr).decode("utf-8", "replace")
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+class LocalTransport(Transport):
+    """Runs commands on this machine."""
+
+    def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
+        full_env = {**os.environ, **self.target.env, **env}
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=full_env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise UnreachableError(f"{self.label}: cannot start {argv[0]}: {exc}") from exc
+        return LocalProcess(proc, stdin)

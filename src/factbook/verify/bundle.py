@@ -1,0 +1,126 @@
+"""Build the one script a target runs: the agent, the probe modules it needs, and the calls.
+
+The script goes to `PYTHON -` on stdin, so nothing is installed on the box. Only the probe
+modules a batch uses are included; a knowledge base's checks/*.py travel the same way.
+Identical calls (same probe, same arguments) are merged, so torch is imported once per batch
+however many facts read `torch.info`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shlex
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+PROBE_MODULES = ("gpu", "host", "software", "files", "ml", "net")
+_PACKAGE = Path(__file__).resolve().parent.parent
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass
+class Call:
+    """One probe invocation on the box, shared by every check with the same probe and args."""
+
+    id: str
+    probe: str
+    args: dict[str, Any]
+    timeout: float
+    keys: list[str] = field(default_factory=list)  # the checks answered by this call
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"id": self.id, "probe": self.probe, "args": self.args, "timeout": self.timeout}
+
+
+@cache
+def builtin_index() -> dict[str, str]:
+    """Built-in probe name -> the module that implements it."""
+    index = {}
+    for module in PROBE_MODULES:
+        for name in import_module(f"factbook.probes.{module}").PROBES:
+            index[name] = module
+    return index
+
+
+@cache
+def _source(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def custom_probe_files(checks_dir: Path) -> dict[str, Path]:
+    """Custom probe name -> the checks/*.py file declaring it in PROBES (later files win)."""
+    found: dict[str, Path] = {}
+    if not checks_dir.is_dir():
+        return found
+    for path in sorted(checks_dir.glob("*.py")):
+        try:
+            tree = ast.parse(_source(path))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "PROBES" for t in node.targets)
+                and isinstance(node.value, ast.Dict)
+            ):
+                for key in node.value.keys:
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        found[key.value] = path
+    return found
+
+
+def merge_calls(checks: list[tuple[str, str, dict[str, Any], float | None]]) -> list[Call]:
+    """(key, probe, args, timeout) per check -> one Call per distinct (probe, args)."""
+    calls: dict[str, Call] = {}
+    for key, probe, args, timeout in checks:
+        signature = json.dumps([probe, args], sort_keys=True, default=str)
+        call = calls.get(signature)
+        limit = float(timeout or DEFAULT_TIMEOUT)
+        if call is None:
+            call = calls[signature] = Call(f"c{len(calls)}", probe, args, limit)
+        call.timeout = max(call.timeout, limit)
+        call.keys.append(key)
+    return list(calls.values())
+
+
+def build_script(calls: list[Call], *, jobs: int = 16, checks_dir: Path | None = None) -> str:
+    """The complete agent script for one target and one batch of calls."""
+    needed = {c.probe for c in calls}
+    custom = custom_probe_files(checks_dir) if checks_dir else {}
+    sources: dict[str, str] = {}
+    index = builtin_index()
+    for module in PROBE_MODULES:
+        if any(index.get(p) == module for p in needed):
+            sources[f"factbook/probes/{module}.py"] = _source(_PACKAGE / "probes" / f"{module}.py")
+    for path in sorted({custom[p] for p in needed if p in custom}):
+        sources[f"checks/{path.name}"] = _source(path)
+    batch = {"jobs": jobs, "calls": [c.to_wire() for c in calls]}
+    return "\n".join(
+        [
+            _source(_PACKAGE / "verify" / "agent.py"),
+            f"SOURCES = json.loads({json.dumps(sources)!r})",
+            f"BATCH = json.loads({json.dumps(batch, default=str)!r})",
+            "main(SOURCES, BATCH)",
+            "",
+        ]
+    )
+
+
+def agent_argv(python: str | None) -> list[str]:
+    """`sh -c` that execs the target's python (`~` expanded there), falling back to python3."""
+    if not python:
+        return ["python3", "-"]
+    if python.startswith("~/"):
+        chosen = '"$HOME"/' + shlex.quote(python[2:])
+    else:
+        chosen = shlex.quote(python)
+    script = (
+        f'p={chosen}; if ! command -v "$p" >/dev/null 2>&1; then '
+        f'echo "factbook: $p not found on target; using python3" >&2; p=python3; fi; '
+        'exec "$p" -'
+    )
+    return ["sh", "-c", script]

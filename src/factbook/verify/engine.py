@@ -1,0 +1,282 @@
+"""Run planned checks: one agent per target per pass, targets in parallel, evaluation here.
+
+Each target gets its own thread and transport. A pass ships one bundle and reads result lines
+as they stream; each is evaluated at once (pass / drift / error / skipped) so progress is live.
+Checks that drifted or errored are run again in a new pass, `retry` times, `retry_delay` apart.
+A connection that drops keeps every result already received; the rest become errors.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import TargetError
+from ..expectations import evaluate
+from ..kb import KnowledgeBase
+from ..model import Fact, Target
+from ..results import ResultRecord
+from ..transports.base import Transport, TransportOptions, transport_for
+from .bundle import DEFAULT_TIMEOUT, Call, agent_argv, build_script, merge_calls
+from .targets import PlannedCheck
+
+# Observed values bigger than this (as JSON) are stored as a preview, not whole.
+STORED_OBSERVED_CAP = 64 * 1024
+
+
+@dataclass
+class VerifyOptions:
+    """How to run: concurrency on the box, default timeout, retries, connection choices."""
+
+    jobs: int = 16
+    timeout: float | None = None  # for checks that set none; default DEFAULT_TIMEOUT
+    retry: int = 0
+    retry_delay: float = 0.0
+    transport: TransportOptions = field(default_factory=TransportOptions)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _stored(value: Any) -> Any:
+    text = json.dumps(value, default=repr)
+    if len(text) <= STORED_OBSERVED_CAP:
+        return value
+    return f"<{len(text)} bytes as JSON; first 4096:> {text[:4096]}"
+
+
+def evaluate_result(fact: Fact, target: str, raw: dict[str, Any], run: str) -> ResultRecord:
+    """Turn one agent result into an outcome, with expected vs observed and file:line."""
+    check = fact.check
+    assert check is not None
+    record = ResultRecord(
+        fact=fact.id,
+        target=target,
+        outcome="error",
+        reason="",
+        time=now_iso(),
+        run=run,
+        duration_s=float(raw.get("duration_s") or 0.0),
+        probe=check.probe,
+        extra={"location": fact.location, "args": check.args, "expect": check.expect},
+    )
+    if "skipped" in raw:
+        record.outcome, record.reason = "skipped", str(raw["skipped"])
+    elif not raw.get("ok"):
+        record.reason = f"{raw.get('error', 'no result')} [{fact.location}]"
+    else:
+        value = raw.get("value")
+        record.observed = _stored(value)
+        if check.expect is None:
+            record.outcome, record.reason = "pass", "probe ran (no expectation)"
+        else:
+            try:
+                outcome = evaluate(check.expect, value)
+            except Exception as exc:  # an expectation that cannot apply to this value
+                record.outcome = "drift"
+                record.reason = f"cannot evaluate {check.expect}: {exc} [{fact.location}]"
+                return record
+            record.outcome = "pass" if outcome.passed else "drift"
+            record.reason = (
+                outcome.reason if outcome.passed else f"{outcome.reason} [{fact.location}]"
+            )
+    return record
+
+
+class Engine:
+    """Runs a plan; `on_result` sees every final record as soon as it is known (any thread)."""
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        targets: dict[str, Target],
+        options: VerifyOptions,
+        *,
+        run_id: str,
+        on_result: Callable[[ResultRecord], None] | None = None,
+        on_note: Callable[[str], None] | None = None,
+    ):
+        self.kb, self.targets, self.options = kb, targets, options
+        self.run_id = run_id
+        self.on_result = on_result or (lambda record: None)
+        self.on_note = on_note or (lambda text: None)
+        self.agents: dict[str, dict[str, Any]] = {}  # target -> the agent's header line
+        self._lock = threading.Lock()
+
+    def run(self, plan: list[PlannedCheck]) -> list[ResultRecord]:
+        """Every planned check's final record, in plan order."""
+        by_target: dict[str, list[PlannedCheck]] = {}
+        for check in plan:
+            by_target.setdefault(check.target, []).append(check)
+        found: dict[str, ResultRecord] = {}
+        threads = [
+            threading.Thread(
+                target=self._run_target, args=(name, checks, found), name=f"verify-{name}"
+            )
+            for name, checks in by_target.items()
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return [found[c.key] for c in plan if c.key in found]
+
+    def _final(
+        self, check: PlannedCheck, record: ResultRecord, found: dict[str, ResultRecord]
+    ) -> None:
+        with self._lock:
+            found[check.key] = record
+        self.on_result(record)
+
+    def _run_target(
+        self, name: str, checks: list[PlannedCheck], found: dict[str, ResultRecord]
+    ) -> None:
+        target = self.targets[name]
+        try:
+            transport = self._connect(target)
+        except TargetError as exc:
+            for check in checks:
+                self._final(check, self._error(check, str(exc)), found)
+            return
+        try:
+            todo = checks
+            for attempt in range(1, self.options.retry + 2):
+                last = attempt == self.options.retry + 1
+                records = self._pass(transport, target, todo, attempt, last, found)
+                todo = [c for c in todo if records[c.key].outcome in ("drift", "error")]
+                if not todo:
+                    break
+                if not last:
+                    self.on_note(f"{name}: retrying {len(todo)} check(s) (attempt {attempt + 1})")
+                    time.sleep(self.options.retry_delay)
+        finally:
+            transport.close()
+
+    def _connect(self, target: Target) -> Transport:
+        try:
+            return transport_for(target, self.targets, self.options.transport)
+        except ModuleNotFoundError as exc:
+            raise TargetError(
+                f"{target.name}: transport {target.transport!r} unavailable: {exc}"
+            ) from exc
+
+    def _error(self, check: PlannedCheck, message: str, attempts: int = 1) -> ResultRecord:
+        assert check.fact.check is not None
+        return ResultRecord(
+            fact=check.fact.id,
+            target=check.target,
+            outcome="error",
+            reason=f"{message} [{check.fact.location}]",
+            time=now_iso(),
+            run=self.run_id,
+            probe=check.fact.check.probe,
+            attempts=attempts,
+            extra={"location": check.fact.location},
+        )
+
+    def _pass(
+        self,
+        transport: Transport,
+        target: Target,
+        checks: list[PlannedCheck],
+        attempt: int,
+        last: bool,
+        found: dict[str, ResultRecord],
+    ) -> dict[str, ResultRecord]:
+        """One agent run over `checks`; returns a record for each (errors for lost ones)."""
+        by_key = {c.key: c for c in checks}
+        default = self.options.timeout or DEFAULT_TIMEOUT
+        calls = merge_calls(
+            [
+                (c.key, c.fact.check.probe, c.fact.check.args, c.fact.check.timeout or default)
+                for c in checks
+                if c.fact.check is not None
+            ]
+        )
+        records: dict[str, ResultRecord] = {}
+
+        def settle(check: PlannedCheck, record: ResultRecord) -> None:
+            record.attempts = attempt
+            records[check.key] = record
+            if last or record.outcome in ("pass", "skipped"):
+                self._final(check, record, found)
+
+        script = build_script(calls, jobs=self.options.jobs, checks_dir=self.kb.root / "checks")
+        try:
+            proc = transport.start(agent_argv(target.python), script.encode(), dict(target.env))
+        except TargetError as exc:
+            for check in checks:
+                settle(check, self._error(check, str(exc)))
+            return records
+        watchdog = threading.Timer(_budget(calls, self.options.jobs), proc.kill)
+        watchdog.daemon = True
+        watchdog.start()
+        by_call = {c.id: c for c in calls}
+        done = False
+        try:
+            for line in proc.lines():
+                message = _parse(line)
+                if message is None:
+                    continue
+                if "agent" in message:
+                    self.agents[target.name] = message["agent"]
+                elif "done" in message:
+                    done = True
+                elif message.get("id") in by_call:
+                    for key in by_call[message["id"]].keys:
+                        check = by_key[key]
+                        settle(
+                            check, evaluate_result(check.fact, target.name, message, self.run_id)
+                        )
+        except TargetError as exc:
+            self.on_note(f"{target.name}: {exc}")
+        finally:
+            watchdog.cancel()
+        status = proc.wait(timeout=10)
+        stderr = proc.stderr_text()
+        for note in stderr.splitlines():
+            if note.startswith("factbook:"):
+                self.on_note(f"{target.name}: {note[len('factbook:') :].strip()}")
+        lost = [c for c in checks if c.key not in records]
+        if lost:
+            why = _lost_reason(stderr, status, done, len(records), len(checks))
+            for check in lost:
+                settle(check, self._error(check, why))
+        return records
+
+
+def _parse(line: str) -> dict[str, Any] | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _budget(calls: list[Call], jobs: int) -> float:
+    """A generous bound on a pass: the agent enforces per-call timeouts; this catches stalls."""
+    if not calls:
+        return 60.0
+    longest = max(c.timeout for c in calls)
+    waves = math.ceil(len(calls) / max(1, jobs))
+    return longest * waves + 60.0
+
+
+def _lost_reason(stderr: str, status: int | None, done: bool, got: int, total: int) -> str:
+    tail = " | ".join(stderr.strip().splitlines()[-3:])
+    if status is None:
+        head = f"connection dropped after {got} of {total} results"
+    elif done:
+        head = "agent finished without this result"
+    else:
+        head = f"agent exited with status {status} after {got} of {total} results"
+    return f"{head}{': ' + tail if tail else ''}"
