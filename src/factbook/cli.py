@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "status",
     "docs",
     "run",
+    "eagle3",
 ]
 
 EPILOG = """\
