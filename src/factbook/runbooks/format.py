@@ -1,0 +1,270 @@
+"""Parse a runbook (a jupytext MyST notebook) into steps, reporting every problem with its line.
+
+A runbook's front matter holds a `factbook:` mapping (target, timeout, facts, pitfalls); each
+code cell's YAML front matter holds the step's metadata. Keys are closed, like fact files, so
+a typo (`destuctive: true`) is an error instead of a silently ignored safety switch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import Problem, UsageError
+
+RUNBOOKS_DIR = "runbooks"
+STEP_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+STEP_KEYS = {
+    "name": "the step's name (unique in the runbook; --step/--from/--until use it)",
+    "timeout": "seconds this step may run (default: the runbook's step_timeout, else 600)",
+    "requires": "fact ids verified on the target before the step runs",
+    "destructive": "true: asks before running (or needs --yes)",
+    "target": "the box this step's box/server calls reach (default: the runbook's target)",
+    "records": "fact ids this step's record() calls may update",
+    "setup": "true: re-run whenever a later step runs alone (--step, --from, --resume)",
+}
+# Keys Jupyter and jupytext themselves put on cells: allowed, ignored.
+PASSTHROUGH_KEYS = {
+    "tags", "jupyter", "editable", "deletable", "collapsed", "scrolled", "execution",
+}
+RUNBOOK_KEYS = {
+    "title": "a short title (default: the first heading)",
+    "target": "the default target of every step",
+    "timeout": "seconds the whole run may take",
+    "step_timeout": "the default per-step timeout in seconds",
+    "facts": "fact ids this runbook relies on or measures (shown in the handbook)",
+    "pitfalls": "pitfall fact ids an operator should read first",
+    "description": "one paragraph for the handbook",
+}
+DEFAULT_STEP_TIMEOUT = 600.0
+CODE_FENCE = re.compile(r"^(`{3,}|~{3,})\{code-cell\}", re.MULTILINE)
+
+
+@dataclass
+class Step:
+    """One code cell: what runs, where, under which safety rules."""
+
+    name: str
+    index: int  # position among the notebook's cells
+    source: str
+    line: int  # line of the cell's fence in the .md file
+    timeout: float = DEFAULT_STEP_TIMEOUT
+    requires: list[str] = field(default_factory=list)
+    destructive: bool = False
+    target: str | None = None
+    records: list[str] = field(default_factory=list)
+    setup: bool = False
+
+
+@dataclass
+class Runbook:
+    """A parsed runbook: its steps in order and the notebook they came from."""
+
+    name: str
+    path: Path
+    display: str  # path as messages show it (runbooks/x.md)
+    title: str
+    target: str | None
+    timeout: float | None
+    facts: list[str]
+    pitfalls: list[str]
+    description: str
+    steps: list[Step]
+    notebook: Any  # nbformat.NotebookNode
+    problems: list[Problem]
+
+    def step(self, name: str) -> Step:
+        for step in self.steps:
+            if step.name == name:
+                return step
+        known = ", ".join(s.name for s in self.steps)
+        raise UsageError(f"runbook {self.name}: no step '{name}' (steps: {known})")
+
+    def step_target(self, step: Step) -> str | None:
+        return step.target or self.target
+
+
+def runbook_paths(root: Path) -> list[Path]:
+    """Every runbook of a knowledge base, sorted by name."""
+    folder = Path(root) / RUNBOOKS_DIR
+    return sorted(p for p in folder.glob("*.md") if not p.name.startswith(("_", "README")))
+
+
+def find_runbook(root: Path, ref: str) -> Path:
+    """A runbook by name (`sglang-base`) or path (`runbooks/sglang-base.md`)."""
+    candidate = Path(ref)
+    if candidate.suffix == ".md" and candidate.exists():
+        return candidate.resolve()
+    by_name = Path(root) / RUNBOOKS_DIR / f"{ref}.md"
+    if by_name.exists():
+        return by_name.resolve()
+    known = ", ".join(p.stem for p in runbook_paths(root)) or "none"
+    raise UsageError(f"no runbook '{ref}' (known: {known})")
+
+
+def load_runbook(path: Path, root: Path | None = None) -> Runbook:
+    """Read and parse; structural problems are collected in `.problems`, never raised."""
+    import jupytext
+
+    path = Path(path)
+    display = _display(path, root)
+    text = path.read_text(encoding="utf-8")
+    problems: list[Problem] = []
+    try:
+        notebook = jupytext.reads(text, fmt="md:myst")
+    except Exception as exc:  # jupytext raises plain Exceptions on bad YAML front matter
+        raise UsageError(f"{display}: cannot parse as a MyST notebook: {exc}") from exc
+    fence_lines = [text.count("\n", 0, m.start()) + 1 for m in CODE_FENCE.finditer(text)]
+    meta = notebook.metadata.get("factbook") or {}
+    if not isinstance(meta, dict):
+        problems.append(Problem(display, 1, "front matter 'factbook:' must be a mapping"))
+        meta = {}
+    for key in meta:
+        if key not in RUNBOOK_KEYS:
+            problems.append(Problem(display, 1, f"unknown runbook key 'factbook.{key}' "
+                                    f"(known: {', '.join(RUNBOOK_KEYS)})"))
+    step_default = _number(meta.get("step_timeout"), DEFAULT_STEP_TIMEOUT, display, 1,
+                           "factbook.step_timeout", problems)
+    steps: list[Step] = []
+    seen: dict[str, int] = {}
+    code_no = 0
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        line = fence_lines[code_no] if code_no < len(fence_lines) else 1
+        code_no += 1
+        step = _step(cell, index, line, step_default, display, problems)
+        if step.name in seen:
+            problems.append(Problem(display, line, f"duplicate step name '{step.name}' "
+                                    f"(first at line {seen[step.name]})"))
+        seen.setdefault(step.name, line)
+        steps.append(step)
+    if not steps:
+        problems.append(Problem(display, 1, "runbook has no code cells (steps)"))
+    return Runbook(
+        name=path.stem,
+        path=path,
+        display=display,
+        title=str(meta.get("title") or _first_heading(notebook) or path.stem),
+        target=meta.get("target"),
+        timeout=_number(meta.get("timeout"), None, display, 1, "factbook.timeout", problems),
+        facts=_id_list(meta.get("facts"), display, 1, "factbook.facts", problems),
+        pitfalls=_id_list(meta.get("pitfalls"), display, 1, "factbook.pitfalls", problems),
+        description=str(meta.get("description") or ""),
+        steps=steps,
+        notebook=notebook,
+        problems=problems,
+    )
+
+
+def _step(cell: Any, index: int, line: int, default_timeout: float, display: str,
+          problems: list[Problem]) -> Step:
+    meta = dict(cell.metadata)
+    name = meta.get("name")
+    if not isinstance(name, str) or not STEP_NAME.match(name):
+        what = "has no 'name'" if name is None else f"has a bad name {name!r} ([a-z0-9_-]+)"
+        problems.append(Problem(display, line, f"code cell {what}"))
+        name = f"cell-{index}"
+    for key in meta:
+        if key not in STEP_KEYS and key not in PASSTHROUGH_KEYS:
+            problems.append(Problem(display, line, f"step '{name}': unknown key '{key}' "
+                                    f"(known: {', '.join(STEP_KEYS)})"))
+    for key in ("destructive", "setup"):
+        if key in meta and not isinstance(meta[key], bool):
+            problems.append(Problem(display, line, f"step '{name}': '{key}' must be true/false"))
+    target = meta.get("target")
+    if target is not None and not isinstance(target, str):
+        problems.append(Problem(display, line, f"step '{name}': 'target' must be a name"))
+        target = None
+    return Step(
+        name=name,
+        index=index,
+        source=cell.source,
+        line=line,
+        timeout=_number(meta.get("timeout"), default_timeout, display, line,
+                        f"step '{name}': timeout", problems) or default_timeout,
+        requires=_id_list(meta.get("requires"), display, line, f"step '{name}': requires",
+                          problems),
+        destructive=meta.get("destructive") is True,
+        target=target,
+        records=_id_list(meta.get("records"), display, line, f"step '{name}': records",
+                         problems),
+        setup=meta.get("setup") is True,
+    )
+
+
+def _number(raw: Any, default: float | None, display: str, line: int, what: str,
+            problems: list[Problem]) -> float | None:
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw <= 0:
+        problems.append(Problem(display, line, f"{what} must be a positive number of seconds"))
+        return default
+    return float(raw)
+
+
+def _id_list(raw: Any, display: str, line: int, what: str, problems: list[Problem]) -> list[str]:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        problems.append(Problem(display, line, f"{what} must be a list of fact ids"))
+        return []
+    return list(raw)
+
+
+def _first_heading(notebook: Any) -> str | None:
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            for text_line in cell.source.splitlines():
+                if text_line.startswith("# "):
+                    return text_line[2:].strip()
+    return None
+
+
+def _display(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return path.resolve().relative_to(Path(root).resolve()).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
+
+
+def select_steps(
+    runbook: Runbook,
+    *,
+    only: list[str] | None = None,
+    start: str | None = None,
+    until: str | None = None,
+    after: str | None = None,
+) -> list[Step]:
+    """The steps a run executes, in order; setup steps before the range are kept.
+
+    `only` (--step, repeatable) wins; otherwise the range [start, until], or the steps after
+    `after` (--resume). Setup steps earlier than the chosen range run too, so the kernel holds
+    the variables later steps expect.
+    """
+    names = [s.name for s in runbook.steps]
+    for ref in [*(only or []), start, until, after]:
+        if ref is not None:
+            runbook.step(ref)  # raises a UsageError naming the known steps
+    if only:
+        chosen = {s for s in only}
+        first = min(names.index(s) for s in chosen)
+    else:
+        lo = names.index(start) if start else 0
+        if after is not None:
+            lo = max(lo, names.index(after) + 1)
+        hi = names.index(until) if until else len(names) - 1
+        if lo > hi and after is None:
+            raise UsageError(f"--from {start} comes after --until {until}")
+        chosen = {n for i, n in enumerate(names) if lo <= i <= hi}
+        first = lo
+    return [
+        s for i, s in enumerate(runbook.steps)
+        if s.name in chosen or (s.setup and i < first and chosen)
+    ]

@@ -1,0 +1,115 @@
+"""The runbook linter, registered into `factbook lint` (commands.lint.EXTRA_LINTERS).
+
+Checks every runbooks/*.md: closed metadata keys, unique step names, positive timeouts; that
+every fact id in `requires`, `records`, `facts`, `pitfalls` and in `fact("...")`/`record("...")`
+calls exists; that `record()` only names declared ids; that targets are known; and, when the
+SGLang launch linter exists (runbooks/launch_lint.py, `lint_runbook(kb, runbook)`), its
+problems too.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections.abc import Callable
+
+from ..commands.lint import EXTRA_LINTERS
+from ..errors import Problem, UsageError
+from ..kb import KnowledgeBase
+from .dryrun import fact_uses
+from .format import Runbook, load_runbook, runbook_paths
+
+
+def lint_runbooks(kb: KnowledgeBase) -> list[Problem]:
+    """Problems of every runbook in the knowledge base."""
+    problems: list[Problem] = []
+    launch = _launch_linter()
+    for path in runbook_paths(kb.root):
+        try:
+            runbook = load_runbook(path, kb.root)
+        except UsageError as exc:
+            problems.append(Problem(path.relative_to(kb.root).as_posix(), 1, str(exc)))
+            continue
+        problems += lint_runbook(kb, runbook)
+        if launch is not None:
+            problems += launch(kb, runbook)
+    return problems
+
+
+def lint_runbook(kb: KnowledgeBase, runbook: Runbook) -> list[Problem]:
+    """One runbook's problems (its structural ones plus references into the KB)."""
+    out = list(runbook.problems)
+    where = runbook.display
+
+    def need_fact(fact_id: str, line: int, what: str, category: str | None = None) -> None:
+        fact = kb.facts.get(fact_id)
+        if fact is None:
+            close = [i for i in kb.facts if fact_id.split(".")[-1] in i][:3]
+            hint = f" (did you mean: {', '.join(close)})" if close else ""
+            out.append(Problem(where, line, f"{what}: no fact '{fact_id}'{hint}"))
+        elif category and fact.category != category:
+            out.append(Problem(where, line, f"{what}: '{fact_id}' is a {fact.category} fact, "
+                                            f"not {category}"))
+
+    def need_target(name: str | None, line: int, what: str) -> None:
+        if name is not None and name not in kb.targets:
+            out.append(Problem(where, line, f"{what}: unknown target '{name}' "
+                                            f"(known: {', '.join(kb.targets)})"))
+
+    need_target(runbook.target, 1, "runbook target")
+    for fact_id in runbook.facts:
+        need_fact(fact_id, 1, "factbook.facts")
+    for fact_id in runbook.pitfalls:
+        need_fact(fact_id, 1, "factbook.pitfalls", "pitfalls")
+    for step in runbook.steps:
+        label = f"step '{step.name}'"
+        need_target(step.target, step.line, label)
+        if step.target is None and runbook.target is None and _reaches_box(step.source):
+            out.append(Problem(where, step.line, f"{label}: uses box/server but neither the "
+                                                 "step nor the runbook names a target"))
+        for fact_id in step.requires:
+            need_fact(fact_id, step.line, f"{label} requires")
+        for fact_id in step.records:
+            need_fact(fact_id, step.line, f"{label} records")
+        for use in fact_uses(step.source):
+            need_fact(use.fact_id, step.line, f"{label}: {use.expression}")
+        for fact_id in _recorded_ids(step.source):
+            if fact_id not in step.records:
+                out.append(Problem(where, step.line, f"{label}: record('{fact_id}') is not "
+                                                     "declared in `records:`"))
+        try:
+            compile(step.source, f"{where}:{step.name}", "exec")
+        except SyntaxError as exc:
+            if not step.source.lstrip().startswith(("%", "!")):
+                out.append(Problem(where, step.line, f"{label}: syntax error at line "
+                                                     f"{exc.lineno} of the cell: {exc.msg}"))
+    return out
+
+
+def _recorded_ids(source: str) -> list[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return [node.args[0].value for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "record" and node.args and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)]
+
+
+def _reaches_box(source: str) -> bool:
+    return "box." in source or "server." in source
+
+
+def _launch_linter() -> Callable[[KnowledgeBase, Runbook], list[Problem]] | None:
+    try:
+        module = importlib.import_module("factbook.runbooks.launch_lint")
+    except ModuleNotFoundError as exc:
+        if exc.name == "factbook.runbooks.launch_lint":
+            return None
+        raise
+    return getattr(module, "lint_runbook", None)
+
+
+if lint_runbooks not in EXTRA_LINTERS:
+    EXTRA_LINTERS.append(lint_runbooks)

@@ -1,0 +1,143 @@
+"""The run record: what a runbook run did, step by step, saved next to its executed notebook.
+
+    results/runbooks/<runbook>/<run_id>/record.json     this record (the handbook reads it)
+    results/runbooks/<runbook>/<run_id>/executed.ipynb  the notebook with every output
+    results/runbooks/<runbook>/<run_id>/servers/        managed servers' logs
+    results/runbooks/<runbook>/<run_id>/records.jsonl   measured values queued by record()
+    results/runbooks/<runbook>/<run_id>/servers.jsonl   the managed-server registry
+
+Run statuses: running, ok, failed, interrupted, kernel_died, refused, timeout.
+Step statuses: ok, failed, timeout, interrupted, kernel_died, refused, skipped, pending.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..atomic import write_text_atomic
+from ..errors import UsageError
+from ..results import results_dir
+
+RUNS_SUBDIR = "runbooks"
+RECORD_FILE = "record.json"
+NOTEBOOK_FILE = "executed.ipynb"
+OUTPUT_LIMIT = 8000  # characters of text output kept per step in record.json
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_id(target: str | None) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    return f"{stamp}-{target or 'none'}"
+
+
+@dataclass
+class StepRecord:
+    """One step's outcome."""
+
+    name: str
+    status: str = "pending"
+    started: str | None = None
+    duration_s: float | None = None
+    outputs: str = ""
+    error: str | None = None
+    target: str | None = None
+    destructive: bool = False
+    recorded: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class RunRecord:
+    """One run of one runbook."""
+
+    runbook: str
+    run_id: str
+    target: str | None
+    status: str = "running"
+    started: str = ""
+    finished: str | None = None
+    duration_s: float | None = None
+    path: str = ""  # the runbook file, relative to the knowledge base
+    steps: list[StepRecord] = field(default_factory=list)
+    last_ok_step: str | None = None
+    resumed_from: str | None = None
+    servers: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    kernel_start_s: float | None = None
+
+    def step(self, name: str) -> StepRecord:
+        for step in self.steps:
+            if step.name == name:
+                return step
+        raise KeyError(name)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        known["steps"] = [StepRecord(**{k: s[k] for k in StepRecord.__dataclass_fields__
+                                        if k in s}) for s in data.get("steps", [])]
+        return cls(**known)
+
+
+def runs_root(root: Path) -> Path:
+    return results_dir(Path(root)) / RUNS_SUBDIR
+
+
+def run_dir(root: Path, runbook: str, run_id: str) -> Path:
+    return runs_root(root) / runbook / run_id
+
+
+def save(record: RunRecord, folder: Path) -> Path:
+    """Write record.json atomically (a reader never sees half a record)."""
+    path = folder / RECORD_FILE
+    write_text_atomic(path, record.to_json() + "\n")
+    return path
+
+
+def load(folder: Path) -> RunRecord:
+    return RunRecord.from_dict(json.loads((folder / RECORD_FILE).read_text(encoding="utf-8")))
+
+
+def list_runs(root: Path, runbook: str | None = None) -> list[RunRecord]:
+    """Run records, newest first (run ids start with a UTC timestamp)."""
+    base = runs_root(root)
+    folders = base.glob(f"{runbook}/*") if runbook else base.glob("*/*")
+    out = []
+    for folder in folders:
+        if (folder / RECORD_FILE).exists():
+            try:
+                out.append(load(folder))
+            except (json.JSONDecodeError, TypeError, KeyError):
+                continue
+    return sorted(out, key=lambda r: r.run_id, reverse=True)
+
+
+def find_run(root: Path, runbook: str, ref: str | None) -> RunRecord:
+    """A run to resume: `ref` (a run id) or the newest run of the runbook that did not finish."""
+    if ref:
+        folder = run_dir(root, runbook, ref)
+        if not (folder / RECORD_FILE).exists():
+            raise UsageError(f"no run '{ref}' of runbook {runbook} under {folder.parent}")
+        return load(folder)
+    for record in list_runs(root, runbook):
+        if record.status not in ("ok",):
+            return record
+    raise UsageError(f"runbook {runbook}: no unfinished run to resume")
+
+
+def truncate(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    """Keep the head and the tail: errors are at the end, context at the start."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n... [{len(text) - limit} characters cut] ...\n{text[-half:]}"

@@ -1,0 +1,149 @@
+"""Managed background servers: started in their own session, probed, always torn down.
+
+A cell never runs `nohup ... &`: `server.start()` spawns the process on the box in a new
+session (so pid == process group), writes its log and a pid file, waits for a readiness probe
+with a deadline (failing fast, with the log tail, when the process dies first), and appends the
+server to the run's registry (`servers.jsonl` in the run folder). The executor, not the
+kernel, tears every registered server down at the end of the run, on failure, on Ctrl-C and
+when the kernel died, so a crash of the kernel leaves no orphan behind. `keep=True` servers
+outlive a successful run (their pid file and log are named in the run record) and are torn
+down like the others when the run fails.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import FactbookError, TargetError
+from .remote import BoxClient
+
+REGISTRY = "servers.jsonl"
+REMOTE_RUNS = "/tmp/factbook-runs"
+
+
+class ServerNotReady(FactbookError):
+    """A managed server exited or missed its readiness deadline (it was torn down)."""
+
+    exit_code = 1
+
+
+@dataclass
+class ServerInfo:
+    """What teardown needs to find a server again, on any box."""
+
+    name: str
+    target: str
+    pid: int
+    started: str | None  # /proc start time: guards against pid reuse
+    log: str  # on the box
+    pidfile: str | None
+    step: str
+    keep: bool = False
+    ready_after_s: float | None = None
+    url: str | None = None
+
+
+def log_path(box: BoxClient, run_dir: Path, runbook: str, run_id: str, name: str) -> str:
+    """Local targets log into the run folder; remote ones under /tmp/factbook-runs/ on the box."""
+    if box.target.transport == "local":
+        return str(run_dir / "servers" / f"{name}.log")
+    return f"{REMOTE_RUNS}/{runbook}/{run_id}/{name}.log"
+
+
+def parse_ready(ready: int | str | dict[str, Any] | None) -> dict[str, Any] | None:
+    """8000 / "127.0.0.1:8000" -> port probe; "http://..." -> HTTP probe; a dict as is."""
+    if ready is None or isinstance(ready, dict):
+        return ready
+    if isinstance(ready, int):
+        return {"port": ready}
+    if ready.startswith(("http://", "https://")):
+        return {"url": ready}
+    host, _, port = ready.rpartition(":")
+    return {"host": host or "127.0.0.1", "port": int(port)}
+
+
+def start(box: BoxClient, *, run_dir: Path, runbook: str, run_id: str, step: str, name: str,
+          argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
+          ready: int | str | dict[str, Any] | None = None, deadline: float = 300,
+          keep: bool = False) -> ServerInfo:
+    """Spawn, register, then wait for readiness; on failure stop it and raise ServerNotReady."""
+    for other in registered(run_dir):
+        if other.name == name and other.target == box.name:
+            raise FactbookError(f"server '{name}' already runs in this run on {box.name} "
+                                f"(pid {other.pid}); stop it first")
+    log = log_path(box, run_dir, runbook, run_id, name)
+    pidfile = log[: -len(".log")] + ".pid"
+    spawned = box.job({"op": "spawn", "argv": [str(a) for a in argv], "env": env or {},
+                       "cwd": cwd, "log": log, "pidfile": pidfile})
+    if spawned.get("error"):
+        raise ServerNotReady(f"server '{name}' on {box.name}: cannot start {argv[0]}: "
+                             f"{spawned['error']}")
+    probe = parse_ready(ready)
+    info = ServerInfo(name=name, target=box.name, pid=int(spawned["pid"]),
+                      started=spawned.get("started"), log=spawned["log"],
+                      pidfile=spawned.get("pidfile"), step=step, keep=keep,
+                      url=probe.get("url") if probe else None)
+    _append(run_dir, {"event": "start", **asdict(info)})
+    if probe is None:
+        return info
+    waited = box.job({"op": "wait_ready", "pid": info.pid, "started": info.started,
+                      "ready": probe, "deadline": deadline, "log": info.log},
+                     wait_s=deadline + 30)
+    if not waited.get("ready"):
+        stop(box, info, run_dir=run_dir, grace=5)
+        raise ServerNotReady(f"server '{name}' on {box.name}: {waited.get('reason')}; "
+                             f"log {info.log} ends with:\n{waited.get('log_tail', '')[-2000:]}")
+    info.ready_after_s = waited.get("after_s")
+    return info
+
+
+def stop(box: BoxClient, info: ServerInfo, *, run_dir: Path, grace: float = 10) -> dict[str, Any]:
+    """TERM then KILL the server's process group; copy a remote log into the run folder."""
+    result = box.job({"op": "stop", "pid": info.pid, "started": info.started,
+                      "pidfile": info.pidfile, "grace": grace}, wait_s=grace + 30)
+    if box.target.transport != "local":
+        tail = box.job({"op": "tail", "log": info.log, "limit": 256 * 1024})
+        local = run_dir / "servers" / f"{info.name}.log"
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_text(tail.get("text", ""), encoding="utf-8")
+    _append(run_dir, {"event": "stop", "name": info.name, "target": info.target,
+                      "result": result, "time": time.time()})
+    if result.get("survivors"):
+        raise TargetError(f"server '{info.name}' on {info.target}: processes "
+                          f"{result['survivors']} survived SIGKILL")
+    return result
+
+
+def registered(run_dir: Path, *, include_stopped: bool = False) -> list[ServerInfo]:
+    """Servers of this run, in start order; by default only those not stopped yet."""
+    path = Path(run_dir) / REGISTRY
+    if not path.exists():
+        return []
+    running: dict[tuple[str, str], ServerInfo] = {}
+    everything: list[ServerInfo] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        key = (event.get("name"), event.get("target"))
+        if event.get("event") == "start":
+            fields = {k: event.get(k) for k in ServerInfo.__dataclass_fields__}
+            info = ServerInfo(**fields)
+            running[key] = info
+            everything.append(info)
+        elif event.get("event") == "stop":
+            running.pop(key, None)
+    return everything if include_stopped else list(running.values())
+
+
+def _append(run_dir: Path, event: dict[str, Any]) -> None:
+    path = Path(run_dir) / REGISTRY
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(event, default=str) + "\n")
+        handle.flush()
