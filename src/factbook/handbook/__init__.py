@@ -1,0 +1,11 @@
+"""The handbook: Markdown pages generated from facts and results, rendered by MkDocs-Material.
+
+    generate(root, docs_dir=...) -> Handbook     pages, assets, navigation (in memory)
+    write_tree(handbook, out)                    write them, only what changed
+
+`mkdocs_hooks.py` is the only module that imports MkDocs.
+"""
+
+from .generator import Generator, Handbook, generate, write_tree
+
+__all__ = ["Generator", "Handbook", "generate", "write_tree"]

@@ -1,0 +1,201 @@
+"""The handbook generator: knowledge base + latest results in, Markdown pages out.
+
+Plain Python and Jinja2, no MkDocs import: `factbook docs` writes the pages to a folder, and
+the MkDocs hook hands the same pages to MkDocs in memory. Each page is rendered from a
+plain-data context; its hash decides whether the page must be rendered again, and files are
+written only when their text changed, so file watchers see real changes only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field, is_dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..atomic import write_text_atomic
+from ..kb import load_kb_with_problems
+from ..results import list_runs, load_latest
+from .markup import code, md
+from .pages import ALL_FACTS, CATEGORY_TITLES, HOME, RUNBOOKS, STATUS_DOCS, page_specs
+from .sources import STATUS_GUIDE, guide_pages, load_runbooks, load_status_docs
+from .views import ViewBuilder, category_uri
+
+CSS_URI = "assets/factbook.css"
+MANIFEST = ".factbook-pages.json"
+
+
+@dataclass
+class Handbook:
+    """Generated pages ({docs-relative uri: text}), assets, navigation and what it cost."""
+
+    pages: dict[str, str]
+    assets: dict[str, str]
+    titles: dict[str, str]
+    nav: list[Any]
+    rendered: list[str] = field(default_factory=list)  # pages not taken from the cache
+    lint_problems: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def files(self) -> dict[str, str]:
+        return {**self.pages, **self.assets}
+
+
+def _template_dir() -> Path:
+    return Path(str(resources.files("factbook") / "templates" / "handbook"))
+
+
+class Generator:
+    """Renders handbook pages; remembers each page's input hash to skip unchanged pages."""
+
+    def __init__(self) -> None:
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(_template_dir())),
+            autoescape=False,  # Markdown out; values are escaped by the md/code filters
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+            undefined=jinja2.StrictUndefined,
+            auto_reload=True,
+        )
+        self.env.filters["md"] = md
+        self.env.filters["code"] = code
+        self._cache: dict[str, tuple[str, str]] = {}  # uri -> (input hash, text)
+
+    def generate(self, root: Path | str, *, docs_dir: Path | str | None = None) -> Handbook:
+        """All pages of the handbook of the knowledge base at `root`."""
+        started = time.perf_counter()
+        root = Path(root).resolve()
+        docs = Path(docs_dir).resolve() if docs_dir is not None else None
+        kb, problems = load_kb_with_problems(root)
+        latest = load_latest(root)
+        loaded = time.perf_counter()
+        views = ViewBuilder(kb, latest)
+        runbooks = load_runbooks(root)
+        status_docs = load_status_docs(docs, kb.milestones)
+        guide = STATUS_GUIDE if docs is not None and (docs / STATUS_GUIDE).is_file() else None
+        specs = page_specs(
+            kb,
+            views,
+            runbooks=runbooks,
+            status_docs=status_docs,
+            runs=list_runs(root),
+            lint_problems=[str(p) for p in problems],
+            status_guide=guide,
+        )
+        built = time.perf_counter()
+        templates = self._templates_digest()
+        pages, rendered = {}, []
+        for spec in specs:
+            digest = hashlib.sha256(
+                (templates + spec.template + _stable_json(spec.context)).encode()
+            ).hexdigest()
+            cached = self._cache.get(spec.uri)
+            if cached and cached[0] == digest:
+                pages[spec.uri] = cached[1]
+                continue
+            text = self.env.get_template(spec.template).render(
+                title=spec.title, page=spec.uri, **spec.context
+            )
+            self._cache[spec.uri] = (digest, text)
+            pages[spec.uri] = text
+            rendered.append(spec.uri)
+        done = time.perf_counter()
+        css = (_template_dir() / "factbook.css").read_text(encoding="utf-8")
+        titles = {s.uri: s.title for s in specs}
+        return Handbook(
+            pages=pages,
+            assets={CSS_URI: css},
+            titles=titles,
+            nav=build_nav(status_docs, guide, guide_pages(docs, set(pages))),
+            rendered=rendered,
+            lint_problems=[str(p) for p in problems],
+            seconds={
+                "load": loaded - started,
+                "views": built - loaded,
+                "render": done - built,
+                "total": done - started,
+            },
+        )
+
+    def _templates_digest(self) -> str:
+        h = hashlib.sha256()
+        for path in sorted(_template_dir().iterdir()):
+            if path.is_file():
+                h.update(path.name.encode() + path.read_bytes())
+        return h.hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return value.__dict__
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return str(value)
+
+
+def _stable_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=_plain, ensure_ascii=False)
+
+
+def build_nav(status_docs: list[Any], status_guide: str | None, guides: list[str]) -> list[Any]:
+    """MkDocs navigation: home, facts by category, runbooks, status documents, guides."""
+    facts = [{"All facts": ALL_FACTS}]
+    facts += [{CATEGORY_TITLES[c]: category_uri(c)} for c in CATEGORY_TITLES]
+    status: list[Any] = [{"Newest first": STATUS_DOCS}]
+    if status_guide:
+        status.append({"About status documents": status_guide})
+    status += [{d.title: d.uri} for d in status_docs]
+    nav: list[Any] = [
+        {"Home": HOME},
+        {"Facts": facts},
+        {"Runbooks": RUNBOOKS},
+        {"Status documents": status},
+    ]
+    if guides:
+        nav.append({"Guides": guides})
+    return nav
+
+
+def write_tree(handbook: Handbook, out: Path | str) -> list[str]:
+    """Write pages and assets under `out`, touching only files whose text changed.
+
+    Files this generator wrote before and no longer produces are removed (a manifest lists
+    them), so a deleted category or runbook does not linger. Returns the uris written.
+    """
+    out = Path(out)
+    files = handbook.files()
+    written = []
+    for uri, text in files.items():
+        path = out / uri
+        try:
+            if path.read_text(encoding="utf-8") == text:
+                continue
+        except (OSError, UnicodeDecodeError):
+            pass
+        write_text_atomic(path, text)
+        written.append(uri)
+    manifest = out / MANIFEST
+    try:
+        before = set(json.loads(manifest.read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        before = set()
+    for uri in sorted(before - set(files)):
+        (out / uri).unlink(missing_ok=True)
+    listing = json.dumps(sorted(files), indent=0)
+    if not manifest.exists() or manifest.read_text(encoding="utf-8") != listing:
+        write_text_atomic(manifest, listing)
+    return written
+
+
+_DEFAULT = Generator()
+
+
+def generate(root: Path | str, *, docs_dir: Path | str | None = None) -> Handbook:
+    """Generate with the process-wide generator, whose cache survives MkDocs rebuilds."""
+    return _DEFAULT.generate(root, docs_dir=docs_dir)

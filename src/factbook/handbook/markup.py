@@ -1,0 +1,94 @@
+"""Escaping and small HTML pieces for generated Markdown.
+
+Fact text comes from YAML written by people: `layers.0.*`, `a|b`, `<think>` must reach the page
+as typed, not as emphasis, table cells or tags. Python-Markdown still parses Markdown between
+inline HTML tags, so code spans escape Markdown's characters as entities too.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import posixpath
+import re
+from typing import Any
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#|!])")
+_CODE_ENTITIES = {
+    "*": "&#42;",
+    "_": "&#95;",
+    "`": "&#96;",
+    "[": "&#91;",
+    "]": "&#93;",
+    "|": "&#124;",
+    "{": "&#123;",
+    "}": "&#125;",
+    "\\": "&#92;",
+    "\n": " ",
+}
+
+
+def md(text: Any) -> str:
+    """Inline Markdown that shows `text` literally (one line, safe inside a table cell)."""
+    if text is None:
+        return ""
+    value = " ".join(str(text).split())
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", value)
+
+
+def code(value: Any) -> str:
+    """An inline `<code>` span for any value (YAML scalars as typed, mappings as JSON)."""
+    text = value_text(value)
+    escaped = html.escape(text, quote=False)
+    return "<code>" + "".join(_CODE_ENTITIES.get(ch, ch) for ch in escaped) + "</code>"
+
+
+def attr(text: Any) -> str:
+    """A value for an HTML attribute (tooltips), with Markdown's characters neutralised."""
+    escaped = html.escape(" ".join(str(text).split()), quote=True)
+    return "".join(_CODE_ENTITIES.get(ch, ch) for ch in escaped)
+
+
+def value_text(value: Any) -> str:
+    """The compact text of a fact value or an observation."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(value, sort_keys=False, default=str, ensure_ascii=False)
+
+
+def shorten(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def rel_link(from_uri: str, to_uri: str, anchor: str = "") -> str:
+    """A link from page `from_uri` to `to_uri` (both docs-relative .md paths)."""
+    if to_uri == from_uri:
+        target = ""
+    else:
+        target = posixpath.relpath(to_uri, posixpath.dirname(from_uri) or ".")
+    return f"{target}#{anchor}" if anchor else target or "#"
+
+
+def time_text(iso: str | None) -> str:
+    """`2026-11-29T15:10:03Z` as `2026-11-29 15:10 UTC`; anything else unchanged."""
+    if not iso:
+        return "never"
+    match = re.match(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)", iso)
+    if not match:
+        return iso
+    zone = " UTC" if iso.endswith(("Z", "+00:00")) else ""
+    return f"{match[1]} {match[2]}{zone}"
+
+
+def scroll_table(headers: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table inside a div that scrolls sideways at phone width."""
+    if not rows:
+        return ""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell or " " for cell in row) + " |" for row in rows]
+    return '<div class="fb-scroll" markdown>\n\n' + "\n".join(lines) + "\n\n</div>"

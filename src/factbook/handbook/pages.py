@@ -1,0 +1,178 @@
+"""Which pages the handbook has, and the plain-data context each one is rendered from.
+
+One page per category keeps a 1,000-fact handbook at a few dozen pages: MkDocs-Material
+embeds the whole navigation in every page, so page count, not fact count, sets build time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..kb import KnowledgeBase
+from ..schema import CATEGORIES
+from . import special
+from .sources import Runbook, StatusDoc
+from .views import FactView, ViewBuilder, category_uri
+
+HOME = "index.md"
+ALL_FACTS = "facts/index.md"
+RUNBOOKS = "runbooks.md"
+STATUS_DOCS = "status-history.md"
+
+CATEGORY_TITLES = {
+    "goal": "Goal",
+    "instructions": "Instructions",
+    "hardware": "Hardware",
+    "software": "Software",
+    "model": "Model",
+    "tokenizer": "Tokenizer",
+    "inventory": "Inventory",
+    "pitfalls": "Pitfalls",
+    "benchmarks": "Benchmarks",
+    "training": "Training",
+    "decisions": "Decisions",
+    "progress": "Progress",
+}
+CATEGORY_INTROS = {
+    "goal": "What the project is for, and the sub-goals it breaks into.",
+    "instructions": "Operating rules, access and the user's constraints.",
+    "hardware": "The box: GPUs, CPUs, memory, disks and how the GPUs are connected.",
+    "software": "Installed versions (expected against last observed) and engine behaviour.",
+    "model": "Architecture of the target model and the draft model.",
+    "tokenizer": "Token ids and tokenizer behaviour.",
+    "inventory": "Files, directories, logs, services and checkpoints, and where they live.",
+    "pitfalls": "Traps that cost time: symptom, cause, fix, and the check that catches them.",
+    "benchmarks": "Measured figures with the configuration that produced them.",
+    "training": "Training runs and their metrics.",
+    "decisions": "Choices made, why, and the facts behind them.",
+    "progress": "What is done, what is in progress, what comes next.",
+}
+
+
+@dataclass
+class PageSpec:
+    """A page to render: where it goes, its template and the data it reads."""
+
+    uri: str
+    title: str
+    template: str
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+def page_specs(
+    kb: KnowledgeBase,
+    views: ViewBuilder,
+    *,
+    runbooks: list[Runbook],
+    status_docs: list[StatusDoc],
+    runs: list[dict[str, Any]],
+    lint_problems: list[str],
+    status_guide: str | None = None,
+) -> list[PageSpec]:
+    specs = [_home(kb, views, runbooks, status_docs, runs, lint_problems)]
+    for category in CATEGORIES:
+        specs.append(_category(kb, views, category))
+    specs.append(_all_facts(kb, views))
+    specs.append(
+        PageSpec(
+            RUNBOOKS,
+            "Runbooks",
+            "runbooks.md.j2",
+            {"runbooks": special.runbooks_context(runbooks, views, RUNBOOKS)},
+        )
+    )
+    specs.append(
+        PageSpec(
+            STATUS_DOCS,
+            "Status documents",
+            "status-documents.md.j2",
+            {"docs": [d.__dict__ for d in status_docs], "guide": status_guide},
+        )
+    )
+    return specs
+
+
+def _category(kb: KnowledgeBase, views: ViewBuilder, category: str) -> PageSpec:
+    uri = category_uri(category)
+    facts = [f for f in kb.facts.values() if f.category == category]
+    fact_views = [views.view(f, uri) for f in facts]
+    render = special.RENDERERS.get(category)
+    extra = render(kb, views, facts, fact_views, uri) if render else ""
+    return PageSpec(
+        uri,
+        CATEGORY_TITLES[category],
+        "category.md.j2",
+        {
+            "category": category,
+            "intro": CATEGORY_INTROS[category],
+            "special": extra,
+            "current": [v for v in fact_views if v.current],
+            "past": [v for v in fact_views if not v.current],
+        },
+    )
+
+
+def _all_facts(kb: KnowledgeBase, views: ViewBuilder) -> PageSpec:
+    rows = [
+        (
+            views.link(ALL_FACTS, f.id),
+            views.link(ALL_FACTS, f.id, f.title),
+            CATEGORY_TITLES[f.category],
+            views.states[f.id].html(),
+        )
+        for f in sorted(kb.facts.values(), key=lambda f: f.id)
+    ]
+    return PageSpec(ALL_FACTS, "All facts", "all-facts.md.j2", {"rows": rows})
+
+
+def _home(
+    kb: KnowledgeBase,
+    views: ViewBuilder,
+    runbooks: list[Runbook],
+    status_docs: list[StatusDoc],
+    runs: list[dict[str, Any]],
+    lint_problems: list[str],
+) -> PageSpec:
+    goals = [
+        views.view(f, HOME) for f in kb.facts.values() if f.category == "goal" and f.until is None
+    ]
+    categories = [
+        (
+            CATEGORY_TITLES[c],
+            category_uri(c),
+            sum(1 for f in kb.facts.values() if f.category == c and f.until is None),
+        )
+        for c in CATEGORIES
+    ]
+    attention = [
+        (views.link(HOME, f.id, f.title), views.states[f.id].html())
+        for f in kb.facts.values()
+        if views.states[f.id].summary in ("drift", "error") and f.until is None
+    ]
+    by_status: dict[str, int] = {}
+    for fact in kb.facts.values():
+        if fact.until is None:
+            by_status[fact.status] = by_status.get(fact.status, 0) + 1
+    return PageSpec(
+        HOME,
+        "Home",
+        "index.md.j2",
+        {
+            "goals": goals,
+            "glance": special.glance_rows(kb, views.latest),
+            "by_status": sorted(by_status.items()),
+            "total": sum(by_status.values()),
+            "categories": categories,
+            "attention": attention,
+            "runs": [special.run_header(r) for r in runs[:5]],
+            "milestones": [(m.id, m.title) for m in kb.milestones.values()],
+            "runbook_count": len(runbooks),
+            "latest_status": status_docs[0].__dict__ if status_docs else None,
+            "lint_problems": lint_problems[:20],
+            "lint_count": len(lint_problems),
+        },
+    )
+
+
+__all__ = ["ALL_FACTS", "HOME", "RUNBOOKS", "STATUS_DOCS", "FactView", "PageSpec", "page_specs"]

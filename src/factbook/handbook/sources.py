@@ -1,0 +1,230 @@
+"""Inputs other than facts: runbooks, their run records, status documents, hand-written docs.
+
+Each belongs to another part of factbook and may be absent, half-written or from a newer
+format; everything here is read defensively and a bad file becomes a note on the page, never
+a failed build.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RUNBOOKS_DIR = "runbooks"
+RUN_RECORDS_DIR = "results/runbooks"
+STATUS_DIR = "status"
+STATUS_GUIDE = "status-documents.md"  # the status command's own guide page
+MAX_RUNS = 5
+
+
+@dataclass
+class Step:
+    """One code cell of a runbook."""
+
+    name: str
+    code: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Run:
+    """One recorded execution of a runbook."""
+
+    id: str
+    status: str
+    started: str
+    finished: str
+    steps: list[dict[str, Any]]
+
+
+@dataclass
+class Runbook:
+    name: str
+    title: str
+    path: str
+    intro: str
+    steps: list[Step]
+    runs: list[Run]
+    problem: str = ""
+
+
+@dataclass
+class StatusDoc:
+    """A status document under docs/status/: its page, title, and what it describes."""
+
+    uri: str
+    title: str
+    about: str  # "milestone 4504", a date, or ""
+    generated: str  # the "Generated ..." time the document states, if any
+    order: tuple[Any, ...] = ()
+
+
+def load_runbooks(root: Path) -> list[Runbook]:
+    out = []
+    for path in sorted((root / RUNBOOKS_DIR).glob("*.md")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        title, intro, steps, problem = _parse_runbook(text)
+        out.append(
+            Runbook(
+                name=path.stem,
+                title=title or path.stem,
+                path=path.relative_to(root).as_posix(),
+                intro=intro,
+                steps=steps,
+                runs=load_runs(root, path.stem),
+                problem=problem,
+            )
+        )
+    names = {r.name for r in out}
+    records = root / RUN_RECORDS_DIR
+    if records.is_dir():  # runs of runbooks that were since removed still show
+        for folder in sorted(p for p in records.iterdir() if p.is_dir() and p.name not in names):
+            out.append(
+                Runbook(
+                    folder.name,
+                    folder.name,
+                    "",
+                    "",
+                    [],
+                    load_runs(root, folder.name),
+                    "runbook file not found; only its runs are known",
+                )
+            )
+    return out
+
+
+def _parse_runbook(text: str) -> tuple[str, str, list[Step], str]:
+    try:
+        import jupytext
+
+        notebook = jupytext.reads(text, fmt="md:myst")
+    except Exception as exc:  # a broken runbook must not break the handbook
+        return _first_heading(text), "", [], f"could not parse: {exc}"
+    steps: list[Step] = []
+    intro_parts: list[str] = []
+    title = ""
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            if not title:
+                title = _first_heading(cell.source)
+            if not steps:
+                intro_parts.append(_strip_heading(cell.source))
+            continue
+        if cell.cell_type != "code":
+            continue
+        meta = dict(cell.metadata)
+        name = str(
+            meta.get("name") or meta.get("step") or meta.get("id") or f"step {len(steps) + 1}"
+        )
+        steps.append(Step(name=name, code=cell.source, meta=meta))
+    intro = " ".join(" ".join(intro_parts).split())
+    return title, intro, steps, ""
+
+
+def _first_heading(text: str) -> str:
+    match = re.search(r"^#\s+(.+)$", text, re.M)
+    return match[1].strip() if match else ""
+
+
+def _strip_heading(text: str) -> str:
+    return re.sub(r"^#\s+.+$", "", text, count=1, flags=re.M).strip()
+
+
+def load_runs(root: Path, runbook: str) -> list[Run]:
+    """The newest MAX_RUNS run records of one runbook."""
+    folder = root / RUN_RECORDS_DIR / runbook
+    runs = []
+    for path in folder.glob("*.json") if folder.is_dir() else []:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            runs.append(Run(path.stem, "unreadable", "", "", []))
+            continue
+        if not isinstance(data, dict):
+            continue
+        steps = data.get("steps") if isinstance(data.get("steps"), list) else []
+        runs.append(
+            Run(
+                id=str(data.get("run_id") or data.get("id") or path.stem),
+                status=str(data.get("status", "unknown")),
+                started=str(data.get("started") or ""),
+                finished=str(data.get("finished") or ""),
+                steps=[s for s in steps if isinstance(s, dict)],
+            )
+        )
+    runs.sort(key=lambda r: (r.started, r.id), reverse=True)
+    return runs[:MAX_RUNS]
+
+
+def load_status_docs(docs_dir: Path | None, milestones: dict[str, Any]) -> list[StatusDoc]:
+    """Status documents under docs_dir/status, newest first.
+
+    Dated documents describe "now" and come first (newest date first); then documents of a
+    milestone, latest milestone first; then anything else by modification time.
+    """
+    if docs_dir is None or not (docs_dir / STATUS_DIR).is_dir():
+        return []
+    out = []
+    for path in (docs_dir / STATUS_DIR).rglob("*.md"):
+        if path.name == "index.md":
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        meta = _front_matter(text)
+        title = str(meta.get("title") or _first_heading(text) or path.stem)
+        generated = re.search(r"Generated (\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?: UTC)?)", text)
+        date = str(meta.get("date") or _date_in(path.stem))
+        milestone = re.search(r"status-(\w+?)(?:-redacted)?$", path.stem)
+        if date:
+            about, order = date, (2, date, path.name)
+        elif milestone and milestone[1] in milestones:
+            ref = milestone[1]
+            about, order = f"milestone {ref}", (1, milestones[ref].index, path.name)
+        else:
+            about, order = "", (0, path.stat().st_mtime, path.name)
+        out.append(
+            StatusDoc(
+                path.relative_to(docs_dir).as_posix(),
+                title,
+                about,
+                generated[1] if generated else "",
+                order,
+            )
+        )
+    out.sort(key=lambda d: d.order, reverse=True)
+    return out
+
+
+def _front_matter(text: str) -> dict[str, Any]:
+    if not text.startswith("---"):
+        return {}
+    end = text.find("\n---", 3)
+    if end < 0:
+        return {}
+    try:
+        import yaml
+
+        data = yaml.safe_load(text[3:end])
+    except Exception:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _date_in(name: str) -> str:
+    match = re.search(r"(\d{4}-?\d\d-?\d\d(?:T\d{4,6}Z?)?)", name)
+    return match[1] if match else ""
+
+
+def guide_pages(docs_dir: Path | None, generated: set[str]) -> list[str]:
+    """Hand-written pages of docs_dir (not status documents), for the navigation."""
+    if docs_dir is None or not docs_dir.is_dir():
+        return []
+    pages = []
+    for path in sorted(docs_dir.rglob("*.md")):
+        uri = path.relative_to(docs_dir).as_posix()
+        if uri.startswith(STATUS_DIR + "/") or uri in generated or uri == STATUS_GUIDE:
+            continue
+        pages.append(uri)
+    return pages

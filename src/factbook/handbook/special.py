@@ -1,0 +1,505 @@
+"""Category-specific views: the tables, diagrams and charts above a category's fact list."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..kb import KnowledgeBase
+from ..model import Fact
+from .charts import Bar, bar_chart, numa_diagram
+from .markup import code, md, rel_link, scroll_table, shorten, time_text
+from .sources import Runbook
+from .views import FactView, ViewBuilder
+
+Renderer = Callable[[KnowledgeBase, ViewBuilder, list[Fact], list[FactView], str], str]
+
+
+def _badges(views: ViewBuilder, fact: Fact) -> str:
+    return views.states[fact.id].html()
+
+
+def _current(facts: list[Fact]) -> list[Fact]:
+    return [f for f in facts if f.until is None]
+
+
+def hardware(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, page: str) -> str:
+    out = [
+        "## At a glance",
+        "",
+        scroll_table(
+            ["Fact", "Value", "Status"],
+            [
+                [
+                    views.link(page, f.id, f.title),
+                    code(f.value) + (f" {md(f.unit)}" if f.unit else ""),
+                    _badges(views, f),
+                ]
+                for f in _current(facts)
+                if f.value is not None
+            ],
+        ),
+    ]
+    layout_fact = next((f for f in _current(facts) if _is_layout(f)), None)
+    links = [f for f in _current(facts) if {"nvlink", "pcie", "interconnect"} & set(f.tags)]
+    if layout_fact is None and not links:
+        return "\n".join(out)
+    out += ["", "## Topology", ""]
+    if layout_fact is not None:
+        layout = [int(n) for n in layout_fact.value]
+        label = " · ".join(f.title for f in links) or "interconnect unknown"
+        out += [numa_diagram(layout, label), ""]
+        records = views.records_text(layout_fact.id)
+        headers = ["GPU", "NUMA node (expected)"] + [
+            f"observed on {md(r.get('target'))}" for r in records
+        ]
+        rows = []
+        for gpu, node in enumerate(layout):
+            row = [f"GPU {gpu}", str(node)]
+            for record in records:
+                seen = record.get("observed")
+                row.append(code(seen[gpu]) if isinstance(seen, list) and gpu < len(seen) else "—")
+            rows.append(row)
+        out += [f"From {views.link(page, layout_fact.id)}:", "", scroll_table(headers, rows), ""]
+    if links:
+        out += ["Interconnect:", ""]
+        out += [
+            f"- {views.link(page, f.id, f.title)}: {md(f.statement)} {_badges(views, f)}"
+            for f in links
+        ]
+        out.append("")
+    for fact in _current(facts):
+        for record in views.records_text(fact.id):
+            matrix = (
+                record.get("observed", {}).get("matrix")
+                if isinstance(record.get("observed"), dict)
+                else None
+            )
+            if isinstance(matrix, dict) and matrix:
+                cols = list(matrix)
+                out += [
+                    f"Link matrix observed on {md(record.get('target'))} "
+                    f"({time_text(record.get('time'))}):",
+                    "",
+                    scroll_table(
+                        [""] + [md(c) for c in cols],
+                        [
+                            [md(r)] + [md((matrix.get(r) or {}).get(c, "")) for c in cols]
+                            for r in cols
+                        ],
+                    ),
+                    "",
+                ]
+    return "\n".join(out)
+
+
+def _is_layout(fact: Fact) -> bool:
+    probe = fact.check.probe if fact.check else ""
+    return (
+        (probe == "gpu.numa_nodes" or "numa" in fact.tags)
+        and isinstance(fact.value, list)
+        and all(isinstance(v, int) for v in fact.value)
+        and bool(fact.value)
+    )
+
+
+def software(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, page: str) -> str:
+    rows = []
+    for fact in _current(facts):
+        probe = fact.check.probe if fact.check else ""
+        if not (probe == "pkg.version" or "version" in fact.tags or fact.id.endswith(".version")):
+            continue
+        expected = code(fact.value) if fact.value is not None else ""
+        if fact.check and fact.check.expect:
+            expected += (" " if expected else "") + f"({code(fact.check.expect)})"
+        records = views.records_text(fact.id)
+        name = views.link(page, fact.id, fact.title)
+        if not records:
+            rows.append(
+                [name, expected, md(fact.check_target() or ""), "—", "never", _badges(views, fact)]
+            )
+        for record in records:
+            rows.append(
+                [
+                    name,
+                    expected,
+                    md(record.get("target")),
+                    code(record.get("observed")),
+                    time_text(record.get("time")),
+                    _badges(views, fact),
+                ]
+            )
+    if not rows:
+        return ""
+    return "\n".join(
+        [
+            "## Versions: expected and last observed",
+            "",
+            scroll_table(
+                ["Software", "Expected", "Target", "Last observed", "When", "Status"], rows
+            ),
+        ]
+    )
+
+
+def tokenizer(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, page: str) -> str:
+    rows = [
+        [
+            code(f.get("token")) if f.get("token") is not None else "",
+            code(f.get("token_id")) if f.get("token_id") is not None else code(f.value),
+            views.link(page, f.id, f.title),
+            _badges(views, f),
+        ]
+        for f in _current(facts)
+    ]
+    return "\n".join(["## Token ids", "", scroll_table(["Token", "Id", "Fact", "Status"], rows)])
+
+
+def inventory(
+    kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], fv: list[FactView], page: str
+) -> str:
+    seen = {v.id: v.last_seen for v in fv}
+    machines: dict[str, list[Fact]] = {}
+    for fact in _current(facts):
+        machines.setdefault(str(fact.get("machine") or fact.target or "unknown"), []).append(fact)
+    out = []
+    for machine, items in sorted(machines.items()):
+        out += [
+            f"## On {md(machine)}",
+            "",
+            scroll_table(
+                ["Path", "Kind", "Purpose", "Size", "Last seen", "Status"],
+                [
+                    [
+                        views.link(page, f.id, str(f.get("path") or f.title)),
+                        md(f.get("kind")),
+                        md(f.get("purpose")),
+                        md(f.get("size")),
+                        seen.get(f.id, "never"),
+                        _badges(views, f),
+                    ]
+                    for f in items
+                ],
+            ),
+            "",
+        ]
+    return "\n".join(out)
+
+
+def pitfalls(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, page: str) -> str:
+    rows = []
+    for fact in _current(facts):
+        checks = [code(fact.check.probe)] if fact.check else []
+        checks += [views.link(page, i) for i in fact.links.get("checked_by", [])]
+        rows.append(
+            [
+                views.link(page, fact.id, fact.title),
+                md(shorten(str(fact.get("symptom")))),
+                md(shorten(str(fact.get("fix")))),
+                ", ".join(checks) or "—",
+                _badges(views, fact),
+            ]
+        )
+    return "\n".join(
+        ["## Overview", "", scroll_table(["Pitfall", "Symptom", "Fix", "Check", "Status"], rows)]
+    )
+
+
+def benchmarks(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, page: str) -> str:
+    rows = [
+        [
+            views.link(page, f.id, f.title),
+            code(f.value) + (f" {md(f.unit)}" if f.unit else ""),
+            _config_text(f.get("config")),
+            md(f.get("accept_len")),
+            md(f.since or "start"),
+            _badges(views, f),
+        ]
+        for f in facts
+    ]
+    out = [
+        "## Figures",
+        "",
+        scroll_table(
+            ["Figure", "Value", "Configuration", "Accept length", "Since", "Status"], rows
+        ),
+        "",
+    ]
+    series: dict[tuple[str, str], list[Fact]] = {}
+    for fact in facts:
+        if isinstance(fact.value, (int, float)) and not isinstance(fact.value, bool):
+            key = (str(fact.get("metric") or fact.unit or "value"), fact.unit or "")
+            series.setdefault(key, []).append(fact)
+    if series:
+        out += [
+            "## Across milestones",
+            "",
+            "Each bar is one figure, grouped by the milestone where it was measured; "
+            "grey bars no longer hold.",
+            "",
+        ]
+    order = {m.id: m.index for m in kb.milestones.values()}
+    for (metric, unit), items in sorted(series.items()):
+        groups: list[tuple[str, list[Bar]]] = []
+        for since in sorted({f.since for f in items}, key=lambda s: order.get(s or "", -1)):
+            title = kb.milestones[since].title if since in kb.milestones else ""
+            heading = f"milestone {since}: {title}" if since else "from the start"
+            groups.append(
+                (
+                    shorten(heading, 90),
+                    [
+                        Bar(
+                            f.title,
+                            float(f.value),
+                            "current" if f.until is None else "past",
+                            rel_link(page, page, f.id),
+                        )
+                        for f in items
+                        if f.since == since
+                    ],
+                )
+            )
+        out += [bar_chart(metric, unit, groups), ""]
+    return "\n".join(out)
+
+
+def _config_text(config: Any) -> str:
+    if isinstance(config, dict):
+        return ", ".join(f"{md(k)}={code(v)}" for k, v in config.items())
+    return code(config) if config is not None else ""
+
+
+def training(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, page: str) -> str:
+    rows = [
+        [
+            views.link(page, f.id, f.title),
+            md(f.get("metric")),
+            md(f.get("epoch")),
+            code(f.value) + (f" {md(f.unit)}" if f.unit else "") if f.value is not None else "",
+            _badges(views, f),
+        ]
+        for f in _current(facts)
+    ]
+    return "\n".join(
+        [
+            "## Overview",
+            "",
+            scroll_table(["Run / metric", "Metric", "Epoch", "Value", "Status"], rows),
+        ]
+    )
+
+
+def decisions(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, page: str) -> str:
+    rows = []
+    for fact in _current(facts):
+        linked = [views.link(page, i) for ids in fact.links.values() for i in ids]
+        linked += [views.link(page, other) for _, other in views.inbound.get(fact.id, [])]
+        rows.append(
+            [
+                views.link(page, fact.id, fact.title),
+                md(shorten(str(fact.get("rationale")), 200)),
+                ", ".join(linked) or "—",
+                _badges(views, fact),
+            ]
+        )
+    return "\n".join(
+        ["## Overview", "", scroll_table(["Decision", "Rationale", "Linked facts", "Status"], rows)]
+    )
+
+
+PROGRESS_SECTIONS = [
+    ("done", "Accomplished"),
+    ("in_progress", "In progress"),
+    ("todo", "Next steps"),
+    ("blocked", "Blocked"),
+    ("failed", "Failed"),
+]
+
+
+def progress(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, page: str) -> str:
+    out = []
+    for state, heading in PROGRESS_SECTIONS:
+        items = [f for f in _current(facts) if f.get("state") == state]
+        if state == "todo":
+            items.sort(key=lambda f: (f.get("priority") is None, f.get("priority") or 0))
+        if not items:
+            continue
+        out += [f"## {heading}", ""]
+        for n, fact in enumerate(items, 1):
+            bullet = f"{n}." if state == "todo" else "-"
+            criterion = f" — success: {md(fact.get('criterion'))}" if fact.get("criterion") else ""
+            out.append(
+                f"{bullet} {views.link(page, fact.id, fact.title)}{criterion} "
+                f"{_badges(views, fact)}"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+RENDERERS: dict[str, Renderer] = {
+    "hardware": hardware,
+    "software": software,
+    "tokenizer": tokenizer,
+    "inventory": inventory,
+    "pitfalls": pitfalls,
+    "benchmarks": benchmarks,
+    "training": training,
+    "decisions": decisions,
+    "progress": progress,
+}
+
+
+def glance_rows(kb: KnowledgeBase, latest: dict[str, dict[str, dict[str, Any]]]) -> list[dict]:
+    """Per target: facts verified, drifted, erroring, skipped, never checked; last check time."""
+    rows: dict[str, dict[str, Any]] = {}
+
+    def row(target: str) -> dict[str, Any]:
+        return rows.setdefault(
+            target,
+            {
+                "target": target,
+                "pass": 0,
+                "drift": 0,
+                "error": 0,
+                "skipped": 0,
+                "never": 0,
+                "last": "",
+            },
+        )
+
+    for fact in kb.facts.values():
+        if fact.until is not None:
+            continue
+        records = latest.get(fact.id, {})
+        for target, record in records.items():
+            r = row(target)
+            outcome = str(record.get("outcome"))
+            r[outcome if outcome in ("pass", "drift", "error", "skipped") else "error"] += 1
+            r["last"] = max(r["last"], str(record.get("time") or ""))
+        if fact.check is not None:
+            target = fact.check_target() or "(no target)"
+            if target not in records:
+                row(target)["never"] += 1
+    out = sorted(rows.values(), key=lambda r: r["target"])
+    for r in out:
+        r["last"] = time_text(r["last"]) if r["last"] else "never"
+    return out
+
+
+def run_header(run: dict[str, Any]) -> dict[str, str]:
+    """A verify run header, whatever keys the writer put in it."""
+    when = run.get("finished") or run.get("started") or run.get("time") or ""
+    targets = run.get("targets") or run.get("target") or ""
+    if isinstance(targets, list):
+        targets = ", ".join(map(str, targets))
+    counts = run.get("counts") or run.get("summary") or ""
+    if isinstance(counts, dict):
+        counts = ", ".join(f"{k} {v}" for k, v in counts.items())
+    return {
+        "id": md(run.get("id", "")),
+        "when": time_text(str(when)) if when else "",
+        "targets": md(targets),
+        "counts": md(counts),
+    }
+
+
+def runbooks_context(runbooks: list[Runbook], views: ViewBuilder, page: str) -> list[dict]:
+    out = []
+    for book in runbooks:
+        last = book.runs[0] if book.runs else None
+        last_steps = {str(s.get("name")): s for s in (last.steps if last else [])}
+        steps = []
+        for n, step in enumerate(book.steps, 1):
+            meta = step.meta
+            requires = meta.get("requires") or []
+            records = meta.get("records") or []
+            done = last_steps.get(step.name)
+            steps.append(
+                [
+                    str(n),
+                    code(step.name),
+                    md(meta.get("timeout", "")),
+                    ", ".join(views.link(page, str(i)) for i in _as_list(requires)),
+                    "yes" if meta.get("destructive") else "",
+                    ", ".join(views.link(page, str(i)) for i in _as_list(records)),
+                    code(shorten(_first_line(step.code), 80)),
+                    _step_status(done) if done else "—",
+                ]
+            )
+        runs = [
+            [
+                code(r.id),
+                _run_badge(r.status),
+                time_text(r.started),
+                time_text(r.finished),
+                _steps_summary(r.steps),
+            ]
+            for r in book.runs
+        ]
+        out.append(
+            {
+                "name": book.name,
+                "title": md(book.title),
+                "path": book.path,
+                "intro": md(book.intro),
+                "problem": md(book.problem),
+                "steps": scroll_table(
+                    [
+                        "#",
+                        "Step",
+                        "Timeout",
+                        "Requires",
+                        "Destructive",
+                        "Records",
+                        "First line",
+                        "Last run",
+                    ],
+                    steps,
+                ),
+                "runs": scroll_table(["Run", "Status", "Started", "Finished", "Steps"], runs),
+            }
+        )
+    return out
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None or value == "":
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _first_line(code_text: str) -> str:
+    for line in code_text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return line.strip()
+    return ""
+
+
+def _run_badge(status: str) -> str:
+    kind = {
+        "ok": "pass",
+        "passed": "pass",
+        "success": "pass",
+        "done": "pass",
+        "completed": "pass",
+        "failed": "error",
+        "error": "error",
+        "running": "never",
+    }.get(status.lower(), "assumed")
+    return f'<span class="fb-badge fb-{kind}">{md(status)}</span>'
+
+
+def _step_status(step: dict[str, Any]) -> str:
+    duration = step.get("duration_s")
+    took = f" ({float(duration):.1f} s)" if isinstance(duration, (int, float)) else ""
+    return _run_badge(str(step.get("status", "unknown"))) + took
+
+
+def _steps_summary(steps: list[dict[str, Any]]) -> str:
+    if not steps:
+        return "—"
+    counts: dict[str, int] = {}
+    for step in steps:
+        status = str(step.get("status", "unknown"))
+        counts[status] = counts.get(status, 0) + 1
+    return ", ".join(f"{n} {md(s)}" for s, n in sorted(counts.items()))

@@ -1,0 +1,229 @@
+"""Facts turned into what a page prints: escaped text, badges, links, result details.
+
+Everything here is plain data (strings, lists, dicts), so a page's inputs can be hashed to
+decide whether it must be rendered again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..kb import KnowledgeBase
+from ..model import Fact
+from .badges import FactState, fact_state
+from .markup import code, md, rel_link, time_text, value_text
+
+# Category keys shown under a fact, in this order, with their label.
+EXTRA_LABELS = {
+    "symptom": "Symptom",
+    "cause": "Cause",
+    "fix": "Fix",
+    "rationale": "Rationale",
+    "state": "State",
+    "priority": "Priority",
+    "criterion": "Success criterion",
+    "token": "Token",
+    "token_id": "Token id",
+    "path": "Path",
+    "kind": "Kind",
+    "machine": "Machine",
+    "purpose": "Purpose",
+    "size": "Size",
+    "metric": "Metric",
+    "accept_len": "Accept length",
+    "epoch": "Epoch",
+    "config": "Configuration",
+}
+RELATION_LABELS = {
+    "fixed_by": "Fixed by",
+    "fixes": "Fixes",
+    "checked_by": "Checked by",
+    "checks": "Checks",
+    "justified_by": "Justified by",
+    "justifies": "Justifies",
+    "replaced_by": "Replaced by",
+    "replaces": "Replaces",
+    "caused_by": "Caused by",
+    "causes": "Causes",
+    "see_also": "See also",
+}
+PROSE_KEYS = {"symptom", "cause", "fix", "rationale", "criterion", "purpose"}
+
+
+def category_uri(category: str) -> str:
+    return f"facts/{category}.md"
+
+
+@dataclass
+class FactView:
+    """One fact, ready for a template."""
+
+    id: str
+    category: str
+    title: str
+    statement: str
+    badges: str
+    summary: str
+    current: bool
+    rows: list[tuple[str, str]] = field(default_factory=list)
+    extra: dict[str, str] = field(default_factory=dict)  # escaped category keys
+    value: str = ""
+    since: str = ""
+    last_seen: str = ""
+
+
+class ViewBuilder:
+    """Builds FactViews for any page; knows on which page each fact lives."""
+
+    def __init__(self, kb: KnowledgeBase, latest: dict[str, dict[str, dict[str, Any]]]) -> None:
+        self.kb = kb
+        self.latest = latest
+        self.page_of = {f.id: category_uri(f.category) for f in kb.facts.values()}
+        self.inbound: dict[str, list[tuple[str, str]]] = {}
+        for fact in kb.facts.values():
+            for relation, ids in fact.links.items():
+                for other in ids:
+                    self.inbound.setdefault(other, []).append((relation, fact.id))
+        self.states: dict[str, FactState] = {
+            f.id: fact_state(f, latest.get(f.id, {}), _first_source(f)) for f in kb.facts.values()
+        }
+
+    def link(self, page: str, fact_id: str, text: str | None = None) -> str:
+        """A Markdown link from `page` to the fact's anchor (plain text if it is unknown)."""
+        label = md(text) if text is not None else f"`{fact_id}`"
+        if fact_id not in self.page_of:
+            return label
+        return f"[{label}]({rel_link(page, self.page_of[fact_id], fact_id)})"
+
+    def view(self, fact: Fact, page: str) -> FactView:
+        state = self.states[fact.id]
+        rows: list[tuple[str, str]] = []
+        value = ""
+        if fact.value is not None:
+            value = code(fact.value) + (f" {md(fact.unit)}" if fact.unit else "")
+            rows.append(("Value", value))
+        extra: dict[str, str] = {}
+        for key, label in EXTRA_LABELS.items():
+            if key not in fact.extra or fact.extra[key] is None:
+                continue
+            raw = fact.extra[key]
+            if key in ("path", "token"):
+                extra[key] = code(raw)
+            elif key == "config" and isinstance(raw, dict):
+                extra[key] = ", ".join(f"{md(k)}={code(v)}" for k, v in raw.items())
+            elif key in PROSE_KEYS or isinstance(raw, str):
+                extra[key] = md(raw)
+            else:
+                extra[key] = code(raw)
+            rows.append((label, extra[key]))
+        if fact.target:
+            rows.append(("Target", md(fact.target)))
+        if fact.check is not None:
+            rows.append(("Check", self._check_text(fact)))
+        for record in state.results:
+            rows.append(self._result_row(fact, record))
+        rows += self._time_rows(fact)
+        if fact.tags:
+            rows.append(("Tags", ", ".join(md(t) for t in fact.tags)))
+        for source in fact.sources:
+            quote = f" — “{md(source.quote)}”" if source.quote else ""
+            note = f" ({md(source.note)})" if source.note else ""
+            rows.append(("Source", md(source.label()) + quote + note))
+        for relation, ids in fact.links.items():
+            label = RELATION_LABELS.get(relation, relation)
+            rows.append((label, ", ".join(self.link(page, i) for i in ids)))
+        inbound = self.inbound.get(fact.id, [])
+        if inbound:
+            rows.append(
+                (
+                    "Linked from",
+                    ", ".join(
+                        f"{self.link(page, other)} ({md(relation.replace('_', ' '))})"
+                        for relation, other in inbound
+                    ),
+                )
+            )
+        rows.append(("Defined in", code(fact.location)))
+        seen = [r.get("time") for r in state.results if r.get("outcome") == "pass"]
+        return FactView(
+            id=fact.id,
+            category=fact.category,
+            title=md(fact.title),
+            statement=md(fact.statement),
+            badges=state.html(),
+            summary=state.summary,
+            current=fact.until is None,
+            rows=rows,
+            extra=extra,
+            value=value,
+            since=fact.since or "",
+            last_seen=time_text(max(seen)) if seen else "never",
+        )
+
+    def _check_text(self, fact: Fact) -> str:
+        assert fact.check is not None
+        args = f" {code(fact.check.args)}" if fact.check.args else ""
+        expect = f", expect {code(fact.check.expect)}" if fact.check.expect else ""
+        where = fact.check_target()
+        on = f" on {md(where)}" if where else ""
+        return f"{code(fact.check.probe)}{args}{on}{expect}"
+
+    def _result_row(self, fact: Fact, record: dict[str, Any]) -> tuple[str, str]:
+        outcome = str(record.get("outcome"))
+        target = md(record.get("target", "?"))
+        when = time_text(record.get("time"))
+        observed = code(record.get("observed"))
+        reason = md(record.get("reason", ""))
+        if outcome == "drift":
+            expected = code(fact.check.expect if fact.check else fact.value)
+            return (
+                f"Drift on {target}",
+                f"expected {expected}, observed {observed} at {when} — {reason}",
+            )
+        if outcome == "pass":
+            return (f"Verified on {target}", f"observed {observed} at {when}")
+        return (f"{outcome.capitalize()} on {target}", f"{reason} at {when}")
+
+    def _time_rows(self, fact: Fact) -> list[tuple[str, str]]:
+        rows = []
+        milestones = self.kb.milestones
+        if fact.since or fact.until:
+            span = f"since {_milestone(milestones, fact.since)}" if fact.since else "from the start"
+            if fact.until:
+                span += f", until {_milestone(milestones, fact.until)}"
+            rows.append(("Valid", span))
+        if fact.history:
+            rows.append(
+                (
+                    "History",
+                    " → ".join(
+                        f"{md(h.at)}: {md(h.status)}" + (f" ({md(h.note)})" if h.note else "")
+                        for h in fact.history
+                    ),
+                )
+            )
+        return rows
+
+    def records_text(self, fact_id: str) -> list[dict[str, Any]]:
+        return self.states[fact_id].results
+
+
+def _milestone(milestones: dict[str, Any], ref: str) -> str:
+    m = milestones.get(ref)
+    return f"{md(ref)} ({md(m.title)})" if m and m.title else md(ref)
+
+
+def _first_source(fact: Fact) -> str:
+    """A short provenance for the badge: `msg 3157`, or the run that verified it."""
+    if not fact.sources:
+        return "its source"
+    source = fact.sources[0]
+    return f"msg {source.message}" if source.seed and source.message else source.label()
+
+
+def observed_text(record: dict[str, Any] | None) -> str:
+    return code(record.get("observed")) if record else "—"
+
+
+__all__ = ["FactView", "ViewBuilder", "category_uri", "observed_text", "value_text"]
