@@ -182,6 +182,9 @@ KNOWN_LEAKS = {
     ("3478", "[-1, 2, 30]"): "draft.aux_layers",
     ("3478", "num_steps + 1"): "dec.assumption.num-steps-independent",
     ("3478", "fix_eagle3_keys"): "draft.weight_keys (since 3478, learned after it)",
+    ("3157", "midlayer"): "eagle3.draft.param_formula (SGLang's key names, learned at 4504)",
+    ("3157", "21504"): "eagle3.draft.param_formula",
+    ("3478", "[3, 31, 59]"): "eagle3.capture.before_fix (since 3478, found at 4504)",
 }
 LATER_CASES = [
     pytest.param(

@@ -90,7 +90,7 @@ def value_text(value: Any, unit: str | None = None) -> str:
     elif isinstance(value, (int, float, str)):
         text = str(value)
     elif isinstance(value, dict):
-        text = ", ".join(f"{k}={value_text(v)}" for k, v in value.items())
+        text = ", ".join(k if v is None else f"{k}={value_text(v)}" for k, v in value.items())
     else:
         text = json.dumps(value, default=str)
     return f"{text} {unit}" if unit else text

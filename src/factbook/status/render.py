@@ -103,7 +103,7 @@ def prepare(
     else:
         previous = default_previous(kb, as_of)
     use_results = options.results if options.results is not None else as_of is None
-    results = load_latest(kb.root) if use_results else None
+    results = (load_latest(kb.root) or None) if use_results else None  # none yet: provenance
     return build_context(
         kb, as_of=as_of, previous=previous, results=results, now=now, redacted=options.redact
     )
