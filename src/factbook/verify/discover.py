@@ -1,0 +1,415 @@
+"""Discover: snapshot a live box and propose new or changed facts (like `goss autoadd`).
+
+A fixed list of observations (hardware, versions, paths) runs through the verify engine. Each
+is matched to an existing fact by probe, arguments and expectation path on that target:
+  =  the fact's check still passes: nothing to do
+  ~  it fails: propose the observed value, status `stale`, and a source naming this run
+  +  no fact checks it: propose `discovered.<target>.<key>` with a check that pins the value
+Statements and titles of existing facts are never touched; `apply()` writes through writeback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from ..expectations import PathMissing, evaluate, get_path
+from ..kb import KnowledgeBase
+from ..model import Check, Fact, Source, Target
+from ..results import ResultRecord
+from ..writeback import append_facts, update_fact
+from .engine import Engine, VerifyOptions
+from .targets import PlannedCheck
+
+Expect = Callable[[Any], dict[str, Any]]
+
+
+def _eq(v: Any) -> dict[str, Any]:
+    return {"eq": v}
+
+
+def _each(v: Any) -> dict[str, Any]:
+    return {"each": {"eq": v[0]}} if v and all(x == v[0] for x in v) else {"eq": v}
+
+
+def _approx(rel: float) -> Expect:
+    return lambda v: {"approx": {"value": v, "rel": rel}}
+
+
+def _each_approx(v: Any) -> dict[str, Any]:
+    return {"each": {"approx": {"value": v[0], "rel": 0.02}}} if v else {"eq": v}
+
+
+def _version(v: Any) -> dict[str, Any]:
+    return {"version": f"=={v}"}
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One thing discover looks at: a probe call, an optional path into it, how to pin it."""
+
+    key: str
+    probe: str
+    title: str
+    category: str
+    expect: Expect
+    args: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None
+    unit: str | None = None
+    tags: tuple[str, ...] = ()
+    uses_python: bool = False  # pass the target's `python` (the venv the box runs)
+
+
+PACKAGES = (
+    "torch",
+    "sglang",
+    "sgl-kernel",
+    "vllm",
+    "transformers",
+    "flashinfer-python",
+    "triton",
+    "safetensors",
+    "tokenizers",
+    "nccl",
+)
+
+
+def observations() -> list[Observation]:
+    """What a snapshot covers."""
+    hw, sw = "hardware", "software"
+    found = [
+        Observation("gpu.names", "gpu.names", "GPU models", hw, _each, tags=("gpu",)),
+        Observation("gpu.count", "gpu.count", "GPU count", hw, _eq, tags=("gpu",)),
+        Observation(
+            "gpu.memory_mib",
+            "gpu.memory_mib",
+            "GPU memory",
+            hw,
+            _each_approx,
+            unit="MiB",
+            tags=("gpu",),
+        ),
+        Observation(
+            "gpu.compute_capability",
+            "gpu.compute_capability",
+            "GPU compute capability",
+            hw,
+            _each,
+            tags=("gpu",),
+        ),
+        Observation("gpu.driver", "gpu.driver", "NVIDIA driver", sw, _version, tags=("gpu",)),
+        Observation(
+            "gpu.power_limit_w",
+            "gpu.power_limit_w",
+            "GPU power limit",
+            hw,
+            _each,
+            unit="W",
+            tags=("gpu",),
+        ),
+        Observation(
+            "gpu.nvlink",
+            "gpu.topology",
+            "NVLink between GPUs",
+            hw,
+            _eq,
+            path="nvlink",
+            tags=("gpu", "topology"),
+        ),
+        Observation(
+            "gpu.numa_nodes", "gpu.numa_nodes", "NUMA node per GPU", hw, _eq, tags=("gpu", "numa")
+        ),
+        Observation("cpu.model", "cpu.model", "CPU model", hw, _eq, tags=("cpu",)),
+        Observation("cpu.sockets", "cpu.sockets", "CPU sockets", hw, _eq, tags=("cpu",)),
+        Observation("cpu.cores", "cpu.cores", "CPU cores", hw, _eq, tags=("cpu",)),
+        Observation("cpu.threads", "cpu.threads", "CPU threads", hw, _eq, tags=("cpu",)),
+        Observation(
+            "numa.node_count",
+            "file.glob_count",
+            "NUMA nodes",
+            hw,
+            _eq,
+            args={"pattern": "/sys/devices/system/node/node[0-9]*"},
+            tags=("numa",),
+        ),
+        Observation(
+            "mem.total_gib",
+            "mem.total_gib",
+            "Memory",
+            hw,
+            _approx(0.02),
+            unit="GiB",
+            tags=("memory",),
+        ),
+        Observation(
+            "swap.total_gib",
+            "swap.total_gib",
+            "Swap",
+            hw,
+            lambda v: {"approx": {"value": v, "abs": 0.5}},
+            unit="GiB",
+            tags=("memory",),
+        ),
+        Observation(
+            "disk.root.total_gib",
+            "disk.usage",
+            "Root disk size",
+            hw,
+            _approx(0.05),
+            args={"path": "/"},
+            path="total_gib",
+            unit="GiB",
+            tags=("disk",),
+        ),
+        Observation(
+            "os.release",
+            "os.release",
+            "Operating system",
+            sw,
+            _eq,
+            path="pretty_name",
+            tags=("os",),
+        ),
+        Observation("os.kernel", "os.kernel", "Kernel", sw, _eq, tags=("os",)),
+        Observation(
+            "python.version",
+            "python.version",
+            "Python version",
+            sw,
+            _version,
+            tags=("python",),
+            uses_python=True,
+        ),
+        Observation(
+            "cuda.nvcc_version",
+            "cuda.nvcc_version",
+            "CUDA toolkit (nvcc)",
+            sw,
+            _version,
+            tags=("cuda",),
+        ),
+        Observation("cuda.home", "cuda.home", "CUDA_HOME", sw, _eq, tags=("cuda",)),
+    ]
+    for key in ("version", "cuda", "nccl", "device_count"):
+        found.append(
+            Observation(
+                f"torch.{key}",
+                "torch.info",
+                f"torch {key.replace('_', ' ')}",
+                sw,
+                _version if key != "device_count" else _eq,
+                path=key,
+                tags=("torch",),
+            )
+        )
+    for name in PACKAGES:
+        found.append(
+            Observation(
+                f"pkg.{name.replace('-', '_')}",
+                "pkg.version",
+                f"{name} version",
+                sw,
+                _version,
+                args={"name": name},
+                tags=("python",),
+                uses_python=True,
+            )
+        )
+    return found
+
+
+@dataclass
+class Proposal:
+    """What discover suggests for one observation on one target."""
+
+    kind: str  # new | changed | same | error | absent
+    key: str
+    target: str
+    observed: Any = None
+    fact_id: str | None = None  # the existing fact, or the id a new one gets
+    location: str | None = None
+    reason: str = ""
+    new_fact: dict[str, Any] | None = None
+
+
+def _args(obs: Observation, target: Target) -> dict[str, Any]:
+    args = dict(obs.args)
+    if obs.uses_python and target.python:
+        args["python"] = target.python
+    return args
+
+
+def _normal(args: dict[str, Any], target: Target) -> str:
+    """Arguments as a comparable key; `python` equal to the target's own is the default."""
+    kept = {k: v for k, v in args.items() if not (k == "python" and v == target.python)}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^a-z0-9_-]+", "_", text.lower()).strip("_") or "target"
+
+
+def _matches(kb: KnowledgeBase, target: Target) -> dict[tuple[str, str, str | None], Fact]:
+    found = {}
+    for fact in kb.facts.values():
+        check = fact.check
+        if check is None or fact.check_target() not in (target.name, None) or fact.until:
+            continue
+        path = (check.expect or {}).get("path")
+        found.setdefault((check.probe, _normal(check.args, target), path), fact)
+    return found
+
+
+def discover(
+    kb: KnowledgeBase,
+    targets: dict[str, Target],
+    names: list[str],
+    options: VerifyOptions,
+    *,
+    run_id: str,
+    on_result: Callable[[ResultRecord], None] | None = None,
+) -> list[Proposal]:
+    """Observe every target in `names` and compare with the knowledge base."""
+    plan: list[PlannedCheck] = []
+    meta: dict[str, tuple[Observation, Target]] = {}
+    for name in names:
+        target = targets[name]
+        for obs in observations():
+            probe_fact = Fact(
+                id=f"discovered.{_safe(name)}.{obs.key}",
+                category=obs.category,
+                title=obs.title,
+                statement="",
+                status="assumed",
+                sources=[Source(run=run_id)],
+                file="<discover>",
+                line=0,
+                check=Check(obs.probe, _args(obs, target), None, None, name),
+            )
+            plan.append(PlannedCheck(probe_fact, name))
+            meta[f"{probe_fact.id}@{name}"] = (obs, target)
+    records = Engine(kb, targets, options, run_id=run_id, on_result=on_result).run(plan)
+    proposals = []
+    today = date.today().isoformat()
+    matches = {name: _matches(kb, targets[name]) for name in names}
+    for record in records:
+        obs, target = meta[f"{record.fact}@{record.target}"]
+        proposals.append(_propose(record, obs, target, matches[target.name], run_id, today))
+    return proposals
+
+
+def _propose(
+    record: ResultRecord,
+    obs: Observation,
+    target: Target,
+    matches: dict[tuple[str, str, str | None], Fact],
+    run_id: str,
+    today: str,
+) -> Proposal:
+    base = Proposal("error", obs.key, target.name, fact_id=record.fact)
+    if record.outcome != "pass":
+        base.kind = "error" if record.outcome == "error" else "absent"
+        base.reason = record.reason.split(" [<discover>")[0]
+        return base
+    try:
+        value = get_path(record.observed, obs.path) if obs.path else record.observed
+    except PathMissing as exc:
+        base.reason = str(exc)
+        return base
+    base.observed = value
+    if value is None or value == []:
+        base.kind, base.reason = "absent", "nothing observed (not installed or not present)"
+        return base
+    existing = matches.get((obs.probe, _normal(_args(obs, target), target), obs.path))
+    if existing is not None and existing.check is not None:
+        base.fact_id, base.location = existing.id, existing.location
+        expect = existing.check.expect
+        outcome = evaluate(expect, record.observed) if expect else None
+        if outcome is None or outcome.passed:
+            base.kind, base.reason = "same", outcome.reason if outcome else "probe ran"
+        else:
+            base.kind, base.reason = "changed", outcome.reason
+        return base
+    base.kind = "new"
+    expect = obs.expect(value)
+    if obs.path:
+        expect = {"path": obs.path, **expect}
+    shown = value if isinstance(value, str) else json.dumps(value)
+    base.new_fact = {
+        "id": base.fact_id,
+        "category": obs.category,
+        "title": obs.title,
+        "statement": f"{obs.title} on {target.name}: {shown}"
+        + (f" {obs.unit}" if obs.unit else "")
+        + f" (observed by factbook discover on {today}).",
+        "value": value,
+        **({"unit": obs.unit} if obs.unit else {}),
+        "status": "verified",
+        "target": target.name,
+        "tags": ["discovered", *obs.tags],
+        "sources": [
+            {"run": run_id, "date": today, "target": target.name, "note": "factbook discover"}
+        ],
+        "check": {"probe": obs.probe, "args": _args(obs, target), "expect": expect},
+    }
+    return base
+
+
+def apply(root: Path, proposals: list[Proposal], run_id: str) -> list[str]:
+    """Write changed values (status stale, a source added) and append new facts; return notes."""
+    notes = []
+    today = date.today().isoformat()
+    for p in proposals:
+        if p.kind == "changed" and p.fact_id:
+            path = update_fact(
+                root,
+                p.fact_id,
+                value=p.observed,
+                status="stale",
+                add_source={
+                    "run": run_id,
+                    "date": today,
+                    "target": p.target,
+                    "note": f"factbook discover observed {json.dumps(p.observed)}",
+                },
+            )
+            notes.append(f"updated {p.fact_id} in {path.relative_to(root)}")
+    by_target: dict[str, list[dict[str, Any]]] = {}
+    for p in proposals:
+        if p.kind == "new" and p.new_fact:
+            by_target.setdefault(p.target, []).append(p.new_fact)
+    for target, facts in by_target.items():
+        path = Path(root) / "facts" / f"discovered-{_safe(target)}.yaml"
+        append_facts(path, facts)
+        notes.append(f"added {len(facts)} fact(s) to {path.relative_to(root)}")
+    return notes
+
+
+def render(proposals: list[Proposal], *, show_same: bool = False) -> str:
+    """A diff-like listing: + new, ~ changed, = unchanged, ! error, - absent."""
+    sign = {"new": "+", "changed": "~", "same": "=", "error": "!", "absent": "-"}
+    lines = []
+    for p in proposals:
+        if p.kind in ("same", "absent") and not show_same:
+            continue
+        shown = json.dumps(p.observed, default=str) if p.observed is not None else ""
+        where = f" ({p.location})" if p.location else ""
+        if p.kind == "new":
+            lines.append(f"+ {p.fact_id} = {shown}")
+        elif p.kind == "changed":
+            lines.append(f"~ {p.fact_id}{where}: value -> {shown}; {p.reason}")
+        elif p.kind == "same":
+            lines.append(f"= {p.fact_id}{where}: {shown}")
+        else:
+            lines.append(f"{sign[p.kind]} {p.target}:{p.key}: {p.reason}")
+    counts = {k: sum(p.kind == k for p in proposals) for k in sign}
+    lines.append(
+        f"{counts['new']} new, {counts['changed']} changed, {counts['same']} unchanged, "
+        f"{counts['error']} errors, {counts['absent']} not present"
+    )
+    return "\n".join(lines) + "\n"
