@@ -340,7 +340,7 @@ def test_sections_follow_the_seed_structure(kb_root: Path) -> None:
         "Decisions and working assumptions",
     ):
         assert f"### {sub}\n" in discoveries
-    assert "\\<think> is 163606" in discoveries  # escaped, or Markdown would eat it
+    assert "&lt;think> is 163606" in discoveries  # escaped, or Markdown would eat it
 
 
 def test_next_steps_in_priority_order_with_criteria(kb_root: Path) -> None:

@@ -42,8 +42,9 @@ class StatusOptions:
 
 
 def md(text: Any) -> str:
-    """Escape what Markdown would swallow (`<think>` looks like HTML) in running text."""
-    return _TAGLIKE.sub(r"\\<", str(text))
+    """Escape what Markdown would swallow: `<think>` looks like an HTML tag. An entity, not a
+    backslash: Python-Markdown (MkDocs) does not honour `\\<`."""
+    return _TAGLIKE.sub("&lt;", str(text))
 
 
 def cell(text: Any) -> str:
