@@ -149,9 +149,9 @@ class SSHAgentProcess(AgentProcess):
         return self._stderr.decode("utf-8", "replace")
 
     def wait(self, timeout: float | None = None) -> int | None:
-        """Exit status; None when the connection dropped first. TimeoutError if still running."""
+        """Exit status; None when the connection dropped first or it is still running."""
         if not self._channel.status_event.wait(timeout):
-            raise TimeoutError(f"{self._label}: agent still running after {timeout} s")
+            return None
         self._stderr_done.wait(5)
         status = self._channel.exit_status if self._channel.exit_status_ready() else -1
         self._channel.close()  # ends the supervisor's lifeline (it has exited already)
