@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import os
+import re
 import socket
 import sys
 import time
@@ -16,8 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
-from ..errors import EXIT_OK, UsageError
-from ..kb import KnowledgeBase, load_kb
+from ..errors import EXIT_OK, LintFailed, Problem, UsageError
+from ..kb import KnowledgeBase, load_kb_with_problems
 from ..model import Fact
 from ..results import ResultRecord, write_run
 from ..schema import CATEGORIES, STATUSES
@@ -95,6 +96,24 @@ def select_facts(kb: KnowledgeBase, args: argparse.Namespace) -> list[Fact]:
     return [f for f in facts if f.check is not None]
 
 
+def _refuse_broken(facts: list[Fact], problems: list[Problem]) -> None:
+    """Lint problems in the selected facts stop the run (exit 2); others only warn."""
+    selected = {f.id for f in facts}
+    mine = [p for p in problems if _problem_fact(p) in selected or _problem_fact(p) is None]
+    if mine:
+        raise LintFailed(mine)
+    if problems:
+        print(
+            f"warning: {len(problems)} lint problem(s) in facts not selected; run `factbook lint`",
+            file=sys.stderr,
+        )
+
+
+def _problem_fact(problem: Problem) -> str | None:
+    match = re.match(r"fact '([^']+)'", problem.message)
+    return match.group(1) if match else None
+
+
 def new_run_id(targets: list[str]) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     label = "-".join(sorted(set(targets)))[:40] or "none"
@@ -106,8 +125,9 @@ def handle(args: argparse.Namespace) -> int:
     if args.jobs < 1 or args.retry < 0 or args.retry_delay < 0:
         raise UsageError("--jobs must be >= 1, --retry and --retry-delay >= 0")
     started = time.monotonic()
-    kb = load_kb(args.root)
+    kb, problems = load_kb_with_problems(Path(args.root))
     facts = select_facts(kb, args)
+    _refuse_broken(facts, problems)
     plan = plan_checks(kb, facts, args.target)
     run_id = new_run_id([c.target for c in plan.checks])
     progress = Progress(len(plan.checks), verbose=args.verbose)
