@@ -127,6 +127,7 @@ FACTS = [
         "bench.base",
         "benchmarks",
         "Base runs at 63.6 tok/s.",
+        status="stale",  # superseded at 300: current, so verified, as of 200
         value=63.6,
         unit="tok/s",
         metric="single_stream",
@@ -362,6 +363,7 @@ def test_as_of_shows_that_moment_only(kb_root: Path) -> None:
     assert "(no earlier milestone to compare with)" in first
     second = render(kb_root, as_of="200")
     assert "63.6 tok/s" in section(second, "Benchmarks") and "90.0" not in second
+    assert "- ✅ Base runs at 63.6 tok/s. *(msg 200)*" in section(second, "Discoveries")
     assert "The server hangs" not in section(second, "Discoveries")
     third = render(kb_root, as_of="300")
     assert "~~Engine B will just work.~~" in third

@@ -8,6 +8,7 @@ kept in docs/status/ and a fresh render are checked, so a stale kept document fa
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -271,6 +272,7 @@ def test_redacted_document_keeps_no_target_address(tmp_path: Path) -> None:
     assert "10.1.230.174" in plain
     text = render_status(kb, StatusOptions(as_of="4504", redact=True))
     assert not IPV4.search(text)
+    assert not re.search(r"\b(?:\d{1,3}\.){3}\d{1,3}\b", text)  # not even a look-alike
     for target in kb.targets.values():
         if target.host:
             assert target.host not in text
