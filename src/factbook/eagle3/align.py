@@ -146,7 +146,8 @@ class SlotResult:
     worst_position: int
     margin: float
     per_position: list[float]
-    status: str  # ok | off_by_one | other_slot | unexpected_embedding | other_layer | unmatched
+    status: str  # ok | low_cos | off_by_one | other_slot | unexpected_embedding | other_layer
+    # | unmatched
 
 
 @dataclass
@@ -243,8 +244,8 @@ def compare(
 def _status(
     want: int, best: int, best_cos: float, expected: list[int], min_cos: float, want_cos: float
 ) -> str:
-    if best == want and want_cos >= min_cos:
-        return "ok"
+    if best == want:
+        return "ok" if want_cos >= min_cos else "low_cos"
     if best_cos < min_cos:
         return "unmatched"
     if abs(best - want) == 1:
@@ -280,6 +281,12 @@ def _findings(results: list[SlotResult], expected: list[int], min_cos: float) ->
         found.append(
             "unexpected embedding: a slot holds the embedding output, the "
             "expected layers do not include it"
+        )
+    for r in (r for r in bad if r.status == "low_cos"):
+        found.append(
+            f"slot {r.slot} holds {label(r.expected)} but only at mean cos "
+            f"{r.expected_cos:.4f} < {min_cos}; worst position {r.worst_position} "
+            f"(cos {r.per_position[r.worst_position]:.4f})"
         )
     for r in (r for r in bad if r.status in {"other_layer", "unmatched"}):
         what = (

@@ -1,0 +1,97 @@
+"""checks/eagle3.py: the stdlib probes the verify agent ships to llm-two."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from test_eagle3_support import SEED_DRAFT_CONFIG, draft_tensor_shapes, write_safetensors
+
+from factbook.custom_probes import find_custom_probes
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _probes() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("eagle3_checks", ROOT / "checks" / "eagle3.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _checkpoint(folder: Path, prefix: str, d2t: list[int], t2d: list[int]) -> Path:
+    folder.mkdir()
+    tensors = {
+        n: ("F32", list(s), [0.0] * _numel(s)) for n, s in draft_tensor_shapes(prefix).items()
+    }
+    tensors["d2t"] = ("I64", [len(d2t)], d2t)
+    tensors["t2d"] = ("BOOL", [len(t2d)], t2d)
+    write_safetensors(folder / "model.safetensors", tensors)
+    return folder
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    out = 1
+    for dim in shape:
+        out *= dim
+    return out
+
+
+def test_probes_are_declared_for_lint() -> None:
+    specs, problems = find_custom_probes(ROOT / "checks", ROOT)
+    assert problems == []
+    assert specs["eagle3.d2t_format"].required == ("path",)
+    assert set(specs["eagle3.d2t_format"].optional) == {"t2d", "target_vocab"}
+
+
+def test_keys_width_and_offsets_without_torch(tmp_path: Path) -> None:
+    probes = _probes()
+    mask = [0] * 64
+    for i in (1, 2, 3, 5, 8, 13, 21, 34):
+        mask[i] = 1
+    offsets = [t - i for i, t in enumerate((1, 2, 3, 5, 8, 13, 21, 34))]
+    spec = _checkpoint(tmp_path / "spec", "layers.0.", offsets, mask)
+    keys = probes.checkpoint_keys(str(spec))
+    assert keys["layout"] == "speculators" and keys["layers"] == 10 and keys["d2t"]
+    assert probes.fc_in_features(str(spec)) == 48
+    assert probes.d2t_format(str(spec)) == {
+        "format": "offsets",
+        "size": 8,
+        "t2d_marked": 8,
+        "max_target_id": 34,
+    }
+    absolute = _checkpoint(tmp_path / "abs", "midlayer.", [1, 2, 3, 5, 8, 13, 21, 34], mask)
+    assert probes.checkpoint_keys(str(absolute))["layout"] == "sglang"
+    assert probes.d2t_format(str(absolute))["format"] == "absolute"
+    with pytest.raises(RuntimeError, match="no such file or folder"):
+        probes.checkpoint_keys(str(tmp_path / "nowhere"))
+
+
+def test_capture_layers_probe(tmp_path: Path) -> None:
+    probes = _probes()
+    config = tmp_path / "draft_config.json"
+    config.write_text(
+        json.dumps(
+            {**SEED_DRAFT_CONFIG, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [-1, 2, 30]}}
+        )
+    )
+    result = probes.capture_layers(str(config), 61)
+    assert result["layers_to_capture"] == [0, 3, 31] and result["fc_in"] == 21504
+    config.write_text(json.dumps({"hidden_size": 7168}))
+    assert probes.capture_layers(str(config), 61)["layers_to_capture"] == [2, 30, 58]
+
+
+@pytest.mark.torch
+def test_pt_d2t_needs_torch(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    probes = _probes()
+    torch.save(torch.tensor([1, 1, 1]), tmp_path / "d2t.pt")
+    mask = torch.zeros(10, dtype=torch.bool)
+    mask[[1, 2, 3]] = True
+    torch.save(mask, tmp_path / "t2d.pt")
+    result = probes.d2t_format(str(tmp_path / "d2t.pt"), str(tmp_path / "t2d.pt"))
+    assert result["format"] == "offsets" and result["t2d_marked"] == 3
