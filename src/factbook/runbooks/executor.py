@@ -14,8 +14,10 @@ import contextlib
 import copy
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -87,9 +89,16 @@ class _Interrupt:
 class Executor:
     """One run of one runbook."""
 
-    def __init__(self, kb: KnowledgeBase, runbook: Runbook, options: RunOptions, *,
-                 out: TextIO | None = None, confirm: Callable[[Step], bool] | None = None,
-                 stdin_is_tty: bool | None = None):
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        runbook: Runbook,
+        options: RunOptions,
+        *,
+        out: TextIO | None = None,
+        confirm: Callable[[Step], bool] | None = None,
+        stdin_is_tty: bool | None = None,
+    ):
         self.kb, self.runbook, self.options = kb, runbook, options
         self.out = out or sys.stdout
         self.confirm = confirm or _ask
@@ -102,14 +111,16 @@ class Executor:
         self._interrupt = _Interrupt()
         self._records_seen = 0
         self._step_timeout = 60.0
+        self._ipc_dir: str | None = None
 
     # ---- public -------------------------------------------------------------------------
 
     def plan(self) -> tuple[list[Step], rec.RunRecord | None]:
         """The steps to run (and the run being resumed), or a UsageError."""
         if self.target is not None and self.target not in self.kb.targets:
-            raise UsageError(f"unknown target '{self.target}' "
-                             f"(known: {', '.join(self.kb.targets)})")
+            raise UsageError(
+                f"unknown target '{self.target}' (known: {', '.join(self.kb.targets)})"
+            )
         previous = None
         after = None
         if self.options.resume is not None:
@@ -117,8 +128,13 @@ class Executor:
             after = previous.last_ok_step
             if self.options.target is None:
                 self.target = previous.target
-        steps = select_steps(self.runbook, only=self.options.steps, start=self.options.start,
-                             until=self.options.until, after=after)
+        steps = select_steps(
+            self.runbook,
+            only=self.options.steps,
+            start=self.options.start,
+            until=self.options.until,
+            after=after,
+        )
         return steps, previous
 
     def run(self) -> int:
@@ -129,8 +145,11 @@ class Executor:
             return EXIT_OK
         destructive = [s.name for s in steps if s.destructive]
         if destructive and not self.options.yes and not self.stdin_is_tty:
-            self._say(f"refused: destructive step(s) {', '.join(destructive)} need confirmation; "
-                      "stdin is not a terminal, pass --yes to run them", err=True)
+            self._say(
+                f"refused: destructive step(s) {', '.join(destructive)} need confirmation; "
+                "stdin is not a terminal, pass --yes to run them",
+                err=True,
+            )
             return EXIT_INVALID
         self._open(steps, previous)
         assert self.record is not None and self.folder is not None
@@ -157,8 +176,10 @@ class Executor:
             self.record.finished = rec.now_iso()
             self.record.duration_s = round(time.monotonic() - started, 3)
             self._save()
-            self._say(f"run {self.record.run_id}: {self.record.status} "
-                      f"({self.record.duration_s:.1f}s); saved {self._display(self.folder)}")
+            self._say(
+                f"run {self.record.run_id}: {self.record.status} "
+                f"({self.record.duration_s:.1f}s); saved {self._display(self.folder)}"
+            )
         return code
 
     # ---- setup --------------------------------------------------------------------------
@@ -169,12 +190,20 @@ class Executor:
         self.folder.mkdir(parents=True, exist_ok=False)
         chosen = {s.name for s in steps}
         self.record = rec.RunRecord(
-            runbook=self.runbook.name, run_id=run_id, target=self.target,
-            started=rec.now_iso(), path=self.runbook.display,
-            steps=[rec.StepRecord(name=s.name, target=s.target or self.target,
-                                  destructive=s.destructive,
-                                  status="pending" if s.name in chosen else "skipped")
-                   for s in self.runbook.steps],
+            runbook=self.runbook.name,
+            run_id=run_id,
+            target=self.target,
+            started=rec.now_iso(),
+            path=self.runbook.display,
+            steps=[
+                rec.StepRecord(
+                    name=s.name,
+                    target=s.target or self.target,
+                    destructive=s.destructive,
+                    status="pending" if s.name in chosen else "skipped",
+                )
+                for s in self.runbook.steps
+            ],
             resumed_from=previous.run_id if previous else None,
             last_ok_step=previous.last_ok_step if previous else None,
             options={k: v for k, v in vars(self.options).items() if v not in (None, [], False)},
@@ -185,12 +214,19 @@ class Executor:
                     mine = self.record.step(old.name)
                     mine.status, mine.outputs = "ok", old.outputs
                     mine.error = f"done in run {previous.run_id}"
-        RunContext(root=str(self.kb.root), runbook=self.runbook.name, run_id=run_id,
-                   run_dir=str(self.folder), target=self.target).save()
+        RunContext(
+            root=str(self.kb.root),
+            runbook=self.runbook.name,
+            run_id=run_id,
+            run_dir=str(self.folder),
+            target=self.target,
+        ).save()
         self.notebook = copy.deepcopy(self.runbook.notebook)
         self._save()
-        self._say(f"run {run_id}: runbook {self.runbook.name} on {self.target or '(no target)'}, "
-                  f"{len(steps)} step(s); saving to {self._display(self.folder)}")
+        self._say(
+            f"run {run_id}: runbook {self.runbook.name} on {self.target or '(no target)'}, "
+            f"{len(steps)} step(s); saving to {self._display(self.folder)}"
+        )
 
     def _start_kernel(self) -> None:
         from nbclient import NotebookClient
@@ -209,18 +245,28 @@ class Executor:
         live = self.options.live
         assert self.folder is not None and self.record is not None
         self.client = LiveClient(
-            self.notebook, kernel_name="python3", timeout=60, interrupt_on_timeout=True,
-            error_on_timeout={"ename": STEP_TIMEOUT_ENAME, "evalue": "step timed out",
-                              "traceback": []},
-            shell_timeout_interval=1, record_timing=True, allow_errors=False,
+            self.notebook,
+            kernel_name="python3",
+            timeout=60,
+            interrupt_on_timeout=True,
+            error_on_timeout={
+                "ename": STEP_TIMEOUT_ENAME,
+                "evalue": "step timed out",
+                "traceback": [],
+            },
+            shell_timeout_interval=1,
+            record_timing=True,
+            allow_errors=False,
             timeout_func=lambda cell: self._step_timeout,
         )
         env = {**os.environ, CONTEXT_ENV: str(self.folder), "PYTHONUNBUFFERED": "1"}
         started = time.monotonic()
         self.client.km = self.client.create_kernel_manager()
-        # IPC sockets in the run folder: local-only, and no "unencrypted TCP" warning per start
+        # IPC sockets: local-only, and no "unencrypted TCP" warning at each start. Unix socket
+        # paths are limited to ~107 bytes, so they live in a short private temp folder.
+        self._ipc_dir = tempfile.mkdtemp(prefix="fbk-")
         self.client.km.transport = "ipc"
-        self.client.km.ip = str(self.folder / "kernel")
+        self.client.km.ip = os.path.join(self._ipc_dir, "k")
         self.client.start_new_kernel(env=env, cwd=str(self.kb.root))
         self.client.start_new_kernel_client()
         provisioner = getattr(self.client.km, "provisioner", None)
@@ -234,8 +280,9 @@ class Executor:
         reply = self.client.wait_for_reply(msg_id)
         content = (reply or {}).get("content", {})
         if content.get("status") != "ok":
-            raise FactbookError(f"kernel setup failed: {content.get('ename')}: "
-                                f"{content.get('evalue')}")
+            raise FactbookError(
+                f"kernel setup failed: {content.get('ename')}: {content.get('evalue')}"
+            )
 
     # ---- the steps ----------------------------------------------------------------------
 
@@ -261,8 +308,10 @@ class Executor:
         remaining = None if deadline is None else deadline - time.monotonic()
         self._step_timeout = step.timeout if remaining is None else min(step.timeout, remaining)
         flags = " destructive" if step.destructive else ""
-        self._say(f"\n== step {step.name} [{target or 'no target'}] "
-                  f"(timeout {self._step_timeout:.0f}s{flags}) ==")
+        self._say(
+            f"\n== step {step.name} [{target or 'no target'}] "
+            f"(timeout {self._step_timeout:.0f}s{flags}) =="
+        )
         entry.started, entry.status = rec.now_iso(), "running"
         if remaining is not None and remaining <= 0:
             return self._finish(entry, "timeout", "the run's timeout was reached", EXIT_FAILED)
@@ -271,18 +320,21 @@ class Executor:
         if step.requires and not self.options.skip_requires:
             failed = self._check_requires(step, target)
             if failed:
-                return self._finish(entry, "failed", "requirements not met: " + "; ".join(failed),
-                                    EXIT_FAILED)
-        self._silent(f"__factbook_api._begin_step({step.name!r}, {target!r}, "
-                     f"{list(step.records)!r})")
+                return self._finish(
+                    entry, "failed", "requirements not met: " + "; ".join(failed), EXIT_FAILED
+                )
+        self._silent(
+            f"__factbook_api._begin_step({step.name!r}, {target!r}, {list(step.records)!r})"
+        )
         cell = self.notebook.cells[step.index]
         began = time.monotonic()
         try:
             self.client.execute_cell(cell, step.index)
         except DeadKernelError:
             self._collect(entry, cell, began)
-            return self._finish(entry, "kernel_died",
-                                "the kernel died during this step", EXIT_KERNEL_DIED)
+            return self._finish(
+                entry, "kernel_died", "the kernel died during this step", EXIT_KERNEL_DIED
+            )
         except CellExecutionError as exc:
             self._collect(entry, cell, began)
             if self._interrupt.requested:
@@ -290,8 +342,11 @@ class Executor:
                 return "interrupted", EXIT_INTERRUPTED
             if exc.ename == STEP_TIMEOUT_ENAME:
                 run_out = deadline is not None and time.monotonic() >= deadline - 0.5
-                why = "the run's timeout was reached" if run_out else \
-                    f"step timed out after {self._step_timeout:.0f}s"
+                why = (
+                    "the run's timeout was reached"
+                    if run_out
+                    else f"step timed out after {self._step_timeout:.0f}s"
+                )
                 return self._finish(entry, "timeout", why, EXIT_FAILED)
             return self._finish(entry, "failed", f"{exc.ename}: {exc.evalue}", EXIT_FAILED)
         self._collect(entry, cell, began)
@@ -302,8 +357,9 @@ class Executor:
         self.record.last_ok_step = step.name
         return self._finish(entry, "ok", None, EXIT_OK)
 
-    def _finish(self, entry: rec.StepRecord, status: str, error: str | None,
-                code: int) -> tuple[str, int]:
+    def _finish(
+        self, entry: rec.StepRecord, status: str, error: str | None, code: int
+    ) -> tuple[str, int]:
         entry.status, entry.error = status, error
         if entry.duration_s is None:
             entry.duration_s = 0.0
@@ -313,9 +369,11 @@ class Executor:
                 self.notebook.cells[step.index].metadata["factbook_run"] = cell_meta
         self._save()
         mark = "ok" if status == "ok" else status.upper()
-        self._say(f"-- {entry.name}: {mark} ({entry.duration_s:.2f}s)"
-                  + (f": {error}" if error and status != "ok" else ""),
-                  err=status != "ok")
+        self._say(
+            f"-- {entry.name}: {mark} ({entry.duration_s:.2f}s)"
+            + (f": {error}" if error and status != "ok" else ""),
+            err=status != "ok",
+        )
         return status, code
 
     def _collect(self, entry: rec.StepRecord, cell: Any, began: float) -> None:
@@ -334,12 +392,19 @@ class Executor:
         from .requires import check_requirements
 
         assert self.record is not None
-        verdicts = check_requirements(self.kb, step.requires, target,
-                                      run_id=self.record.run_id, runbook=self.runbook.name,
-                                      step=step.name)
+        verdicts = check_requirements(
+            self.kb,
+            step.requires,
+            target,
+            run_id=self.record.run_id,
+            runbook=self.runbook.name,
+            step=step.name,
+        )
         for verdict in verdicts:
-            self._say(f"   requires {verdict.fact}: {'ok' if verdict.ok else 'NOT MET'} "
-                      f"({verdict.reason})")
+            self._say(
+                f"   requires {verdict.fact}: {'ok' if verdict.ok else 'NOT MET'} "
+                f"({verdict.reason})"
+            )
         return [f"{v.fact} ({v.reason})" for v in verdicts if not v.ok]
 
     # ---- write-back, teardown, saving ---------------------------------------------------
@@ -351,25 +416,34 @@ class Executor:
         if not path.exists():
             return []
         lines = path.read_text(encoding="utf-8").splitlines()
-        fresh, self._records_seen = lines[self._records_seen:], len(lines)
+        fresh, self._records_seen = lines[self._records_seen :], len(lines)
         entries = [json.loads(line) for line in fresh if line.strip()]
         applied = []
         if entries:
             from ..writeback import update_fact
 
         for entry in entries:
-            source = {"run": self.record.run_id, "runbook": self.runbook.name,
-                      "step": entry.get("step") or step.name,
-                      "target": entry.get("target") or target,
-                      "date": rec.now_iso()[:10]}
+            source = {
+                "run": self.record.run_id,
+                "runbook": self.runbook.name,
+                "step": entry.get("step") or step.name,
+                "target": entry.get("target") or target,
+                "date": rec.now_iso()[:10],
+            }
             if entry.get("note"):
                 source["note"] = entry["note"]
             set_fields = {"unit": entry["unit"]} if entry.get("unit") else None
-            update_fact(self.kb.root, entry["fact"], value=entry["value"],
-                        status=entry.get("status") or "verified", add_source=source,
-                        set_fields=set_fields)
-            applied.append({"fact": entry["fact"], "value": entry["value"],
-                            "unit": entry.get("unit")})
+            update_fact(
+                self.kb.root,
+                entry["fact"],
+                value=entry["value"],
+                status=entry.get("status") or "verified",
+                add_source=source,
+                set_fields=set_fields,
+            )
+            applied.append(
+                {"fact": entry["fact"], "value": entry["value"], "unit": entry.get("unit")}
+            )
             self._say(f"   wrote {entry['fact']} = {entry['value']} to facts/")
         return applied
 
@@ -379,13 +453,21 @@ class Executor:
             return
         boxes: dict[str, BoxClient] = {}
         for info in servers.registered(self.folder):
-            entry = {"name": info.name, "target": info.target, "pid": info.pid, "log": info.log,
-                     "pidfile": info.pidfile, "step": info.step}
+            entry = {
+                "name": info.name,
+                "target": info.target,
+                "pid": info.pid,
+                "log": info.log,
+                "pidfile": info.pidfile,
+                "step": info.step,
+            }
             if info.keep and success:
                 entry["state"] = "left running (keep=True)"
                 self.record.servers.append(entry)
-                self._say(f"server {info.name} left running on {info.target}: pid {info.pid}, "
-                          f"pid file {info.pidfile}")
+                self._say(
+                    f"server {info.name} left running on {info.target}: pid {info.pid}, "
+                    f"pid file {info.pidfile}"
+                )
                 continue
             target = self.kb.targets.get(info.target)
             if target is None:
@@ -414,6 +496,9 @@ class Executor:
             run_sync(self.client.km.shutdown_kernel)(now=True)
         except Exception:  # a dead kernel has nothing left to shut down
             pass
+        finally:
+            if self._ipc_dir:
+                shutil.rmtree(self._ipc_dir, ignore_errors=True)
 
     def _save(self) -> None:
         """Autosave: record.json and executed.ipynb after every step (Ctrl-C loses nothing)."""
@@ -425,8 +510,10 @@ class Executor:
             from ..atomic import write_text_atomic
 
             self.notebook.metadata["factbook_run"] = {
-                "run_id": self.record.run_id, "status": self.record.status,
-                "target": self.record.target}
+                "run_id": self.record.run_id,
+                "status": self.record.status,
+                "target": self.record.target,
+            }
             write_text_atomic(self.folder / rec.NOTEBOOK_FILE, nbformat.writes(self.notebook))
 
     def _say(self, text: str, *, err: bool = False) -> None:

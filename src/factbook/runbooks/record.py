@@ -84,8 +84,10 @@ class RunRecord:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        known["steps"] = [StepRecord(**{k: s[k] for k in StepRecord.__dataclass_fields__
-                                        if k in s}) for s in data.get("steps", [])]
+        known["steps"] = [
+            StepRecord(**{k: s[k] for k in StepRecord.__dataclass_fields__ if k in s})
+            for s in data.get("steps", [])
+        ]
         return cls(**known)
 
 
@@ -129,8 +131,10 @@ def find_run(root: Path, runbook: str, ref: str | None) -> RunRecord:
         if not (folder / RECORD_FILE).exists():
             raise UsageError(f"no run '{ref}' of runbook {runbook} under {folder.parent}")
         return load(folder)
-    for record in list_runs(root, runbook):
-        if record.status not in ("ok",):
+    every = list_runs(root, runbook)
+    resumed = {r.resumed_from for r in every if r.resumed_from}
+    for record in every:  # newest first; a run already resumed by a later one is done with
+        if record.status != "ok" and record.run_id not in resumed:
             return record
     raise UsageError(f"runbook {runbook}: no unfinished run to resume")
 
