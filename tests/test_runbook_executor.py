@@ -297,7 +297,8 @@ def test_requires_runs_the_facts_checks_before_the_step(tmp_path: Path) -> None:
 SERVER_STEP = """
 import sys
 port = {port}
-srv = server.start("web", [sys.executable, "-m", "http.server", str(port), *flags_from("sw.server.config")],
+argv = [sys.executable, "-m", "http.server", str(port), *flags_from("sw.server.config")]
+srv = server.start("web", argv,
                    env=env_from("sw.server.config"), ready=f"http://127.0.0.1:{{port}}/",
                    deadline=20)
 server_pid = srv.pid
