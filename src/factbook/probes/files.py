@@ -122,9 +122,10 @@ def lookup(data: Any, key: str) -> Any:
     return current
 
 
-def config_value(path: str, key: str) -> Any:
+def config_value(path: str, key: str | None = None) -> Any:
+    """The value at `key` (a.b[0].c), or the whole document without a key."""
     data = _load_config(path)
-    return data if key in ("", ".") else lookup(data, key)
+    return data if key in (None, "", ".") else lookup(data, key)
 
 
 PROBES = {

@@ -17,6 +17,7 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -74,6 +75,18 @@ class Child:
         self.size = 0
 
 
+def watch_parent(agent_pid: int) -> None:
+    """If the agent dies (connection dropped, agent killed), kill this call's whole group."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.2)
+            if os.getppid() != agent_pid:
+                os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def spawn(probes: dict[str, Any], call: dict[str, Any]) -> Child:
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
@@ -83,6 +96,7 @@ def spawn(probes: dict[str, Any], call: dict[str, Any]) -> Child:
         code = 0
         try:
             os.setsid()
+            watch_parent(os.getppid())
             os.close(read_fd)
             null = os.open(os.devnull, os.O_RDWR)
             os.dup2(null, 0)

@@ -48,8 +48,9 @@ def summary_line(records: list[ResultRecord], elapsed: float) -> str:
 class Progress:
     """Live progress on stderr: one rewritten line on a TTY, a line per result when verbose."""
 
-    def __init__(self, total: int, *, stream: TextIO = sys.stderr, verbose: bool = False):
-        self.total, self.stream, self.verbose = total, stream, verbose
+    def __init__(self, total: int, *, stream: TextIO | None = None, verbose: bool = False):
+        self.total, self.verbose = total, verbose
+        self.stream = stream or sys.stderr
         self.tty = stream.isatty()
         self.seen: Counter[str] = Counter()
         self.lock = threading.Lock()

@@ -1,0 +1,87 @@
+"""Helpers for the verify tests: a throwaway knowledge base on disk and the CLI run in-process."""
+
+from __future__ import annotations
+
+import io
+import os
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from factbook.cli import run
+
+LOCAL_TARGETS = {"targets": {"local": {"transport": "local"}, "other": {"transport": "local"}}}
+
+
+def fact(fact_id: str, probe: str, expect: Any = None, *, args: Any = None, **extra: Any) -> dict:
+    """A minimal valid fact with a check."""
+    check: dict[str, Any] = {"probe": probe, "args": args or {}}
+    if expect is not None:
+        check["expect"] = expect
+    for key in ("timeout",):
+        if key in extra:
+            check[key] = extra.pop(key)
+    base = {
+        "id": fact_id,
+        "category": extra.pop("category", "hardware"),
+        "title": fact_id,
+        "statement": f"statement of {fact_id}",
+        "status": "assumed",
+        "sources": [{"note": "test"}],
+        "check": check,
+    }
+    base.update(extra)
+    return base
+
+
+def make_kb(
+    root: Path,
+    facts: list[dict],
+    *,
+    targets: dict | None = None,
+    checks: dict[str, str] | None = None,
+) -> Path:
+    (root / "facts").mkdir(parents=True, exist_ok=True)
+    (root / "targets.yaml").write_text(yaml.safe_dump(targets or LOCAL_TARGETS))
+    (root / "facts" / "facts.yaml").write_text(yaml.safe_dump({"facts": facts}, sort_keys=False))
+    for name, text in (checks or {}).items():
+        (root / "checks").mkdir(exist_ok=True)
+        (root / "checks" / name).write_text(text)
+    return root
+
+
+def cli(root: Path, *argv: str) -> tuple[int, str, str]:
+    """Run `factbook --root ROOT ARGV...` in-process; return (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = run(["--root", str(root), *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is not running
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def pids_with_cmdline(marker: str) -> list[int]:
+    """Pids whose command line contains `marker` (a /proc scan, no psutil)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in raw and pid_alive(int(entry)):
+            found.append(int(entry))
+    return found
