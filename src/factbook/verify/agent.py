@@ -75,8 +75,34 @@ class Child:
         self.size = 0
 
 
+def _prctl() -> Any:
+    """libc's prctl on Linux (for PR_SET_PDEATHSIG), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except Exception:
+        return None
+
+
+PRCTL: list[Any] = []  # filled once by main(), before the first fork
+PR_SET_PDEATHSIG = 1
+
+
 def watch_parent(agent_pid: int) -> None:
-    """If the agent dies (connection dropped, agent killed), kill this call's whole group."""
+    """If the agent dies (connection dropped, agent killed), kill this call's whole group.
+
+    On Linux the kernel signals us (PR_SET_PDEATHSIG, no cost per call); elsewhere a thread
+    polls the parent pid.
+    """
+    signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
+    prctl = PRCTL[0] if PRCTL else None
+    if prctl is not None and prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM)) == 0:
+        if os.getppid() != agent_pid:  # it died before the request took effect
+            os.killpg(0, signal.SIGKILL)
+        return
 
     def watch() -> None:
         while True:
@@ -89,6 +115,7 @@ def watch_parent(agent_pid: int) -> None:
 
 def spawn(probes: dict[str, Any], call: dict[str, Any]) -> Child:
     read_fd, write_fd = os.pipe()
+    agent_pid = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -96,13 +123,13 @@ def spawn(probes: dict[str, Any], call: dict[str, Any]) -> Child:
         code = 0
         try:
             os.setsid()
-            watch_parent(os.getppid())
+            for sig in (signal.SIGHUP, signal.SIGINT):
+                signal.signal(sig, signal.SIG_DFL)
+            watch_parent(agent_pid)
             os.close(read_fd)
             null = os.open(os.devnull, os.O_RDWR)
             os.dup2(null, 0)
             os.dup2(null, 1)  # a probe that prints must not corrupt the result stream
-            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-                signal.signal(sig, signal.SIG_DFL)
             result = run_call(probes, call)
             try:
                 data = json.dumps(result, default=repr).encode("utf-8")
@@ -201,6 +228,7 @@ def main(sources: dict[str, str], batch: dict[str, Any]) -> None:
     started = time.monotonic()
     probes, broken = load_probes(sources)
     BROKEN.update(broken)
+    PRCTL.append(_prctl())
     agent = Agent(probes, batch)
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, agent.kill_all)

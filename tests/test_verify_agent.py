@@ -1,0 +1,216 @@
+"""The agent for real: one `python3 -` per batch, forked calls, group kills, streaming results."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from factbook.kb import load_kb
+from factbook.model import Target
+from factbook.transports.local import LocalTransport
+from factbook.verify.bundle import Call, agent_argv, build_script, merge_calls
+from factbook.verify.engine import Engine, VerifyOptions
+from factbook.verify.targets import PlannedCheck
+from tests.verify_kb import fact, make_kb, pids_with_cmdline
+
+LOCAL = Target(name="local", transport="local")
+
+SLOW_PROBES = """
+import os, time
+def nap(seconds, tag=""):
+    time.sleep(float(seconds))
+    return os.getpid()
+def count(log):
+    with open(log, "a") as handle:
+        handle.write(str(os.getpid()) + "\\n")
+    return "counted"
+def noisy():
+    print("this must not reach the result stream")
+    return "quiet"
+def big(size):
+    return "b" * int(size)
+def needs_missing():
+    import factbook_module_that_does_not_exist
+def die():
+    import signal
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(5)
+PROBES = {"t.nap": nap, "t.count": count, "t.noisy": noisy, "t.big": big,
+          "t.needs_missing": needs_missing, "t.die": die}
+"""
+
+
+def _start(calls: list[Call], *, jobs: int = 16, checks_dir: Path | None = None):
+    script = build_script(calls, jobs=jobs, checks_dir=checks_dir)
+    return LocalTransport(LOCAL).start(agent_argv(sys.executable), script.encode(), {})
+
+
+def _run(calls: list[Call], **kwargs) -> list[dict]:
+    proc = _start(calls, **kwargs)
+    lines = [json.loads(line) for line in proc.lines()]
+    assert proc.wait(10) == 0, proc.stderr_text()
+    return lines
+
+
+def _checks_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "checks"
+    folder.mkdir(exist_ok=True)
+    (folder / "slow.py").write_text(SLOW_PROBES)
+    return folder
+
+
+def test_stream_header_results_done(tmp_path: Path) -> None:
+    calls = merge_calls(
+        [("a", "env.var", {"name": "PATH"}, None), ("b", "file.exists", {"path": "/"}, None)]
+    )
+    lines = _run(calls)
+    assert "agent" in lines[0] and lines[0]["agent"]["python"]
+    assert lines[-1]["done"] == 2
+    results = {line["id"]: line for line in lines[1:-1]}
+    assert results["c0"]["value"] == os.environ["PATH"]
+    assert results["c1"] == {**results["c1"], "ok": True, "value": True}
+
+
+def test_timeout_kills_the_whole_process_group() -> None:
+    marker = "987.6543"
+    calls = merge_calls(
+        [("hang", "cmd", {"argv": ["sh", "-c", f"sleep {marker} & sleep {marker}"]}, 1)]
+    )
+    started = time.monotonic()
+    lines = _run(calls)
+    assert time.monotonic() - started < 5
+    assert "timed out after 1.0s" in lines[1]["error"]
+    deadline = time.monotonic() + 2
+    while pids_with_cmdline(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_with_cmdline(f"sleep {marker}") == []
+
+
+def test_agent_killed_mid_run_leaves_nothing_running() -> None:
+    marker = "876.5432"
+    calls = merge_calls([("hang", "cmd", {"argv": ["sleep", marker]}, 600)])
+    proc = _start(calls)
+    lines = proc.lines()
+    assert "agent" in json.loads(next(lines))
+    deadline = time.monotonic() + 5
+    while not pids_with_cmdline(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_with_cmdline(f"sleep {marker}"), "the probe never started"
+    proc.kill()
+    deadline = time.monotonic() + 3
+    while pids_with_cmdline(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_with_cmdline(f"sleep {marker}") == []
+
+
+def test_output_over_4_mib_does_not_deadlock(tmp_path: Path) -> None:
+    script = "head -c 6000000 /dev/zero | tr '\\0' x; echo; echo TAIL-MARK"
+    calls = merge_calls(
+        [
+            ("cmd", "cmd", {"argv": ["sh", "-c", script]}, 30),
+            ("big", "t.big", {"size": 5 * 1024 * 1024}, 30),
+        ]
+    )
+    lines = _run(calls, checks_dir=_checks_dir(tmp_path))
+    results = {line["id"]: line for line in lines[1:-1]}
+    assert results["c0"]["value"]["exit_code"] == 0
+    assert results["c0"]["value"]["stdout"].rstrip().endswith("TAIL-MARK")
+    assert results["c0"]["value"]["truncated_bytes"]["stdout"] > 4_000_000
+    assert len(results["c1"]["value"]) == 5 * 1024 * 1024
+
+
+def test_concurrency_is_bounded_by_jobs(tmp_path: Path) -> None:
+    folder = _checks_dir(tmp_path)
+    calls = merge_calls(
+        [(f"k{i}", "t.nap", {"seconds": 0.4, "tag": str(i)}, 10) for i in range(32)]
+    )
+    started = time.monotonic()
+    lines = _run(calls, jobs=16, checks_dir=folder)
+    bounded = time.monotonic() - started
+    assert len({line["value"] for line in lines[1:-1]}) == 32  # 32 distinct processes
+    started = time.monotonic()
+    _run(calls, jobs=32, checks_dir=folder)
+    wide = time.monotonic() - started
+    assert 0.8 <= bounded < 2.5, bounded
+    assert wide < bounded - 0.2, (wide, bounded)
+
+
+def test_probe_printing_does_not_corrupt_the_stream_and_missing_modules_skip(
+    tmp_path: Path,
+) -> None:
+    calls = merge_calls(
+        [
+            ("n", "t.noisy", {}, None),
+            ("m", "t.needs_missing", {}, None),
+            ("u", "no.such.probe", {}, None),
+        ]
+    )
+    lines = _run(calls, checks_dir=_checks_dir(tmp_path))
+    results = {line["id"]: line for line in lines[1:-1]}
+    assert results["c0"]["value"] == "quiet"
+    assert results["c1"]["skipped"] == (
+        "module missing on target: factbook_module_that_does_not_exist"
+    )
+    assert "not available on the target" in results["c2"]["error"]
+
+
+def test_broken_custom_module_is_named_in_the_error(tmp_path: Path) -> None:
+    folder = tmp_path / "checks"
+    folder.mkdir()
+    (folder / "broken.py").write_text("raise ValueError('boom at import')\nPROBES = {'b.x': len}\n")
+    lines = _run(merge_calls([("x", "b.x", {}, None)]), checks_dir=folder)
+    assert "checks/broken.py failed to load: ValueError: boom at import" in lines[1]["error"]
+
+
+def test_identical_calls_run_once_per_batch(tmp_path: Path) -> None:
+    """Five facts reading the same probe share one call (torch imports once, not five times)."""
+    log = tmp_path / "calls.log"
+    facts = [
+        fact(f"x.same{i}", "t.count", {"eq": "counted"}, args={"log": str(log)}, target="local")
+        for i in range(5)
+    ]
+    root = make_kb(tmp_path / "kb", facts, checks={"slow.py": SLOW_PROBES})
+    kb = load_kb(root)
+    plan = [PlannedCheck(f, "local") for f in kb.facts.values()]
+    records = Engine(kb, kb.targets, VerifyOptions(), run_id="r").run(plan)
+    assert [r.outcome for r in records] == ["pass"] * 5
+    assert len(log.read_text().splitlines()) == 1
+
+
+def test_dropped_agent_keeps_results_received_and_errors_the_rest(tmp_path: Path) -> None:
+    facts = [
+        fact("x.first", "env.var", {"exists": False}, args={"name": "FB_UNSET_1"}, target="local"),
+        fact("x.killer", "t.die", None, target="local"),
+        fact("x.after", "env.var", {"exists": False}, args={"name": "FB_UNSET_2"}, target="local"),
+    ]
+    root = make_kb(tmp_path / "kb", facts, checks={"slow.py": SLOW_PROBES})
+    kb = load_kb(root)
+    plan = [PlannedCheck(f, "local") for f in kb.facts.values()]
+    records = Engine(kb, kb.targets, VerifyOptions(jobs=1), run_id="r").run(plan)
+    by_fact = {r.fact: r for r in records}
+    assert by_fact["x.first"].outcome == "pass"
+    for lost in ("x.killer", "x.after"):
+        assert by_fact[lost].outcome == "error"
+        assert "after 1 of 3 results" in by_fact[lost].reason
+        assert "facts/facts.yaml:" in by_fact[lost].reason
+
+
+def test_300_checks_overhead_is_small(tmp_path: Path) -> None:
+    """Bundle, start, fork 300 calls, stream, evaluate: well under a second of overhead here."""
+    facts = [
+        fact(
+            f"x.env{i}", "env.var", {"exists": False}, args={"name": f"FB_NOPE_{i}"}, target="local"
+        )
+        for i in range(300)
+    ]
+    kb = load_kb(make_kb(tmp_path / "kb", facts))
+    plan = [PlannedCheck(f, "local") for f in kb.facts.values()]
+    started = time.monotonic()
+    records = Engine(kb, kb.targets, VerifyOptions(), run_id="r").run(plan)
+    elapsed = time.monotonic() - started
+    assert [r.outcome for r in records] == ["pass"] * 300
+    print(f"300 checks: {elapsed:.3f}s")
+    assert elapsed < 2.0, elapsed
