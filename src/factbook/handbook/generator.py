@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass, field, is_dataclass
 from importlib import resources
@@ -162,23 +163,26 @@ def build_nav(status_docs: list[Any], status_guide: str | None, guides: list[str
     return nav
 
 
-def write_tree(handbook: Handbook, out: Path | str) -> list[str]:
-    """Write pages and assets under `out`, touching only files whose text changed.
+def write_tree(
+    handbook: Handbook, out: Path | str, *, extra: dict[str, bytes] | None = None
+) -> list[str]:
+    """Write pages, assets and `extra` files under `out`, touching only files that changed.
 
-    Files this generator wrote before and no longer produces are removed (a manifest lists
-    them), so a deleted category or runbook does not linger. Returns the uris written.
+    Files written here before and no longer produced are removed (a manifest lists them), so
+    a deleted category or runbook does not linger. Returns the uris written.
     """
     out = Path(out)
-    files = handbook.files()
+    files: dict[str, bytes] = dict(extra or {})
+    files.update({uri: text.encode("utf-8") for uri, text in handbook.files().items()})
     written = []
-    for uri, text in files.items():
+    for uri, data in files.items():
         path = out / uri
         try:
-            if path.read_text(encoding="utf-8") == text:
+            if path.read_bytes() == data:
                 continue
-        except (OSError, UnicodeDecodeError):
+        except OSError:
             pass
-        write_text_atomic(path, text)
+        write_bytes_atomic(path, data)
         written.append(uri)
     manifest = out / MANIFEST
     try:
@@ -191,6 +195,14 @@ def write_tree(handbook: Handbook, out: Path | str) -> list[str]:
     if not manifest.exists() or manifest.read_text(encoding="utf-8") != listing:
         write_text_atomic(manifest, listing)
     return written
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Like write_text_atomic, for copied images as well as pages."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
 
 
 _DEFAULT = Generator()

@@ -33,8 +33,26 @@ def md(text: Any) -> str:
     if text is None:
         return ""
     value = " ".join(str(text).split())
+    if not value:
+        return ""
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MD_SPECIAL.sub(r"\\\1", value)
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def prose(text: Any) -> str:
+    """Like md(), but `backtick spans` the authors wrote stay code."""
+    if text is None:
+        return ""
+    value = " ".join(str(text).split())
+    parts, last = [], 0
+    for match in _CODE_SPAN.finditer(value):
+        parts.append(md(value[last : match.start()]) + code(match[1]))
+        last = match.end()
+    parts.append(md(value[last:]))
+    return "".join(parts)
 
 
 def code(value: Any) -> str:

@@ -49,6 +49,9 @@ class Runbook:
     steps: list[Step]
     runs: list[Run]
     problem: str = ""
+    target: str = ""
+    facts: list[str] = field(default_factory=list)
+    pitfalls: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -64,20 +67,12 @@ class StatusDoc:
 
 def load_runbooks(root: Path) -> list[Runbook]:
     out = []
-    for path in sorted((root / RUNBOOKS_DIR).glob("*.md")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        title, intro, steps, problem = _parse_runbook(text)
-        out.append(
-            Runbook(
-                name=path.stem,
-                title=title or path.stem,
-                path=path.relative_to(root).as_posix(),
-                intro=intro,
-                steps=steps,
-                runs=load_runs(root, path.stem),
-                problem=problem,
-            )
-        )
+    folder = root / RUNBOOKS_DIR
+    paths = sorted(p for p in folder.glob("*.md") if not p.name.startswith(("_", "README")))
+    for path in paths:
+        book = _parse_runbook(path, root)
+        book.runs = load_runs(root, path.stem)
+        out.append(book)
     names = {r.name for r in out}
     records = root / RUN_RECORDS_DIR
     if records.is_dir():  # runs of runbooks that were since removed still show
@@ -96,32 +91,52 @@ def load_runbooks(root: Path) -> list[Runbook]:
     return out
 
 
-def _parse_runbook(text: str) -> tuple[str, str, list[Step], str]:
+def _parse_runbook(path: Path, root: Path) -> Runbook:
+    """Through the runbook runner's own parser, so the handbook shows what `run` executes."""
+    display = path.relative_to(root).as_posix()
     try:
-        import jupytext
+        from ..runbooks.format import load_runbook
 
-        notebook = jupytext.reads(text, fmt="md:myst")
+        parsed = load_runbook(path, root)
     except Exception as exc:  # a broken runbook must not break the handbook
-        return _first_heading(text), "", [], f"could not parse: {exc}"
-    steps: list[Step] = []
-    intro_parts: list[str] = []
-    title = ""
-    for cell in notebook.cells:
-        if cell.cell_type == "markdown":
-            if not title:
-                title = _first_heading(cell.source)
-            if not steps:
-                intro_parts.append(_strip_heading(cell.source))
-            continue
-        if cell.cell_type != "code":
-            continue
-        meta = dict(cell.metadata)
-        name = str(
-            meta.get("name") or meta.get("step") or meta.get("id") or f"step {len(steps) + 1}"
+        text = path.read_text(encoding="utf-8", errors="replace")
+        return Runbook(
+            path.stem,
+            _first_heading(text) or path.stem,
+            display,
+            "",
+            [],
+            [],
+            f"could not parse: {exc}",
         )
-        steps.append(Step(name=name, code=cell.source, meta=meta))
-    intro = " ".join(" ".join(intro_parts).split())
-    return title, intro, steps, ""
+    steps = [
+        Step(
+            s.name,
+            s.source,
+            {
+                "timeout": s.timeout,
+                "requires": list(s.requires),
+                "destructive": s.destructive,
+                "records": list(s.records),
+                "target": s.target or parsed.target,
+                "setup": s.setup,
+            },
+        )
+        for s in parsed.steps
+    ]
+    problem = "; ".join(str(p) for p in parsed.problems[:3])
+    return Runbook(
+        path.stem,
+        parsed.title,
+        display,
+        parsed.description,
+        steps,
+        [],
+        problem,
+        str(parsed.target or ""),
+        list(parsed.facts),
+        list(parsed.pitfalls),
+    )
 
 
 def _first_heading(text: str) -> str:
@@ -129,26 +144,29 @@ def _first_heading(text: str) -> str:
     return match[1].strip() if match else ""
 
 
-def _strip_heading(text: str) -> str:
-    return re.sub(r"^#\s+.+$", "", text, count=1, flags=re.M).strip()
-
-
 def load_runs(root: Path, runbook: str) -> list[Run]:
-    """The newest MAX_RUNS run records of one runbook."""
+    """The newest MAX_RUNS run records of one runbook.
+
+    A record is `<runbook>/<run_id>/record.json` (the runner's layout) or `<runbook>/<run_id>.json`.
+    """
     folder = root / RUN_RECORDS_DIR / runbook
+    if not folder.is_dir():
+        return []
+    paths = [p for p in folder.glob("*/record.json")] + list(folder.glob("*.json"))
     runs = []
-    for path in folder.glob("*.json") if folder.is_dir() else []:
+    for path in paths:
+        run_id = path.parent.name if path.name == "record.json" else path.stem
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            runs.append(Run(path.stem, "unreadable", "", "", []))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            runs.append(Run(run_id, "unreadable", "", "", []))
             continue
         if not isinstance(data, dict):
             continue
         steps = data.get("steps") if isinstance(data.get("steps"), list) else []
         runs.append(
             Run(
-                id=str(data.get("run_id") or data.get("id") or path.stem),
+                id=str(data.get("run_id") or data.get("id") or run_id),
                 status=str(data.get("status", "unknown")),
                 started=str(data.get("started") or ""),
                 finished=str(data.get("finished") or ""),

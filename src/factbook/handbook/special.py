@@ -8,7 +8,7 @@ from typing import Any
 from ..kb import KnowledgeBase
 from ..model import Fact
 from .charts import Bar, bar_chart, numa_diagram
-from .markup import code, md, rel_link, scroll_table, shorten, time_text
+from .markup import code, md, prose, rel_link, scroll_table, shorten, time_text
 from .sources import Runbook
 from .views import FactView, ViewBuilder
 
@@ -28,11 +28,12 @@ def hardware(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, p
         "## At a glance",
         "",
         scroll_table(
-            ["Fact", "Value", "Status"],
+            ["Fact", "Value", "Target", "Status"],
             [
                 [
                     views.link(page, f.id, f.title),
                     code(f.value) + (f" {md(f.unit)}" if f.unit else ""),
+                    md(f.target or ""),
                     _badges(views, f),
                 ]
                 for f in _current(facts)
@@ -40,11 +41,29 @@ def hardware(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, p
             ],
         ),
     ]
-    layout_fact = next((f for f in _current(facts) if _is_layout(f)), None)
-    links = [f for f in _current(facts) if {"nvlink", "pcie", "interconnect"} & set(f.tags)]
-    if layout_fact is None and not links:
-        return "\n".join(out)
-    out += ["", "## Topology", ""]
+    by_target: dict[str, list[Fact]] = {}
+    for fact in _current(facts):
+        by_target.setdefault(fact.check_target() or fact.target or "", []).append(fact)
+    sections = []
+    for target, items in sorted(by_target.items(), key=lambda kv: -len(kv[1])):
+        section = _topology(views, items, page)
+        if section:
+            sections += [
+                f"### {md(target) or 'Unassigned'}"
+                + (f" {{#topology-{target}}}" if target else ""),
+                "",
+                section,
+            ]
+    if sections:
+        out += ["", "## Topology", "", *sections]
+    return "\n".join(out)
+
+
+def _topology(views: ViewBuilder, facts: list[Fact], page: str) -> str:
+    """One box's GPU/NUMA diagram and table, its interconnect, and any observed link matrix."""
+    out: list[str] = []
+    layout_fact = next((f for f in facts if _is_layout(f)), None)
+    links = [f for f in facts if {"nvlink", "pcie", "interconnect"} & set(f.tags)]
     if layout_fact is not None:
         layout = [int(n) for n in layout_fact.value]
         label = " · ".join(f.title for f in links) or "interconnect unknown"
@@ -64,17 +83,14 @@ def hardware(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, p
     if links:
         out += ["Interconnect:", ""]
         out += [
-            f"- {views.link(page, f.id, f.title)}: {md(f.statement)} {_badges(views, f)}"
+            f"- {views.link(page, f.id, f.title)}: {prose(f.statement)} {_badges(views, f)}"
             for f in links
         ]
         out.append("")
-    for fact in _current(facts):
+    for fact in facts:
         for record in views.records_text(fact.id):
-            matrix = (
-                record.get("observed", {}).get("matrix")
-                if isinstance(record.get("observed"), dict)
-                else None
-            )
+            observed = record.get("observed")
+            matrix = observed.get("matrix") if isinstance(observed, dict) else None
             if isinstance(matrix, dict) and matrix:
                 cols = list(matrix)
                 out += [
@@ -173,7 +189,7 @@ def inventory(
                     [
                         views.link(page, f.id, str(f.get("path") or f.title)),
                         md(f.get("kind")),
-                        md(f.get("purpose")),
+                        prose(f.get("purpose")),
                         md(f.get("size")),
                         seen.get(f.id, "never"),
                         _badges(views, f),
@@ -194,8 +210,8 @@ def pitfalls(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, p
         rows.append(
             [
                 views.link(page, fact.id, fact.title),
-                md(shorten(str(fact.get("symptom")))),
-                md(shorten(str(fact.get("fix")))),
+                prose(shorten(str(fact.get("symptom")))),
+                prose(shorten(str(fact.get("fix")))),
                 ", ".join(checks) or "—",
                 _badges(views, fact),
             ]
@@ -297,7 +313,7 @@ def decisions(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, 
         rows.append(
             [
                 views.link(page, fact.id, fact.title),
-                md(shorten(str(fact.get("rationale")), 200)),
+                prose(shorten(str(fact.get("rationale")), 200)),
                 ", ".join(linked) or "—",
                 _badges(views, fact),
             ]
@@ -436,11 +452,14 @@ def runbooks_context(runbooks: list[Runbook], views: ViewBuilder, page: str) -> 
             ]
             for r in book.runs
         ]
+        related = [views.link(page, i) for i in [*book.pitfalls, *book.facts]]
         out.append(
             {
                 "name": book.name,
                 "title": md(book.title),
                 "path": book.path,
+                "target": md(book.target),
+                "related": ", ".join(related),
                 "intro": md(book.intro),
                 "problem": md(book.problem),
                 "steps": scroll_table(

@@ -12,7 +12,7 @@ from typing import Any
 from ..kb import KnowledgeBase
 from ..model import Fact
 from .badges import FactState, fact_state
-from .markup import code, md, rel_link, time_text, value_text
+from .markup import code, md, prose, rel_link, time_text, value_text
 
 # Category keys shown under a fact, in this order, with their label.
 EXTRA_LABELS = {
@@ -113,7 +113,7 @@ class ViewBuilder:
             elif key == "config" and isinstance(raw, dict):
                 extra[key] = ", ".join(f"{md(k)}={code(v)}" for k, v in raw.items())
             elif key in PROSE_KEYS or isinstance(raw, str):
-                extra[key] = md(raw)
+                extra[key] = prose(raw)
             else:
                 extra[key] = code(raw)
             rows.append((label, extra[key]))
@@ -129,7 +129,7 @@ class ViewBuilder:
         for source in fact.sources:
             quote = f" — “{md(source.quote)}”" if source.quote else ""
             note = f" ({md(source.note)})" if source.note else ""
-            rows.append(("Source", md(source.label()) + quote + note))
+            rows.append(("Source", _source_text(source) + quote + note))
         for relation, ids in fact.links.items():
             label = RELATION_LABELS.get(relation, relation)
             rows.append((label, ", ".join(self.link(page, i) for i in ids)))
@@ -150,7 +150,7 @@ class ViewBuilder:
             id=fact.id,
             category=fact.category,
             title=md(fact.title),
-            statement=md(fact.statement),
+            statement=prose(fact.statement),
             badges=state.html(),
             summary=state.summary,
             current=fact.until is None,
@@ -209,6 +209,16 @@ class ViewBuilder:
         return self.states[fact_id].results
 
 
+def _source_text(source: Any) -> str:
+    if source.seed:
+        where = f"msg {source.message} " if source.message else ""
+        return f"{md(where)}({md(source.seed)})"
+    parts = [
+        str(p) for p in (source.runbook, source.step, source.run, source.target, source.date) if p
+    ]
+    return "run " + md(" / ".join(parts)) if parts else "unknown"
+
+
 def _milestone(milestones: dict[str, Any], ref: str) -> str:
     m = milestones.get(ref)
     return f"{md(ref)} ({md(m.title)})" if m and m.title else md(ref)
@@ -219,7 +229,10 @@ def _first_source(fact: Fact) -> str:
     if not fact.sources:
         return "its source"
     source = fact.sources[0]
-    return f"msg {source.message}" if source.seed and source.message else source.label()
+    if source.seed and source.message:
+        return f"msg {source.message}"
+    parts = [str(p) for p in (source.runbook, source.step, source.run, source.date) if p]
+    return "run " + " / ".join(parts) if parts else str(source.seed or "its source")
 
 
 def observed_text(record: dict[str, Any] | None) -> str:

@@ -1,0 +1,55 @@
+"""`factbook docs`: write the handbook as plain Markdown, without MkDocs.
+
+`mkdocs serve` / `mkdocs build` call the same generator through the hook in mkdocs.yml and need
+no prior `factbook docs`. This command is for everything else: another renderer, a diff of
+what the handbook says, or MkDocs without hooks (the output folder is a complete docs_dir:
+hand-written pages from docs/ plus the generated ones).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "docs",
+        help="generate the handbook pages (Markdown) from facts, runbooks and results",
+        description="Write the handbook to OUT: generated pages plus a copy of DOCS_DIR. "
+        "Only files whose text changed are written. `mkdocs serve` does this itself.",
+    )
+    p.add_argument("--out", default="build/handbook", help="output folder (default: %(default)s)")
+    p.add_argument(
+        "--docs-dir",
+        default="docs",
+        help="hand-written pages to include (relative to --root; default: %(default)s)",
+    )
+    p.add_argument("--no-copy", action="store_true", help="write only the generated pages")
+    p.add_argument("--nav", action="store_true", help="print the navigation as JSON")
+    p.set_defaults(handler=handle_docs)
+
+
+def handle_docs(args: argparse.Namespace) -> int:
+    from ..handbook import generate, write_tree
+
+    root = Path(args.root)
+    docs_dir = root / args.docs_dir
+    handbook = generate(root, docs_dir=docs_dir if docs_dir.is_dir() else None)
+    extra: dict[str, bytes] = {}
+    if not args.no_copy and docs_dir.is_dir():
+        for path in sorted(docs_dir.rglob("*")):
+            if path.is_file() and not path.name.startswith("."):
+                extra[path.relative_to(docs_dir).as_posix()] = path.read_bytes()
+    written = write_tree(handbook, root / args.out, extra=extra)
+    for problem in handbook.lint_problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    print(
+        f"{len(handbook.pages)} pages generated ({len(handbook.rendered)} rendered) in "
+        f"{handbook.seconds['total']:.2f} s; {len(written)} file(s) written to {args.out}"
+    )
+    if args.nav:
+        print(json.dumps(handbook.nav, indent=1))
+    return 0

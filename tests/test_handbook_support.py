@@ -1,0 +1,119 @@
+"""Helpers shared by the handbook and browser tests (no tests here).
+
+Tests never touch the repository's files: they copy the shipped knowledge base into a temp
+folder and write results, runbooks and status documents there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+HOOKS = REPO / "src" / "factbook" / "handbook" / "mkdocs_hooks.py"
+KB_PARTS = ("facts", "milestones.yaml", "targets.yaml", "checks", "runbooks", "docs")
+
+
+def copy_kb(dest: Path) -> Path:
+    """The shipped knowledge base and docs under `dest`, with an mkdocs.yml that works there."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for part in KB_PARTS:
+        src = REPO / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.is_file():
+            shutil.copy2(src, dest / part)
+    (dest / "docs").mkdir(exist_ok=True)
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    config["hooks"] = [str(HOOKS)]
+    (dest / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return dest
+
+
+def mkdocs_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["NO_MKDOCS_2_WARNING"] = "1"
+    env.pop("FACTBOOK_ROOT", None)
+    return env
+
+
+def mkdocs_bin() -> str:
+    return str(Path(sys.executable).with_name("mkdocs"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Served:
+    """`mkdocs serve` on a free port in `root`; its log is kept for assertions."""
+
+    def __init__(self, root: Path, log: Path) -> None:
+        self.root = root
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log
+        self._log = log.open("wb")
+        self.proc = subprocess.Popen(
+            [mkdocs_bin(), "serve", "-a", f"127.0.0.1:{self.port}"],
+            cwd=root,
+            env=mkdocs_env(),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"mkdocs serve exited:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(self.url + "/", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.3)
+        raise TimeoutError(f"mkdocs serve not ready after {timeout} s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def builds(self) -> int:
+        """How many times the site was built so far (the first build included)."""
+        return self.log().count("Documentation built in")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self._log.close()
+
+
+def edit_fact(root: Path, fact_id: str, **changes: Any) -> Path:
+    """Change keys of one fact in place, in whichever facts/*.yaml file holds it."""
+    for path in sorted((root / "facts").rglob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for fact in data.get("facts") or []:
+            if fact.get("id") == fact_id:
+                fact.update(changes)
+                path.write_text(
+                    yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8"
+                )
+                return path
+    raise KeyError(fact_id)
