@@ -56,7 +56,10 @@ def cli(root: Path, *argv: str) -> tuple[int, str, str]:
     """Run `factbook --root ROOT ARGV...` in-process; return (exit code, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = run(["--root", str(root), *argv])
+        try:
+            code = run(["--root", str(root), *argv])
+        except SystemExit as exc:  # argparse rejects the command line
+            code = int(exc.code or 0)
     return code, out.getvalue(), err.getvalue()
 
 

@@ -51,7 +51,7 @@ class Progress:
     def __init__(self, total: int, *, stream: TextIO | None = None, verbose: bool = False):
         self.total, self.verbose = total, verbose
         self.stream = stream or sys.stderr
-        self.tty = stream.isatty()
+        self.tty = self.stream.isatty()
         self.seen: Counter[str] = Counter()
         self.lock = threading.Lock()
 
