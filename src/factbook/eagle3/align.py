@@ -123,7 +123,10 @@ def recompute(model: Any, input_ids: Any) -> tuple[list[Any], float]:
     _sync(torch, device)
     start = time.perf_counter()
     with torch.inference_mode():
-        out = model(input_ids=ids, output_hidden_states=True, use_cache=False)
+        try:  # logits for one position only: the full [T, vocab] logits are not needed
+            out = model(input_ids=ids, output_hidden_states=True, use_cache=False, logits_to_keep=1)
+        except TypeError:
+            out = model(input_ids=ids, output_hidden_states=True, use_cache=False)
     _sync(torch, device)
     return [h[0] for h in out.hidden_states], time.perf_counter() - start
 
@@ -281,6 +284,11 @@ def _findings(results: list[SlotResult], expected: list[int], min_cos: float) ->
         found.append(
             "unexpected embedding: a slot holds the embedding output, the "
             "expected layers do not include it"
+        )
+    for r in (r for r in bad if r.status == "other_slot" and not permuted):
+        found.append(
+            f"slot {r.slot} holds {label(r.best)}, which belongs in slot "
+            f"{expected.index(r.best)} (expected {label(r.expected)} here)"
         )
     for r in (r for r in bad if r.status == "low_cos"):
         found.append(
