@@ -332,6 +332,8 @@ def _propose(
         outcome = evaluate(expect, record.observed) if expect else None
         if outcome is None or outcome.passed:
             base.kind, base.reason = "same", outcome.reason if outcome else "probe ran"
+        elif existing.status == "stale" and existing.value == value:
+            base.kind, base.reason = "same", f"already recorded (stale): {outcome.reason}"
         else:
             base.kind, base.reason = "changed", outcome.reason
         return base
