@@ -312,9 +312,10 @@ def test_unknown_jump_name_is_a_usage_error(ssh_targets, ssh_options) -> None:
 HANGING = """
 import subprocess, sys, time
 marker = {marker!r}
-# a grandchild in its own session, like a check that started a server
-subprocess.Popen(["sh", "-c", "sleep 1000; : " + marker], start_new_session=True)
-subprocess.Popen(["sh", "-c", "sleep 1001; : " + marker])
+sleeper = [sys.executable, "-c", "import time; time.sleep(1000)", marker]
+# a grandchild in its own session (like a check that started a server) and one in ours
+subprocess.Popen(sleeper, start_new_session=True)
+subprocess.Popen(sleeper)
 print("started", flush=True)
 time.sleep(1000)
 """

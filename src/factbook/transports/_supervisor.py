@@ -89,11 +89,17 @@ def main():
                 pass
         except OSError:
             pass
+        killing.set()
         _kill_all(child)
 
+    killing = threading.Event()
+    watcher = threading.Thread(target=lifeline, daemon=True)
+
     threading.Thread(target=feed, daemon=True).start()
-    threading.Thread(target=lifeline, daemon=True).start()
+    watcher.start()
     rc = child.wait()
+    if killing.is_set():
+        watcher.join()  # the SIGKILL round must run even after the agent itself is gone
     with contextlib.suppress(OSError):
         os.killpg(child.pid, signal.SIGKILL)
     os._exit(rc if rc >= 0 else 128 - rc)

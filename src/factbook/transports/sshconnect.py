@@ -14,6 +14,7 @@ UnreachableError naming the hop (`jump host kpro6 (root@kpro6.invalid:22)`).
 from __future__ import annotations
 
 import base64
+import contextlib
 import getpass
 import hashlib
 import os
@@ -264,7 +265,7 @@ def _forward(prev: paramiko.SSHClient, prev_hop: Hop, hop: Hop) -> paramiko.Chan
     transport = prev.get_transport()
     assert transport is not None
     try:
-        return transport.open_channel(
+        channel = transport.open_channel(
             "direct-tcpip", (hop.host, hop.port), ("127.0.0.1", 0), timeout=hop.connect_timeout
         )
     except paramiko.ChannelException as exc:
@@ -276,6 +277,16 @@ def _forward(prev: paramiko.SSHClient, prev_hop: Hop, hop: Hop) -> paramiko.Chan
         raise UnreachableError(
             f"{hop.describe()}: {prev_hop.describe()} could not forward: {exc or 'timeout'}"
         ) from None
+    raw_close = channel.close
+
+    def quiet_close() -> None:
+        # The next hop's transport thread closes this channel when it stops; when the outer
+        # connection died first, paramiko would print an EOFError traceback from that thread.
+        with contextlib.suppress(EOFError, OSError, paramiko.SSHException):
+            raw_close()
+
+    channel.close = quiet_close  # type: ignore[method-assign]
+    return channel
 
 
 def _login(hop: Hop, sock: Any, known: KnownHosts, keepalive: float) -> paramiko.SSHClient:
