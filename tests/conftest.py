@@ -25,8 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
+from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 
 
 @pytest.fixture(scope="session")
