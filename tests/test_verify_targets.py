@@ -8,6 +8,7 @@ import pytest
 
 from factbook.errors import UsageError
 from factbook.kb import load_kb
+from factbook.model import Target
 from factbook.verify.targets import parse_target_url, plan_checks
 from tests.verify_kb import fact, make_kb
 
@@ -22,25 +23,32 @@ def test_url_with_jump_becomes_synthetic_targets() -> None:
     )
     assert target.jump == ("admin@bastion:22",)
     hop = jumps["admin@bastion:22"]
-    assert (hop.user, hop.host, hop.port, hop.jump) == ("admin", "bastion", 22, ())
+    assert (hop.user, hop.host, hop.port) == ("admin", "bastion", 22)
 
 
 def test_url_with_a_chain_of_jumps_python_and_name() -> None:
     url = "ssh://me@box?jump=a@outer:22,b@inner:2200&python=~/ml-env/bin/python3#llm-two"
     target, jumps = parse_target_url(url)
-    assert target.name == "llm-two" and target.port is None
+    assert target.name == "llm-two" and target.port is None and target.host == "box"
     assert target.python == "~/ml-env/bin/python3"
-    assert target.jump == ("b@inner:2200",)
-    assert jumps["b@inner:2200"].jump == ("a@outer:22",)  # inner is reached through outer
-    assert jumps["a@outer:22"].jump == ()
+    assert target.jump == ("a@outer:22", "b@inner:2200")  # outermost first
+    assert set(jumps) == {"a@outer:22", "b@inner:2200"}
+
+
+def test_url_jump_may_name_a_known_target() -> None:
+    known = {"kpro6": Target(name="kpro6", host="kpro6.invalid", user="root")}
+    target, jumps = parse_target_url("ssh://root@ct129?jump=kpro6", known)
+    assert target.jump == ("kpro6",) and jumps == {}
+    local, none = parse_target_url("local://#h200")
+    assert (local.name, local.transport, none) == ("h200", "local", {})
 
 
 @pytest.mark.parametrize(
     "url,message",
     [
         ("ftp://host", "unsupported target URL scheme"),
-        ("ssh://root@host:notaport", "invalid port"),
-        ("ssh://root@host?bogus=1", "unknown target URL parameter"),
+        ("ssh://root@host:notaport", "port"),
+        ("ssh://root@host?bogus=1", "unknown key bogus"),
     ],
 )
 def test_bad_urls_are_usage_errors(url: str, message: str) -> None:

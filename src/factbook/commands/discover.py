@@ -44,7 +44,7 @@ def handle(args: argparse.Namespace) -> int:
     names = []
     for spec in (s for t in args.target for s in (t.split(",") if "://" not in t else [t])):
         if "://" in spec:
-            target, jumps = parse_target_url(spec)
+            target, jumps = parse_target_url(spec, kb.targets)
             targets.update(jumps)
             targets[target.name] = target
             names.append(target.name)

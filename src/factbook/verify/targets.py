@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import urlsplit
 
 from ..errors import UsageError
 from ..kb import KnowledgeBase
@@ -40,63 +40,27 @@ class Plan:
     unplaced: list[Fact]  # facts with a check but no target to run it on
 
 
-def _endpoint(text: str) -> tuple[str | None, str, int | None]:
-    """`user@host:port` -> (user, host, port)."""
-    parts = urlsplit("ssh://" + text)
-    if not parts.hostname:
-        raise UsageError(f"invalid host in target URL: {text!r}")
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise UsageError(f"invalid port in target URL: {text!r}") from exc
-    return (unquote(parts.username) if parts.username else None), parts.hostname, port
+def parse_target_url(
+    url: str, known: dict[str, Target] | None = None
+) -> tuple[Target, dict[str, Target]]:
+    """A target URL -> the target and the synthetic targets of its jump hosts, by name.
 
-
-def _label(user: str | None, host: str, port: int | None) -> str:
-    return (f"{user}@" if user else "") + host + (f":{port}" if port else "")
-
-
-def parse_target_url(url: str) -> tuple[Target, dict[str, Target]]:
-    """`ssh://user@host:port?jump=user@jump:port` -> the target and its synthetic jump targets."""
+    ssh:// URLs are parsed by the SSH transport (jumps may also name known targets);
+    `#name` makes the URL stand in for that target name; `local://#name` is this machine.
+    """
     parts = urlsplit(url)
     if parts.scheme == "local":
         return Target(name=parts.fragment or "local", transport="local"), {}
     if parts.scheme != "ssh":
         raise UsageError(f"unsupported target URL scheme {parts.scheme!r} in {url!r} (use ssh://)")
-    user, host, port = _endpoint(parts.netloc)
-    query = parse_qs(parts.query)
-    unknown = set(query) - {"jump", "python", "identity_file"}
-    if unknown:
-        raise UsageError(f"unknown target URL parameter(s) {sorted(unknown)} in {url!r}")
-    jumps: dict[str, Target] = {}
-    chain: list[str] = []
-    for value in query.get("jump", []):
-        for hop in filter(None, value.split(",")):
-            j_user, j_host, j_port = _endpoint(hop)
-            name = _label(j_user, j_host, j_port)
-            jumps[name] = Target(
-                name=name,
-                host=j_host,
-                port=j_port,
-                user=j_user,
-                jump=tuple(chain),
-                description="jump host from a target URL",
-            )
-            chain.append(name)
-    target = Target(
-        name=parts.fragment or _label(user, host, port),
-        host=host,
-        port=port,
-        user=user,
-        jump=(chain[-1],) if chain else (),
-        python=(query.get("python") or [None])[0],
-        identity_file=(query.get("identity_file") or [None])[0],
-        description=f"from {url}",
-    )
-    # Each jump reaches the next one through the one before it: the chain is nested.
-    for i, name in enumerate(chain):
-        jumps[name] = replace(jumps[name], jump=(chain[i - 1],) if i else ())
-    return target, jumps
+    try:
+        from ..transports.ssh import parse_target_url as parse_ssh_url
+    except ImportError as exc:
+        raise UsageError(f"ssh:// targets need the SSH transport: {exc}") from exc
+    target, jumps = parse_ssh_url(url.split("#", 1)[0], known or {})
+    if parts.fragment:
+        target = replace(target, name=parts.fragment)
+    return target, {j.name: j for j in jumps}
 
 
 def plan_checks(kb: KnowledgeBase, facts: list[Fact], target_specs: list[str]) -> Plan:
@@ -111,7 +75,7 @@ def plan_checks(kb: KnowledgeBase, facts: list[Fact], target_specs: list[str]) -
         if spec == "all":
             everything = True
         elif "://" in spec:
-            target, jumps = parse_target_url(spec)
+            target, jumps = parse_target_url(spec, kb.targets)
             targets.update(jumps)
             targets[target.name] = target
             (named if urlsplit(spec).fragment else override).append(target.name)
