@@ -71,8 +71,10 @@ class _State:
         if self._ctx is None:
             run_dir = os.environ.get(CONTEXT_ENV)
             if not run_dir:
-                raise UsageError("not inside a `factbook run` kernel (no FACTBOOK_RUN_DIR); "
-                                 "call factbook.runbooks.api.use_context() first")
+                raise UsageError(
+                    "not inside a `factbook run` kernel (no FACTBOOK_RUN_DIR); "
+                    "call factbook.runbooks.api.use_context() first"
+                )
             self._ctx = RunContext.load(run_dir)
         return self._ctx
 
@@ -117,6 +119,11 @@ class FactView:
     unit = property(lambda self: self._fact.unit)
     status = property(lambda self: self._fact.status)
     statement = property(lambda self: self._fact.statement)
+
+    @property
+    def check_args(self) -> dict[str, Any]:
+        """The arguments of the fact's check (a port, a URL, a path the check probes)."""
+        return dict(self._fact.check.args) if self._fact.check else {}
 
     def get(self, key: str, default: Any = None) -> Any:
         """A category key (path, symptom, fix, config ...), `value`, or a key of a mapping value."""
@@ -198,9 +205,17 @@ class _Box:
         """The target's interpreter (targets.yaml `python`, e.g. ~/ml-env/bin/python3)."""
         return _client(self._name).target.python or "python3"
 
-    def run(self, argv: list[str] | str, *, timeout: float = 600, env: dict[str, str] | None = None,
-            cwd: str | None = None, stdin: str | None = None, check: bool = False,
-            quiet: bool = False) -> CommandResult:
+    def run(
+        self,
+        argv: list[str] | str,
+        *,
+        timeout: float = 600,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: str | None = None,
+        check: bool = False,
+        quiet: bool = False,
+    ) -> CommandResult:
         """Run a bounded command; output streams live; `check=True` raises on failure.
 
         A string is run by `sh -c` (for pipes); a list is run as is, never through a shell.
@@ -214,8 +229,9 @@ class _Box:
             if not quiet:
                 (sys.stderr if stream == "stderr" else sys.stdout).write(text)
 
-        result = _client(self._name).run(argv, timeout=timeout, env=env, cwd=cwd, stdin=stdin,
-                                         on_output=None if quiet else show)
+        result = _client(self._name).run(
+            argv, timeout=timeout, env=env, cwd=cwd, stdin=stdin, on_output=None if quiet else show
+        )
         sys.stdout.flush()
         if check:
             result.check()
@@ -225,28 +241,54 @@ class _Box:
 class _Servers:
     """Managed background processes of this run (see factbook.runbooks.servers)."""
 
-    def start(self, name: str, argv: list[str], *, env: dict[str, str] | None = None,
-              cwd: str | None = None, ready: int | str | dict[str, Any] | None = None,
-              deadline: float = 300, keep: bool = False, target: str | None = None
-              ) -> _servers.ServerInfo:
+    def start(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        ready: int | str | dict[str, Any] | None = None,
+        deadline: float = 300,
+        keep: bool = False,
+        target: str | None = None,
+    ) -> _servers.ServerInfo:
         ctx = _STATE.ctx
         box_client = _client(target)
-        print(f"starting server '{name}' on {box_client.name}: {shlex.join(map(str, argv))}",
-              flush=True)
-        info = _servers.start(box_client, run_dir=Path(ctx.run_dir), runbook=ctx.runbook,
-                              run_id=ctx.run_id, step=ctx.step or "", name=name, argv=argv,
-                              env=env, cwd=cwd, ready=ready, deadline=deadline, keep=keep)
-        print(f"server '{name}' pid {info.pid}, log {info.log}"
-              + (f", ready after {info.ready_after_s:.1f}s" if info.ready_after_s is not None
-                 else ""), flush=True)
+        print(
+            f"starting server '{name}' on {box_client.name}: {shlex.join(map(str, argv))}",
+            flush=True,
+        )
+        info = _servers.start(
+            box_client,
+            run_dir=Path(ctx.run_dir),
+            runbook=ctx.runbook,
+            run_id=ctx.run_id,
+            step=ctx.step or "",
+            name=name,
+            argv=argv,
+            env=env,
+            cwd=cwd,
+            ready=ready,
+            deadline=deadline,
+            keep=keep,
+        )
+        print(
+            f"server '{name}' pid {info.pid}, log {info.log}"
+            + (
+                f", ready after {info.ready_after_s:.1f}s" if info.ready_after_s is not None else ""
+            ),
+            flush=True,
+        )
         return info
 
     def stop(self, name: str, *, grace: float = 10) -> dict[str, Any]:
         ctx = _STATE.ctx
         for info in _servers.registered(Path(ctx.run_dir)):
             if info.name == name:
-                return _servers.stop(_client(info.target), info, run_dir=Path(ctx.run_dir),
-                                     grace=grace)
+                return _servers.stop(
+                    _client(info.target), info, run_dir=Path(ctx.run_dir), grace=grace
+                )
         raise UsageError(f"no running server '{name}' in this run")
 
     def running(self) -> list[_servers.ServerInfo]:
@@ -260,8 +302,14 @@ server = _Servers()
 # ---- measurements -----------------------------------------------------------------------
 
 
-def record(fact_id: str, value: Any, *, unit: str | None = None, note: str | None = None,
-           status: str = "verified") -> None:
+def record(
+    fact_id: str,
+    value: Any,
+    *,
+    unit: str | None = None,
+    note: str | None = None,
+    status: str = "verified",
+) -> None:
     """Queue a measured value for fact `fact_id`; the executor writes it back with provenance.
 
     Only ids declared in the step's `records:` are accepted, so a runbook's effect on the
@@ -269,11 +317,21 @@ def record(fact_id: str, value: Any, *, unit: str | None = None, note: str | Non
     """
     ctx = _STATE.ctx
     if fact_id not in ctx.step_records:
-        raise UsageError(f"step '{ctx.step}' records '{fact_id}' but does not declare it in "
-                         f"`records:` (declared: {', '.join(ctx.step_records) or 'none'})")
+        raise UsageError(
+            f"step '{ctx.step}' records '{fact_id}' but does not declare it in "
+            f"`records:` (declared: {', '.join(ctx.step_records) or 'none'})"
+        )
     _STATE.kb.get(fact_id)  # an unknown id fails here, in the cell, not at write-back
-    entry = {"fact": fact_id, "value": value, "unit": unit, "note": note, "status": status,
-             "step": ctx.step, "target": _target_name(None), "time": time.time()}
+    entry = {
+        "fact": fact_id,
+        "value": value,
+        "unit": unit,
+        "note": note,
+        "status": status,
+        "step": ctx.step,
+        "target": _target_name(None),
+        "time": time.time(),
+    }
     with (Path(ctx.run_dir) / RECORDS_FILE).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry, default=str) + "\n")
     print(f"recorded {fact_id} = {value}{' ' + unit if unit else ''}", flush=True)

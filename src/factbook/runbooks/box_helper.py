@@ -38,7 +38,7 @@ def start_time(pid):
             data = handle.read()
     except OSError:
         return None
-    fields = data[data.rfind(")") + 2:].split()
+    fields = data[data.rfind(")") + 2 :].split()
     return fields[19] if len(fields) > 19 else None
 
 
@@ -48,7 +48,7 @@ def state(pid):
             data = handle.read()
     except OSError:
         return None
-    return data[data.rfind(")") + 2:].split()[0]
+    return data[data.rfind(")") + 2 :].split()[0]
 
 
 def group_members(pgid):
@@ -62,7 +62,7 @@ def group_members(pgid):
                 data = handle.read()
         except OSError:
             continue
-        fields = data[data.rfind(")") + 2:].split()
+        fields = data[data.rfind(")") + 2 :].split()
         if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
             out.append(int(name))
     return out
@@ -104,13 +104,24 @@ def expand(path):
     return os.path.expanduser(os.path.expandvars(path)) if path else path
 
 
+def argv_of(job):
+    """The job's argv with `~` in the program expanded (targets name ~/ml-env/bin/python3)."""
+    argv = list(job["argv"])
+    argv[0] = expand(argv[0])
+    return argv
+
+
 def run(job):
     started = time.time()
     try:
         proc = subprocess.Popen(
-            job["argv"], stdin=subprocess.PIPE if job.get("stdin") else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=command_env(job),
-            cwd=expand(job.get("cwd")), start_new_session=True,
+            argv_of(job),
+            stdin=subprocess.PIPE if job.get("stdin") else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=command_env(job),
+            cwd=expand(job.get("cwd")),
+            start_new_session=True,
         )
     except OSError as exc:
         emit({"result": {"rc": 127, "error": str(exc), "timed_out": False, "duration_s": 0.0}})
@@ -127,8 +138,10 @@ def run(job):
         for raw in iter(stream.readline, b""):
             emit({"stream": name, "text": raw.decode("utf-8", "replace")})
 
-    pumps = [threading.Thread(target=pump, args=(proc.stdout, "stdout"), daemon=True),
-             threading.Thread(target=pump, args=(proc.stderr, "stderr"), daemon=True)]
+    pumps = [
+        threading.Thread(target=pump, args=(proc.stdout, "stdout"), daemon=True),
+        threading.Thread(target=pump, args=(proc.stderr, "stderr"), daemon=True),
+    ]
     for thread in pumps:
         thread.start()
     parent = os.getppid()
@@ -147,8 +160,16 @@ def run(job):
     rc = proc.wait()
     for thread in pumps:
         thread.join(timeout=2)
-    emit({"result": {"rc": rc, "timed_out": timed_out, "orphaned": orphaned,
-                     "duration_s": round(time.time() - started, 4)}})
+    emit(
+        {
+            "result": {
+                "rc": rc,
+                "timed_out": timed_out,
+                "orphaned": orphaned,
+                "duration_s": round(time.time() - started, 4),
+            }
+        }
+    )
 
 
 def spawn(job):
@@ -157,8 +178,13 @@ def spawn(job):
     with open(log, "ab") as handle:
         try:
             proc = subprocess.Popen(
-                job["argv"], stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
-                env=command_env(job), cwd=expand(job.get("cwd")), start_new_session=True,
+                argv_of(job),
+                stdin=subprocess.DEVNULL,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                env=command_env(job),
+                cwd=expand(job.get("cwd")),
+                start_new_session=True,
                 close_fds=True,
             )
         except OSError as exc:
@@ -168,8 +194,17 @@ def spawn(job):
     if pidfile:
         with open(pidfile, "w") as handle:
             handle.write(f"{proc.pid}\n")
-    emit({"result": {"pid": proc.pid, "started": start_time(proc.pid), "log": log,
-                     "pidfile": pidfile, "host": socket.gethostname()}})
+    emit(
+        {
+            "result": {
+                "pid": proc.pid,
+                "started": start_time(proc.pid),
+                "log": log,
+                "pidfile": pidfile,
+                "host": socket.gethostname(),
+            }
+        }
+    )
 
 
 def probe(ready):
@@ -203,18 +238,32 @@ def wait_ready(job):
     interval = float(job.get("interval", 0.2))
     while True:
         if not alive(job["pid"], job.get("started")):
-            emit({"result": {"ready": False, "reason": "the process exited before it was ready",
-                             "after_s": round(time.time() - started, 3),
-                             "log_tail": tail_text(job["log"], 4000)}})
+            emit(
+                {
+                    "result": {
+                        "ready": False,
+                        "reason": "the process exited before it was ready",
+                        "after_s": round(time.time() - started, 3),
+                        "log_tail": tail_text(job["log"], 4000),
+                    }
+                }
+            )
             return
         if probe(job["ready"]):
             emit({"result": {"ready": True, "after_s": round(time.time() - started, 3)}})
             return
         if time.time() > deadline:
             reason = "not ready after {}s".format(job["deadline"])
-            emit({"result": {"ready": False, "reason": reason,
-                             "after_s": round(time.time() - started, 3),
-                             "log_tail": tail_text(job["log"], 4000)}})
+            emit(
+                {
+                    "result": {
+                        "ready": False,
+                        "reason": reason,
+                        "after_s": round(time.time() - started, 3),
+                        "log_tail": tail_text(job["log"], 4000),
+                    }
+                }
+            )
             return
         time.sleep(interval)
 
@@ -234,8 +283,14 @@ def stop(job):
 
 
 def status(job):
-    emit({"result": {"alive": alive(int(job["pid"]), job.get("started")),
-                     "members": group_members(int(job["pid"]))}})
+    emit(
+        {
+            "result": {
+                "alive": alive(int(job["pid"]), job.get("started")),
+                "members": group_members(int(job["pid"])),
+            }
+        }
+    )
 
 
 def tail(job):
@@ -245,5 +300,11 @@ def tail(job):
 if __name__ == "__main__":
     # Ctrl-C reaches the kernel's process group; the caller stops our command group itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    {"run": run, "spawn": spawn, "wait_ready": wait_ready, "stop": stop, "status": status,
-     "tail": tail}[JOB["op"]](JOB)
+    {
+        "run": run,
+        "spawn": spawn,
+        "wait_ready": wait_ready,
+        "stop": stop,
+        "status": status,
+        "tail": tail,
+    }[JOB["op"]](JOB)

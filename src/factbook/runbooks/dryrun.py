@@ -38,28 +38,58 @@ def fact_uses(source: str) -> list[FactUse]:
     except SyntaxError:
         return []
     found: dict[str, FactUse] = {}
+    where: dict[str, tuple[int, int]] = {}
     parents: dict[int, ast.AST] = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
             parents[id(child)] = node
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id in FACT_FUNCTIONS and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in FACT_FUNCTIONS
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
             continue
         outer: ast.AST = node
-        parent = parents.get(id(node))
-        if node.func.id == "fact" and isinstance(parent, ast.Attribute):
-            grand = parents.get(id(parent))
-            if parent.attr == "get" and isinstance(grand, ast.Call) and grand.args \
-                    and all(isinstance(a, ast.Constant) for a in grand.args):
-                outer = grand
-            elif parent.attr in ("value", "unit", "status", "statement"):
-                outer = parent
+        if node.func.id == "fact":
+            outer = _climb(node, parents)
         expression = ast.unparse(outer)
-        found.setdefault(expression, FactUse(expression, node.args[0].value))
-    return list(found.values())
+        if expression not in found:
+            found[expression] = FactUse(expression, node.args[0].value)
+            where[expression] = (node.lineno, node.col_offset)
+    return sorted(found.values(), key=lambda use: where[use.expression])
+
+
+VIEW_ATTRIBUTES = {"value", "unit", "status", "statement", "check_args"}
+
+
+def _climb(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
+    """The largest constant expression around `fact("id")`: .get("k"), .value, ["k"]."""
+    outer = node
+    while True:
+        parent = parents.get(id(outer))
+        if isinstance(parent, ast.Attribute) and parent.attr in VIEW_ATTRIBUTES:
+            outer = parent
+        elif isinstance(parent, ast.Attribute) and parent.attr == "get":
+            call = parents.get(id(parent))
+            if not (
+                isinstance(call, ast.Call)
+                and call.args
+                and all(isinstance(a, ast.Constant) for a in call.args)
+            ):
+                return outer
+            outer = call
+        elif (
+            isinstance(parent, ast.Subscript)
+            and parent.value is outer
+            and isinstance(parent.slice, ast.Constant)
+        ):
+            outer = parent
+        else:
+            return outer
 
 
 def resolve(kb: KnowledgeBase, use: FactUse) -> FactUse:
@@ -70,9 +100,11 @@ def resolve(kb: KnowledgeBase, use: FactUse) -> FactUse:
         use.error = f"no fact '{use.fact_id}'"
         return use
     view = FactView(kb.facts[use.fact_id])
-    names = {"fact": lambda fid: FactView(kb.facts[fid]),
-             "env_from": lambda fid: _with_kb(kb, api.env_from, fid),
-             "flags_from": lambda fid: _with_kb(kb, api.flags_from, fid)}
+    names = {
+        "fact": lambda fid: FactView(kb.facts[fid]),
+        "env_from": lambda fid: _with_kb(kb, api.env_from, fid),
+        "flags_from": lambda fid: _with_kb(kb, api.flags_from, fid),
+    }
     try:
         use.value = eval(compile(use.expression, "<fact>", "eval"), {"__builtins__": {}}, names)
     except Exception as exc:  # a key the fact lacks: shown, the dry run goes on
@@ -93,8 +125,9 @@ def _with_kb(kb: KnowledgeBase, function: Any, fact_id: str) -> Any:
         api._STATE._kb, api._STATE._ctx = saved
 
 
-def print_dry_run(kb: KnowledgeBase, runbook: Runbook, steps: list[Step], target: str | None,
-                  out: TextIO) -> int:
+def print_dry_run(
+    kb: KnowledgeBase, runbook: Runbook, steps: list[Step], target: str | None, out: TextIO
+) -> int:
     """Print the plan; return the number of unresolvable fact accesses (0 = clean)."""
     problems = 0
     write = lambda text="": out.write(text + "\n")  # noqa: E731
@@ -102,9 +135,13 @@ def print_dry_run(kb: KnowledgeBase, runbook: Runbook, steps: list[Step], target
     write(f"  file: {runbook.display}")
     write(f"  target: {_target_text(kb, target)}")
     if runbook.pitfalls:
-        write("  read first: " + ", ".join(
-            f"{p} ({kb.facts[p].title})" if p in kb.facts else f"{p} (MISSING)"
-            for p in runbook.pitfalls))
+        write(
+            "  read first: "
+            + ", ".join(
+                f"{p} ({kb.facts[p].title})" if p in kb.facts else f"{p} (MISSING)"
+                for p in runbook.pitfalls
+            )
+        )
     write(f"  steps: {len(steps)} of {len(runbook.steps)} (dry run: nothing is executed)")
     for number, step in enumerate(steps, 1):
         step_target = step.target or target
@@ -157,6 +194,9 @@ def _requirement_text(kb: KnowledgeBase, fact_id: str, target: str | None) -> st
         return "MISSING FACT"
     how = f"check {fact.check.probe}" if fact.check else f"no check, status {fact.status}"
     latest = [r for r in latest_for(kb.root, fact_id) if r.target == target]
-    last = f"; last result {latest[0].outcome} at {latest[0].time}" if latest else \
-        "; never verified there"
+    last = (
+        f"; last result {latest[0].outcome} at {latest[0].time}"
+        if latest
+        else "; never verified there"
+    )
     return how + last
