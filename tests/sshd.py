@@ -156,9 +156,10 @@ def processes_with(marker: str) -> list[int]:
             continue
         try:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
             continue
-        if marker.encode() in cmdline:
+        if marker.encode() in cmdline and state != "Z":  # a zombie runs nothing
             found.append(int(entry))
     return found
 
