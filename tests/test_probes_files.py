@@ -58,6 +58,10 @@ def test_config_values_by_path(tmp_path: Path) -> None:
     assert files.config_value(str(tmp_path / "c.yaml"), "server.hosts[-1]") == "b"
     assert files.config_value(str(tmp_path / "c.toml"), "tool.levels[0]") == 1
     assert files.config_value(str(tmp_path / "c.ini"), "main.threads") == "8"
+    (tmp_path / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.12.3\n")
+    assert files.config_value(str(tmp_path / "pyvenv.cfg"), "version") == "3.12.3"
+    (tmp_path / "os-release").write_text('ID=debian\nPRETTY_NAME="Debian GNU/Linux 12"\n')
+    assert files.config_value(str(tmp_path / "os-release"), "PRETTY_NAME") == "Debian GNU/Linux 12"
 
 
 def test_safetensors_single_and_sharded(tmp_path: Path) -> None:

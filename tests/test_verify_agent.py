@@ -8,10 +8,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from factbook.kb import load_kb
 from factbook.model import Target
 from factbook.transports.local import LocalTransport
-from factbook.verify.bundle import Call, agent_argv, build_script, merge_calls
+from factbook.verify.bundle import Call, agent_argv, build_script, builtin_index, merge_calls
 from factbook.verify.engine import Engine, VerifyOptions
 from factbook.verify.targets import PlannedCheck
 from tests.verify_kb import fact, make_kb, pids_with_cmdline
@@ -214,3 +216,48 @@ def test_300_checks_overhead_is_small(tmp_path: Path) -> None:
     assert [r.outcome for r in records] == ["pass"] * 300
     print(f"300 checks: {elapsed:.3f}s")
     assert elapsed < 2.0, elapsed
+
+
+OLD_PYTHONS = sorted(Path("/root/.pyenv/versions").glob("3.[789]*/bin/python3")) + sorted(
+    Path("/root/.pyenv/versions").glob("3.1[0-9]*/bin/python3")
+)
+
+
+@pytest.mark.skipif(not OLD_PYTHONS, reason="no other Python interpreters here")
+@pytest.mark.parametrize("python", OLD_PYTHONS, ids=lambda p: p.parent.parent.name)
+def test_every_builtin_probe_loads_and_runs_on_older_pythons(python: Path, tmp_path: Path) -> None:
+    """The box may run 3.7+: every probe module must load and answer there."""
+    args = {
+        "disk.usage": {"path": "/"},
+        "env.var": {"name": "HOME"},
+        "pkg.version": {"name": "pip"},
+        "cmd": {"argv": ["true"]},
+        "gpu.query": {"field": "name"},
+        "port.listening": {"port": 1},
+        "http.get": {"url": "http://127.0.0.1:1/"},
+        "systemd.state": {"unit": "x"},
+    }
+    for name in (
+        "file.exists",
+        "file.size",
+        "file.sha256",
+        "file.read",
+        "config.value",
+        "safetensors.shard_count",
+        "safetensors.tensors",
+    ):
+        args[name] = {"path": str(tmp_path)}
+    for name in ("file.glob_count", "file.total_size"):
+        args[name] = {"pattern": str(tmp_path / "*")}
+    args["tokenizer.token_id"] = {"path": str(tmp_path), "token": "a"}
+    args["tokenizer.decode"] = {"path": str(tmp_path), "ids": [1]}
+    calls = merge_calls([(n, n, args.get(n, {}), 20) for n in builtin_index()])
+    proc = LocalTransport(LOCAL).start(agent_argv(str(python)), build_script(calls).encode(), {})
+    lines = [json.loads(line) for line in proc.lines()]
+    assert proc.wait(10) == 0, proc.stderr_text()
+    assert lines[0]["agent"]["python"].startswith(str(python.parent.parent))
+    results = lines[1:-1]
+    assert len(results) == len(calls)
+    # Expected failures here (no GPU, no server) are clean messages, never tracebacks.
+    crashes = [r for r in results if "error" in r and "Error:" in r["error"]]
+    assert crashes == [], crashes

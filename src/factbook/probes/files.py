@@ -86,16 +86,28 @@ def _load_config(path: str) -> Any:
         except ModuleNotFoundError:
             import tomli as tomllib  # type: ignore[no-redef]
         return tomllib.loads(text)
-    if suffix in (".ini", ".cfg", ".conf"):
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read_string(text)
-        return {s: dict(parser[s]) for s in parser.sections()}
+    if suffix in (".ini", ".cfg", ".conf", ".env") or os.path.basename(full) == "os-release":
+        return _ini(text)
     try:
         return json.loads(text)
     except ValueError:
         import yaml
 
         return yaml.safe_load(text)
+
+
+def _ini(text: str) -> dict[str, Any]:
+    """INI sections as mappings; `key = value` lines before any section (pyvenv.cfg) at top."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
+    try:
+        parser.read_string(text)
+    except configparser.MissingSectionHeaderError:
+        parser.read_string("[__top__]\n" + text)
+    data: dict[str, Any] = {s: dict(parser[s]) for s in parser.sections() if s != "__top__"}
+    if parser.has_section("__top__"):
+        data.update({k: v.strip('"') for k, v in parser["__top__"].items()})
+    return data
 
 
 _PART = re.compile(r"([^.\[\]]+)|\[(-?\d+)\]")

@@ -53,7 +53,10 @@ def run_python(python: str, code: str, *args: str) -> Any:
 def pkg_version(name: str, python: str | None = None) -> str | None:
     if python:
         return run_python(python, _PKG_SNIPPET, str(name))
-    from importlib import metadata
+    try:
+        from importlib import metadata
+    except ImportError:  # Python 3.7 on the box
+        import importlib_metadata as metadata  # type: ignore[no-redef]
 
     try:
         return metadata.version(str(name))

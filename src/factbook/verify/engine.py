@@ -22,7 +22,7 @@ from ..expectations import evaluate
 from ..kb import KnowledgeBase
 from ..model import Fact, Target
 from ..results import ResultRecord
-from ..transports.base import Transport, TransportOptions, transport_for
+from ..transports.base import AgentProcess, Transport, TransportOptions, transport_for
 from .bundle import DEFAULT_TIMEOUT, Call, agent_argv, build_script, merge_calls
 from .targets import PlannedCheck
 
@@ -109,6 +109,7 @@ class Engine:
         self.on_note = on_note or (lambda text: None)
         self.agents: dict[str, dict[str, Any]] = {}  # target -> the agent's header line
         self._lock = threading.Lock()
+        self._procs: set[AgentProcess] = set()
 
     def run(self, plan: list[PlannedCheck]) -> list[ResultRecord]:
         """Every planned check's final record, in plan order."""
@@ -118,15 +119,38 @@ class Engine:
         found: dict[str, ResultRecord] = {}
         threads = [
             threading.Thread(
-                target=self._run_target, args=(name, checks, found), name=f"verify-{name}"
+                target=self._guarded, args=(name, checks, found), name=f"verify-{name}", daemon=True
             )
             for name, checks in by_target.items()
         ]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
+        try:
+            for thread in threads:
+                thread.join()
+        except BaseException:  # Ctrl-C: stop every agent (and so every check) before leaving
+            self.stop()
+            raise
         return [found[c.key] for c in plan if c.key in found]
+
+    def stop(self) -> None:
+        """Kill every agent still running."""
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            proc.kill()
+
+    def _guarded(
+        self, name: str, checks: list[PlannedCheck], found: dict[str, ResultRecord]
+    ) -> None:
+        """A bug or an unmapped library error must not lose checks silently: they error."""
+        try:
+            self._run_target(name, checks, found)
+        except Exception as exc:
+            for check in checks:
+                if check.key not in found:
+                    message = f"{name}: internal error: {type(exc).__name__}: {exc}"
+                    self._final(check, self._error(check, message), found)
 
     def _final(
         self, check: PlannedCheck, record: ResultRecord, found: dict[str, ResultRecord]
@@ -215,6 +239,8 @@ class Engine:
             for check in checks:
                 settle(check, self._error(check, str(exc)))
             return records
+        with self._lock:
+            self._procs.add(proc)
         watchdog = threading.Timer(_budget(calls, self.options.jobs), proc.kill)
         watchdog.daemon = True
         watchdog.start()
@@ -240,6 +266,8 @@ class Engine:
         finally:
             watchdog.cancel()
         status = proc.wait(timeout=10)
+        with self._lock:
+            self._procs.discard(proc)
         stderr = proc.stderr_text()
         for note in stderr.splitlines():
             if note.startswith("factbook:"):
