@@ -27,7 +27,13 @@ STEP_KEYS = {
 }
 # Keys Jupyter and jupytext themselves put on cells: allowed, ignored.
 PASSTHROUGH_KEYS = {
-    "tags", "jupyter", "editable", "deletable", "collapsed", "scrolled", "execution",
+    "tags",
+    "jupyter",
+    "editable",
+    "deletable",
+    "collapsed",
+    "scrolled",
+    "execution",
 }
 RUNBOOK_KEYS = {
     "title": "a short title (default: the first heading)",
@@ -123,10 +129,21 @@ def load_runbook(path: Path, root: Path | None = None) -> Runbook:
         meta = {}
     for key in meta:
         if key not in RUNBOOK_KEYS:
-            problems.append(Problem(display, 1, f"unknown runbook key 'factbook.{key}' "
-                                    f"(known: {', '.join(RUNBOOK_KEYS)})"))
-    step_default = _number(meta.get("step_timeout"), DEFAULT_STEP_TIMEOUT, display, 1,
-                           "factbook.step_timeout", problems)
+            problems.append(
+                Problem(
+                    display,
+                    1,
+                    f"unknown runbook key 'factbook.{key}' (known: {', '.join(RUNBOOK_KEYS)})",
+                )
+            )
+    step_default = _number(
+        meta.get("step_timeout"),
+        DEFAULT_STEP_TIMEOUT,
+        display,
+        1,
+        "factbook.step_timeout",
+        problems,
+    )
     steps: list[Step] = []
     seen: dict[str, int] = {}
     code_no = 0
@@ -137,8 +154,13 @@ def load_runbook(path: Path, root: Path | None = None) -> Runbook:
         code_no += 1
         step = _step(cell, index, line, step_default, display, problems)
         if step.name in seen:
-            problems.append(Problem(display, line, f"duplicate step name '{step.name}' "
-                                    f"(first at line {seen[step.name]})"))
+            problems.append(
+                Problem(
+                    display,
+                    line,
+                    f"duplicate step name '{step.name}' (first at line {seen[step.name]})",
+                )
+            )
         seen.setdefault(step.name, line)
         steps.append(step)
     if not steps:
@@ -159,8 +181,9 @@ def load_runbook(path: Path, root: Path | None = None) -> Runbook:
     )
 
 
-def _step(cell: Any, index: int, line: int, default_timeout: float, display: str,
-          problems: list[Problem]) -> Step:
+def _step(
+    cell: Any, index: int, line: int, default_timeout: float, display: str, problems: list[Problem]
+) -> Step:
     meta = dict(cell.metadata)
     name = meta.get("name")
     if not isinstance(name, str) or not STEP_NAME.match(name):
@@ -169,8 +192,13 @@ def _step(cell: Any, index: int, line: int, default_timeout: float, display: str
         name = f"cell-{index}"
     for key in meta:
         if key not in STEP_KEYS and key not in PASSTHROUGH_KEYS:
-            problems.append(Problem(display, line, f"step '{name}': unknown key '{key}' "
-                                    f"(known: {', '.join(STEP_KEYS)})"))
+            problems.append(
+                Problem(
+                    display,
+                    line,
+                    f"step '{name}': unknown key '{key}' (known: {', '.join(STEP_KEYS)})",
+                )
+            )
     for key in ("destructive", "setup"):
         if key in meta and not isinstance(meta[key], bool):
             problems.append(Problem(display, line, f"step '{name}': '{key}' must be true/false"))
@@ -183,20 +211,23 @@ def _step(cell: Any, index: int, line: int, default_timeout: float, display: str
         index=index,
         source=cell.source,
         line=line,
-        timeout=_number(meta.get("timeout"), default_timeout, display, line,
-                        f"step '{name}': timeout", problems) or default_timeout,
-        requires=_id_list(meta.get("requires"), display, line, f"step '{name}': requires",
-                          problems),
+        timeout=_number(
+            meta.get("timeout"), default_timeout, display, line, f"step '{name}': timeout", problems
+        )
+        or default_timeout,
+        requires=_id_list(
+            meta.get("requires"), display, line, f"step '{name}': requires", problems
+        ),
         destructive=meta.get("destructive") is True,
         target=target,
-        records=_id_list(meta.get("records"), display, line, f"step '{name}': records",
-                         problems),
+        records=_id_list(meta.get("records"), display, line, f"step '{name}': records", problems),
         setup=meta.get("setup") is True,
     )
 
 
-def _number(raw: Any, default: float | None, display: str, line: int, what: str,
-            problems: list[Problem]) -> float | None:
+def _number(
+    raw: Any, default: float | None, display: str, line: int, what: str, problems: list[Problem]
+) -> float | None:
     if raw is None:
         return default
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw <= 0:
@@ -245,16 +276,15 @@ def select_steps(
     """The steps a run executes, in order; setup steps before the range are kept.
 
     `only` (--step, repeatable) wins; otherwise the range [start, until], or the steps after
-    `after` (--resume). Setup steps earlier than the chosen range run too, so the kernel holds
-    the variables later steps expect.
+    `after` (--resume). Setup steps that come before a chosen step run too, so the kernel
+    holds the variables later steps expect.
     """
     names = [s.name for s in runbook.steps]
     for ref in [*(only or []), start, until, after]:
         if ref is not None:
             runbook.step(ref)  # raises a UsageError naming the known steps
     if only:
-        chosen = {s for s in only}
-        first = min(names.index(s) for s in chosen)
+        chosen = set(only)
     else:
         lo = names.index(start) if start else 0
         if after is not None:
@@ -263,8 +293,5 @@ def select_steps(
         if lo > hi and after is None:
             raise UsageError(f"--from {start} comes after --until {until}")
         chosen = {n for i, n in enumerate(names) if lo <= i <= hi}
-        first = lo
-    return [
-        s for i, s in enumerate(runbook.steps)
-        if s.name in chosen or (s.setup and i < first and chosen)
-    ]
+    last = max((names.index(n) for n in chosen), default=-1)
+    return [s for i, s in enumerate(runbook.steps) if s.name in chosen or (s.setup and i < last)]
