@@ -175,7 +175,7 @@ class Executor:
             self._stop_kernel()
             self.record.finished = rec.now_iso()
             self.record.duration_s = round(time.monotonic() - started, 3)
-            self._save()
+            self._save(notebook=True)
             self._say(
                 f"run {self.record.run_id}: {self.record.status} "
                 f"({self.record.duration_s:.1f}s); saved {self._display(self.folder)}"
@@ -222,7 +222,7 @@ class Executor:
             target=self.target,
         ).save()
         self.notebook = copy.deepcopy(self.runbook.notebook)
-        self._save()
+        self._save(notebook=True)
         self._say(
             f"run {run_id}: runbook {self.runbook.name} on {self.target or '(no target)'}, "
             f"{len(steps)} step(s); saving to {self._display(self.folder)}"
@@ -274,9 +274,16 @@ class Executor:
         self._silent("import factbook.runbooks.api as __factbook_api")
         self.record.kernel_start_s = round(time.monotonic() - started, 3)
 
-    def _silent(self, code: str) -> None:
-        """Run hidden code in the kernel (no output, no history, not in the notebook)."""
+    def _silent(self, code: str, *, wait: bool = True) -> None:
+        """Run hidden code in the kernel (no output, no history, not in the notebook).
+
+        `wait=False` skips the reply: the kernel handles shell requests in order, so the next
+        cell runs after this code; nbclient ignores replies to other requests. Saves a round
+        trip per step.
+        """
         msg_id = self.client.kc.execute(code, silent=True, store_history=False)
+        if not wait:
+            return
         reply = self.client.wait_for_reply(msg_id)
         content = (reply or {}).get("content", {})
         if content.get("status") != "ok":
@@ -324,7 +331,8 @@ class Executor:
                     entry, "failed", "requirements not met: " + "; ".join(failed), EXIT_FAILED
                 )
         self._silent(
-            f"__factbook_api._begin_step({step.name!r}, {target!r}, {list(step.records)!r})"
+            f"__factbook_api._begin_step({step.name!r}, {target!r}, {list(step.records)!r})",
+            wait=False,
         )
         cell = self.notebook.cells[step.index]
         began = time.monotonic()
@@ -500,13 +508,14 @@ class Executor:
             if self._ipc_dir:
                 shutil.rmtree(self._ipc_dir, ignore_errors=True)
 
-    def _save(self) -> None:
-        """Autosave: record.json and executed.ipynb after every step (Ctrl-C loses nothing)."""
-        import nbformat
-
+    def _save(self, *, notebook: bool = False) -> None:
+        """Save record.json (after every step: a killed executor loses at most one step) and,
+        at the start and the end, executed.ipynb (serialising the notebook costs ~20 ms)."""
         assert self.folder is not None and self.record is not None
         rec.save(self.record, self.folder)
-        if self.notebook is not None:
+        if notebook and self.notebook is not None:
+            import nbformat
+
             from ..atomic import write_text_atomic
 
             self.notebook.metadata["factbook_run"] = {
