@@ -151,3 +151,45 @@ def test_list_dump_with_recorded_layers_and_bad_width(target: tuple, tmp_path: P
     torch.save({"input_ids": ids, "hidden_states": torch.zeros(TOKENS, 50)}, wide)
     with pytest.raises(InputError, match="width 50 is not a multiple of the target hidden"):
         load_dump(wide, HIDDEN)
+
+
+def test_unreadable_inputs_are_input_errors(
+    target: tuple, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = target[1]
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a zip or a pickle")
+    assert run(["eagle3", "align", str(folder), str(junk), "--layers", "embed,3,5"]) == 2
+    assert f"{junk}: cannot read as a torch file" in capsys.readouterr().err
+    broken = tmp_path / "model"
+    broken.mkdir()
+    sample = tmp_path / "s.pt"
+    torch.save(
+        {
+            "input_ids": torch.zeros(2, dtype=torch.long),
+            "hidden_states": torch.zeros(2, 3 * HIDDEN),
+        },
+        sample,
+    )
+    (broken / "config.json").write_text(
+        json.dumps({"model_type": "no-such-arch", "hidden_size": HIDDEN})
+    )
+    assert run(["eagle3", "align", str(broken), str(sample), "--layers", "0,1,2"]) == 2
+    assert "transformers cannot load it" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert (
+            run(
+                [
+                    "eagle3",
+                    "align",
+                    str(folder),
+                    str(sample),
+                    "--layers",
+                    "0,1,2",
+                    "--device",
+                    "cuda",
+                ]
+            )
+            == 2
+        )
+        assert "has no CUDA device" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import InputError, UsageError
 
 
 class MissingDependency(UsageError):
@@ -35,3 +35,35 @@ def require(module: str) -> Any:
             f"this command needs {module.split('.')[0]} ({exc}); "
             "install the ml extra: pip install -e '.[ml]'"
         ) from None
+
+
+def torch_load(path: Any) -> Any:
+    """`torch.load` (weights only, to CPU) with unreadable files reported by path."""
+    torch = require("torch")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # pickle, zip and torch errors all mean: not a tensor file
+        raise InputError(
+            f"{path}: cannot read as a torch file ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def safetensors_load(path: Any) -> dict[str, Any]:
+    """All tensors of a .safetensors file, unreadable files reported by path."""
+    load_file = require("safetensors.torch").load_file
+    try:
+        return load_file(str(path))
+    except Exception as exc:  # SafetensorError, OSError
+        raise InputError(f"{path}: cannot read as safetensors ({exc})") from None
+
+
+def check_device(device: str) -> str:
+    """A usable torch device name, or a usage error (not a CUDA traceback)."""
+    torch = require("torch")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"device {device!r}: torch here has no CUDA device")
+    try:
+        torch.device(device)
+    except RuntimeError:
+        raise UsageError(f"device {device!r}: not a torch device (cpu, cuda, cuda:1)") from None
+    return device

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UsageError
-from . import require
+from . import check_device, require, safetensors_load, torch_load
 from .capture import label
 
 DTYPES = {
@@ -51,7 +51,7 @@ def load_dump(path: Path | str, hidden_size: int) -> Dump:
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     if path.suffix == ".safetensors":
-        data: dict[str, Any] = dict(require("safetensors.torch").load_file(str(path)))
+        data: dict[str, Any] = dict(safetensors_load(path))
         numbered = sorted(
             (k for k in data if k.startswith("hidden_states.")),
             key=lambda k: int(k.rsplit(".", 1)[1]),
@@ -59,7 +59,7 @@ def load_dump(path: Path | str, hidden_size: int) -> Dump:
         if numbered:
             data["hidden_states"] = [data.pop(k) for k in numbered]
     else:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        data = torch_load(path)
     if not isinstance(data, dict) or "input_ids" not in data or "hidden_states" not in data:
         raise InputError(f"{path}: expected a dict with input_ids and hidden_states")
     ids = data["input_ids"].reshape(-1).long()
@@ -108,10 +108,15 @@ def load_target(path: Path | str, *, device: str = "cpu", dtype: str = "bf16") -
     path = Path(path)
     if not (path / "config.json").is_file():
         raise InputError(f"{path}: no config.json (a local transformers model folder)")
+    device = check_device(device)
     transformers.utils.logging.disable_progress_bar()
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        str(path), dtype=getattr(torch, DTYPES[dtype]), local_files_only=True
-    )
+    try:
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            str(path), dtype=getattr(torch, DTYPES[dtype]), local_files_only=True
+        )
+    except (OSError, ValueError, KeyError) as exc:  # unknown model type, missing weights
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: transformers cannot load it: {first}") from None
     return model.to(device).eval()
 
 

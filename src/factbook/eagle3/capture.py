@@ -108,10 +108,9 @@ def trained_layers_from_file(path: Path | str) -> list[int]:
     if path.suffix == ".json":
         data: Any = load_json(path)
     else:
-        from . import require
+        from . import torch_load
 
-        torch = require("torch")
-        data = torch.load(path, map_location="cpu", weights_only=True)
+        data = torch_load(path)
         if not isinstance(data, dict):
             raise InputError(f"{path}: expected a dict with 'layer_ids'")
         data = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in data.items()}

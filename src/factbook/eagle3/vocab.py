@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from . import require
+from . import check_device, require, safetensors_load, torch_load
 
 
 @dataclass
@@ -66,8 +66,7 @@ def load_token_ids(path: Path | str, *, key: str = "input_ids", use_loss_mask: b
         numpy = require("numpy")
         return torch.from_numpy(numpy.load(path).astype("int64").reshape(-1))
     if suffix == ".safetensors":
-        load_file = require("safetensors.torch").load_file
-        data = load_file(str(path))
+        data = safetensors_load(path)
         chosen = (
             [data[key]]
             if key in data
@@ -79,9 +78,7 @@ def load_token_ids(path: Path | str, *, key: str = "input_ids", use_loss_mask: b
     if suffix == ".jsonl":
         return _jsonl_ids(path, key, use_loss_mask, torch)
     if suffix in {".pt", ".pth", ".bin"}:
-        return _pt_ids(
-            torch.load(path, map_location="cpu", weights_only=True), path, key, use_loss_mask, torch
-        )
+        return _pt_ids(torch_load(path), path, key, use_loss_mask, torch)
     raise InputError(f"{path}: unknown data format {suffix!r} (.npy .safetensors .jsonl .pt)")
 
 
@@ -122,7 +119,7 @@ def _pt_ids(obj: Any, path: Path, key: str, use_loss_mask: bool, torch: Any) -> 
 def count_tokens(ids: Any, target_vocab_size: int, *, device: str = "cpu") -> Any:
     """Frequency of every target id (int64 [target_vocab]); ids out of range are an error."""
     torch = require("torch")
-    ids = ids.to(device)
+    ids = ids.to(check_device(device))
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= target_vocab_size):
         raise InputError(
             f"token ids span [{int(ids.min())}, {int(ids.max())}], outside the target "
@@ -268,10 +265,7 @@ def load_tensor(path: Path | str, name: str | None = None) -> Any:
     if path.suffix == ".npy":
         numpy = require("numpy")
         return torch.from_numpy(numpy.load(path))
-    if path.suffix == ".safetensors":
-        data = require("safetensors.torch").load_file(str(path))
-    else:
-        data = torch.load(path, map_location="cpu", weights_only=True)
+    data = safetensors_load(path) if path.suffix == ".safetensors" else torch_load(path)
     if isinstance(data, torch.Tensor):
         return data
     if isinstance(data, dict) and name and name in data:
