@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -385,5 +387,44 @@ def test_options_default_to_home_ssh(ssh_lab: Lab, ssh_home: Path) -> None:
     transport = SSHTransport(Target(name="box"), {}, TransportOptions(connect_timeout=5))
     try:
         assert run(transport, "print('home')\n")[0] == ["home"]
+    finally:
+        transport.close()
+
+
+# --- keys: agent, hashed known_hosts ---------------------------------------------------------
+
+
+def test_key_from_a_running_ssh_agent(
+    ssh_lab: Lab, ssh_home: Path, ssh_targets, ssh_options, tmp_path: Path, monkeypatch
+) -> None:
+    """No identity file anywhere: the only way in is the key held by a real ssh-agent."""
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.run(
+        ["ssh-agent", "-a", str(sock), "-s"], capture_output=True, text=True, check=True
+    )
+    pid = int(agent.stdout.split("SSH_AGENT_PID=")[1].split(";")[0])
+    try:
+        env = {"SSH_AUTH_SOCK": str(sock), "PATH": "/usr/bin:/bin"}
+        subprocess.run(["ssh-add", "-q", str(ssh_lab.client_key)], env=env, check=True)
+        for leftover in (ssh_home / ".ssh").glob("id_*"):
+            leftover.unlink()
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        targets = {k: replace(t, identity_file=None) for k, t in ssh_targets.items()}
+        transport = SSHTransport(targets["box"], targets, ssh_options)
+        try:
+            assert run(transport, "print('agent')\n")[0] == ["agent"]
+        finally:
+            transport.close()
+    finally:
+        os.kill(pid, signal.SIGTERM)
+
+
+def test_hashed_known_hosts(ssh_lab: Lab, ssh_home: Path, ssh_targets, ssh_options) -> None:
+    known = ssh_home / ".ssh" / "known_hosts"
+    subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(known)], check=True, capture_output=True)
+    assert ssh_lab.box.host not in known.read_text()  # really hashed
+    transport = SSHTransport(ssh_targets["box"], ssh_targets, ssh_options)
+    try:
+        assert run(transport, "print('hashed')\n")[0] == ["hashed"]
     finally:
         transport.close()

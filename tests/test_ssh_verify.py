@@ -243,3 +243,23 @@ def test_targets_yaml_written_by_hand_round_trips(ssh_targets: dict, tmp_path: P
     (root / "targets.yaml").write_text(yaml.safe_dump({"targets": inventory}))
     code, out, err = cli(root, "lint")
     assert code == 0, out + err
+
+
+def test_fleet_of_two_targets_in_parallel(ssh_lab: Lab, ssh_targets: dict, tmp_path: Path) -> None:
+    """`--target box,jump`: each target gets its own connection and agent, at the same time."""
+    inventory = {
+        name: {
+            "host": t.host,
+            "port": t.port,
+            "user": t.user,
+            "identity_file": t.identity_file,
+            **({"jump": list(t.jump)} if t.jump else {}),
+        }
+        for name, t in ssh_targets.items()
+    }
+    root = mixed_kb(tmp_path / "kb", {"targets": inventory})
+    code, out, err = cli(root, "verify", "--target", "box,jump", "--format", "json", "--no-save")
+    assert code == 0, err
+    got = json.loads(out)["results"]
+    assert sorted({r["target"] for r in got}) == ["box", "jump"]
+    assert len(got) == 8 and {r["outcome"] for r in got} == {"pass"}
