@@ -213,3 +213,41 @@ def test_lint_problems_in_selected_facts_stop_the_run(tmp_path: Path) -> None:
     assert code == 2 and "unknown probe 'no.such.probe'" in err
     code, _, err = cli(root, "verify", "x.good", "--no-save")
     assert code == 0 and "1 lint problem(s) in facts not selected" in err
+
+
+def test_verify_facts_console_script(kb: Path) -> None:
+    """The installed `verify-facts` entry point, as a user runs it (non-TTY: no progress)."""
+    import shutil
+    import subprocess
+    import sys
+
+    exe = shutil.which("verify-facts", path=str(Path(sys.executable).parent))
+    assert exe, "verify-facts is not installed in this environment"
+    done = subprocess.run(
+        [exe, "--root", str(kb), "hw.cpu.threads", "--target", "local", "--no-save"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok    hw.cpu.threads") and done.stderr == ""
+
+
+def test_progress_on_a_terminal_rewrites_one_line(kb: Path) -> None:
+    import io
+
+    from factbook.results import ResultRecord
+    from factbook.verify.report import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    progress = Progress(2, stream=screen)
+    progress.result(ResultRecord("a.b", "local", "pass", "ok"))
+    progress.result(ResultRecord("a.c", "local", "drift", "expected eq 1, observed 2"))
+    progress.close()
+    text = screen.getvalue()
+    assert "\n" not in text and text.count("\r\x1b[K") == 3
+    assert "[2/2] 1 ok, 1 not ok  a.c@local" in text

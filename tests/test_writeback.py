@@ -106,6 +106,23 @@ def test_block_value_replaced_and_handwritten_keys_refused(root: Path) -> None:
         update_fact(root, "bench.batch", set_fields={"statement": "new words"})
 
 
+def test_awkward_values_round_trip(root: Path) -> None:
+    for value in [
+        "line one\nline two: x # not a comment",
+        "a: b # c",
+        "",
+        None,
+        [1, {"k": "v"}],
+        "2026-11-29",
+        "yes",
+        1e-5,
+        "ünïcode",
+    ]:
+        update_fact(root, "bench.single", value=value)
+        assert load_kb(root, strict=False).get("bench.single").value == value
+    assert "# trailing comment" in (root / "facts" / "bench.yaml").read_text()
+
+
 def test_unknown_fact_is_a_usage_error(root: Path) -> None:
     from factbook.errors import UsageError
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,7 +77,9 @@ def _kb_root(path: Path) -> Path | None:
 
 
 def _flow(value: Any) -> str:
-    """A value as one line of YAML flow text."""
+    """A value as one line of YAML flow text (JSON-style escapes for multi-line strings)."""
+    if isinstance(value, str) and ("\n" in value or "\r" in value):
+        return json.dumps(value, ensure_ascii=False)
     text = yaml.safe_dump(
         value, default_flow_style=True, width=10**9, allow_unicode=True, sort_keys=False
     )
