@@ -101,14 +101,29 @@ def factbook_run(root: Path, name: str) -> dict:
     return json.loads((folder / "record.json").read_text())
 
 
-def nbclient_low_level(codes: list[str]) -> None:
+def nbclient_low_level(codes: list[str]) -> float:
+    """Seconds per cell of the execute_cell loop alone (kernel start/stop excluded)."""
     from nbclient import NotebookClient
 
     nb = notebook(codes)
     client = NotebookClient(nb, kernel_name="python3", timeout=60)
     with client.setup_kernel():
+        began = time.perf_counter()
         for index, cell in enumerate(nb.cells):
             client.execute_cell(cell, index)
+        return (time.perf_counter() - began) / len(codes)
+
+
+def per_step(record: dict) -> float:
+    """Seconds per step from the first step's start to the last step's end, in one run."""
+    from datetime import datetime
+
+    def at(text: str) -> float:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+    steps = record["steps"]
+    span = at(steps[-1]["started"]) + steps[-1]["duration_s"] - at(steps[0]["started"])
+    return span / len(steps)
 
 
 def nbclient_execute(codes: list[str]) -> None:
@@ -138,38 +153,38 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="fb-bench-"))
     try:
         root = make_kb(work / "kb")
-        write_runbook(root, "one", [TRIVIAL])
         write_runbook(root, "trivial", [TRIVIAL] * n)
-        write_runbook(root, "sleep1", [SLEEP])
         write_runbook(root, "sleepy", [SLEEP] * n)
         write_runbook(root, "pids", [PIDS] * n)
-        factbook_run(root, "one")  # warm imports and caches, like the other engines get
+        factbook_run(root, "trivial")  # warm imports and caches, like the other engines get
         out: dict[str, object] = {"cells": n, "repeat": repeat}
 
-        t1, _ = timed(lambda: factbook_run(root, "one"), repeat)
-        tn, samples = timed(lambda: factbook_run(root, "trivial"), repeat)
-        s1, _ = timed(lambda: factbook_run(root, "sleep1"), repeat)
-        sn, _ = timed(lambda: factbook_run(root, "sleepy"), repeat)
-        record = factbook_run(root, "trivial")
-        step_own = statistics.median(s["duration_s"] for s in record["steps"])
+        total, samples = timed(lambda: factbook_run(root, "trivial"), repeat)
+        trivial = [factbook_run(root, "trivial") for _ in range(repeat)]
+        sleepy = [factbook_run(root, "sleepy") for _ in range(repeat)]
+        step_fb = statistics.median(per_step(r) for r in trivial)
+        step_sleep = statistics.median(per_step(r) for r in sleepy)
+        own = statistics.median(s["duration_s"] for r in trivial for s in r["steps"])
+        cell_nb = statistics.median(nbclient_low_level([TRIVIAL] * n) for _ in range(repeat))
+        sleep_nb = statistics.median(nbclient_low_level([SLEEP] * n) for _ in range(repeat))
         pids = {s["outputs"].strip() for s in factbook_run(root, "pids")["steps"]}
         out["factbook"] = {
-            "total_s": round(tn, 3),
+            "total_s": round(total, 3),
             "samples_s": [round(x, 3) for x in samples],
-            "kernel_start_s": record["kernel_start_s"],
-            "per_trivial_step_ms": round((tn - t1) / (n - 1) * 1000, 1),
-            "trivial_step_own_ms": round(step_own * 1000, 1),
-            "per_50ms_step_overhead_ms": round(((sn - s1) / (n - 1) - 0.05) * 1000, 1),
+            "kernel_start_s": statistics.median(r["kernel_start_s"] for r in trivial),
+            "per_trivial_step_ms": round(step_fb * 1000, 1),
+            "execute_cell_in_step_ms": round(own * 1000, 1),
+            "per_50ms_step_ms": round(step_sleep * 1000, 1),
             "kernels_per_run": len(pids),
         }
-
-        from nbclient import NotebookClient  # noqa: F401 (import cost outside the timings)
-
-        low1, _ = timed(lambda: nbclient_low_level([TRIVIAL]), repeat)
-        lown, _ = timed(lambda: nbclient_low_level([TRIVIAL] * n), repeat)
         out["nbclient_low_level"] = {
-            "total_s": round(lown, 3),
-            "per_cell_ms": round((lown - low1) / (n - 1) * 1000, 1),
+            "per_trivial_cell_ms": round(cell_nb * 1000, 1),
+            "per_50ms_cell_ms": round(sleep_nb * 1000, 1),
+        }
+        out["overhead_vs_nbclient_ms"] = {
+            "trivial": round((step_fb - cell_nb) * 1000, 1),
+            "50ms": round((step_sleep - sleep_nb) * 1000, 1),
+            "50ms_beyond_own_work": round((step_sleep - 0.05) * 1000, 1),
         }
         ex, _ = timed(lambda: nbclient_execute([TRIVIAL] * n), repeat)
         out["nbclient_execute"] = {"total_s": round(ex, 3)}

@@ -334,6 +334,10 @@ class Executor:
             f"__factbook_api._begin_step({step.name!r}, {target!r}, {list(step.records)!r})",
             wait=False,
         )
+        if self._interrupt.requested:  # Ctrl-C during the prompt or the requirement checks
+            entry.status = "running"
+            self._mark_interrupted()
+            return "interrupted", EXIT_INTERRUPTED
         cell = self.notebook.cells[step.index]
         began = time.monotonic()
         try:
