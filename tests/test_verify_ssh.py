@@ -88,3 +88,43 @@ def test_unknown_host_key_errors_every_check(ssh_lab, ssh_home: Path, tmp_path: 
     )
     assert code == 3
     assert out.count("ERROR") == 2
+
+
+def test_dropped_connection_keeps_received_results(ssh_lab, ssh_home: Path, tmp_path: Path) -> None:
+    """sshd sessions killed mid-run: the quick result stays, the hanging check errors, and
+    nothing is left running on the box."""
+    import threading
+
+    marker = "654.3219"
+    facts = [
+        fact("box.quick", "cpu.threads", {"ge": 1}),
+        fact("box.slow", "cmd", None, args={"argv": ["sleep", marker]}, timeout=120),
+    ]
+    root = make_kb(tmp_path / "kb", facts)
+    result: dict = {}
+
+    def run() -> None:
+        result["out"] = cli(
+            root, "verify", "--target", ssh_lab.box_url(), "--format", "json", "--no-save"
+        )
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not pids_with_cmdline(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_with_cmdline(f"sleep {marker}"), "the slow check never started"
+    time.sleep(0.3)  # let the quick result travel
+    ssh_lab.box.kill_sessions()
+    thread.join(60)
+    assert not thread.is_alive()
+    code, out, _ = result["out"]
+    outcomes = {r["fact"]: r for r in json.loads(out)["results"]}
+    assert outcomes["box.quick"]["outcome"] == "pass"
+    assert outcomes["box.slow"]["outcome"] == "error"
+    assert "after 1 of 2 results" in outcomes["box.slow"]["reason"]
+    assert code == 3
+    deadline = time.monotonic() + 5
+    while pids_with_cmdline(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_with_cmdline(f"sleep {marker}") == []
