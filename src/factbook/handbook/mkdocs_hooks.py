@@ -57,6 +57,7 @@ def on_files(files: Files, config: Any) -> Files:
 
 def on_serve(server: Any, config: Any, builder: Any) -> Any:
     root = _root(config)
+    (root / "results").mkdir(exist_ok=True)  # watch it before verify-facts first writes it
     for name in WATCHED_DIRS:
         if (root / name).is_dir():
             server.watch(str(root / name))

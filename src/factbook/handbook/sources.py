@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +70,7 @@ def load_runbooks(root: Path) -> list[Runbook]:
     folder = root / RUNBOOKS_DIR
     paths = sorted(p for p in folder.glob("*.md") if not p.name.startswith(("_", "README")))
     for path in paths:
-        book = _parse_runbook(path, root)
-        book.runs = load_runs(root, path.stem)
-        out.append(book)
+        out.append(replace(_parsed(path, root), runs=load_runs(root, path.stem)))
     names = {r.name for r in out}
     records = root / RUN_RECORDS_DIR
     if records.is_dir():  # runs of runbooks that were since removed still show
@@ -89,6 +87,20 @@ def load_runbooks(root: Path) -> list[Runbook]:
                 )
             )
     return out
+
+
+_PARSED: dict[Path, tuple[tuple[int, int], Runbook]] = {}
+
+
+def _parsed(path: Path, root: Path) -> Runbook:
+    """Parse once per file version: jupytext costs ~15-50 ms a runbook, a stat ~10 µs."""
+    stat = path.stat()
+    key = (stat.st_mtime_ns, stat.st_size)
+    cached = _PARSED.get(path)
+    if cached is None or cached[0] != key:
+        cached = (key, _parse_runbook(path, root))
+        _PARSED[path] = cached
+    return cached[1]
 
 
 def _parse_runbook(path: Path, root: Path) -> Runbook:

@@ -212,7 +212,7 @@ class ViewBuilder:
 def _source_text(source: Any) -> str:
     if source.seed:
         where = f"msg {source.message} " if source.message else ""
-        return f"{md(where)}({md(source.seed)})"
+        return f"{md(where)} ({md(source.seed)})" if where else md(source.seed)
     parts = [
         str(p) for p in (source.runbook, source.step, source.run, source.target, source.date) if p
     ]

@@ -1,0 +1,282 @@
+"""Handbook build time on a synthetic knowledge base: 1,000 facts, 20 runbooks.
+
+    .venv/bin/python bench/docs_build.py [--facts N] [--runbooks N] [--no-baseline] [--json]
+
+Cases (wall seconds; mkdocs runs as a subprocess, as a user runs it):
+  generate             the generator alone, cold (load KB + results + runbooks, render pages)
+  mkdocs build         `mkdocs build` with the hook: generation + MkDocs-Material rendering
+  regenerate 1 fact    one fact's title edited; a warm generator renders only what changed
+  serve rebuild        what `mkdocs serve` does after that edit: a whole in-process rebuild
+  mkdocs alone         plain `mkdocs build` (no hook) of the very same pages, pre-generated
+  one page per fact    the naive layout: every fact its own page, built by plain mkdocs
+
+The synthetic facts are bench/status_render.py's (same knowledge base for both budgets).
+Exits 1 when the full build exceeds 10 s or one changed fact takes over 1 s to regenerate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from status_render import build_kb
+
+from factbook.handbook import Generator, write_tree
+
+REPO = Path(__file__).resolve().parents[1]
+HOOKS = REPO / "src" / "factbook" / "handbook" / "mkdocs_hooks.py"
+FULL_BUDGET_S = 10.0
+REGEN_BUDGET_S = 1.0
+RUNBOOK_FRONT = """\
+---
+jupytext:
+  text_representation: {{extension: .md, format_name: myst}}
+kernelspec: {{display_name: Python 3, language: python, name: python3}}
+factbook:
+  target: llm-two
+  description: Synthetic runbook {n} for the handbook benchmark.
+---
+
+# Runbook {n}
+
+Bring the box from a clean state to a measured benchmark.
+"""
+
+
+def add_runbooks(root: Path, count: int) -> None:
+    """`count` runbooks of six steps, each with three recorded runs."""
+    (root / "runbooks").mkdir(exist_ok=True)
+    for n in range(count):
+        parts = [RUNBOOK_FRONT.format(n=n)]
+        for s in range(6):
+            meta = {"name": f"step-{s}", "timeout": 60 * (s + 1)}
+            if s == 5:
+                meta["destructive"] = True
+            front = yaml.safe_dump(meta, default_flow_style=None, sort_keys=False).strip()
+            parts.append(f"\n```{{code-cell}} ipython3\n---\n{front}\n---\nprint({s})\n```\n")
+        (root / "runbooks" / f"book-{n:02d}.md").write_text("".join(parts), encoding="utf-8")
+        for r in range(3):
+            run_id = f"20261129T1{r}0000.000000Z-llm-two"
+            folder = root / "results" / "runbooks" / f"book-{n:02d}" / run_id
+            folder.mkdir(parents=True)
+            steps = [
+                {
+                    "name": f"step-{s}",
+                    "status": "ok" if s < 5 or r else "failed",
+                    "duration_s": 0.5 * s,
+                }
+                for s in range(6)
+            ]
+            record = {
+                "runbook": f"book-{n:02d}",
+                "run_id": run_id,
+                "steps": steps,
+                "status": "ok" if r else "failed",
+                "started": f"2026-11-29T1{r}:00:00Z",
+                "finished": f"2026-11-29T1{r}:00:09Z",
+            }
+            (folder / "record.json").write_text(json.dumps(record), encoding="utf-8")
+
+
+def mkdocs_config(
+    root: Path, *, hooks: bool, docs_dir: str = "docs", nav: list[Any] | None = None
+) -> Path:
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    config["docs_dir"] = docs_dir
+    if hooks:
+        config["hooks"] = [str(HOOKS)]
+    else:
+        config.pop("hooks", None)
+        config["extra_css"] = ["assets/factbook.css"]
+        if nav is not None:
+            config["nav"] = nav
+    name = "mkdocs.yml" if hooks else f"mkdocs-{docs_dir.replace('/', '-')}.yml"
+    path = root / name
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+CPU: dict[str, float] = {}  # case -> CPU seconds (user + sys), for runs on a busy machine
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def mkdocs_build(root: Path, config: Path, case: str) -> float:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    cpu = _children_cpu()
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("mkdocs")),
+            "build",
+            "-q",
+            "-f",
+            str(config),
+            "-d",
+            str(root / "site"),
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    took = time.perf_counter() - started
+    CPU[case] = _children_cpu() - cpu
+    if proc.returncode != 0:
+        raise SystemExit(f"mkdocs build failed:\n{proc.stderr[-3000:]}")
+    return took
+
+
+def edit_one_fact(root: Path, marker: str) -> None:
+    path = root / "facts" / "part03.yaml"
+    text = path.read_text(encoding="utf-8")
+    start = text.index("title: ")
+    end = text.index("\n", start)
+    path.write_text(text[:start] + f"title: edited {marker}" + text[end:], encoding="utf-8")
+
+
+def serve_rebuild(root: Path, config: Path) -> tuple[float, float]:
+    """A warm in-process build, then the rebuild `mkdocs serve` does after one fact edit."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    os.environ["NO_MKDOCS_2_WARNING"] = "1"
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        started, cpu = time.perf_counter(), time.process_time()
+        build(load_config(str(config), site_dir=str(root / "site-serve")))
+        first = time.perf_counter() - started
+        CPU["serve_first_build_s"] = time.process_time() - cpu
+        edit_one_fact(root, "serve")
+        started, cpu = time.perf_counter(), time.process_time()
+        build(load_config(str(config), site_dir=str(root / "site-serve")))
+        CPU["serve_rebuild_s"] = time.process_time() - cpu
+        return first, time.perf_counter() - started
+    finally:
+        os.chdir(cwd)
+
+
+def one_page_per_fact(root: Path, pages: dict[str, str]) -> int:
+    """The naive layout: split every category page into one page per fact."""
+    out = root / "naive"
+    count = 0
+    for uri, text in pages.items():
+        if not uri.startswith("facts/") or uri == "facts/index.md":
+            continue
+        for block in text.split("\n### ")[1:]:
+            title, _, body = block.partition("\n")
+            fact_id = title.rsplit("{#", 1)[-1].rstrip("} ")
+            (out / "facts").mkdir(parents=True, exist_ok=True)
+            (out / "facts" / f"{fact_id}.md").write_text(f"# {title}\n{body}", encoding="utf-8")
+            count += 1
+    (out / "index.md").write_text("# Facts\n", encoding="utf-8")
+    shutil.copytree(REPO / "src/factbook/templates/handbook", out / "assets", dirs_exist_ok=True)
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--facts", type=int, default=1000)
+    parser.add_argument("--runbooks", type=int, default=20)
+    parser.add_argument("--no-baseline", action="store_true", help="skip one page per fact")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = {"facts": args.facts, "runbooks": args.runbooks}
+    with tempfile.TemporaryDirectory(prefix="docs-bench-") as tmp:
+        root = build_kb(Path(tmp) / "kb", args.facts)
+        add_runbooks(root, args.runbooks)
+        (root / "docs").mkdir()
+        config = mkdocs_config(root, hooks=True)
+
+        generator = Generator()
+        started, cpu = time.perf_counter(), time.process_time()
+        handbook = generator.generate(root, docs_dir=root / "docs")
+        results["generate_s"] = time.perf_counter() - started
+        CPU["generate_s"] = time.process_time() - cpu
+        results["pages"] = len(handbook.pages)
+        results["generate_parts_s"] = handbook.seconds
+
+        results["mkdocs_build_s"] = mkdocs_build(root, config, "mkdocs_build_s")
+
+        edit_one_fact(root, "regen")
+        started, cpu = time.perf_counter(), time.process_time()
+        again = generator.generate(root, docs_dir=root / "docs")
+        results["regenerate_s"] = time.perf_counter() - started
+        CPU["regenerate_s"] = time.process_time() - cpu
+        results["regenerated_pages"] = again.rendered
+        out = root / "generated"
+        write_tree(handbook, out)
+        edit_one_fact(root, "write")
+        started, cpu = time.perf_counter(), time.process_time()
+        written = write_tree(generator.generate(root, docs_dir=root / "docs"), out)
+        results["regenerate_and_write_s"] = time.perf_counter() - started
+        CPU["regenerate_and_write_s"] = time.process_time() - cpu
+        results["written_files"] = written
+
+        results["serve_first_build_s"], results["serve_rebuild_s"] = serve_rebuild(root, config)
+
+        plain = mkdocs_config(root, hooks=False, docs_dir="generated", nav=handbook.nav)
+        results["mkdocs_alone_s"] = mkdocs_build(root, plain, "mkdocs_alone_s")
+
+        if not args.no_baseline:
+            results["naive_pages"] = one_page_per_fact(root, handbook.pages)
+            naive = mkdocs_config(root, hooks=False, docs_dir="naive")
+            results["naive_build_s"] = mkdocs_build(root, naive, "naive_build_s")
+
+    results["cpu_s"] = dict(CPU)
+    ok = results["mkdocs_build_s"] <= FULL_BUDGET_S and results["regenerate_s"] <= REGEN_BUDGET_S
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return 0 if ok else 1
+    f, n = args.facts, args.runbooks
+    print(f"handbook of {f} facts, {n} runbooks: {results['pages']} pages")
+    rows = [
+        ("generate (cold)", "generate_s", ""),
+        ("mkdocs build, hook generates", "mkdocs_build_s", f"budget {FULL_BUDGET_S} s"),
+        (
+            "regenerate after 1 fact edit",
+            "regenerate_s",
+            f"budget {REGEN_BUDGET_S} s; rendered {', '.join(results['regenerated_pages'])}",
+        ),
+        (
+            "  + write changed files",
+            "regenerate_and_write_s",
+            f"wrote {', '.join(results['written_files'])}",
+        ),
+        ("serve: first build in process", "serve_first_build_s", ""),
+        ("serve: rebuild after 1 fact edit", "serve_rebuild_s", ""),
+        ("mkdocs alone, same pages, no hook", "mkdocs_alone_s", ""),
+    ]
+    if "naive_build_s" in results:
+        rows.append(
+            (
+                f"mkdocs, one page per fact ({results['naive_pages']} pages)",
+                "naive_build_s",
+                "the layout this design avoids",
+            )
+        )
+    print(f"  {'case':<42} {'wall':>7}    {'cpu':>7}")
+    for label, key, note in rows:
+        print(f"  {label:<42} {results[key]:7.2f} s  {CPU.get(key, 0.0):7.2f} s  {note}")
+    print("within budget" if ok else "OVER BUDGET")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""The served handbook in headless Chromium: pages, anchors, search, phone width, live reload.
+
+`mkdocs serve` runs on a copy of the shipped knowledge base. Screenshots go to a temp folder,
+or to $FACTBOOK_SCREENSHOTS (the README's are made with FACTBOOK_SCREENSHOTS=docs/img).
+Without /usr/bin/chromium these tests skip, except under CI (CI=true), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from factbook.results import ResultRecord, write_run
+from tests.test_handbook_support import Served, copy_kb, edit_fact
+
+pytestmark = pytest.mark.browser
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+def _need_chromium() -> None:
+    if os.path.exists(CHROMIUM):
+        return
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"CI needs {CHROMIUM} (scripts/test installs Debian's chromium)")
+    pytest.skip(f"{CHROMIUM} not installed")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    _need_chromium()
+    root = copy_kb(tmp_path_factory.mktemp("served") / "kb")
+    server = Served(root, root.parent / "serve.log")
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(served: Served) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = os.environ.get("FACTBOOK_SCREENSHOTS")
+    path = Path(folder) if folder else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def open_page(browser: Any, url: str, viewport: dict[str, int] = DESKTOP) -> Any:
+    page = browser.new_page(viewport=viewport)
+    page.goto(url, wait_until="load")
+    return page
+
+
+def test_home_shows_goal_and_status_at_a_glance(served: Served, browser: Any, shots: Path) -> None:
+    page = open_page(browser, served.url + "/")
+    assert page.locator("h1").first.inner_text().startswith("Kimi-K2.5")
+    assert page.locator("#status-at-a-glance").is_visible()
+    table = page.locator("table", has_text="Never checked").first
+    assert "llm-two" in table.inner_text()
+    nav = page.locator("nav.md-nav--primary").first.inner_text()
+    for section in ("Hardware", "Pitfalls", "Runbooks", "Status documents"):
+        assert section in nav
+    page.screenshot(path=str(shots / "home.png"))
+    page.close()
+
+
+def test_fact_anchor_scrolls_to_the_fact(served: Served, browser: Any, shots: Path) -> None:
+    page = open_page(browser, served.url + "/facts/hardware/#hw.numa.gpu_layout")
+    heading = page.locator('[id="hw.numa.gpu_layout"]')
+    assert heading.is_visible()
+    page.wait_for_function(
+        "document.getElementById('hw.numa.gpu_layout').getBoundingClientRect().top < 300"
+    )
+    assert page.locator(".fb-badge").count() > 10
+    page.goto(served.url + "/facts/hardware/#topology", wait_until="load")
+    assert page.locator("svg[aria-label='GPU to NUMA node layout']").first.is_visible()
+    page.screenshot(path=str(shots / "hardware-topology.png"))
+    page.close()
+
+
+def test_pitfalls_page_reads_at_phone_width(served: Served, browser: Any, shots: Path) -> None:
+    page = open_page(browser, served.url + "/facts/pitfalls/", PHONE)
+    assert page.locator("h1").first.inner_text().startswith("Pitfalls")
+    assert (
+        page.locator("text=Symptom:").first.is_visible()
+        or page.locator("strong", has_text="Symptom").count() > 0
+    )
+    assert page.locator(".fb-badge").count() > 0
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 1, f"page is {overflow}px wider than the phone"
+    page.screenshot(path=str(shots / "pitfalls-phone.png"))
+    desktop = open_page(browser, served.url + "/facts/pitfalls/")
+    desktop.screenshot(path=str(shots / "pitfalls.png"))
+    desktop.close()
+    page.close()
+
+
+def test_search_finds_a_fact_by_its_words(served: Served, browser: Any) -> None:
+    page = open_page(browser, served.url + "/")
+    box = page.locator("input.md-search__input")
+    result = page.locator(".md-search-result__item a[href*='hardware/?h=numa#hw.numa']").first
+    for _ in range(6):  # a query typed before the search worker is ready is dropped
+        box.click()
+        box.fill("NUMA")
+        try:
+            result.wait_for(state="attached", timeout=5_000)
+            break
+        except Exception:
+            box.fill("")
+    result.wait_for(state="attached", timeout=1_000)
+    result.click()  # search results deep-link to the fact's anchor
+    page.wait_for_url("**/facts/hardware/**#hw.numa*")
+    assert page.locator('[id^="hw.numa"]').first.is_visible()
+    page.close()
+
+
+def test_editing_a_fact_or_results_reloads_the_page_once(
+    served: Served, browser: Any, shots: Path
+) -> None:
+    page = open_page(browser, served.url + "/facts/hardware/#hw.gpu.count")
+    assert "never checked" in page.locator('[id="hw.gpu.count"] ~ p').first.inner_text()
+    before = served.builds()
+    marker = f"GPU count edited {time.time_ns()}"
+    edit_fact(served.root, "hw.gpu.count", title=marker)
+    started = time.monotonic()
+    page.wait_for_function(f"document.body.innerText.includes({marker!r})", timeout=90_000)
+    seen_after = time.monotonic() - started
+    time.sleep(4)  # a loop would rebuild again and again without any edit
+    assert served.builds() == before + 1, served.log()[-3000:]
+    write_run(
+        served.root,
+        "20261129T160000Z-browser",
+        {"targets": ["llm-two"]},
+        [
+            ResultRecord(
+                "hw.gpu.count", "llm-two", "pass", "ok", observed=8, time="2026-11-29T16:00:00Z"
+            )
+        ],
+    )
+    page.wait_for_function(
+        "document.body.innerText.includes('verified 2026-11-29 16:00 UTC on llm-two')",
+        timeout=90_000,
+    )
+    page.locator('[id="hw.gpu.count"]').scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "fact-verified.png"))
+    page.close()
+    print(f"edit to reloaded page: {seen_after:.1f} s")
