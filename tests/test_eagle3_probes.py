@@ -95,3 +95,51 @@ def test_pt_d2t_needs_torch(tmp_path: Path) -> None:
     torch.save(mask, tmp_path / "t2d.pt")
     result = probes.d2t_format(str(tmp_path / "d2t.pt"), str(tmp_path / "t2d.pt"))
     assert result["format"] == "offsets" and result["t2d_marked"] == 3
+
+
+def test_probes_run_through_the_verify_agent(tmp_path: Path) -> None:
+    """The facts' way: checks/eagle3.py shipped by the agent, expectations compared."""
+    from verify_kb import fact, make_kb
+
+    from factbook.kb import load_kb
+    from factbook.verify.engine import Engine, PlannedCheck, VerifyOptions
+
+    mask = [1 if i in (1, 2, 3) else 0 for i in range(16)]
+    spec = _checkpoint(tmp_path / "spec", "layers.0.", [1, 1, 1], mask)
+    fixed = _checkpoint(tmp_path / "fixed", "midlayer.", [1, 1, 1], mask)
+    layout = {"path": "layout", "eq": "sglang"}
+    facts = [
+        fact("e.spec", "eagle3.checkpoint_keys", layout, args={"path": str(spec)}, target="local"),
+        fact(
+            "e.fixed", "eagle3.checkpoint_keys", layout, args={"path": str(fixed)}, target="local"
+        ),
+        fact(
+            "e.d2t",
+            "eagle3.d2t_format",
+            {"path": "format", "eq": "offsets"},
+            args={"path": str(fixed)},
+            target="local",
+        ),
+        fact(
+            "e.fc", "eagle3.fc_in_features", {"eq": 48}, args={"path": str(fixed)}, target="local"
+        ),
+        fact(
+            "e.gone",
+            "eagle3.fc_in_features",
+            {"eq": 48},
+            args={"path": str(tmp_path / "gone")},
+            target="local",
+        ),
+    ]
+    checks = {"eagle3.py": (ROOT / "checks" / "eagle3.py").read_text()}
+    kb = load_kb(make_kb(tmp_path / "kb", facts, checks=checks))
+    plan = [PlannedCheck(f, "local") for f in kb.facts.values()]
+    records = {r.fact: r for r in Engine(kb, kb.targets, VerifyOptions(), run_id="r").run(plan)}
+    assert {k: r.outcome for k, r in records.items()} == {
+        "e.spec": "drift",
+        "e.fixed": "pass",
+        "e.d2t": "pass",
+        "e.fc": "pass",
+        "e.gone": "error",
+    }
+    assert "no such file or folder" in records["e.gone"].reason
