@@ -430,7 +430,52 @@ def test_record_writes_the_value_back_with_provenance_keeping_comments(tmp_path:
     )
     assert fact.sources[0].note == "seed value"
     ids = [f["id"] for f in yaml.safe_load(text)["facts"]]
-    assert ids == ["inv.workdir", "inv.missing", "sw.server.config", "bench.speed", "pit.trap"]
+    assert ids == [
+        "inv.workdir",
+        "inv.missing",
+        "sw.server.config",
+        "bench.speed",
+        "bench.latency",
+        "pit.trap",
+    ]
+
+
+def test_concurrent_runs_write_back_into_the_same_file_without_losing_updates(
+    tmp_path: Path,
+) -> None:
+    root = make_kb(tmp_path)
+    for name, fid, value in (("speed", "bench.speed", 11.5), ("latency", "bench.latency", 3.25)):
+        write_runbook(
+            root,
+            name,
+            [
+                SETUP,
+                step(
+                    "measure",
+                    f"import time\ntime.sleep(0.3)\nrecord({fid!r}, {value})",
+                    records=[fid],
+                ),
+            ],
+        )
+    procs = [
+        subprocess.Popen(
+            [FACTBOOK, "--root", str(root), "run", name, "--quiet"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("speed", "latency")
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    kb = load_kb(root)
+    assert kb.get("bench.speed").value == 11.5 and kb.get("bench.latency").value == 3.25
+    assert kb.get("bench.speed").sources[-1].runbook == "speed"
+    assert kb.get("bench.latency").sources[-1].runbook == "latency"
+    assert (
+        "# measured by the runbook; keep this comment" in (root / "facts" / "test.yaml").read_text()
+    )
 
 
 def test_record_of_an_undeclared_fact_fails_the_step(tmp_path: Path) -> None:

@@ -65,6 +65,16 @@ facts:
     status: assumed
     sources: [{{note: seed value}}]
 
+  - id: bench.latency
+    category: benchmarks
+    title: Latency
+    statement: how long the test step waits
+    value: 9.0
+    unit: ms
+    metric: latency
+    status: assumed
+    sources: [{{note: seed value}}]
+
   - id: pit.trap
     category: pitfalls
     title: A trap
