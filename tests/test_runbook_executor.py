@@ -467,7 +467,7 @@ def test_concurrent_runs_write_back_into_the_same_file_without_losing_updates(
         for name in ("speed", "latency")
     ]
     for proc in procs:
-        out, err = proc.communicate(timeout=120)
+        _out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
     kb = load_kb(root)
     assert kb.get("bench.speed").value == 11.5 and kb.get("bench.latency").value == 3.25
