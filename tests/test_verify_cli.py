@@ -251,3 +251,29 @@ def test_progress_on_a_terminal_rewrites_one_line(kb: Path) -> None:
     text = screen.getvalue()
     assert "\n" not in text and text.count("\r\x1b[K") == 3
     assert "[2/2] 1 ok, 1 not ok  a.c@local" in text
+
+
+def test_errors_with_one_cause_collapse_in_the_table(tmp_path: Path) -> None:
+    facts = [
+        fact(
+            f"x.e{i}",
+            "cmd",
+            None,
+            args={"argv": ["echo", str(i)], "cwd": "/factbook/nope"},
+            target="local",
+        )
+        for i in range(5)
+    ]
+    facts.append(
+        fact("x.lone", "cmd", None, args={"argv": ["true"], "cwd": "/other/nope"}, target="local")
+    )
+    root = make_kb(tmp_path / "kb", facts)
+    code, out, _ = cli(root, "verify", "--no-save")
+    lines = out.splitlines()
+    assert code == 3
+    assert [line.split()[:3] for line in lines[:-1]] == [
+        ["ERROR", "(5", "checks)"],
+        ["ERROR", "x.lone", "local"],
+    ]
+    assert "cwd does not exist: /factbook/nope" in lines[0]
+    assert lines[-1].startswith("6 checks: 0 passed, 0 failed, 6 errored")

@@ -7,6 +7,7 @@ with the fact's file:line on failures), so CI systems and people read the same v
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import threading
@@ -88,16 +89,36 @@ def _width() -> int:
     return max(60, shutil.get_terminal_size((120, 20)).columns - 1)
 
 
+# Errors sharing one cause (an unreachable box) collapse into one line past this many.
+COLLAPSE_AT = 4
+_LOCATION = re.compile(r" \[[^\]]+:\d+\]$")
+
+
 def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = True) -> str:
-    """The human summary: failures first with their reasons, then a count line."""
+    """The human summary: failures first with their reasons, then a count line.
+
+    Errors with the same cause on one target (an unreachable box: 116 times 'cannot
+    resolve llm-two') show once, with how many checks they hit.
+    """
     order = {"drift": 0, "error": 1, "skipped": 2, "pass": 3}
     shown = [r for r in records if show_passed or r.outcome != "pass"]
     shown.sort(key=lambda r: (order[r.outcome], r.target, r.fact))
+    causes = Counter((r.target, _LOCATION.sub("", r.reason)) for r in shown if r.outcome == "error")
     width = _width()
     fact_w = min(max((len(r.fact) for r in shown), default=4), 48)
     target_w = min(max((len(r.target) for r in shown), default=6), 20)
     lines = []
+    collapsed: set[tuple[str, str]] = set()
     for r in shown:
+        cause = (r.target, _LOCATION.sub("", r.reason))
+        if r.outcome == "error" and causes[cause] >= COLLAPSE_AT:
+            if cause not in collapsed:
+                collapsed.add(cause)
+                label = f"({causes[cause]} checks)"
+                lines.append(
+                    f"{MARK['error']:<5} {label:<{fact_w}}  {r.target:<{target_w}}  {cause[1]}"
+                )
+            continue
         head = f"{MARK[r.outcome]:<5} {r.fact:<{fact_w}}  {r.target:<{target_w}}  "
         reason = r.reason.replace("\n", " ")
         if r.outcome == "pass" and len(head) + len(reason) > width:
