@@ -210,7 +210,9 @@ def check_capture(
     if 0 in indices:
         report.notes.append(
             "index 0 (layer id -1) is the embedding output: the target model's code must "
-            "support capturing it (SGLang's llama.py does; deepseek_v2.py needed a patch)"
+            "support capturing it (SGLang's llama.py does; deepseek_v2.py appends "
+            "hidden_states + residual, and residual is None before layer 0, so it needs a "
+            "patch like the seeds')"
         )
     if target_hidden_size is not None and target_hidden != target_hidden_size:
         report.problems.append(
