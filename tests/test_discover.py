@@ -97,3 +97,23 @@ def test_write_applies_without_touching_statements(tmp_path: Path) -> None:
     assert code == 0, out
     again = _proposals(root)
     assert not [p for p in again.values() if p["kind"] in ("new", "changed")]
+
+
+LXC_MOUNTS = """\
+/dev/mapper/pve-vm--129--disk--0 / ext4 rw,relatime 0 0
+none /dev tmpfs rw,relatime,size=492k 0 0
+proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0
+/dev/mapper/pve-root /shared ext4 rw,relatime 0 0
+tank/data /data zfs rw,xattr,posixacl 0 0
+/dev/mapper/pve-root /etc/hostname ext4 rw,relatime 0 0
+10.0.0.2:/export /mnt/nfs\\040share nfs4 rw,relatime 0 0
+/dev/mapper/pve-root /shared ext4 rw,relatime 0 0
+"""
+
+
+def test_parse_mounts_keeps_real_disks_only() -> None:
+    from factbook.verify.discover import _mount_observation, parse_mounts
+
+    assert parse_mounts(LXC_MOUNTS) == ["/shared", "/data", "/mnt/nfs share"]
+    obs = _mount_observation("/mnt/nfs share")
+    assert obs.key == "disk.mnt_nfs_share.total_gib" and obs.args == {"path": "/mnt/nfs share"}

@@ -265,6 +265,107 @@ def _matches(kb: KnowledgeBase, target: Target) -> dict[tuple[str, str, str | No
     return found
 
 
+# File systems worth a disk fact; pseudo and bind-mounted system paths are skipped.
+DISK_FS = {
+    "ext2",
+    "ext3",
+    "ext4",
+    "xfs",
+    "btrfs",
+    "zfs",
+    "nfs",
+    "nfs4",
+    "cifs",
+    "lustre",
+    "gpfs",
+    "beegfs",
+    "ceph",
+    "fuse.sshfs",
+    "fuseblk",
+    "ntfs",
+    "vfat",
+    "exfat",
+}
+SYSTEM_PATHS = (
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run",
+    "/snap",
+    "/boot",
+    "/etc",
+    "/var/lib/docker",
+    "/var/lib/containers",
+    "/mnt/sandboxing",
+)
+MOUNTS = Observation(
+    "mounts",
+    "file.read",
+    "Mounts",
+    "hardware",
+    _eq,
+    args={"path": "/proc/mounts", "max_bytes": 1 << 20},
+)
+
+
+def parse_mounts(text: str) -> list[str]:
+    """Mount points of real file systems in /proc/mounts text, without system paths."""
+    found: list[str] = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 3 or fields[2] not in DISK_FS:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[1])
+        if point == "/" or any(point == p or point.startswith(p + "/") for p in SYSTEM_PATHS):
+            continue
+        if point not in found:
+            found.append(point)
+    return found
+
+
+def _mount_observation(point: str) -> Observation:
+    key = "disk." + (_safe(point.strip("/").replace("/", "_")) or "root") + ".total_gib"
+    return Observation(
+        key,
+        "disk.usage",
+        f"Size of {point}",
+        "hardware",
+        _approx(0.05),
+        args={"path": point},
+        path="total_gib",
+        unit="GiB",
+        tags=("disk",),
+    )
+
+
+def _observe(
+    kb: KnowledgeBase,
+    targets: dict[str, Target],
+    pairs: list[tuple[Observation, Target]],
+    options: VerifyOptions,
+    run_id: str,
+    on_result: Callable[[ResultRecord], None] | None,
+) -> list[tuple[ResultRecord, Observation, Target]]:
+    plan: list[PlannedCheck] = []
+    meta: dict[str, tuple[Observation, Target]] = {}
+    for obs, target in pairs:
+        probe_fact = Fact(
+            id=f"discovered.{_safe(target.name)}.{obs.key}",
+            category=obs.category,
+            title=obs.title,
+            statement="",
+            status="assumed",
+            sources=[Source(run=run_id)],
+            file="<discover>",
+            line=0,
+            check=Check(obs.probe, _args(obs, target), None, None, target.name),
+        )
+        plan.append(PlannedCheck(probe_fact, target.name))
+        meta[f"{probe_fact.id}@{target.name}"] = (obs, target)
+    records = Engine(kb, targets, options, run_id=run_id, on_result=on_result).run(plan)
+    return [(r, *meta[f"{r.fact}@{r.target}"]) for r in records]
+
+
 def discover(
     kb: KnowledgeBase,
     targets: dict[str, Target],
@@ -274,32 +375,27 @@ def discover(
     run_id: str,
     on_result: Callable[[ResultRecord], None] | None = None,
 ) -> list[Proposal]:
-    """Observe every target in `names` and compare with the knowledge base."""
-    plan: list[PlannedCheck] = []
-    meta: dict[str, tuple[Observation, Target]] = {}
-    for name in names:
-        target = targets[name]
-        for obs in observations():
-            probe_fact = Fact(
-                id=f"discovered.{_safe(name)}.{obs.key}",
-                category=obs.category,
-                title=obs.title,
-                statement="",
-                status="assumed",
-                sources=[Source(run=run_id)],
-                file="<discover>",
-                line=0,
-                check=Check(obs.probe, _args(obs, target), None, None, name),
-            )
-            plan.append(PlannedCheck(probe_fact, name))
-            meta[f"{probe_fact.id}@{name}"] = (obs, target)
-    records = Engine(kb, targets, options, run_id=run_id, on_result=on_result).run(plan)
+    """Observe every target in `names` and compare with the knowledge base.
+
+    A first pass takes the fixed observations and /proc/mounts; a second one sizes every
+    real mount found (the /shared, /data disks of a GPU box).
+    """
+    first = [(obs, targets[n]) for n in names for obs in [*observations(), MOUNTS]]
+    seen = _observe(kb, targets, first, options, run_id, on_result)
+    second = [
+        (_mount_observation(point), target)
+        for record, obs, target in seen
+        if obs is MOUNTS and record.outcome == "pass" and isinstance(record.observed, str)
+        for point in parse_mounts(record.observed)
+    ]
+    if second:
+        seen += _observe(kb, targets, second, options, run_id, on_result)
     proposals = []
     today = date.today().isoformat()
     matches = {name: _matches(kb, targets[name]) for name in names}
-    for record in records:
-        obs, target = meta[f"{record.fact}@{record.target}"]
-        proposals.append(_propose(record, obs, target, matches[target.name], run_id, today))
+    for record, obs, target in seen:
+        if obs is not MOUNTS:
+            proposals.append(_propose(record, obs, target, matches[target.name], run_id, today))
     return proposals
 
 
