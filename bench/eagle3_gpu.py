@@ -188,6 +188,7 @@ def vocab_bench(sizes: list[int], device: str, folder: Path) -> list[dict[str, A
             "gpu_s": round(gpu_s, 4),
             "speedup": round(cpu_s / gpu_s, 1) if gpu_s else None,
             "coverage": round(cpu_map.coverage, 4),
+            "coverage_at": cpu_map.summary()["coverage_at"],
             "distinct": cpu_map.distinct,
             "d2t_equal": bool(torch.equal(cpu_map.d2t, gpu_map.d2t)),
             "valid_offsets": report.ok,

@@ -122,3 +122,10 @@ def test_cli_keys_and_fix_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert json.loads(capsys.readouterr().out)["layout"] == "sglang"
     assert run(["eagle3", "keys", str(tmp_path / "missing")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_rename_rules() -> None:
+    assert rename_key("model.layers.0.mlp.up_proj.weight") == "model.midlayer.mlp.up_proj.weight"
+    assert rename_key("layers.2.hidden_norm.weight") == "additional_layers.1.hidden_norm.weight"
+    assert rename_key("midlayer.mlp.up_proj.weight") is None
+    assert rename_key("fc.weight") is None

@@ -17,6 +17,8 @@ torch = pytest.importorskip("torch")
 from factbook.eagle3.vocab import (  # noqa: E402
     build_mapping,
     count_tokens,
+    coverage_curve,
+    load_counts,
     load_token_ids,
     mapping_from_checkpoint,
     validate_mapping,
@@ -159,3 +161,17 @@ def test_cli_build_then_validate(tmp_path: Path, capsys: pytest.CaptureFixture[s
     )
     assert json.loads(capsys.readouterr().out)["format"] == "absolute"
     assert run(["eagle3", "validate-vocab"]) == 2
+
+
+def test_speculators_token_freq_and_coverage_curve(tmp_path: Path) -> None:
+    freq = tmp_path / "token_freq.pt"
+    torch.save({7: 5, 2: 4, 9: 3, 4: 3, 0: 1, 11: 1}, freq)  # speculators' {id: count}
+    counts = load_counts(freq, 12)
+    assert torch.equal(counts, count_tokens(_ids(), 12))
+    assert coverage_curve(counts, [1, 2, 6, 100]) == pytest.approx(
+        {1: 5 / 17, 2: 9 / 17, 6: 1.0, 100: 1.0}
+    )
+    mapping = build_mapping(counts, 3)
+    assert mapping.summary()["coverage_at"] == {"3": round(12 / 17, 6)}
+    with pytest.raises(InputError, match="outside the target vocabulary of 8"):
+        load_counts(freq, 8)

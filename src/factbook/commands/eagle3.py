@@ -44,7 +44,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--force", action="store_true", help="replace an existing output")
 
     c = add("vocab-map", "build d2t (offsets) and t2d from token frequencies", _vocab_map)
-    c.add_argument("data", type=Path, help=".npy, .safetensors, .jsonl, .pt or a folder of .pt")
+    c.add_argument(
+        "data",
+        type=Path,
+        help=".npy, .safetensors, .jsonl, .pt, a folder of .pt, or speculators' token_freq.pt",
+    )
     c.add_argument("--target-vocab", type=int, required=True)
     c.add_argument("--draft-vocab", type=int, required=True)
     c.add_argument("--out", type=Path, help="folder for d2t.pt, t2d.pt, vocab_mapping.json")
@@ -128,6 +132,8 @@ class _Built:
             f"{s['draft_vocab_size']:,} of {s['target_vocab_size']:,} covers "
             f"{s['coverage']:.2%} of them",
         ]
+        curve = ", ".join(f"{int(k):,}: {v:.2%}" for k, v in s["coverage_at"].items())
+        out.append(f"  coverage by draft vocab size: {curve}")
         if s["padded_with_unseen_ids"]:
             out.append(f"  padded with {s['padded_with_unseen_ids']} ids never seen")
         out += [f"  wrote {p}" for p in s.get("written", [])]
@@ -135,10 +141,15 @@ class _Built:
 
 
 def _vocab_map(args: argparse.Namespace) -> int:
-    from ..eagle3.vocab import build_mapping, count_tokens, load_token_ids, save_mapping
+    from ..eagle3.vocab import build_mapping, load_counts, save_mapping
 
-    ids = load_token_ids(args.data, key=args.key, use_loss_mask=args.loss_mask)
-    counts = count_tokens(ids, args.target_vocab, device=args.device)
+    counts = load_counts(
+        args.data,
+        args.target_vocab,
+        key=args.key,
+        use_loss_mask=args.loss_mask,
+        device=args.device,
+    )
     mapping = build_mapping(counts, args.draft_vocab)
     summary = mapping.summary()
     if args.out:
@@ -148,9 +159,8 @@ def _vocab_map(args: argparse.Namespace) -> int:
 
 def _validate_vocab(args: argparse.Namespace) -> int:
     from ..eagle3.vocab import (
-        count_tokens,
+        load_counts,
         load_tensor,
-        load_token_ids,
         mapping_from_checkpoint,
         validate_mapping,
     )
@@ -167,7 +177,7 @@ def _validate_vocab(args: argparse.Namespace) -> int:
         vocab = args.target_vocab or (t2d.numel() if t2d is not None else None)
         if vocab is None:
             raise UsageError("--data needs --target-vocab or --t2d")
-        counts = count_tokens(load_token_ids(args.data), vocab)
+        counts = load_counts(args.data, vocab)
     report = validate_mapping(d2t, t2d, target_vocab_size=args.target_vocab, counts=counts)
     return _emit(args, report, report.ok)
 

@@ -30,6 +30,7 @@ class VocabMapping:
     tokens: int
     distinct: int
     padded: int
+    coverage_at: dict[int, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -39,6 +40,7 @@ class VocabMapping:
             "distinct_tokens": self.distinct,
             "coverage": round(self.coverage, 6),
             "padded_with_unseen_ids": self.padded,
+            "coverage_at": {str(k): round(v, 6) for k, v in self.coverage_at.items()},
         }
 
 
@@ -128,6 +130,54 @@ def count_tokens(ids: Any, target_vocab_size: int, *, device: str = "cpu") -> An
     return torch.bincount(ids, minlength=target_vocab_size)
 
 
+def load_counts(
+    path: Path | str,
+    target_vocab_size: int,
+    *,
+    key: str = "input_ids",
+    use_loss_mask: bool = False,
+    device: str = "cpu",
+) -> Any:
+    """Token frequencies [target_vocab] of a dataset, or of speculators' token_freq.pt.
+
+    speculators saves `{token_id: count}` (`token_freq.pt`) while preparing data; reading it
+    skips re-counting the dataset.
+    """
+    torch = require("torch")
+    path = Path(path)
+    if path.is_file() and path.suffix in {".pt", ".pth"}:
+        obj = torch_load(path)
+        if isinstance(obj, dict) and obj and all(isinstance(k, int) for k in obj):
+            ids = torch.tensor(list(obj), dtype=torch.long)
+            if int(ids.min()) < 0 or int(ids.max()) >= target_vocab_size:
+                raise InputError(
+                    f"{path}: token ids span [{int(ids.min())}, {int(ids.max())}], outside "
+                    f"the target vocabulary of {target_vocab_size}"
+                )
+            counts = torch.zeros(target_vocab_size, dtype=torch.long)
+            counts[ids] = torch.tensor([int(v) for v in obj.values()], dtype=torch.long)
+            return counts.to(check_device(device))
+        ids = _pt_ids(obj, path, key, use_loss_mask, torch)
+    else:
+        ids = load_token_ids(path, key=key, use_loss_mask=use_loss_mask)
+    return count_tokens(ids, target_vocab_size, device=device)
+
+
+def coverage_curve(counts: Any, sizes: list[int]) -> dict[int, float]:
+    """Share of all tokens covered by the `size` most frequent ids, for each size."""
+    torch = require("torch")
+    total = int(counts.sum())
+    ranked = torch.sort(counts, descending=True).values.cumsum(0)
+    return {
+        size: (int(ranked[min(size, ranked.numel()) - 1]) / total if total else 0.0)
+        for size in sizes
+        if size > 0
+    }
+
+
+CURVE_SIZES = (8000, 16000, 32000, 64000)
+
+
 def build_mapping(counts: Any, draft_vocab_size: int) -> VocabMapping:
     """d2t offsets and the t2d mask for the `draft_vocab_size` most frequent ids."""
     torch = require("torch")
@@ -159,6 +209,9 @@ def build_mapping(counts: Any, draft_vocab_size: int) -> VocabMapping:
         tokens=total,
         distinct=distinct,
         padded=padded,
+        coverage_at=coverage_curve(
+            counts, sorted({s for s in CURVE_SIZES if s < target_vocab} | {draft_vocab_size})
+        ),
     )
 
 
