@@ -261,3 +261,15 @@ def test_every_builtin_probe_loads_and_runs_on_older_pythons(python: Path, tmp_p
     # Expected failures here (no GPU, no server) are clean messages, never tracebacks.
     crashes = [r for r in results if "error" in r and "Error:" in r["error"]]
     assert crashes == [], crashes
+
+
+def test_out_of_file_descriptors_lowers_concurrency_instead_of_failing() -> None:
+    """With `ulimit -n 12` only a few pipes fit: calls wait for a free slot, none is lost."""
+    calls = merge_calls([(f"k{i}", "env.var", {"name": f"FB_NONE_{i}"}, 10) for i in range(30)])
+    argv = ["sh", "-c", f"ulimit -n 12; exec {sys.executable} -"]
+    proc = LocalTransport(LOCAL).start(argv, build_script(calls, jobs=16).encode(), {})
+    lines = [json.loads(line) for line in proc.lines()]
+    assert proc.wait(10) == 0, proc.stderr_text()
+    results = lines[1:-1]
+    assert len(results) == 30
+    assert [r for r in results if not r.get("ok")] == []

@@ -24,6 +24,7 @@ from typing import Any
 
 # A result bigger than this is replaced by an error rather than flooding the connection.
 RESULT_CAP = 16 * 1024 * 1024
+MAX_JOBS = 256
 # Probe modules that failed to load, by file name: named in the errors of their probes.
 BROKEN: dict[str, str] = {}
 
@@ -118,7 +119,12 @@ def spawn(probes: dict[str, Any], call: dict[str, Any]) -> Child:
     agent_pid = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        raise
     if pid == 0:  # the child: never returns
         code = 0
         try:
@@ -173,7 +179,8 @@ class Agent:
     def __init__(self, probes: dict[str, Any], batch: dict[str, Any]):
         self.probes = probes
         self.pending = list(batch.get("calls", []))
-        self.jobs = max(1, int(batch.get("jobs") or 16))
+        # select() handles fds below 1024: far more than useful concurrency on one box.
+        self.jobs = min(MAX_JOBS, max(1, int(batch.get("jobs") or 16)))
         self.running: dict[int, Child] = {}
         self.emitted = 0
 
@@ -192,8 +199,18 @@ class Agent:
     def run(self) -> None:
         while self.pending or self.running:
             while self.pending and len(self.running) < self.jobs:
-                child = spawn(self.probes, self.pending.pop(0))
+                call = self.pending.pop(0)
+                try:
+                    child = spawn(self.probes, call)
+                except OSError as exc:  # out of processes or fds
+                    if self.running:  # wait for a running call to free its slot
+                        self.pending.insert(0, call)
+                        break
+                    self.emit({"id": call["id"], "error": f"cannot start the probe: {exc}"})
+                    continue
                 self.running[child.fd] = child
+            if not self.running:
+                continue
             now = time.monotonic()
             wait = max(0.0, min(c.deadline for c in self.running.values()) - now)
             ready, _, _ = select.select(list(self.running), [], [], min(wait, 1.0))
