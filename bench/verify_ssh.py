@@ -245,17 +245,22 @@ def main() -> None:
             flush=True,
         )
         rows: dict[str, dict[str, Any]] = {}
+
+        def row(name: str, seconds: float, checks: int, ok: int) -> None:
+            rows[name] = {"seconds": seconds, "checks": checks, "ok": ok}
+            print(f"  {name}: {seconds:.2f} s", file=sys.stderr, flush=True)
+
         bare = time_bare_ssh(lab)
-        rows["ssh box true (via jump)"] = {"seconds": bare, "checks": 0, "ok": 0}
+        row("ssh box true (via jump)", bare, 0, 0)
         s, ok, total = time_factbook(work / "kb", "box", env)
-        rows["factbook ssh (via jump)"] = {"seconds": s, "checks": total, "ok": ok}
+        row("factbook ssh (via jump)", s, total, ok)
         s, ok, total = time_factbook(work / "kb", "local", env)
-        rows["factbook local"] = {"seconds": s, "checks": total, "ok": ok}
+        row("factbook local", s, total, ok)
         if not args.skip_slow:
             s, ok = time_testinfra(lab, checks, work)
-            rows["testinfra paramiko (via jump)"] = {"seconds": s, "checks": n, "ok": ok}
+            row("testinfra paramiko (via jump)", s, n, ok)
             s, ok = time_ssh_per_check(lab, checks)
-            rows["one ssh per check (via jump)"] = {"seconds": s, "checks": n, "ok": ok}
+            row("one ssh per check (via jump)", s, n, ok)
         report(rows, bare)
         if args.json:
             Path(args.json).write_text(json.dumps({"checks": n, "rows": rows}, indent=1))
