@@ -26,6 +26,8 @@ COMMAND_MODULES = [
     "docs",
     "run",
     "eagle3",
+    "bench",
+    "launch_lint",
 ]
 
 EPILOG = """\

@@ -1,0 +1,138 @@
+"""`factbook bench`: measure an OpenAI-compatible server and optionally record the figure.
+
+    factbook bench --url http://127.0.0.1:8000 --concurrency 1 --max-tokens 256
+    factbook bench --url ... --concurrency 128 --record bench.sglang.nccl_tuned.c128
+
+Recording writes the value, unit, accept length and configuration into the benchmark fact
+through factbook.writeback (comments kept) and adds a source naming this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="benchmark an OpenAI-compatible server (tok/s, TTFT, TPOT, accept length)",
+        description="Stream requests to URL/v1/chat/completions (or /v1/completions) and "
+        "report single-stream tok/s, throughput at the given concurrency, TTFT and TPOT "
+        "p50/p90 and the accept length where the server reports one.",
+    )
+    p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
+    p.add_argument("--model", help="model id (default: the first of /v1/models)")
+    p.add_argument("--concurrency", "-c", type=int, default=1)
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--requests", type=int, help="number of timed requests")
+    p.add_argument("--endpoint", choices=("chat", "completions"), default="chat")
+    p.add_argument("--prompt", action="append", help="a prompt (repeatable)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed requests first (default 1)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per request")
+    p.add_argument("--api-key", help="sent as a Bearer token")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--record", metavar="FACT_ID", help="write the result into this fact")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="server configuration to record with the figure (repeatable; VALUE is YAML)",
+    )
+    p.set_defaults(handler=handle)
+
+
+def _config_items(items: list[str]) -> dict[str, Any]:
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--config wants KEY=VALUE, got '{item}'")
+        out[key] = yaml.safe_load(raw) if raw else ""
+    return out
+
+
+def record(root: Path, fact_id: str, values: dict[str, Any], *, run_id: str, note: str) -> Path:
+    """Write `to_fact_values` output into a benchmark fact; return the file it lives in."""
+    from ..kb import load_kb
+    from ..writeback import update_fact
+
+    kb = load_kb(root)
+    fact = kb.get(fact_id)
+    if fact.category != "benchmarks":
+        raise UsageError(f"{fact_id} is a {fact.category} fact; --record wants a benchmark")
+    config = dict(fact.get("config") or {})
+    config.update(values["config"])
+    fields: dict[str, Any] = {"unit": values["unit"], "config": config}
+    if values.get("accept_len") is not None:
+        fields["accept_len"] = values["accept_len"]
+    if fact.get("metric") is None:
+        fields["metric"] = values["metric"]
+    source = {"run": run_id, "date": time.strftime("%Y-%m-%d", time.gmtime()), "note": note}
+    return update_fact(
+        root, fact_id, value=values["value"], status="verified", add_source=source,
+        set_fields=fields,
+    )  # fmt: skip
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..runbooks.bench_client import (
+        DEFAULT_PROMPTS,
+        run_benchmark,
+        server_config,
+        to_fact_values,
+    )
+
+    config = _config_items(args.config)
+    result = run_benchmark(
+        args.url,
+        args.model,
+        args.prompt or DEFAULT_PROMPTS,
+        args.max_tokens,
+        args.concurrency,
+        num_requests=args.requests,
+        endpoint=args.endpoint,
+        warmup=args.warmup,
+        timeout=args.timeout,
+        api_key=args.api_key,
+    )
+    summary = result.summary()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        _print_summary(summary)
+    if args.record:
+        values = to_fact_values(result, {**server_config(result), **config})
+        run_id = time.strftime("bench-%Y%m%dT%H%M%SZ", time.gmtime())
+        note = f"factbook bench {args.url} C={args.concurrency} max_tokens={args.max_tokens}"
+        path = record(Path(args.root), args.record, values, run_id=run_id, note=note)
+        print(f"recorded {args.record} = {values['value']} {values['unit']} in {path}")
+    return 0
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v * 1000:.1f} ms"
+
+    head = f"{s['base_url']} model {s['model']} ({s['endpoint']}), C={s['concurrency']}"
+    print(f"{head}, {s['requests']} requests x {s['max_tokens']} max tokens, {s['failed']} failed")
+    single = s["single_stream_tok_s"]
+    rate = "-" if single is None else f"{single:.2f}"
+    print(f"  single-stream  {rate} tok/s (median per request)")
+    total = f"{s['output_tokens']} tokens in {s['wall_s']:.2f} s"
+    print(f"  throughput     {s['throughput_tok_s']:.2f} tok/s ({total})")
+    print(f"  TTFT           p50 {ms(s['ttft_s']['p50'])}, p90 {ms(s['ttft_s']['p90'])}")
+    print(f"  TPOT           p50 {ms(s['tpot_s']['p50'])}, p90 {ms(s['tpot_s']['p90'])}")
+    accept = s["accept_length"]
+    where = f" ({s['accept_length_source']})" if accept is not None else " (not reported)"
+    print(f"  accept length  {'-' if accept is None else accept}{where}")
+    for error in s["errors"]:
+        print(f"  error: {error}")
