@@ -157,7 +157,15 @@ def zipf_tokens(count: int, device: str, seed: int = 0) -> Any:
     """Synthetic token ids: Zipf(1.1) over a random permutation of the vocabulary."""
     gen = torch.Generator(device=device).manual_seed(seed)
     weights = 1.0 / torch.arange(1, VOCAB + 1, device=device, dtype=torch.float64) ** 1.1
-    ranks = torch.multinomial(weights.float(), count, replacement=True, generator=gen)
+    chunk = 1 << 24  # stay within the sizes every torch build's multinomial handles
+    ranks = torch.cat(
+        [
+            torch.multinomial(
+                weights.float(), min(chunk, count - done), replacement=True, generator=gen
+            )
+            for done in range(0, count, chunk)
+        ]
+    )
     perm = torch.randperm(VOCAB, device=device, generator=gen)
     return perm[ranks]
 
