@@ -78,8 +78,11 @@ def test_fix_single_file_and_refusals(tmp_path: Path) -> None:
     fix_keys(source, force=True)
     with pytest.raises(UsageError, match="nothing to rename"):
         fix_keys(result.output)
-    with pytest.raises(UsageError, match="must not be the original"):
+    with pytest.raises(UsageError, match="must not be"):
         fix_keys(source, source, force=True)
+    with pytest.raises(UsageError, match=r"must not be \(or contain\) the original"):
+        fix_keys(source.parent, tmp_path, force=True)  # would rmtree the source
+    assert source.is_file()
 
 
 def test_mixed_and_incomplete_layouts(tmp_path: Path) -> None:

@@ -195,8 +195,11 @@ def fix_keys(path: Path | str, out: Path | str | None = None, *, force: bool = F
         raise UsageError(f"{path}: nothing to rename ({report.layout} layout)")
     ckpt = open_checkpoint(path)
     target = Path(out) if out is not None else default_output(path)
-    if target.resolve() == path.resolve() or target.resolve() in {f.resolve() for f in ckpt.files}:
-        raise UsageError(f"{target}: the output must not be the original")
+    resolved = target.resolve()
+    if resolved == path.resolve() or any(
+        resolved == f.resolve() or resolved in f.resolve().parents for f in ckpt.files
+    ):  # --force would delete the original with it
+        raise UsageError(f"{target}: the output must not be (or contain) the original")
     if target.exists() and not force:
         raise UsageError(f"{target}: exists; pass --force to replace it")
     before = {f: _stamp(f) for f in ckpt.files}
