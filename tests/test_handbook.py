@@ -172,7 +172,7 @@ def test_runbooks_and_status_documents_are_listed(kb_root: Path) -> None:
     (status / "status-4504.md").write_text("# Newer\n", encoding="utf-8")
     (status / "2026-11-29-status.md").write_text("# Now\n", encoding="utf-8")
     handbook = Generator().generate(kb_root, docs_dir=kb_root / "docs")
-    books = handbook.pages["runbooks.md"]
+    books = handbook.pages["runbook-runs.md"]
     assert "Probe the box" in books and "{#runbook-probe-box}" in books
     assert "<code>gpus</code>" in books and "(1.2 s)" in books and "| yes |" in books
     assert "2026-11-29 15:10 UTC" in books and "1 failed, 1 ok" in books

@@ -24,7 +24,13 @@ from ..kb import load_kb_with_problems
 from ..results import list_runs, load_latest
 from .markup import code, md
 from .pages import ALL_FACTS, CATEGORY_TITLES, HOME, RUNBOOKS, STATUS_DOCS, page_specs
-from .sources import STATUS_GUIDE, guide_pages, load_runbooks, load_status_docs
+from .sources import (
+    RUNBOOKS_GUIDE,
+    STATUS_GUIDE,
+    guide_pages,
+    load_runbooks,
+    load_status_docs,
+)
 from .views import ViewBuilder, category_uri
 
 CSS_URI = "assets/factbook.css"
@@ -79,7 +85,8 @@ class Generator:
         views = ViewBuilder(kb, latest)
         runbooks = load_runbooks(root)
         status_docs = load_status_docs(docs, kb.milestones)
-        guide = STATUS_GUIDE if docs is not None and (docs / STATUS_GUIDE).is_file() else None
+        guides = {g for g in (STATUS_GUIDE, RUNBOOKS_GUIDE) if docs and (docs / g).is_file()}
+        guide = STATUS_GUIDE if STATUS_GUIDE in guides else None
         specs = page_specs(
             kb,
             views,
@@ -113,7 +120,7 @@ class Generator:
             pages=pages,
             assets={CSS_URI: css},
             titles=titles,
-            nav=build_nav(status_docs, guide, guide_pages(docs, set(pages))),
+            nav=build_nav(status_docs, guides, guide_pages(docs, set(pages))),
             rendered=rendered,
             lint_problems=[str(p) for p in problems],
             seconds={
@@ -144,18 +151,25 @@ def _stable_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=_plain, ensure_ascii=False)
 
 
-def build_nav(status_docs: list[Any], status_guide: str | None, guides: list[str]) -> list[Any]:
-    """MkDocs navigation: home, facts by category, runbooks, status documents, guides."""
+def build_nav(status_docs: list[Any], section_guides: set[str], guides: list[str]) -> list[Any]:
+    """MkDocs navigation: home, facts by category, runbooks, status documents, guides.
+
+    The runbook runner's and the status command's own guide pages, when present, sit in their
+    section next to the generated page.
+    """
     facts = [{"All facts": ALL_FACTS}]
     facts += [{CATEGORY_TITLES[c]: category_uri(c)} for c in CATEGORY_TITLES]
+    runbooks: list[Any] = [{"Steps and last runs": RUNBOOKS}]
+    if RUNBOOKS_GUIDE in section_guides:
+        runbooks.append({"About runbooks": RUNBOOKS_GUIDE})
     status: list[Any] = [{"Newest first": STATUS_DOCS}]
-    if status_guide:
-        status.append({"About status documents": status_guide})
+    if STATUS_GUIDE in section_guides:
+        status.append({"About status documents": STATUS_GUIDE})
     status += [{d.title: d.uri} for d in status_docs]
     nav: list[Any] = [
         {"Home": HOME},
         {"Facts": facts},
-        {"Runbooks": RUNBOOKS},
+        {"Runbooks": runbooks},
         {"Status documents": status},
     ]
     if guides:

@@ -12,12 +12,14 @@ from typing import Any
 from ..kb import KnowledgeBase
 from ..schema import CATEGORIES
 from . import special
+from .home import glance_rows, run_header
+from .runbook_view import runbooks_context
 from .sources import Runbook, StatusDoc
 from .views import FactView, ViewBuilder, category_uri
 
 HOME = "index.md"
 ALL_FACTS = "facts/index.md"
-RUNBOOKS = "runbooks.md"
+RUNBOOKS = "runbook-runs.md"
 STATUS_DOCS = "status-history.md"
 
 CATEGORY_TITLES = {
@@ -79,7 +81,7 @@ def page_specs(
             RUNBOOKS,
             "Runbooks",
             "runbooks.md.j2",
-            {"runbooks": special.runbooks_context(runbooks, views, RUNBOOKS)},
+            {"runbooks": runbooks_context(runbooks, views, RUNBOOKS)},
         )
     )
     specs.append(
@@ -160,12 +162,12 @@ def _home(
         "index.md.j2",
         {
             "goals": goals,
-            "glance": special.glance_rows(kb, views.latest),
+            "glance": glance_rows(kb, views.latest),
             "by_status": sorted(by_status.items()),
             "total": sum(by_status.values()),
             "categories": categories,
             "attention": attention,
-            "runs": [special.run_header(r) for r in runs[:5]],
+            "runs": [run_header(r) for r in runs[:5]],
             "milestones": [(m.id, m.title) for m in kb.milestones.values()],
             "runbook_count": len(runbooks),
             "latest_status": status_docs[0].__dict__ if status_docs else None,

@@ -17,6 +17,8 @@ RUNBOOKS_DIR = "runbooks"
 RUN_RECORDS_DIR = "results/runbooks"
 STATUS_DIR = "status"
 STATUS_GUIDE = "status-documents.md"  # the status command's own guide page
+RUNBOOKS_GUIDE = "runbooks.md"  # the runbook runner's own guide page
+SECTION_GUIDES = (STATUS_GUIDE, RUNBOOKS_GUIDE)  # shown in their section, not under Guides
 MAX_RUNS = 5
 
 
@@ -254,7 +256,7 @@ def guide_pages(docs_dir: Path | None, generated: set[str]) -> list[str]:
     pages = []
     for path in sorted(docs_dir.rglob("*.md")):
         uri = path.relative_to(docs_dir).as_posix()
-        if uri.startswith(STATUS_DIR + "/") or uri in generated or uri == STATUS_GUIDE:
+        if uri.startswith(STATUS_DIR + "/") or uri in generated or uri in SECTION_GUIDES:
             continue
         pages.append(uri)
     return pages
