@@ -193,3 +193,41 @@ def test_unreadable_inputs_are_input_errors(
             == 2
         )
         assert "has no CUDA device" in capsys.readouterr().err
+
+
+def test_deepseek_v3_target_kimis_architecture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MLA attention and routed experts, as in Kimi-K2.5: same index convention, same verdicts."""
+    config = transformers.DeepseekV3Config(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=64,
+        moe_intermediate_size=16,
+        num_hidden_layers=6,
+        first_k_dense_replace=1,
+        n_routed_experts=8,
+        num_experts_per_tok=2,
+        n_shared_experts=1,
+        n_group=2,
+        topk_group=1,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        q_lora_rank=16,
+        kv_lora_rank=16,
+        qk_rope_head_dim=8,
+        qk_nope_head_dim=8,
+        v_head_dim=8,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    model = transformers.DeepseekV3ForCausalLM(config).eval()
+    model.save_pretrained(tmp_path / "dsv3")
+    ids = torch.randint(0, 128, (10,))
+    states, _ = recompute(model, ids)
+    sample = tmp_path / "sample.pt"
+    torch.save({"input_ids": ids, "hidden_states": [states[i] for i in (0, 2, 4)]}, sample)
+    argv = ["eagle3", "align", str(tmp_path / "dsv3"), str(sample), "--dtype", "fp32"]
+    assert run([*argv, "--layers", "embed,2,4"]) == 0
+    assert run([*argv, "--layers", "1,3,5"]) == 1
+    assert "off by one: slot 1 holds 2, expected 3 (-1 layer)" in capsys.readouterr().out
