@@ -83,7 +83,14 @@ def test_cli_exit_codes_and_checkpoint_width(
     draft = tmp_path / "draft.json"
     draft.write_text(json.dumps(_config([2, 30, 58])))
     target = tmp_path / "target.json"
-    target.write_text(json.dumps({"text_config": {}, "num_hidden_layers": 61, "hidden_size": 7168}))
+    target.write_text(  # Kimi-K2.5's layout: the DeepseekV3 config under text_config
+        json.dumps(
+            {
+                "model_type": "kimi_k25",
+                "text_config": {"num_hidden_layers": 61, "hidden_size": 7168},
+            }
+        )
+    )
     ckpt = write_safetensors(
         tmp_path / "model.safetensors", {"fc.weight": ("F32", [2, 6], [0.0] * 12)}
     )
@@ -105,3 +112,19 @@ def test_cli_exit_codes_and_checkpoint_width(
     missing = tmp_path / "nope.json"
     assert run(["eagle3", "capture", str(missing)]) == 2
     assert f"{missing}: no such file" in capsys.readouterr().err
+
+
+def test_cli_default_layers_come_from_kimis_text_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    draft = tmp_path / "draft.json"
+    draft.write_text(json.dumps(_config(None)))
+    target = tmp_path / "config.json"
+    target.write_text(json.dumps({"text_config": {"num_hidden_layers": 61, "hidden_size": 7168}}))
+    assert (
+        run(["eagle3", "capture", str(draft), "--target-config", str(target), "--format", "json"])
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["sglang_indices"] == [2, 30, 58]
+    assert run(["eagle3", "capture", str(draft)]) == 2
+    assert "--target-layers" in capsys.readouterr().err

@@ -195,6 +195,8 @@ def _capture(args: argparse.Namespace) -> int:
     layers, hidden = args.target_layers, None
     if args.target_config:
         target = flat_config(load_json(args.target_config))
+        if isinstance(target.get("text_config"), dict):  # Kimi-K2.5 wraps DeepseekV3 here
+            target = {**target["text_config"], **target}
         layers = layers or target.get("num_hidden_layers")
         hidden = target.get("hidden_size")
     trained = None
