@@ -233,8 +233,10 @@ def _align(args: argparse.Namespace) -> int:
         sglang_capture_indices,
     )
 
-    target_config = load_json(args.target / "config.json")
-    hidden = flat_config(target_config).get("hidden_size")
+    target_config = flat_config(load_json(args.target / "config.json"))
+    if isinstance(target_config.get("text_config"), dict):
+        target_config = {**target_config["text_config"], **target_config}
+    hidden = target_config.get("hidden_size")
     if not isinstance(hidden, int):
         raise UsageError(f"{args.target / 'config.json'}: no hidden_size")
     dump = load_dump(args.sample, hidden)
