@@ -40,8 +40,10 @@ def die():
     import signal
     os.kill(os.getppid(), signal.SIGKILL)
     time.sleep(5)
+def crash():
+    os._exit(3)
 PROBES = {"t.nap": nap, "t.count": count, "t.noisy": noisy, "t.big": big,
-          "t.needs_missing": needs_missing, "t.die": die}
+          "t.needs_missing": needs_missing, "t.die": die, "t.crash": crash}
 """
 
 
@@ -132,7 +134,7 @@ def test_concurrency_is_bounded_by_jobs(tmp_path: Path) -> None:
     started = time.monotonic()
     lines = _run(calls, jobs=16, checks_dir=folder)
     bounded = time.monotonic() - started
-    assert len({line["value"] for line in lines[1:-1]}) == 32  # 32 distinct processes
+    assert len({line["value"] for line in lines[1:-1]}) == 16  # 16 workers, reused
     started = time.monotonic()
     _run(calls, jobs=32, checks_dir=folder)
     wide = time.monotonic() - started
@@ -273,3 +275,27 @@ def test_out_of_file_descriptors_lowers_concurrency_instead_of_failing() -> None
     results = lines[1:-1]
     assert len(results) == 30
     assert [r for r in results if not r.get("ok")] == []
+
+
+def test_a_crashing_probe_loses_only_its_own_call(tmp_path: Path) -> None:
+    calls = merge_calls(
+        [("a", "t.crash", {}, 10)]
+        + [(f"k{i}", "t.nap", {"seconds": 0, "tag": str(i)}, 10) for i in range(5)]
+    )
+    lines = _run(calls, jobs=1, checks_dir=_checks_dir(tmp_path))
+    results = {line["id"]: line for line in lines[1:-1]}
+    assert results["c0"]["error"] == "the probe process died without a result"
+    assert all(results[f"c{i}"]["ok"] for i in range(1, 6))
+
+
+def test_what_a_finished_call_left_running_dies_with_the_batch() -> None:
+    marker = "543.2109"
+    calls = merge_calls(
+        [("bg", "cmd", {"argv": f"sleep {marker} >/dev/null 2>&1 &", "shell": True}, 10)]
+    )
+    lines = _run(calls)
+    assert lines[1]["value"]["exit_code"] == 0
+    deadline = time.monotonic() + 2
+    while pids_with_cmdline(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_with_cmdline(f"sleep {marker}") == []

@@ -1,12 +1,18 @@
 """The agent: runs ON the box as `python3 -`, shipped with its probes and checks in one script.
 
-Stdlib only, Python 3.8+. Every call runs in a forked child that leads its own process group,
-so a timeout kills the probe and everything it started (`os.killpg`), and a probe that hangs or
-crashes cannot take the agent down. At most `jobs` children run at once; results stream to
-stdout as one JSON line each, flushed at once, so a dropped connection keeps what arrived.
+Stdlib only, Python 3.7+. Calls run in a pool of at most `jobs` forked workers; each worker
+leads its own process group and has one call in flight at a time, so a call past its timeout is
+killed with everything it started (`os.killpg` of that worker's group) and the worker replaced.
+Workers are reused for the next call (a fork per call costs more than most probes), and their
+groups are killed when the batch ends, so nothing a probe started outlives the run. If the agent
+itself dies, every worker's group is killed too (Linux PR_SET_PDEATHSIG, else a watcher thread).
+Results stream to stdout as one JSON line each, flushed at once: a dropped connection keeps
+what arrived.
 
 Lines written:  {"agent": {...}}  then per call  {"id", "ok": true, "value", "duration_s"}
                 | {"id", "error"} | {"id", "skipped"}  and finally  {"done": n}.
+Worker pipes:   parent -> worker: one JSON call per line; worker -> parent: 8-byte little-endian
+                length, then the JSON result.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import json
 import os
 import select
 import signal
+import struct
 import sys
 import threading
 import time
@@ -24,9 +31,12 @@ from typing import Any
 
 # A result bigger than this is replaced by an error rather than flooding the connection.
 RESULT_CAP = 16 * 1024 * 1024
+# select() handles fds below 1024: far more than useful concurrency on one box.
 MAX_JOBS = 256
+PR_SET_PDEATHSIG = 1
 # Probe modules that failed to load, by file name: named in the errors of their probes.
 BROKEN: dict[str, str] = {}
+PRCTL: list[Any] = []  # libc prctl (or None), looked up once before the first fork
 
 
 def load_probes(sources: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -66,14 +76,22 @@ def run_call(probes: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
         return describe(exc)
 
 
-class Child:
-    """One forked call: its pid (= process group), pipe, buffer and deadline."""
+def encode(result: dict[str, Any]) -> bytes:
+    try:
+        data = json.dumps(result, default=repr).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        data = json.dumps({"error": f"result is not JSON: {exc}"}).encode("utf-8")
+    if len(data) > RESULT_CAP:
+        data = json.dumps(
+            {"error": f"result of {len(data)} bytes exceeds the {RESULT_CAP} byte cap"}
+        ).encode("utf-8")
+    return data
 
-    def __init__(self, call: dict[str, Any], pid: int, fd: int, started: float):
-        self.call, self.pid, self.fd, self.started = call, pid, fd, started
-        self.deadline = started + float(call.get("timeout") or 60)
-        self.chunks: list[bytes] = []
-        self.size = 0
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _prctl() -> Any:
@@ -88,16 +106,8 @@ def _prctl() -> Any:
         return None
 
 
-PRCTL: list[Any] = []  # filled once by main(), before the first fork
-PR_SET_PDEATHSIG = 1
-
-
 def watch_parent(agent_pid: int) -> None:
-    """If the agent dies (connection dropped, agent killed), kill this call's whole group.
-
-    On Linux the kernel signals us (PR_SET_PDEATHSIG, no cost per call); elsewhere a thread
-    polls the parent pid.
-    """
+    """If the agent dies (connection dropped, agent killed), kill this worker's whole group."""
     signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
     prctl = PRCTL[0] if PRCTL else None
     if prctl is not None and prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM)) == 0:
@@ -114,130 +124,186 @@ def watch_parent(agent_pid: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def spawn(probes: dict[str, Any], call: dict[str, Any]) -> Child:
-    read_fd, write_fd = os.pipe()
+def worker_loop(probes: dict[str, Any], calls_fd: int, results_fd: int) -> None:
+    """In the worker: read calls one per line, answer each with a length-prefixed result."""
+    pending = b""
+    while True:
+        chunk = os.read(calls_fd, 65536)
+        if not chunk:
+            return
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            data = encode(run_call(probes, json.loads(line.decode("utf-8"))))
+            write_all(results_fd, struct.pack("<Q", len(data)) + data)
+
+
+class Worker:
+    """A forked worker: its pid (= process group), pipes, and the call in flight."""
+
+    def __init__(self, pid: int, calls_fd: int, results_fd: int):
+        self.pid, self.calls_fd, self.results_fd = pid, calls_fd, results_fd
+        self.buffer = bytearray()
+        self.call: dict[str, Any] | None = None
+        self.started = 0.0
+        self.deadline = 0.0
+
+
+def start_worker(probes: dict[str, Any], others: list[Worker]) -> Worker:
+    calls_r, calls_w = os.pipe()
+    try:
+        results_r, results_w = os.pipe()
+    except OSError:
+        os.close(calls_r)
+        os.close(calls_w)
+        raise
     agent_pid = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
     try:
         pid = os.fork()
     except OSError:
-        os.close(read_fd)
-        os.close(write_fd)
+        for fd in (calls_r, calls_w, results_r, results_w):
+            os.close(fd)
         raise
-    if pid == 0:  # the child: never returns
+    if pid == 0:  # the worker: never returns
         code = 0
         try:
             os.setsid()
             for sig in (signal.SIGHUP, signal.SIGINT):
                 signal.signal(sig, signal.SIG_DFL)
             watch_parent(agent_pid)
-            os.close(read_fd)
+            for fd in [calls_w, results_r] + [
+                f for w in others for f in (w.calls_fd, w.results_fd)
+            ]:
+                os.close(fd)
             null = os.open(os.devnull, os.O_RDWR)
             os.dup2(null, 0)
             os.dup2(null, 1)  # a probe that prints must not corrupt the result stream
-            result = run_call(probes, call)
-            try:
-                data = json.dumps(result, default=repr).encode("utf-8")
-            except (TypeError, ValueError) as exc:
-                data = json.dumps({"error": f"result is not JSON: {exc}"}).encode("utf-8")
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_fd, view) :]
+            worker_loop(probes, calls_r, results_w)
         except BaseException:
             code = 1
         finally:
             os._exit(code)
-    os.close(write_fd)
-    return Child(call, pid, read_fd, time.monotonic())
+    os.close(calls_r)
+    os.close(results_w)
+    return Worker(pid, calls_w, results_r)
 
 
-def reap(child: Child) -> None:
-    """Kill whatever the call left in its process group, then collect the child."""
+def stop_worker(worker: Worker) -> None:
+    """Kill the worker's whole group (whatever its calls left behind too), then collect it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGKILL)
+        os.killpg(worker.pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
-        os.waitpid(child.pid, 0)
-    os.close(child.fd)
-
-
-def finish(child: Child) -> dict[str, Any]:
-    data = b"".join(child.chunks)
-    if not data:
-        return {"error": "the probe process died without a result"}
-    if len(data) > RESULT_CAP:
-        return {"error": f"result of {len(data)} bytes exceeds the {RESULT_CAP} byte cap"}
-    try:
-        return json.loads(data.decode("utf-8"))
-    except ValueError as exc:
-        return {"error": f"unreadable result: {exc}"}
+        os.waitpid(worker.pid, 0)
+    for fd in (worker.calls_fd, worker.results_fd):
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 class Agent:
-    """The parent: a bounded pool of forked calls, one select loop, one output stream."""
+    """The parent: a bounded pool of workers, one select loop, one output stream."""
 
     def __init__(self, probes: dict[str, Any], batch: dict[str, Any]):
         self.probes = probes
         self.pending = list(batch.get("calls", []))
-        # select() handles fds below 1024: far more than useful concurrency on one box.
         self.jobs = min(MAX_JOBS, max(1, int(batch.get("jobs") or 16)))
-        self.running: dict[int, Child] = {}
+        self.workers: list[Worker] = []
         self.emitted = 0
 
     def emit(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, default=repr)
-        sys.stdout.write(line + "\n")
+        sys.stdout.write(json.dumps(record, default=repr) + "\n")
         sys.stdout.flush()
         self.emitted += 1
 
     def kill_all(self, *_: Any) -> None:
-        for child in list(self.running.values()):
+        for worker in self.workers:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(child.pid, signal.SIGKILL)
+                os.killpg(worker.pid, signal.SIGKILL)
         os._exit(143)
 
-    def run(self) -> None:
-        while self.pending or self.running:
-            while self.pending and len(self.running) < self.jobs:
-                call = self.pending.pop(0)
+    def _retire(self, worker: Worker) -> None:
+        self.workers.remove(worker)
+        stop_worker(worker)
+
+    def _assign(self, worker: Worker, call: dict[str, Any]) -> bool:
+        try:
+            write_all(worker.calls_fd, json.dumps(call).encode("utf-8") + b"\n")
+        except OSError:  # the idle worker died: retire it, the call goes to another
+            self._retire(worker)
+            return False
+        worker.call, worker.started = call, time.monotonic()
+        worker.deadline = worker.started + float(call.get("timeout") or 60)
+        return True
+
+    def _fill(self) -> None:
+        """Give pending calls to idle workers, starting workers up to `jobs`."""
+        while self.pending:
+            idle = next((w for w in self.workers if w.call is None), None)
+            if idle is None:
+                if len(self.workers) >= self.jobs:
+                    return
                 try:
-                    child = spawn(self.probes, call)
+                    idle = start_worker(self.probes, self.workers)
                 except OSError as exc:  # out of processes or fds
-                    if self.running:  # wait for a running call to free its slot
-                        self.pending.insert(0, call)
-                        break
+                    if any(w.call for w in self.workers):
+                        return  # wait for a running call to free its slot
+                    call = self.pending.pop(0)
                     self.emit({"id": call["id"], "error": f"cannot start the probe: {exc}"})
                     continue
-                self.running[child.fd] = child
-            if not self.running:
-                continue
-            now = time.monotonic()
-            wait = max(0.0, min(c.deadline for c in self.running.values()) - now)
-            ready, _, _ = select.select(list(self.running), [], [], min(wait, 1.0))
-            for fd in ready:
-                child = self.running[fd]
-                chunk = os.read(fd, 1 << 20)
-                if chunk:
-                    child.size += len(chunk)
-                    if child.size <= RESULT_CAP + 1:
-                        child.chunks.append(chunk)
-                    continue
-                del self.running[fd]
-                reap(child)
-                self.report(child, finish(child))
-            now = time.monotonic()
-            for fd, child in list(self.running.items()):
-                if now >= child.deadline:
-                    del self.running[fd]
-                    reap(child)
-                    limit = child.call.get("timeout") or 60
-                    self.report(
-                        child, {"error": f"timed out after {limit}s (process group killed)"}
-                    )
+                self.workers.append(idle)
+            call = self.pending.pop(0)
+            if not self._assign(idle, call):
+                self.pending.insert(0, call)
 
-    def report(self, child: Child, result: dict[str, Any]) -> None:
-        result["id"] = child.call["id"]
-        result["duration_s"] = round(time.monotonic() - child.started, 4)
+    def run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            for worker in list(self.workers):
+                self._retire(worker)
+
+    def _loop(self) -> None:
+        while True:
+            self._fill()
+            busy = [w for w in self.workers if w.call is not None]
+            if not busy:
+                if not self.pending:
+                    return
+                continue
+            wait = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            ready, _, _ = select.select([w.results_fd for w in busy], [], [], min(wait, 1.0))
+            for worker in [w for w in busy if w.results_fd in ready]:
+                self._read(worker)
+            now = time.monotonic()
+            for worker in [w for w in busy if w.call is not None and now >= w.deadline]:
+                limit = worker.call.get("timeout") or 60
+                self._report(worker, {"error": f"timed out after {limit}s (process group killed)"})
+                self._retire(worker)
+
+    def _read(self, worker: Worker) -> None:
+        chunk = os.read(worker.results_fd, 1 << 20)
+        if not chunk:
+            self._report(worker, {"error": "the probe process died without a result"})
+            self._retire(worker)
+            return
+        worker.buffer += chunk
+        if len(worker.buffer) >= 8:
+            (size,) = struct.unpack("<Q", bytes(worker.buffer[:8]))
+            if len(worker.buffer) >= 8 + size:
+                data = bytes(worker.buffer[8 : 8 + size])
+                del worker.buffer[: 8 + size]
+                try:
+                    result = json.loads(data.decode("utf-8"))
+                except ValueError as exc:
+                    result = {"error": f"unreadable result: {exc}"}
+                self._report(worker, result)
+
+    def _report(self, worker: Worker, result: dict[str, Any]) -> None:
+        assert worker.call is not None
+        result["id"] = worker.call["id"]
+        result["duration_s"] = round(time.monotonic() - worker.started, 4)
+        worker.call = None
         self.emit(result)
 
 
