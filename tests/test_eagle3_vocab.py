@@ -65,6 +65,8 @@ def test_inconsistent_pair_and_bad_shapes() -> None:
     report = validate_mapping(mapping.d2t, t2d)
     assert report.format == "offsets" and not report.ok
     assert any("t2d marks 4 ids but d2t has 3" in p for p in report.problems)
+    as_bytes = validate_mapping(mapping.d2t, mapping.t2d.to(torch.uint8))
+    assert as_bytes.ok and "0/1 torch.uint8 mask" in as_bytes.notes[0]
     floats = validate_mapping(torch.zeros(3), mapping.t2d)
     assert "1-D integer tensor" in floats.problems[0]
     short = validate_mapping(mapping.d2t, mapping.t2d, target_vocab_size=16)

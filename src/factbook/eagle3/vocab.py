@@ -255,6 +255,15 @@ def validate_mapping(
             f"d2t must be a 1-D integer tensor, got {d2t.dtype} {list(d2t.shape)}"
         )
         return report
+    if (
+        t2d is not None
+        and t2d.dim() == 1
+        and not t2d.is_floating_point()
+        and t2d.dtype != torch.bool
+        and bool(((t2d == 0) | (t2d == 1)).all())
+    ):
+        report.notes.append(f"t2d is a 0/1 {t2d.dtype} mask; speculators stores bool")
+        t2d = t2d.bool()
     if t2d is not None and (t2d.dim() != 1 or t2d.dtype != torch.bool):
         report.problems.append(f"t2d must be a 1-D bool tensor, got {t2d.dtype} {list(t2d.shape)}")
         return report
