@@ -174,7 +174,8 @@ def test_runbooks_and_status_documents_are_listed(kb_root: Path) -> None:
     handbook = Generator().generate(kb_root, docs_dir=kb_root / "docs")
     books = handbook.pages["runbook-runs.md"]
     assert "Probe the box" in books and "{#runbook-probe-box}" in books
-    assert "<code>gpus</code>" in books and "(1.2 s)" in books and "| yes |" in books
+    assert "<code>gpus</code>" in books and "(1.2 s)" in books
+    assert "<code>wipe</code> ⚠ destructive" in books and "needs [`hw.gpu.count`]" in books
     assert "2026-11-29 15:10 UTC" in books and "1 failed, 1 ok" in books
     listing = handbook.pages["status-history.md"]
     order = [

@@ -48,7 +48,7 @@ def bar_chart(title: str, unit: str, groups: list[tuple[str, list[Bar]]]) -> str
         y += GROUP_H
         for bar in group:
             length = max(BAR_W * max(bar.value, 0.0) / top, 1.0)
-            label = bar.label if len(bar.label) <= 46 else bar.label[:45] + "…"
+            label = bar.label if len(bar.label) <= 42 else bar.label[:41] + "…"
             text = f'<text x="{LABEL_W - 6}" y="{y + 15}" text-anchor="end">{escape(label)}</text>'
             if bar.href:
                 text = f'<a href="{escape(bar.href)}">{text}</a>'

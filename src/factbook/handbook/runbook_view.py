@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .markup import code, md, scroll_table, shorten, time_text
+from .markup import code, md, scroll_table, time_text
 from .sources import Runbook
 from .views import ViewBuilder
 
@@ -20,15 +20,14 @@ def runbooks_context(runbooks: list[Runbook], views: ViewBuilder, page: str) -> 
             requires = meta.get("requires") or []
             records = meta.get("records") or []
             done = last_steps.get(step.name)
+            facts = [f"needs {views.link(page, str(i))}" for i in _as_list(requires)]
+            facts += [f"records {views.link(page, str(i))}" for i in _as_list(records)]
             steps.append(
                 [
                     str(n),
-                    code(step.name),
-                    md(meta.get("timeout", "")),
-                    ", ".join(views.link(page, str(i)) for i in _as_list(requires)),
-                    "yes" if meta.get("destructive") else "",
-                    ", ".join(views.link(page, str(i)) for i in _as_list(records)),
-                    code(shorten(_first_line(step.code), 80)),
+                    code(step.name) + (" ⚠ destructive" if meta.get("destructive") else ""),
+                    _seconds(meta.get("timeout")),
+                    "<br>".join(facts),
                     _step_status(done) if done else "—",
                 ]
             )
@@ -52,19 +51,7 @@ def runbooks_context(runbooks: list[Runbook], views: ViewBuilder, page: str) -> 
                 "related": ", ".join(related),
                 "intro": md(book.intro),
                 "problem": md(book.problem),
-                "steps": scroll_table(
-                    [
-                        "#",
-                        "Step",
-                        "Timeout",
-                        "Requires",
-                        "Destructive",
-                        "Records",
-                        "First line",
-                        "Last run",
-                    ],
-                    steps,
-                ),
+                "steps": scroll_table(["#", "Step", "Timeout", "Facts", "Last run"], steps),
                 "runs": scroll_table(["Run", "Status", "Started", "Finished", "Steps"], runs),
             }
         )
@@ -75,13 +62,6 @@ def _as_list(value: Any) -> list[Any]:
     if value is None or value == "":
         return []
     return list(value) if isinstance(value, (list, tuple)) else [value]
-
-
-def _first_line(code_text: str) -> str:
-    for line in code_text.splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            return line.strip()
-    return ""
 
 
 def _run_badge(status: str) -> str:
@@ -112,3 +92,9 @@ def _steps_summary(steps: list[dict[str, Any]]) -> str:
         status = str(step.get("status", "unknown"))
         counts[status] = counts.get(status, 0) + 1
     return ", ".join(f"{n} {md(s)}" for s, n in sorted(counts.items()))
+
+
+def _seconds(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g} s"
+    return md(value)
