@@ -277,3 +277,18 @@ def test_errors_with_one_cause_collapse_in_the_table(tmp_path: Path) -> None:
     ]
     assert "cwd does not exist: /factbook/nope" in lines[0]
     assert lines[-1].startswith("6 checks: 0 passed, 0 failed, 6 errored")
+
+
+OLD_PYTHON = Path("/root/.pyenv/versions/3.6.15/bin/python3")
+
+
+@pytest.mark.skipif(not OLD_PYTHON.exists(), reason="no Python 3.6 here")
+def test_too_old_python_on_the_box_is_a_clear_error(tmp_path: Path) -> None:
+    targets = {"targets": {"old": {"transport": "local", "python": str(OLD_PYTHON)}}}
+    facts = [fact("x.one", "cpu.threads", {"ge": 1}, target="old")]
+    root = make_kb(tmp_path / "kb", facts, targets=targets)
+    code, out, err = cli(root, "verify", "--no-save")
+    assert code == 3
+    assert "agent exited with status 3 after 0 of 1 results" in out
+    assert "the agent needs Python 3.7+ on the target" in out
+    assert "note: old: the agent needs Python 3.7+" in err

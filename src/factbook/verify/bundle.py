@@ -99,15 +99,27 @@ def build_script(calls: list[Call], *, jobs: int = 16, checks_dir: Path | None =
     for path in sorted({custom[p] for p in needed if p in custom}):
         sources[f"checks/{path.name}"] = _source(path)
     batch = {"jobs": jobs, "calls": [c.to_wire() for c in calls]}
-    return "\n".join(
-        [
-            _source(_PACKAGE / "verify" / "agent.py"),
-            f"SOURCES = json.loads({json.dumps(sources)!r})",
-            f"BATCH = json.loads({json.dumps(batch, default=str)!r})",
-            "main(SOURCES, BATCH)",
-            "",
-        ]
+    payload = {"agent": _source(_PACKAGE / "verify" / "agent.py"), "sources": sources}
+    # The bootstrap parses on any Python (ASCII only, no f-strings), so an old interpreter on
+    # the box fails with a clear message instead of a SyntaxError about the agent's source.
+    return BOOTSTRAP % (
+        ascii(json.dumps(payload)),
+        ascii(json.dumps(batch, default=str)),
     )
+
+
+BOOTSTRAP = """\
+import json, sys
+if sys.version_info < (3, 7):
+    sys.stderr.write("factbook: the agent needs Python 3.7+ on the target; %%s is %%s\\n"
+                     %% (sys.executable, sys.version.split()[0]))
+    sys.exit(3)
+PAYLOAD = json.loads(%s)
+BATCH = json.loads(%s)
+scope = {"__name__": "factbook_agent"}
+exec(compile(PAYLOAD["agent"], "factbook/verify/agent.py", "exec"), scope)
+scope["main"](PAYLOAD["sources"], BATCH)
+"""
 
 
 def agent_argv(python: str | None) -> list[str]:
