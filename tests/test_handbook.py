@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -254,3 +255,38 @@ def test_docs_command_writes_a_complete_docs_dir(
     )
     assert proc.returncode == 0, proc.stderr  # plain Markdown: no hooks needed to render it
     assert (tmp_path / "site/facts/pitfalls/index.html").is_file()
+
+
+def test_lint_problems_show_on_home_and_fail_strict(kb_root: Path, tmp_path: Path) -> None:
+    edit_fact(kb_root, "hw.gpu.count", links={"see_also": ["no.such.fact"]})
+    handbook = Generator().generate(kb_root)
+    assert any("no.such.fact" in p for p in handbook.lint_problems)
+    assert "lint problem(s) in the knowledge base" in handbook.pages["index.md"]
+    assert "no.such.fact" in handbook.pages["index.md"]
+    proc = subprocess.run(
+        [mkdocs_bin(), "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=kb_root,
+        env=mkdocs_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 1 and "no.such.fact" in proc.stderr
+
+
+def test_a_generator_failure_becomes_a_page_not_a_stuck_server(
+    kb_root: Path, tmp_path: Path
+) -> None:
+    shutil.rmtree(kb_root / "facts")  # the loader refuses a folder without facts/
+    proc = subprocess.run(
+        [mkdocs_bin(), "build", "-d", str(tmp_path / "site")],
+        cwd=kb_root,
+        env=mkdocs_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "could not be generated" in proc.stderr
+    home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "The handbook could not be generated" in home and "no facts/ folder" in home

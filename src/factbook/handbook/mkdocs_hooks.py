@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,14 @@ def on_config(config: Any) -> Any:
 
 
 def on_files(files: Files, config: Any) -> Files:
-    handbook = generate(_root(config), docs_dir=config.docs_dir)
+    try:
+        handbook = generate(_root(config), docs_dir=config.docs_dir)
+    except Exception as exc:  # under `mkdocs serve`, show the error instead of a stuck page
+        log.error("factbook: the handbook could not be generated: %s", exc, exc_info=True)
+        text = f"# The handbook could not be generated\n\n```\n{traceback.format_exc()}```\n"
+        if files.get_file_from_path("index.md") is None:
+            files.append(File.generated(config, "index.md", content=text))
+        return files
     for problem in handbook.lint_problems:
         log.warning("knowledge base: %s", problem)
     for uri, text in handbook.files().items():
