@@ -85,6 +85,7 @@ def test_topology_parsing_pcie_and_nvlink() -> None:
     assert pcie["links"] == ["NODE", "SYS"]
     assert pcie["matrix"]["GPU0"]["GPU2"] == "SYS"
     assert pcie["numa_affinity"] == {"GPU0": "0", "GPU1": "0", "GPU2": "1"}
+    assert pcie["cpu_affinity"]["GPU2"] == "48-95"
     nv = gpu.parse_topology(TOPO_NVLINK)
     assert nv["nvlink"] is True and nv["links"] == ["NV18"]
     single = gpu.parse_topology("\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-15\t0\n")

@@ -92,7 +92,9 @@ def parse_topology(text: str) -> dict[str, Any]:
             if matrix and not line.strip():
                 break
             continue
-        row = dict(zip(header, cells[1:]))  # noqa: B905 - runs on Python 3.8+
+        # nvidia-smi pads some columns with an extra tab ("0\t\tN/A"): GPU rows fill every
+        # column, so dropping empty cells realigns them with the header.
+        row = dict(zip(header, [c for c in cells[1:] if c]))  # noqa: B905 - runs on 3.7+
         name = cells[0]
         matrix[name] = {k: v for k, v in row.items() if re.match(r"^GPU\d+$", k)}
         numa[name] = row.get("NUMA Affinity", "")
