@@ -342,6 +342,13 @@ class OpenAIServer(ThreadingHTTPServer):
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up between keep-alive requests is normal, not an error."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
     def __enter__(self) -> OpenAIServer:
         self._thread.start()
         return self
