@@ -10,7 +10,6 @@ one `{"result": {...}}`. The caller prepends `JOB = {...}` to this file's text.
 """
 
 import contextlib
-import contextlib
 import json
 import os
 import signal
