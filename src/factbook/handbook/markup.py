@@ -79,6 +79,26 @@ def value_text(value: Any) -> str:
     return json.dumps(value, sort_keys=False, default=str, ensure_ascii=False)
 
 
+def expect_text(expect: Any) -> str:
+    """An expectation as people say it: `version >=2.11,<2.12`, `each contains RTX`."""
+    if not isinstance(expect, dict):
+        return value_text(expect)
+    path = expect.get("path")
+    ops = [(k, v) for k, v in expect.items() if k != "path"]
+    if len(ops) != 1:
+        return value_text(expect)
+    op, arg = ops[0]
+    if op in ("each", "not"):
+        text = f"{op} {expect_text(arg)}"
+    elif op in ("all", "any") and isinstance(arg, list):
+        text = f"{op} of ({'; '.join(expect_text(a) for a in arg)})"
+    elif op == "length" and isinstance(arg, dict):
+        text = f"length {expect_text(arg)}"
+    else:
+        text = f"{op} {value_text(arg)}"
+    return f"{path}: {text}" if path else text
+
+
 def shorten(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -8,7 +8,7 @@ from typing import Any
 from ..kb import KnowledgeBase
 from ..model import Fact
 from .charts import Bar, bar_chart, numa_diagram
-from .markup import code, md, prose, rel_link, scroll_table, shorten, time_text
+from .markup import code, expect_text, md, prose, rel_link, scroll_table, shorten, time_text
 from .views import FactView, ViewBuilder
 
 Renderer = Callable[[KnowledgeBase, ViewBuilder, list[Fact], list[FactView], str], str]
@@ -124,9 +124,10 @@ def software(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, p
         probe = fact.check.probe if fact.check else ""
         if not (probe == "pkg.version" or "version" in fact.tags or fact.id.endswith(".version")):
             continue
-        expected = code(fact.value) if fact.value is not None else ""
         if fact.check and fact.check.expect:
-            expected += (" " if expected else "") + f"({code(fact.check.expect)})"
+            expected = code(expect_text(fact.check.expect))
+        else:
+            expected = code(fact.value) if fact.value is not None else ""
         records = views.records_text(fact.id)
         name = views.link(page, fact.id, fact.title)
         if not records:

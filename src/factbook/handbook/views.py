@@ -12,7 +12,7 @@ from typing import Any
 from ..kb import KnowledgeBase
 from ..model import Fact
 from .badges import FactState, fact_state
-from .markup import code, md, prose, rel_link, time_text, value_text
+from .markup import code, expect_text, md, prose, rel_link, time_text, value_text
 
 # Category keys shown under a fact, in this order, with their label.
 EXTRA_LABELS = {
@@ -164,7 +164,7 @@ class ViewBuilder:
     def _check_text(self, fact: Fact) -> str:
         assert fact.check is not None
         args = f" {code(fact.check.args)}" if fact.check.args else ""
-        expect = f", expect {code(fact.check.expect)}" if fact.check.expect else ""
+        expect = f", expect {code(expect_text(fact.check.expect))}" if fact.check.expect else ""
         where = fact.check_target()
         on = f" on {md(where)}" if where else ""
         return f"{code(fact.check.probe)}{args}{on}{expect}"
@@ -176,7 +176,7 @@ class ViewBuilder:
         observed = code(record.get("observed"))
         reason = md(record.get("reason", ""))
         if outcome == "drift":
-            expected = code(fact.check.expect if fact.check else fact.value)
+            expected = code(expect_text(fact.check.expect) if fact.check else fact.value)
             return (
                 f"Drift on {target}",
                 f"expected {expected}, observed {observed} at {when} — {reason}",
