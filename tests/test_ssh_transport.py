@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sshd import Lab, port_refused, processes_with
 
-from factbook.errors import AuthError, HostKeyError, UnreachableError, UsageError
+from factbook.errors import AuthError, HostKeyError, TargetError, UnreachableError, UsageError
 from factbook.model import Target
 from factbook.transports.base import TransportOptions
 from factbook.transports.ssh import SSHTransport, parse_target_url
@@ -303,9 +303,9 @@ def test_box_unreachable_from_the_jump_names_both(ssh_lab: Lab, ssh_targets, ssh
     assert f"{ssh_lab.box.host}:1" in text and "unreachable from jump host jump" in text
 
 
-def test_unknown_jump_name_is_a_usage_error(ssh_targets, ssh_options) -> None:
+def test_unknown_jump_name_is_a_target_error(ssh_targets, ssh_options) -> None:
     box = replace(ssh_targets["box"], jump=("nope",))
-    with pytest.raises(UsageError, match="jump 'nope'"):
+    with pytest.raises(TargetError, match="jump 'nope'"):
         SSHTransport(box, ssh_targets, ssh_options)
 
 
@@ -428,3 +428,28 @@ def test_hashed_known_hosts(ssh_lab: Lab, ssh_home: Path, ssh_targets, ssh_optio
         assert run(transport, "print('hashed')\n")[0] == ["hashed"]
     finally:
         transport.close()
+
+
+PRINT_PYTHONS = b"""import os, sys
+print(sys.executable)
+print(open(f"/proc/{os.getppid()}/cmdline").read().split(chr(0))[0])  # the supervisor's
+"""
+
+
+def test_supervisor_uses_the_targets_python(ssh_targets: dict, ssh_options, tmp_path: Path) -> None:
+    """argv is `sh -c ...` (the engine's python chooser): the supervisor runs on target.python."""
+    link = tmp_path / "python3-custom"
+    link.symlink_to("/usr/bin/python3")
+    box = replace(ssh_targets["box"], python=str(link))
+    transport = SSHTransport(box, {**ssh_targets, "box": box}, ssh_options)
+    try:
+        proc = transport.start(
+            ["sh", "-c", 'exec "$0" -', str(link)],
+            PRINT_PYTHONS,
+            {},
+        )
+        lines = list(proc.lines())
+        assert proc.wait(5) == 0
+    finally:
+        transport.close()
+    assert lines == [str(link), str(link)]

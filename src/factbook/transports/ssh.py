@@ -24,7 +24,7 @@ from pathlib import Path
 
 import paramiko
 
-from ..errors import UnreachableError, UsageError
+from ..errors import TargetError, UnreachableError, UsageError
 from ..model import Target
 from .base import AgentProcess, Transport, TransportOptions
 from .sshconnect import ChainResolver, Hop, connect_chain, split_jump_spec
@@ -89,9 +89,15 @@ def parse_target_url(
     return target, jumps
 
 
-def remote_command(argv: list[str], stdin_size: int, env: dict[str, str]) -> str:
-    """The shell command sshd runs: `env K=V PY -c SUPERVISOR N ARGV...`, every word quoted."""
-    py = argv[0] if os.path.basename(argv[0]).startswith("python") else "python3"
+def remote_command(
+    argv: list[str], stdin_size: int, env: dict[str, str], python: str | None = None
+) -> str:
+    """The shell command sshd runs: `env K=V PY -c SUPERVISOR N ARGV...`, every word quoted.
+
+    PY (the supervisor's interpreter) is argv[0] when that is a python, else the target's
+    `python`, else python3.
+    """
+    py = argv[0] if os.path.basename(argv[0]).startswith("python") else python or "python3"
     words = [_quote(py), "-c", shlex.quote(SUPERVISOR), str(stdin_size)]
     words += [_quote(a) for a in argv]
     if env:
@@ -168,7 +174,10 @@ class SSHTransport(Transport):
     def __init__(self, target: Target, targets: dict[str, Target], options: TransportOptions):
         super().__init__(target)
         self.options = options
-        self.hops: list[Hop] = ChainResolver(targets, options).resolve(target)
+        try:
+            self.hops: list[Hop] = ChainResolver(targets, options).resolve(target)
+        except UsageError as exc:  # a target-level problem: report it on that target's checks
+            raise TargetError(str(exc)) from None
         self._clients: list[paramiko.SSHClient] = []
         self._lock = threading.Lock()
 
@@ -191,7 +200,7 @@ class SSHTransport(Transport):
 
     def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
         transport = self.connect()
-        command = remote_command(argv, len(stdin), env)
+        command = remote_command(argv, len(stdin), env, self.target.python)
         try:
             channel = transport.open_session(timeout=self.hops[-1].connect_timeout)
             channel.exec_command(command)
