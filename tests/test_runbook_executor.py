@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import pytest
 import yaml
 from test_runbook_kit import (
     FACTBOOK,
@@ -521,3 +522,57 @@ print("checked")
     child = int((root / "work" / "child.pid").read_text())
     time.sleep(0.2)
     assert not pid_alive(child)
+
+
+# --- the launch + benchmark + record workflow against a real OpenAI-compatible server -------
+
+BENCH_WORKFLOW = '''
+import json, sys
+port = {port}
+srv = server.start("llm", [sys.executable, {server!r}, "--port", str(port), "--spec-steps", "2"],
+                   ready=f"http://127.0.0.1:{{port}}/health", deadline=120)
+BENCH = """
+import json, sys
+from factbook.runbooks.bench_client import run_benchmark, to_fact_values
+base, concurrency, config = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+result = run_benchmark(base, None, max_tokens=24, concurrency=concurrency, num_requests=4)
+print(json.dumps(to_fact_values(result, config)))
+"""
+'''
+
+
+def test_launch_benchmark_and_record_with_the_bench_client_shipped_to_the_box(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("transformers")
+    root = make_kb(tmp_path)
+    server_py = str(Path(__file__).with_name("openai_server.py"))
+    measure = """
+r = box.run_python(BENCH, modules=["factbook.errors", "factbook.runbooks.bench_client"],
+                   args=[f"http://127.0.0.1:{{port}}", "{c}", json.dumps({{"engine": "tiny"}})],
+                   timeout=300, quiet=True)
+values = json.loads(r.stdout.strip().splitlines()[-1])
+record("{fid}", values["value"], unit=values["unit"],
+       fields={{"accept_len": values["accept_len"], "config": values["config"]}})
+"""
+    write_runbook(
+        root,
+        "bench",
+        [
+            SETUP,
+            step("launch", BENCH_WORKFLOW.format(port=free_port(), server=server_py)),
+            step("single", measure.format(c=1, fid="bench.speed"), records=["bench.speed"]),
+            step("c4", measure.format(c=4, fid="bench.latency"), records=["bench.latency"]),
+        ],
+    )
+    code, record = execute(root, "bench")
+    assert code == 0, {s["name"]: s["error"] for s in record["steps"]}
+    kb = load_kb(root)
+    single, c4 = kb.get("bench.speed"), kb.get("bench.latency")
+    assert single.value > 0 and single.unit == "tok/s" and single.status == "verified"
+    assert single.get("config")["concurrency"] == 1 and c4.get("config")["concurrency"] == 4
+    assert single.get("config")["engine"] == "tiny"
+    assert 1.0 <= single.get("accept_len") <= 3.0  # spec_steps=2: at most 3 tokens a round
+    assert single.sources[-1].step == "single" and c4.sources[-1].step == "c4"
+    assert record["servers"][0]["state"].startswith("stopped")
+    assert not pid_alive(record["servers"][0]["pid"])

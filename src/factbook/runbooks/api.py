@@ -237,6 +237,59 @@ class _Box:
             result.check()
         return result
 
+    def run_python(
+        self,
+        code: str,
+        *,
+        modules: list[str] = (),  # type: ignore[assignment]
+        args: list[str] = (),  # type: ignore[assignment]
+        timeout: float = 600,
+        check: bool = True,
+        quiet: bool = False,
+    ) -> CommandResult:
+        """Run Python `code` with the target's interpreter, with stdlib-only factbook modules.
+
+        `modules` (e.g. ["factbook.runbooks.bench_client"]) are shipped with the code, as a
+        package tree in a temp folder on the box removed afterwards, so a step can run
+        factbook's own client on the box where the server listens on 127.0.0.1.
+        """
+        script = ship_script(code, list(modules))
+        return self.run(
+            [self.python, "-", *args], stdin=script, timeout=timeout, check=check, quiet=quiet
+        )
+
+
+_SHIP_TEMPLATE = """\
+import os, shutil, sys, tempfile
+_root = tempfile.mkdtemp(prefix="factbook-mod-")
+for _rel, _text in {sources!r}.items():
+    _path = os.path.join(_root, _rel)
+    os.makedirs(os.path.dirname(_path), exist_ok=True)
+    with open(_path, "w") as _handle:
+        _handle.write(_text)
+sys.path.insert(0, _root)
+try:
+    exec(compile({code!r}, "<step>", "exec"), {{"__name__": "__main__"}})
+finally:
+    shutil.rmtree(_root, ignore_errors=True)
+"""
+
+
+def ship_script(code: str, modules: list[str]) -> str:
+    """A self-contained script: `modules`' sources (with empty package __init__ files) + code."""
+    import importlib.util
+
+    sources: dict[str, str] = {}
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            raise UsageError(f"cannot ship module '{name}': no Python source found")
+        parts = name.split(".")
+        for depth in range(1, len(parts)):
+            sources.setdefault("/".join(parts[:depth]) + "/__init__.py", "")
+        sources["/".join(parts) + ".py"] = Path(spec.origin).read_text(encoding="utf-8")
+    return _SHIP_TEMPLATE.format(sources=sources, code=code)
+
 
 class _Servers:
     """Managed background processes of this run (see factbook.runbooks.servers)."""
@@ -309,10 +362,11 @@ def record(
     unit: str | None = None,
     note: str | None = None,
     status: str = "verified",
+    fields: dict[str, Any] | None = None,
 ) -> None:
     """Queue a measured value for fact `fact_id`; the executor writes it back with provenance.
 
-    Only ids declared in the step's `records:` are accepted, so a runbook's effect on the
+    `fields` sets further keys of the fact (a benchmark's accept_len, config). Only ids declared in the step's `records:` are accepted, so a runbook's effect on the
     knowledge base is visible (and linted) before it runs.
     """
     ctx = _STATE.ctx
@@ -328,6 +382,7 @@ def record(
         "unit": unit,
         "note": note,
         "status": status,
+        "fields": fields or {},
         "step": ctx.step,
         "target": _target_name(None),
         "time": time.time(),

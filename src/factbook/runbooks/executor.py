@@ -444,14 +444,16 @@ class Executor:
             }
             if entry.get("note"):
                 source["note"] = entry["note"]
-            set_fields = {"unit": entry["unit"]} if entry.get("unit") else None
+            set_fields = dict(entry.get("fields") or {})
+            if entry.get("unit"):
+                set_fields["unit"] = entry["unit"]
             update_fact(
                 self.kb.root,
                 entry["fact"],
                 value=entry["value"],
                 status=entry.get("status") or "verified",
                 add_source=source,
-                set_fields=set_fields,
+                set_fields=set_fields or None,
             )
             applied.append(
                 {"fact": entry["fact"], "value": entry["value"], "unit": entry.get("unit")}
