@@ -366,8 +366,9 @@ def record(
 ) -> None:
     """Queue a measured value for fact `fact_id`; the executor writes it back with provenance.
 
-    `fields` sets further keys of the fact (a benchmark's accept_len, config). Only ids declared in the step's `records:` are accepted, so a runbook's effect on the
-    knowledge base is visible (and linted) before it runs.
+    `fields` sets further keys of the fact (a benchmark's accept_len, config). Only ids
+    declared in the step's `records:` are accepted, so a runbook's effect on the knowledge
+    base is visible (and linted) before it runs.
     """
     ctx = _STATE.ctx
     if fact_id not in ctx.step_records:
