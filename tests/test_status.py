@@ -87,6 +87,13 @@ FACTS = [
         since="100",
         check={"probe": "cpu.model", "args": {}, "expect": {"contains": "EPYC"}},
     ),
+    fact(
+        "hw.probed",  # no `since`: valid from the start, but only known since today's run
+        "hardware",
+        "Probed today: 2 NUMA nodes.",
+        status="assumed",
+        sources=[{"run": "r0", "date": "2026-11-29", "target": "box"}],
+    ),
     fact("sw.torch", "software", "torch 2.10.", tags=["version"], since="100"),
     fact("sw.hang", "software", "The server hangs after loading.", since="100", until="200"),
     fact("sw.serves", "software", "The server serves.", since="200"),
@@ -368,6 +375,17 @@ def test_as_of_shows_that_moment_only(kb_root: Path) -> None:
     third = render(kb_root, as_of="300")
     assert "~~Engine B will just work.~~" in third
     assert "refuted msg 300: it did not; replaced by pit.flag" in third
+
+
+def test_facts_learned_later_without_since_stay_out_of_milestone_documents(
+    kb_root: Path,
+) -> None:
+    for milestone in ("100", "200", "300"):
+        assert "Probed today" not in render(kb_root, as_of=milestone)
+    now = render(kb_root)
+    assert "- ◻ Probed today: 2 NUMA nodes. *(2026-11-29 box)*" in now
+    new = section(now, "Changed since the previous status").split("### New facts")[1]
+    assert "`hw.probed`" in new
 
 
 def test_benchmarks_table_and_training_metrics(kb_root: Path) -> None:

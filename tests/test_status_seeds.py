@@ -123,6 +123,7 @@ LATER = {
         "[-1, 2, 30]",
         "21504",
         "37,000",
+        "H200",
     ],
     "3478": [
         "54.8",
@@ -136,8 +137,9 @@ LATER = {
         "num_steps + 1",
         "2.95",
         "fix_eagle3_keys",
+        "H200",
     ],
-    "4504": [],
+    "4504": ["H200"],  # the lent device machine: probed today, after every seed
 }
 SECTIONS = [
     "## Goal",

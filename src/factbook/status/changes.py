@@ -15,7 +15,7 @@ from typing import Any
 
 from ..kb import KnowledgeBase
 from ..model import Fact, Milestone
-from .items import Item, effective_status, make_item, value_text
+from .items import Item, effective_status, known, make_item, value_text
 
 
 @dataclass
@@ -86,8 +86,8 @@ def compute_changes(
 
     before_bench: dict[tuple[str, str], Fact] = {}
     for fact in facts:
-        now_seen = kb.visible(fact, current)
-        then_seen = kb.visible(fact, previous)
+        now_seen = known(kb, fact, current)
+        then_seen = known(kb, fact, previous)
         if fact.category == "benchmarks" and then_seen:
             key = bench_key(fact)
             if key:
@@ -108,9 +108,9 @@ def compute_changes(
             changes.drifted.append(item(fact, current))
     by_id = {f.id: f for f in facts}
     for fact in facts:
-        if fact.category != "benchmarks" or not kb.visible(fact, current):
+        if fact.category != "benchmarks" or not known(kb, fact, current):
             continue
-        if kb.visible(fact, previous):
+        if known(kb, fact, previous):
             continue
         old = _predecessor(kb, fact, by_id, before_bench, previous)
         if old is not None and value_text(old.value, old.unit) != value_text(fact.value, fact.unit):
@@ -130,10 +130,10 @@ def _predecessor(
     """The figure this one superseded: linked by replaces, or same metric and config before."""
     for old_id in fact.links.get("replaces", []):
         old = by_id.get(old_id)
-        if old is not None and old.category == "benchmarks" and kb.visible(old, previous):
+        if old is not None and old.category == "benchmarks" and known(kb, old, previous):
             return old
     for old in by_id.values():
-        if fact.id in old.links.get("replaced_by", []) and kb.visible(old, previous):
+        if fact.id in old.links.get("replaced_by", []) and known(kb, old, previous):
             return old
     key = bench_key(fact)
     return before_bench.get(key) if key else None

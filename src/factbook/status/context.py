@@ -14,7 +14,7 @@ from typing import Any
 from ..kb import KnowledgeBase
 from ..model import Milestone
 from .changes import Changes, compute_changes
-from .items import LEGEND, Item, make_item, milestone_label, value_text
+from .items import LEGEND, Item, known, make_item, milestone_label, value_text
 
 INSTRUCTION_GROUPS = (
     ("access", "Access", {"access", "ssh"}),
@@ -105,7 +105,7 @@ def build_context(
 ) -> StatusContext:
     """Sort the facts visible at `as_of` into sections; results apply only when given."""
     all_facts = list(kb.facts.values())
-    facts = [f for f in all_facts if kb.visible(f, as_of)]
+    facts = [f for f in all_facts if known(kb, f, as_of)]
     items = {f.id: make_item(kb, f, as_of, results) for f in facts}
     by_cat: dict[str, list[Item]] = {}
     for fact in facts:

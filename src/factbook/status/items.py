@@ -115,6 +115,15 @@ def known_sources(fact: Fact, as_of: Milestone | None) -> list[Source]:
     return out
 
 
+def known(kb: KnowledgeBase, fact: Fact, as_of: Milestone | None) -> bool:
+    """Whether the fact was known at `as_of`: visible then, and — when it has no `since` —
+    backed by a source that existed then. A fact without `since` is valid from the start,
+    but one learned from a run today (the H200 probes) was not *known* at message 3157."""
+    if not kb.visible(fact, as_of):
+        return False
+    return as_of is None or fact.since is not None or bool(known_sources(fact, as_of))
+
+
 def _source_stamp(source: Source) -> tuple[str, str]:
     if source.seed:
         return (f"msg {source.message}" if source.message is not None else source.seed), ""
