@@ -8,6 +8,8 @@ Without /usr/bin/chromium these tests skip, except under CI (CI=true), where the
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +46,20 @@ def _need_chromium() -> None:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     _need_chromium()
     root = copy_kb(tmp_path_factory.mktemp("served") / "kb")
+    # Real results for the page: verify the facts of the local `h200` target on this machine
+    # (most fail here, which is what the badges should show). Its exit code says "some failed".
+    subprocess.run(
+        [
+            str(Path(sys.executable).with_name("verify-facts")),
+            "--root",
+            str(root),
+            "--target",
+            "h200",
+        ],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
     server = Served(root, root.parent / "serve.log")
     try:
         server.wait_ready()
@@ -84,6 +100,9 @@ def test_home_shows_goal_and_status_at_a_glance(served: Served, browser: Any, sh
     assert page.locator("#status-at-a-glance").is_visible()
     table = page.locator("table", has_text="Never checked").first
     assert "llm-two" in table.inner_text()
+    if (served.root / "results" / "latest.json").exists():
+        assert "h200" in table.inner_text()
+        assert page.locator("#needs-attention").count() == 1
     nav = page.locator("nav.md-nav--primary").first.inner_text()
     for section in ("Hardware", "Pitfalls", "Runbooks", "Status documents"):
         assert section in nav
@@ -125,19 +144,21 @@ def test_pitfalls_page_reads_at_phone_width(served: Served, browser: Any, shots:
 def test_search_finds_a_fact_by_its_words(served: Served, browser: Any) -> None:
     page = open_page(browser, served.url + "/")
     box = page.locator("input.md-search__input")
-    result = page.locator(".md-search-result__item a[href*='hardware/?h=numa#hw.numa']").first
+    result = page.locator(".md-search-result__item a[href*='/facts/hardware/'][href*='#']").first
     for _ in range(6):  # a query typed before the search worker is ready is dropped
         box.click()
         box.fill("NUMA")
         try:
-            result.wait_for(state="attached", timeout=5_000)
+            result.wait_for(state="attached", timeout=10_000)
             break
         except Exception:
             box.fill("")
     result.wait_for(state="attached", timeout=1_000)
+    href = result.get_attribute("href") or ""
+    anchor = href.split("#", 1)[1]
     result.click()  # search results deep-link to the fact's anchor
-    page.wait_for_url("**/facts/hardware/**#hw.numa*")
-    assert page.locator('[id^="hw.numa"]').first.is_visible()
+    page.wait_for_url(f"**#{anchor}")
+    assert page.locator(f'[id="{anchor}"]').is_visible()
     page.close()
 
 

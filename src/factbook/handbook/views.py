@@ -176,7 +176,10 @@ class ViewBuilder:
         observed = code(record.get("observed"))
         reason = md(record.get("reason", ""))
         if outcome == "drift":
-            expected = code(expect_text(fact.check.expect) if fact.check else fact.value)
+            checked = (record.get("extra") or {}).get("expect")  # what the run compared against
+            if checked is None and fact.check is not None:
+                checked = fact.check.expect
+            expected = code(expect_text(checked) if checked is not None else fact.value)
             return (
                 f"Drift on {target}",
                 f"expected {expected}, observed {observed} at {when} — {reason}",
