@@ -576,3 +576,43 @@ record("{fid}", values["value"], unit=values["unit"],
     assert single.sources[-1].step == "single" and c4.sources[-1].step == "c4"
     assert record["servers"][0]["state"].startswith("stopped")
     assert not pid_alive(record["servers"][0]["pid"])
+
+
+def test_second_ctrl_c_stops_a_step_that_ignores_the_interrupt(tmp_path: Path) -> None:
+    root = make_kb(tmp_path)
+    port = free_port()
+    write_runbook(
+        root,
+        "stubborn",
+        [
+            SETUP,
+            step("launch", SERVER_STEP.format(port=port)),
+            step(
+                "stubborn",
+                "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                "print('ignoring', flush=True)\ntime.sleep(60)",
+            ),
+        ],
+    )
+    proc = subprocess.Popen(
+        [FACTBOOK, "--root", str(root), "run", "stubborn"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "ignoring" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1.5)
+    assert proc.poll() is None  # the kernel ignored the first interrupt
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    record = runs(root, "stubborn")[-1]
+    assert record["status"] == "interrupted" and record["last_ok_step"] == "launch"
+    assert steps_of(record)["stubborn"]["status"] == "interrupted"
+    pid = int((root / "work" / "server.pid").read_text())
+    assert not pid_alive(pid) and record["servers"][0]["state"].startswith("stopped")
