@@ -29,6 +29,14 @@ def _root(config: Any) -> Path:
     return Path(env) if env else Path(config.config_file_path).resolve().parent
 
 
+def on_startup(*, command: str, dirty: bool) -> None:
+    if dirty:
+        log.warning(
+            "factbook: --dirty rebuilds only changed pages and rewrites the search index with "
+            "just those; search will miss the rest of the handbook (build without --dirty)"
+        )
+
+
 def on_config(config: Any) -> Any:
     if CSS_URI not in config.extra_css:
         config.extra_css.append(CSS_URI)
