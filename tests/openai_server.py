@@ -66,6 +66,9 @@ class _Request:
     out: queue.Queue = field(default_factory=queue.Queue)  # ints, then None
     generated: list[int] = field(default_factory=list)
     verify_steps: int = 0
+    submitted: float = field(default_factory=time.perf_counter)  # server-side clock
+    first: float | None = None
+    done: float | None = None
 
 
 class Engine:
@@ -73,6 +76,8 @@ class Engine:
 
     def __init__(self, model: LlamaForCausalLM, spec_steps: int = 0):
         self.model = model
+        self.device = next(model.parameters()).device
+        self.finished: list[_Request] = []  # for /stats: server-side timings
         self.spec_steps = spec_steps
         self.inbox: queue.Queue[_Request] = queue.Queue()
         self.stop = threading.Event()
@@ -94,6 +99,7 @@ class Engine:
         for row, seq in enumerate(seqs):
             ids[row, width - len(seq) :] = torch.tensor(seq)
             mask[row, width - len(seq) :] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         if layers is None:
             return self.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits
@@ -123,8 +129,11 @@ class Engine:
             else:
                 self._plain_step(active)
             for req in [r for r in active if self._finished(r)]:
+                req.done = time.perf_counter()
                 req.out.put(None)
                 active.remove(req)
+                with self.lock:
+                    self.finished.append(req)
 
     def _finished(self, req: _Request) -> bool:
         if len(req.generated) >= req.max_tokens:
@@ -136,6 +145,8 @@ class Engine:
             if self._finished(req):
                 return
             req.generated.append(tok)
+            if req.first is None:
+                req.first = time.perf_counter()
             req.out.put(tok)
 
     def _plain_step(self, active: list[_Request]) -> None:
@@ -159,6 +170,28 @@ class Engine:
             req.verify_steps += 1
             self.verify_total += 1
             self.accept_total += len(req.generated) - before
+
+    def stats(self) -> dict[str, Any]:
+        """Server-side truth for a client to be compared with: tokens, span, TTFT."""
+        with self.lock:
+            done = list(self.finished)
+        if not done:
+            return {"requests": 0}
+        start = min(r.submitted for r in done)
+        end = max(r.done or 0.0 for r in done)
+        ttfts = sorted((r.first or r.done or 0.0) - r.submitted for r in done)
+        tokens = sum(len(r.generated) for r in done)
+        return {
+            "requests": len(done),
+            "tokens": tokens,
+            "span_s": end - start,
+            "throughput_tok_s": tokens / (end - start) if end > start else None,
+            "ttft_p50_s": ttfts[(len(ttfts) - 1) // 2],
+        }
+
+    def reset_stats(self) -> None:
+        with self.lock:
+            self.finished.clear()
 
     def draft_counters(self) -> tuple[int, int]:
         """(verify steps, accepted draft tokens): what vLLM's spec_decode counters count."""
@@ -191,6 +224,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"status": "ok"})
         elif self.path == "/v1/models":
             self._json(200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]})
+        elif self.path == "/stats":
+            self._json(200, engine.stats())
+        elif self.path == "/stats/reset":
+            engine.reset_stats()
+            self._json(200, {"ok": True})
         elif self.path == "/metrics" and self.server.flavor == "vllm":
             drafted, accepted = engine.draft_counters()
             label = f'{{model_name="{MODEL_ID}"}}'
@@ -333,12 +371,14 @@ class OpenAIServer(ThreadingHTTPServer):
         seed: int = 0,
         layers: int = 2,
         hidden: int = 64,
+        device: str = "cpu",
+        port: int = 0,
     ):
         """`flavor` picks how accept lengths are exposed: "sglang" (sglext, /server_info),
         "vllm" (/metrics counters) or "plain" (not at all)."""
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", port), _Handler)
         self.flavor = flavor
-        self.engine = Engine(build_model(seed, layers, hidden), spec_steps)
+        self.engine = Engine(build_model(seed, layers, hidden).to(device), spec_steps)
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
@@ -358,3 +398,26 @@ class OpenAIServer(ThreadingHTTPServer):
         self.engine.stop.set()
         self.server_close()
         self.engine.thread.join(timeout=5)
+
+
+def main() -> None:
+    """Serve until killed: `python tests/openai_server.py --port 8000 --device cuda`."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--spec-steps", type=int, default=0)
+    p.add_argument("--flavor", default="sglang", choices=("sglang", "vllm", "plain"))
+    a = p.parse_args()
+    server = OpenAIServer(spec_steps=a.spec_steps, flavor=a.flavor, layers=a.layers,
+                          hidden=a.hidden, device=a.device, port=a.port)  # fmt: skip
+    print(server.url, flush=True)
+    with server:
+        server.engine.thread.join()
+
+
+if __name__ == "__main__":
+    main()
