@@ -123,6 +123,85 @@ def test_awkward_values_round_trip(root: Path) -> None:
     assert "# trailing comment" in (root / "facts" / "bench.yaml").read_text()
 
 
+NESTED = """\
+facts:
+  - id: bench.nested
+    category: benchmarks
+    title: Nested
+    statement: Nested blocks.
+    value: 1
+    status: assumed
+    config:
+      engine: sglang
+      env:
+        NCCL_PROTO: LL
+      # a comment inside the block, after its last entry
+    metric: |
+      decode tok/s
+      (two lines)
+    sources:
+      - {note: x}
+"""
+
+
+def test_block_mappings_and_block_scalars_replaced_without_eating_what_follows(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "facts").mkdir()
+    (tmp_path / "facts" / "n.yaml").write_text(NESTED)
+    update_fact(
+        tmp_path,
+        "bench.nested",
+        set_fields={"config": {"engine": "vllm", "env": {}}, "metric": "tok/s"},
+        add_source={"run": "r"},
+    )
+    after = (tmp_path / "facts" / "n.yaml").read_text()
+    assert "    config: {engine: vllm, env: {}}\n" in after
+    assert "      # a comment inside the block, after its last entry\n    metric: tok/s\n" in after
+    nested = load_kb(tmp_path, strict=False).get("bench.nested")
+    assert nested.get("config") == {"engine": "vllm", "env": {}} and nested.get("metric") == "tok/s"
+
+
+def test_every_shipped_fact_can_be_edited_in_place(tmp_path: Path) -> None:
+    """value, status, every mapping/list field and a source, on a copy of the real facts/."""
+    import shutil
+
+    repo = Path(__file__).resolve().parent.parent
+    for name in ("facts", "targets.yaml", "milestones.yaml"):
+        source = repo / name
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / name)
+        elif source.exists():
+            shutil.copy(source, tmp_path / name)
+    from factbook.kb import load_kb_with_problems
+
+    kb, before = load_kb_with_problems(tmp_path)
+    originals = {p: p.read_text() for p in (tmp_path / "facts").glob("*.yaml")}
+    for f in kb.facts.values():
+        fields = {
+            k: ({**v, "edited": True} if isinstance(v, dict) else [*v, "edited"])
+            for k, v in f.extra.items()
+            if isinstance(v, (dict, list))
+        }
+        update_fact(
+            tmp_path,
+            f.id,
+            value={"edited": [1, 2]},
+            status="stale",
+            set_fields=fields or None,
+            add_source={"run": "edit-test"},
+        )
+    after_kb, after = load_kb_with_problems(tmp_path)
+    assert len(after) == len(before)
+    for f in after_kb.facts.values():
+        assert (f.value, f.status, f.sources[-1].run) == ({"edited": [1, 2]}, "stale", "edit-test")
+        assert f.statement == kb.facts[f.id].statement
+    for path, text in originals.items():  # every comment line survives
+        comments = [line for line in text.splitlines() if line.lstrip().startswith("#")]
+        new_lines = set(path.read_text().splitlines())
+        assert [c for c in comments if c not in new_lines] == []
+
+
 def test_unknown_fact_is_a_usage_error(root: Path) -> None:
     from factbook.errors import UsageError
 

@@ -29,6 +29,8 @@ from .atomic import write_text_atomic
 from .errors import InputError, UsageError
 
 _UNSET: Any = object()
+# libyaml when present: the same marks (character offsets), ten times faster on big files.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 FACT_FILE_HEADER = (
     "# yaml-language-server: $schema=../schema/facts.schema.json\n"
     "# Written by factbook; edit freely, comments and order are kept.\n"
@@ -102,7 +104,7 @@ def _after_line(text: str, index: int) -> int:
 
 def _facts_node(text: str, display: str) -> yaml.SequenceNode | None:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise WritebackError(f"{display}: not valid YAML: {exc}") from exc
     if root is None:
@@ -117,6 +119,20 @@ def _facts_node(text: str, display: str) -> yaml.SequenceNode | None:
                 return None
             raise WritebackError(f"{display}: 'facts' is not a list")
     return None
+
+
+def _span_end(text: str, node: yaml.Node) -> int:
+    """Where a node's own text ends. Block collections and block scalars report the start of
+    the next line (past comments and indentation); their last child's end, with trailing
+    whitespace dropped, is where the replaced span must stop so nothing after it is eaten."""
+    block = isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and not node.flow_style
+    if block and node.value:
+        last = node.value[-1]
+        return _span_end(text, last[1] if isinstance(last, tuple) else last)
+    end = node.end_mark.index
+    while end > node.start_mark.index and text[end - 1] in " \t\r\n":
+        end -= 1
+    return end
 
 
 def _find(node: yaml.SequenceNode | None, fact_id: str) -> yaml.MappingNode | None:
@@ -159,11 +175,13 @@ def _edits_for(
     inserts: list[str] = []
     for name, new in changes.items():
         if name in keys:
-            node = keys[name][1]
-            replacement = _flow(new)
-            if isinstance(node, yaml.ScalarNode) and node.style in ("|", ">"):
-                replacement += "\n"
-            edits.append((node.start_mark.index, node.end_mark.index, replacement))
+            key, node = keys[name]
+            start, replacement = node.start_mark.index, _flow(new)
+            between = text[key.end_mark.index : start]
+            block = isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and not node.flow_style
+            if block and "#" not in between:  # `key:\n  a: 1` becomes `key: {a: 1}`
+                start, replacement = key.end_mark.index, ": " + replacement
+            edits.append((start, _span_end(text, node), replacement))
         else:
             inserts.append(f"{indent}{name}: {_flow(new)}\n")
     for line in inserts:
@@ -246,9 +264,9 @@ def _check_result(
     path: Path,
 ) -> None:
     """Refuse the write unless the new file parses to exactly the intended data."""
-    before = yaml.safe_load(old)
+    before = yaml.load(old, Loader=_LOADER)
     try:
-        after = yaml.safe_load(new)
+        after = yaml.load(new, Loader=_LOADER)
     except yaml.YAMLError as exc:
         raise WritebackError(f"{path}: edit would break the YAML ({exc}); not written") from exc
     expected = copy.deepcopy(before)
@@ -300,7 +318,7 @@ def append_facts(path: Path | str, facts: list[dict[str, Any]]) -> Path:
             )
             blocks.append("".join(dash + line + "\n" for line in dumped.splitlines()))
         new_text = text + ("\n" if node is not None else "") + "\n".join(blocks)
-        after = yaml.safe_load(new_text) or {}
+        after = yaml.load(new_text, Loader=_LOADER) or {}
         ids = [f.get("id") for f in after.get("facts") or [] if isinstance(f, dict)]
         if not all(f["id"] in ids for f in facts):
             raise WritebackError(f"{path}: appended facts did not parse back; not written")
