@@ -111,21 +111,21 @@ def test_home_shows_goal_and_status_at_a_glance(served: Served, browser: Any, sh
 
 
 def test_fact_anchor_scrolls_to_the_fact(served: Served, browser: Any, shots: Path) -> None:
-    page = open_page(browser, served.url + "/facts/hardware/#hw.numa.gpu_layout")
+    page = open_page(browser, served.url + "/facts/hardware.html#hw.numa.gpu_layout")
     heading = page.locator('[id="hw.numa.gpu_layout"]')
     assert heading.is_visible()
     page.wait_for_function(
         "document.getElementById('hw.numa.gpu_layout').getBoundingClientRect().top < 300"
     )
     assert page.locator(".fb-badge").count() > 10
-    page.goto(served.url + "/facts/hardware/#topology", wait_until="load")
+    page.goto(served.url + "/facts/hardware.html#topology", wait_until="load")
     assert page.locator("svg[aria-label='GPU to NUMA node layout']").first.is_visible()
     page.screenshot(path=str(shots / "hardware-topology.png"))
     page.close()
 
 
 def test_pitfalls_page_reads_at_phone_width(served: Served, browser: Any, shots: Path) -> None:
-    page = open_page(browser, served.url + "/facts/pitfalls/", PHONE)
+    page = open_page(browser, served.url + "/facts/pitfalls.html", PHONE)
     assert page.locator("h1").first.inner_text().startswith("Pitfalls")
     assert (
         page.locator("text=Symptom:").first.is_visible()
@@ -135,7 +135,7 @@ def test_pitfalls_page_reads_at_phone_width(served: Served, browser: Any, shots:
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 1, f"page is {overflow}px wider than the phone"
     page.screenshot(path=str(shots / "pitfalls-phone.png"))
-    desktop = open_page(browser, served.url + "/facts/pitfalls/")
+    desktop = open_page(browser, served.url + "/facts/pitfalls.html")
     desktop.screenshot(path=str(shots / "pitfalls.png"))
     desktop.close()
     page.close()
@@ -144,7 +144,9 @@ def test_pitfalls_page_reads_at_phone_width(served: Served, browser: Any, shots:
 def test_search_finds_a_fact_by_its_words(served: Served, browser: Any) -> None:
     page = open_page(browser, served.url + "/")
     box = page.locator("input.md-search__input")
-    result = page.locator(".md-search-result__item a[href*='/facts/hardware/'][href*='#']").first
+    result = page.locator(
+        ".md-search-result__item a[href*='/facts/hardware.html'][href*='#']"
+    ).first
     for _ in range(6):  # a query typed before the search worker is ready is dropped
         box.click()
         box.fill("NUMA")
@@ -165,7 +167,7 @@ def test_search_finds_a_fact_by_its_words(served: Served, browser: Any) -> None:
 def test_editing_a_fact_or_results_reloads_the_page_once(
     served: Served, browser: Any, shots: Path
 ) -> None:
-    page = open_page(browser, served.url + "/facts/hardware/#hw.gpu.count")
+    page = open_page(browser, served.url + "/facts/hardware.html#hw.gpu.count")
     assert "never checked" in page.locator('[id="hw.gpu.count"] ~ p').first.inner_text()
     before = served.builds()
     marker = "GPU count (edited under mkdocs serve)"

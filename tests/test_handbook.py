@@ -219,13 +219,13 @@ def test_mkdocs_build_strict_from_shipped_kb(kb_root: Path, tmp_path: Path) -> N
         timeout=240,
     )
     assert proc.returncode == 0, proc.stderr
-    hardware = (site / "facts/hardware/index.html").read_text(encoding="utf-8")
+    hardware = (site / "facts/hardware.html").read_text(encoding="utf-8")
     assert 'id="hw.gpu.count"' in hardware and "fb-badge" in hardware
     assert (site / "assets/factbook.css").is_file()
     assert "assets/factbook.css" in hardware
     index = json.loads((site / "search/search_index.json").read_text(encoding="utf-8"))
     locations = {d["location"] for d in index["docs"]}
-    assert "facts/hardware/#hw.gpu.count" in locations
+    assert "facts/hardware.html#hw.gpu.count" in locations
     assert not (kb_root / "docs" / "index.md").exists()  # pages stay in memory
 
 
