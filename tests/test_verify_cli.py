@@ -292,3 +292,31 @@ def test_too_old_python_on_the_box_is_a_clear_error(tmp_path: Path) -> None:
     assert "agent exited with status 3 after 0 of 1 results" in out
     assert "the agent needs Python 3.7+ on the target" in out
     assert "note: old: the agent needs Python 3.7+" in err
+
+
+def test_dry_run_and_extra_reports(kb: Path, tmp_path: Path) -> None:
+    code, out, _ = cli(kb, "verify", "hw.cpu.*", "inv.untargeted", "--dry-run")
+    assert code == 0
+    assert out.splitlines() == [
+        "hw.cpu.threads  on local: cpu.threads {}",
+        "hw.cpu.too_many  on local: cpu.threads {}",
+        "inv.untargeted  on -: no target (pass --target)",
+    ]
+    assert not (kb / "results").exists()
+    junit, tap = tmp_path / "r.xml", tmp_path / "r.tap"
+    code, out, _ = cli(
+        kb,
+        "verify",
+        "hw.cpu.*",
+        "--no-save",
+        "--report",
+        f"junit:{junit}",
+        "--report",
+        f"tap:{tap}",
+        "--format",
+        "json",
+    )
+    assert code == 1 and json.loads(out)["summary"]["drift"] == 1
+    assert ET.parse(junit).getroot().find("testsuite").get("failures") == "1"
+    assert tap.read_text().startswith("TAP version 13\n1..2\n")
+    assert cli(kb, "verify", "--report", "pdf:x.pdf")[0] == 2

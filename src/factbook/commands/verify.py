@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import os
 import re
 import socket
@@ -48,6 +49,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retry-delay", type=float, default=0.0, metavar="S")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report here, not stdout")
+    p.add_argument(
+        "--report",
+        action="append",
+        default=[],
+        metavar="FORMAT:FILE",
+        help="also write a report in FORMAT to FILE (repeatable), e.g. junit:report.xml",
+    )
+    p.add_argument("--dry-run", action="store_true", help="show which check runs where; run none")
     p.add_argument("--no-save", action="store_true", help="do not write results/")
     p.add_argument("-v", "--verbose", action="store_true", help="a line per result on stderr")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress")
@@ -129,6 +138,21 @@ def handle(args: argparse.Namespace) -> int:
     facts = select_facts(kb, args)
     _refuse_broken(facts, problems)
     plan = plan_checks(kb, facts, args.target)
+    reports = _parse_reports(args.report)
+    if args.dry_run:
+        for check in plan.checks:
+            assert check.fact.check is not None
+            print(
+                f"{check.fact.id}  on {check.target}: {check.fact.check.probe} "
+                f"{json.dumps(check.fact.check.args)}"
+            )
+        for fact in plan.unplaced:
+            print(f"{fact.id}  on -: no target (pass --target)")
+        print(
+            f"({len(plan.checks)} checks on {len({c.target for c in plan.checks})} targets)",
+            file=sys.stderr,
+        )
+        return EXIT_OK
     run_id = new_run_id([c.target for c in plan.checks])
     progress = Progress(len(plan.checks), verbose=args.verbose)
     quiet = args.quiet or (not progress.tty and not args.verbose)
@@ -169,6 +193,8 @@ def handle(args: argparse.Namespace) -> int:
     if not args.no_save and records:
         path = write_run(kb.root, run_id, header, records)
         print(f"results: {path.relative_to(kb.root)}", file=sys.stderr)
+    for fmt, path in reports:
+        Path(path).write_text(render(fmt, records, header, elapsed), encoding="utf-8")
     report = render(args.format, records, header, elapsed)
     if args.output:
         Path(args.output).write_text(report, encoding="utf-8")
@@ -179,6 +205,19 @@ def handle(args: argparse.Namespace) -> int:
         print("no checks selected", file=sys.stderr)
         return EXIT_OK
     return exit_code(records)
+
+
+def _parse_reports(specs: list[str]) -> list[tuple[str, str]]:
+    """`junit:report.xml` -> ("junit", "report.xml"); a bad format is a usage error."""
+    out = []
+    for spec in specs:
+        fmt, sep, path = spec.partition(":")
+        if not sep or not path or fmt not in FORMATS:
+            raise UsageError(
+                f"--report {spec!r}: expected FORMAT:FILE, FORMAT one of {', '.join(FORMATS)}"
+            )
+        out.append((fmt, path))
+    return out
 
 
 def _unplaced(fact: Fact, run_id: str) -> ResultRecord:
