@@ -215,7 +215,7 @@ def test_ctrl_c_saves_the_state_and_exits_130(tmp_path: Path) -> None:
     )
     assert proc.stdout is not None
     for line in proc.stdout:  # live output: the step announces itself while it runs
-        if "sleeping" in line:
+        if line.strip() == "sleeping":  # the output, not the echoed source
             break
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
@@ -603,7 +603,7 @@ def test_second_ctrl_c_stops_a_step_that_ignores_the_interrupt(tmp_path: Path) -
     )
     assert proc.stdout is not None
     for line in proc.stdout:
-        if "ignoring" in line:
+        if line.strip() == "ignoring":
             break
     proc.send_signal(signal.SIGINT)
     time.sleep(1.5)

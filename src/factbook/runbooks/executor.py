@@ -41,6 +41,7 @@ from .format import Runbook, Step, select_steps
 from .remote import BoxClient
 
 STEP_TIMEOUT_ENAME = "StepTimeout"
+SHOWN_LINES = 12  # of a step's source, printed before it runs
 
 
 @dataclass
@@ -176,6 +177,7 @@ class Executor:
             self.record.finished = rec.now_iso()
             self.record.duration_s = round(time.monotonic() - started, 3)
             self._save(notebook=True)
+            self._summary()
             self._say(
                 f"run {self.record.run_id}: {self.record.status} "
                 f"({self.record.duration_s:.1f}s); saved {self._display(self.folder)}"
@@ -319,6 +321,12 @@ class Executor:
             f"\n== step {step.name} [{target or 'no target'}] "
             f"(timeout {self._step_timeout:.0f}s{flags}) =="
         )
+        if self.options.live:  # show what is about to run, like an operator reading along
+            lines = step.source.splitlines()
+            for line in lines[:SHOWN_LINES]:
+                self._say(f"  | {line}")
+            if len(lines) > SHOWN_LINES:
+                self._say(f"  | ... ({len(lines) - SHOWN_LINES} more lines)")
         entry.started, entry.status = rec.now_iso(), "running"
         if remaining is not None and remaining <= 0:
             return self._finish(entry, "timeout", "the run's timeout was reached", EXIT_FAILED)
@@ -530,6 +538,16 @@ class Executor:
                 "target": self.record.target,
             }
             write_text_atomic(self.folder / rec.NOTEBOOK_FILE, nbformat.writes(self.notebook))
+
+    def _summary(self) -> None:
+        """One line per step that was part of this run: status, duration, name."""
+        assert self.record is not None
+        self._say("")
+        for entry in self.record.steps:
+            if entry.status in ("skipped", "pending") and entry.started is None:
+                continue
+            took = f"{entry.duration_s:8.2f}s" if entry.duration_s is not None else " " * 9
+            self._say(f"  {entry.status:12} {took}  {entry.name}")
 
     def _say(self, text: str, *, err: bool = False) -> None:
         stream = sys.stderr if err else self.out
