@@ -15,7 +15,8 @@ import yaml
 
 from factbook.cli import run as cli
 from factbook.handbook import Generator, write_tree
-from factbook.handbook.markup import code, md, prose
+from factbook.handbook.charts import numa_diagram
+from factbook.handbook.markup import code, expect_text, md, prose
 from factbook.kb import load_kb
 from factbook.results import ResultRecord, write_run
 from factbook.schema import CATEGORIES
@@ -290,3 +291,18 @@ def test_a_generator_failure_becomes_a_page_not_a_stuck_server(
     assert "could not be generated" in proc.stderr
     home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
     assert "The handbook could not be generated" in home and "no facts/ folder" in home
+
+
+def test_expectations_read_as_sentences() -> None:
+    assert expect_text({"each": {"contains": "RTX PRO 6000"}}) == "each contains RTX PRO 6000"
+    assert expect_text({"path": "nvlink", "eq": False}) == "nvlink: eq false"
+    assert expect_text({"version": ">=2.11,<2.12"}) == "version >=2.11,<2.12"
+    assert expect_text({"any": [{"eq": 5}, {"eq": "5"}]}) == "any of (eq 5; eq 5)"
+
+
+def test_numa_diagram_draws_each_gpu_in_its_node() -> None:
+    svg = numa_diagram([0, 0, 0, 0, 1, 1, 1, 1], "No NVLink · PCIe Gen5")
+    assert svg.count('class="fb-numa"') == 2 and svg.count('class="fb-gpu"') == 8
+    node1 = svg.index("NUMA node 1")
+    assert svg.index(">GPU 3<") < node1 < svg.index(">GPU 4<")
+    assert "No NVLink · PCIe Gen5" in svg and "\n" not in svg
