@@ -44,11 +44,15 @@ def span(seconds, tag=""):
     start = time.time()
     time.sleep(float(seconds))
     return {"pid": os.getpid(), "span": [start, time.time()]}
+def freeze_agent():
+    import signal
+    os.kill(os.getppid(), signal.SIGSTOP)
+    return "frozen"
 def crash():
     os._exit(3)
 PROBES = {"t.nap": nap, "t.count": count, "t.noisy": noisy, "t.big": big,
           "t.needs_missing": needs_missing, "t.die": die, "t.crash": crash,
-          "t.span": span}
+          "t.span": span, "t.freeze": freeze_agent}
 """
 
 
@@ -312,3 +316,15 @@ def test_what_a_finished_call_left_running_dies_with_the_batch() -> None:
     while pids_with_cmdline(f"sleep {marker}") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert pids_with_cmdline(f"sleep {marker}") == []
+
+
+def test_a_frozen_agent_is_stopped_by_the_watchdog(tmp_path: Path) -> None:
+    facts = [fact("x.freeze", "t.freeze", None, target="local", timeout=1)]
+    root = make_kb(tmp_path / "kb", facts, checks={"slow.py": SLOW_PROBES})
+    kb = load_kb(root)
+    plan = [PlannedCheck(f, "local") for f in kb.facts.values()]
+    started = time.monotonic()
+    records = Engine(kb, kb.targets, VerifyOptions(stall_grace=1.0), run_id="r").run(plan)
+    assert time.monotonic() - started < 10
+    assert records[0].outcome == "error"
+    assert "no result within the run's 2s bound; agent stopped" in records[0].reason

@@ -38,6 +38,7 @@ class VerifyOptions:
     timeout: float | None = None  # for checks that set none; default DEFAULT_TIMEOUT
     retry: int = 0
     retry_delay: float = 0.0
+    stall_grace: float = 60.0  # beyond the calls' own timeouts, before a silent agent is stopped
     transport: TransportOptions = field(default_factory=TransportOptions)
 
 
@@ -241,7 +242,14 @@ class Engine:
             return records
         with self._lock:
             self._procs.add(proc)
-        watchdog = threading.Timer(_budget(calls, self.options.jobs), proc.kill)
+        budget = _budget(calls, self.options.jobs, self.options.stall_grace)
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            proc.kill()
+
+        watchdog = threading.Timer(budget, expire)
         watchdog.daemon = True
         watchdog.start()
         by_call = {c.id: c for c in calls}
@@ -275,6 +283,8 @@ class Engine:
         lost = [c for c in checks if c.key not in records]
         if lost:
             why = _lost_reason(stderr, status, done, len(records), len(checks))
+            if expired.is_set():
+                why = f"no result within the run's {budget:.0f}s bound; agent stopped"
             for check in lost:
                 settle(check, self._error(check, why))
         return records
@@ -290,13 +300,14 @@ def _parse(line: str) -> dict[str, Any] | None:
     return message if isinstance(message, dict) else None
 
 
-def _budget(calls: list[Call], jobs: int) -> float:
-    """A generous bound on a pass: the agent enforces per-call timeouts; this catches stalls."""
+def _budget(calls: list[Call], jobs: int, grace: float) -> float:
+    """A generous bound on a pass: the agent enforces per-call timeouts; this catches stalls
+    (a frozen box, a connection that neither delivers nor drops)."""
     if not calls:
-        return 60.0
+        return grace
     longest = max(c.timeout for c in calls)
     waves = math.ceil(len(calls) / max(1, jobs))
-    return longest * waves + 60.0
+    return longest * waves + grace
 
 
 def _lost_reason(stderr: str, status: int | None, done: bool, got: int, total: int) -> str:
