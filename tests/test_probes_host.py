@@ -150,6 +150,31 @@ def test_process_gpu_holders_lists_nothing_without_gpu_devices() -> None:
         assert holders == []
 
 
+def test_holders_leave_out_the_agents_own_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process holding a device file is listed, unless the agent started it."""
+    import subprocess
+    import sys
+
+    device = tmp_path / "nvidia0"
+    device.write_text("")
+    code = f"import time; f = open({str(device)!r}); print('ready', flush=True); time.sleep(30)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        match = lambda path: path == str(device)  # noqa: E731
+        monkeypatch.delenv("FACTBOOK_AGENT_PID", raising=False)
+        found = host.holders(match)
+        assert [h["pid"] for h in found] == [proc.pid]
+        assert found[0]["devices"] == [str(device)] and "time.sleep" in found[0]["cmdline"]
+        monkeypatch.setenv("FACTBOOK_AGENT_PID", str(os.getpid()))  # we are its parent
+        assert host.holders(match) == []
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_systemd_state_without_systemd_is_an_error() -> None:
     if Path("/run/systemd/system").exists():
         state = host.systemd_state("factbook-no-such.service")

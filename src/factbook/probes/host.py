@@ -185,32 +185,61 @@ def cmd(argv: Any, cwd: str | None = None, env: dict | None = None, shell: bool 
     return result
 
 
-def process_gpu_holders() -> list[dict[str, Any]]:
-    """Processes holding /dev/nvidia* open (the zombie-GPU-process pitfall), from /proc."""
-    holders = []
+def _parent(pid: int) -> int:
+    try:
+        for line in _read(f"/proc/{pid}/status").splitlines():
+            if line.startswith("PPid:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _agent_descendant(pid: int, agent: int) -> bool:
+    """Whether `pid` was started by the factbook agent (its torch.info worker holds the GPU)."""
+    for _ in range(64):
+        if pid in (agent, 0, 1):
+            return pid == agent
+        pid = _parent(pid)
+    return False
+
+
+def holders(match: Any) -> list[dict[str, Any]]:
+    """Processes with an open fd whose target `match(path)` accepts; the agent's own excluded."""
+    found = []
+    agent = int(os.environ.get("FACTBOOK_AGENT_PID") or 0)
     me = os.getpid()
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
-        devices = set()
+        paths = set()
         try:
             for fd in os.listdir(f"/proc/{entry}/fd"):
                 try:
                     link = os.readlink(f"/proc/{entry}/fd/{fd}")
                 except OSError:
                     continue
-                if link.startswith("/dev/nvidia"):
-                    devices.add(link)
+                if match(link):
+                    paths.add(link)
         except OSError:
             continue
-        if devices:
-            try:
-                raw = _read(f"/proc/{entry}/cmdline")
-            except OSError:
-                raw = ""
-            cmdline = " ".join(part for part in raw.split("\x00") if part)
-            holders.append({"pid": int(entry), "cmdline": cmdline, "devices": sorted(devices)})
-    return sorted(holders, key=lambda h: h["pid"])
+        if not paths or (agent and _agent_descendant(int(entry), agent)):
+            continue
+        try:
+            raw = _read(f"/proc/{entry}/cmdline")
+        except OSError:
+            raw = ""
+        cmdline = " ".join(part for part in raw.split("\x00") if part)
+        found.append({"pid": int(entry), "cmdline": cmdline, "devices": sorted(paths)})
+    return sorted(found, key=lambda h: h["pid"])
+
+
+def process_gpu_holders() -> list[dict[str, Any]]:
+    """Processes holding /dev/nvidia* open (the zombie-GPU-process pitfall), from /proc.
+
+    The agent's own workers are left out: after torch.info one of them holds the GPU too.
+    """
+    return holders(lambda path: path.startswith("/dev/nvidia"))
 
 
 def systemd_state(unit: str) -> dict[str, Any]:

@@ -312,6 +312,7 @@ def main(sources: dict[str, str], batch: dict[str, Any]) -> None:
     probes, broken = load_probes(sources)
     BROKEN.update(broken)
     PRCTL.append(_prctl())
+    os.environ["FACTBOOK_AGENT_PID"] = str(os.getpid())  # probes tell our processes apart
     agent = Agent(probes, batch)
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, agent.kill_all)
