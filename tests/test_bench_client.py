@@ -6,6 +6,7 @@ accept lengths are real measurements; nothing here is canned.
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import sys
@@ -184,6 +185,18 @@ def test_bench_cli_records_into_a_fact(
     assert len(after.sources) == len(before.sources) + 1
     assert after.sources[-1].run.startswith("bench-")
     assert "# " in text_before and text_before.splitlines()[0] in (kb_copy / after.file).read_text()
+
+
+def test_bench_cli_json_and_extra_body(
+    plain: OpenAIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run(["bench", "--url", plain.url + "/v1", "--max-tokens", "6", "--requests", "1",
+                "--json", "--endpoint", "completions",
+                "--extra-body", '{"stream_options": {"include_usage": false}}'])  # fmt: skip
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["tokens_from"] == ["chunks"] and summary["endpoint"] == "completions"
+    assert run(["bench", "--url", plain.url, "--extra-body", "[1]"]) == 2
 
 
 def test_bench_cli_refuses_a_non_benchmark_fact(plain: OpenAIServer, kb_copy: Path) -> None:

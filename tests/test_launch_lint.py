@@ -18,9 +18,11 @@ from factbook.kb import load_kb
 from factbook.runbooks.launch_lint import (
     UNKNOWN,
     CellEvaluator,
+    LaunchRefused,
     capture_layers,
     check_command,
     launch_argv,
+    preflight,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -234,6 +236,17 @@ def test_cli_exit_codes(folders: dict[str, str], capsys: pytest.CaptureFixture[s
     good = _spec(folders["llama"], folders["draft_258"], steps=15, ndt=16).split()
     assert run(["launch-lint", "--", *good]) == 0
     assert run(["launch-lint", "--", "echo", "hi"]) == 2
+
+
+def test_preflight_refuses_errors_and_prints_warnings(
+    folders: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(LaunchRefused, match=r"pit\.eagle-vs-eagle3-flag"):
+        preflight(_spec(folders["kimi"], folders["draft_157"], "EAGLE").split())
+    report = preflight(_spec(folders["kimi"], folders["draft_157"], steps=1, ndt=16).split())
+    assert report is not None and report.resolved.speculative_num_draft_tokens == 2
+    assert "pit.topk1-num-draft-tokens" in capsys.readouterr().out
+    assert preflight(["python", "-m", "vllm.entrypoints.openai.api_server"]) is None
 
 
 # ---- runbooks -------------------------------------------------------------------------

@@ -36,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup", type=int, default=1, help="untimed requests first (default 1)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per request")
     p.add_argument("--api-key", help="sent as a Bearer token")
+    p.add_argument(
+        "--extra-body",
+        metavar="JSON",
+        help="merged into every request body, e.g. '{\"ignore_eos\": false}'",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--record", metavar="FACT_ID", help="write the result into this fact")
     p.add_argument(
@@ -92,6 +97,12 @@ def handle(args: argparse.Namespace) -> int:
     )
 
     config = _config_items(args.config)
+    try:
+        extra = json.loads(args.extra_body) if args.extra_body else None
+    except ValueError as exc:
+        raise UsageError(f"--extra-body is not JSON: {exc}") from exc
+    if extra is not None and not isinstance(extra, dict):
+        raise UsageError("--extra-body must be a JSON object")
     result = run_benchmark(
         args.url,
         args.model,
@@ -103,6 +114,7 @@ def handle(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         timeout=args.timeout,
         api_key=args.api_key,
+        extra_body=extra,
     )
     summary = result.summary()
     if args.json:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import Problem
+from ..errors import FactbookError, Problem
 
 SGLANG_VERSION = "0.5.23"
 PIT_TOPK1 = "pit.topk1-num-draft-tokens"
@@ -324,6 +324,33 @@ def check_command(
         findings.append(Finding("error", f"sglang would refuse to start: {resolved.error}"))
     _check_topk1(flags, resolved, findings)
     _check_draft(flags, resolved, report, read_config, exists, target_arch)
+    return report
+
+
+class LaunchRefused(FactbookError):
+    """A launch command has errors the linter is sure of; it is not started."""
+
+
+def preflight(
+    argv: str | Sequence[Any],
+    *,
+    read_config: Callable[[Any], dict[str, Any] | None] = read_local_config,
+    exists: Callable[[Any], bool | None] = local_exists,
+) -> LaunchReport | None:
+    """Lint right before a launch: raise LaunchRefused on errors, print warnings.
+
+    For the executor's (or a cell's) `server.start(...)`: the argv is the real one, with
+    every value known, so this catches what the static runbook lint could not evaluate.
+    """
+    report = check_command(argv, read_config=read_config, exists=exists)
+    if report is None:
+        return None
+    if report.errors:
+        raise LaunchRefused(
+            "sglang launch refused:\n" + "\n".join(f"  {f}" for f in report.findings)
+        )
+    for finding in report.findings:
+        print(f"sglang launch {finding}", flush=True)
     return report
 
 
