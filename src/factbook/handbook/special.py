@@ -67,7 +67,7 @@ def _topology(views: ViewBuilder, facts: list[Fact], page: str) -> str:
         layout = [int(n) for n in layout_fact.value]
         label = " · ".join(f.title for f in links) or "interconnect unknown"
         out += [numa_diagram(layout, label), ""]
-        records = views.records_text(layout_fact.id)
+        records = views.records(layout_fact.id)
         headers = ["GPU", "NUMA node (expected)"] + [
             f"observed on {md(r.get('target'))}" for r in records
         ]
@@ -87,7 +87,7 @@ def _topology(views: ViewBuilder, facts: list[Fact], page: str) -> str:
         ]
         out.append("")
     for fact in facts:
-        for record in views.records_text(fact.id):
+        for record in views.records(fact.id):
             observed = record.get("observed")
             matrix = observed.get("matrix") if isinstance(observed, dict) else None
             if isinstance(matrix, dict) and matrix:
@@ -128,7 +128,7 @@ def software(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, p
             expected = code(expect_text(fact.check.expect))
         else:
             expected = code(fact.value) if fact.value is not None else ""
-        records = views.records_text(fact.id)
+        records = views.records(fact.id)
         name = views.link(page, fact.id, fact.title)
         if not records:
             rows.append(

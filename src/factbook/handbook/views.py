@@ -12,7 +12,7 @@ from typing import Any
 from ..kb import KnowledgeBase
 from ..model import Fact
 from .badges import FactState, fact_state
-from .markup import code, expect_text, md, prose, rel_link, time_text, value_text
+from .markup import code, expect_text, md, prose, rel_link, time_text
 
 # Category keys shown under a fact, in this order, with their label.
 EXTRA_LABELS = {
@@ -208,7 +208,8 @@ class ViewBuilder:
             )
         return rows
 
-    def records_text(self, fact_id: str) -> list[dict[str, Any]]:
+    def records(self, fact_id: str) -> list[dict[str, Any]]:
+        """The latest result of the fact on each target, sorted by target."""
         return self.states[fact_id].results
 
 
@@ -238,8 +239,4 @@ def _first_source(fact: Fact) -> str:
     return "run " + " / ".join(parts) if parts else str(source.seed or "its source")
 
 
-def observed_text(record: dict[str, Any] | None) -> str:
-    return code(record.get("observed")) if record else "—"
-
-
-__all__ = ["FactView", "ViewBuilder", "category_uri", "observed_text", "value_text"]
+__all__ = ["FactView", "ViewBuilder", "category_uri"]
