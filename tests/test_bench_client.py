@@ -199,6 +199,25 @@ def test_bench_cli_json_and_extra_body(
     assert run(["bench", "--url", plain.url, "--extra-body", "[1]"]) == 2
 
 
+def test_client_file_runs_alone_on_a_box(plain: OpenAIServer, tmp_path: Path) -> None:
+    """Copied out of the package, as it is shipped to a box: stdlib only, JSON out."""
+    import subprocess
+
+    import factbook.runbooks.bench_client as module
+
+    alone = tmp_path / "bench_client.py"
+    shutil.copy(module.__file__, alone)
+    args = ["--url", plain.url, "--max-tokens", "5", "--requests", "1"]
+    proc = subprocess.run([sys.executable, "-I", str(alone), *args], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["output_tokens"] == 5 and summary["failed"] == 0
+    dead = subprocess.run([sys.executable, "-I", str(alone), "--url", "http://127.0.0.1:9"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert dead.returncode == 3 and "cannot reach" in json.loads(dead.stdout)["error"]
+
+
 def test_bench_cli_refuses_a_non_benchmark_fact(plain: OpenAIServer, kb_copy: Path) -> None:
     code = run(["--root", str(kb_copy), "bench", "--url", plain.url, "--max-tokens", "4",
                 "--requests", "1", "--record", "pit.topk1-num-draft-tokens"])  # fmt: skip

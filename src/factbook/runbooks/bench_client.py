@@ -13,6 +13,8 @@ request streams (`stream: true`, `stream_options.include_usage`), so per request
 
 `run_benchmark(...)` returns a BenchResult; `to_fact_values(result, server_config)` turns it into
 the fields of a benchmark fact (value, unit, metric, accept_len, config) for write-back.
+The file also runs alone on a box without factbook: `python3 bench_client.py --url URL -c 8`
+prints the summary as JSON.
 """
 
 from __future__ import annotations
@@ -29,7 +31,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import FactbookError
+try:
+    from ..errors import FactbookError
+except ImportError:  # shipped alone to a box (no factbook package there)
+
+    class FactbookError(Exception):  # type: ignore[no-redef]
+        """Stand-in root error when this file runs as a script."""
+
+        exit_code = 2
+
 
 DEFAULT_PROMPTS = (
     "Explain in one paragraph why speculative decoding speeds up single-stream generation.",
@@ -482,3 +492,31 @@ def result_from_dict(data: dict[str, Any]) -> BenchResult:
 
 def result_to_dict(result: BenchResult) -> dict[str, Any]:
     return asdict(result)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python3 bench_client.py --url URL [-c C] [--max-tokens N]`: the summary as JSON."""
+    import argparse
+
+    p = argparse.ArgumentParser(description="benchmark an OpenAI-compatible server")
+    p.add_argument("--url", required=True)
+    p.add_argument("--model")
+    p.add_argument("-c", "--concurrency", type=int, default=1)
+    p.add_argument("--max-tokens", type=int, default=256)
+    p.add_argument("--requests", type=int)
+    p.add_argument("--endpoint", choices=("chat", "completions"), default="chat")
+    args = p.parse_args(argv)
+    try:
+        result = run_benchmark(
+            args.url, args.model, DEFAULT_PROMPTS, args.max_tokens, args.concurrency,
+            num_requests=args.requests, endpoint=args.endpoint,
+        )  # fmt: skip
+    except BenchError as exc:
+        print(json.dumps({"error": str(exc)}))
+        return exc.exit_code
+    print(json.dumps({**result.summary(), "server_config": server_config(result)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
