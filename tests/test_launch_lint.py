@@ -185,6 +185,18 @@ def test_hidden_state_ids_on_kimi_follow_sglang_0523(folders: dict[str, str]) ->
     assert aligned.resolved.captured == ["layer 1", "layer 29", "layer 57"]
 
 
+def test_seed_era_plus_one_convention(folders: dict[str, str]) -> None:
+    """The seeds' sglang added 1 on Kimi too: [2, 30, 58] -> [3, 31, 59] (outputs 2, 30, 58)."""
+    cmd = _spec(folders["kimi"], folders["draft_258"])
+    old = check_command(cmd, convention="plus-one")
+    assert old is not None and old.findings == []
+    assert old.resolved.capture_layers == [3, 31, 59]
+    minus_one = check_command(_spec(folders["kimi"], folders["draft_m1"]), convention="plus-one")
+    assert minus_one is not None and minus_one.resolved.captured == ["embed", "layer 2", "layer 30"]
+    with pytest.raises(ValueError, match="unknown capture convention"):
+        capture_layers([1], "LlamaForCausalLM", 4, "0.4")
+
+
 def test_embedding_id_minus_one(folders: dict[str, str]) -> None:
     """-1 means the embedding output on Llama (+1 -> layer 0's input), is lost on Kimi."""
     llama = check_command(_spec(folders["llama"], folders["draft_m1"]))

@@ -21,6 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "pitfalls: EAGLE vs EAGLE3, topk=1 num_draft_tokens, draft path, hidden-state ids.",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--capture-convention",
+        choices=("0.5.23", "plus-one"),
+        default="0.5.23",
+        help="hidden-state capture rule: sglang 0.5.23 (default) or plus-one (older sglang, "
+        "e.g. the seeds' dev checkout, which added 1 on DeepSeek targets too)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="the launch command (after --)")
     p.set_defaults(handler=handle)
 
@@ -33,7 +40,7 @@ def handle(args: argparse.Namespace) -> int:
         argv = argv[0]  # one quoted string: split like a shell
     if not argv:
         raise UsageError("give the launch command after --")
-    report = check_command(argv)
+    report = check_command(argv, convention=args.capture_convention)
     if report is None:
         raise UsageError("not an SGLang launch (python -m sglang.launch_server / sglang serve)")
     resolved = {k: (None if v is UNKNOWN else v) for k, v in report.resolved.as_dict().items()}

@@ -30,6 +30,7 @@ from typing import Any
 from ..errors import FactbookError, Problem
 
 SGLANG_VERSION = "0.5.23"
+CONVENTIONS = (SGLANG_VERSION, "plus-one")
 PIT_TOPK1 = "pit.topk1-num-draft-tokens"
 PIT_EAGLE3 = "pit.eagle-vs-eagle3-flag"
 PIT_CAPTURE = "pit.hidden-state-capture-offset"
@@ -266,14 +267,27 @@ def resolve(flags: dict[str, Any], target_arch: str | None = None) -> Resolved:
 
 
 def capture_layers(
-    layer_ids: list[int] | None, target_arch: str | None, num_layers: int | None
+    layer_ids: list[int] | None,
+    target_arch: str | None,
+    num_layers: int | None,
+    convention: str = SGLANG_VERSION,
 ) -> list[int] | None:
-    """Layers whose input SGLang 0.5.23 captures for EAGLE-3 (`set_eagle3_layers_to_capture`)."""
+    """Layers whose input SGLang captures for EAGLE-3 (`set_eagle3_layers_to_capture`).
+
+    `convention` "0.5.23" is that release; "plus-one" is older sglang (the seeds' dev checkout
+    3207427), which added 1 to every id on DeepSeek targets too.
+    """
+    if convention not in CONVENTIONS:
+        raise ValueError(f"unknown capture convention {convention!r} ({', '.join(CONVENTIONS)})")
     if layer_ids is None:
         if num_layers is None:
             return None
         return [2, num_layers // 2, num_layers - 3]
-    if target_arch in DEEPSEEK_CAPTURE_ARCHS and not (layer_ids and layer_ids[0] == 1):
+    if (
+        convention == SGLANG_VERSION
+        and target_arch in DEEPSEEK_CAPTURE_ARCHS
+        and not (layer_ids and layer_ids[0] == 1)
+    ):
         return list(layer_ids)
     return [v + 1 for v in layer_ids]
 
@@ -301,12 +315,14 @@ def check_command(
     *,
     read_config: Callable[[Any], dict[str, Any] | None] = read_local_config,
     exists: Callable[[Any], bool | None] = local_exists,
+    convention: str = SGLANG_VERSION,
 ) -> LaunchReport | None:
     """Lint one command line; None when it does not launch SGLang.
 
     `read_config` and `exists` look at the box the server runs on: the defaults look here,
     which is right for local targets; a runbook lint of a remote target passes ones that
-    know nothing (so only the flags are checked).
+    know nothing (so only the flags are checked). `convention` picks the hidden-state
+    capture rule (see capture_layers).
     """
     argv = launch_argv(cmdline)
     if argv is None:
@@ -323,7 +339,7 @@ def check_command(
     if resolved.error:
         findings.append(Finding("error", f"sglang would refuse to start: {resolved.error}"))
     _check_topk1(flags, resolved, findings)
-    _check_draft(flags, resolved, report, read_config, exists, target_arch)
+    _check_draft(flags, resolved, report, read_config, exists, target_arch, convention)
     return report
 
 
@@ -377,6 +393,7 @@ def _check_draft(
     read_config: Callable[[Any], dict[str, Any] | None],
     exists: Callable[[Any], bool | None],
     target_arch: str | None,
+    convention: str,
 ) -> None:
     findings = report.findings
     path = resolved.speculative_draft_model_path
@@ -413,15 +430,19 @@ def _check_draft(
         return
     if algo != "EAGLE3":
         return
-    _check_capture(report, draft, target_arch, path)
+    _check_capture(report, draft, target_arch, path, convention)
 
 
 def _check_capture(
-    report: LaunchReport, draft: dict[str, Any], target_arch: str | None, path: str
+    report: LaunchReport,
+    draft: dict[str, Any],
+    target_arch: str | None,
+    path: str,
+    convention: str,
 ) -> None:
     ids = _layer_ids(draft)
     num_layers = _num_layers(report.target_config)
-    layers = capture_layers(ids, target_arch, num_layers)
+    layers = capture_layers(ids, target_arch, num_layers, convention)
     if layers is None:
         return
     report.resolved.capture_layers = layers
@@ -455,14 +476,14 @@ def _check_capture(
     if meant != report.resolved.captured:
         rule = (
             "adds 1 only when the first id is 1"
-            if target_arch in DEEPSEEK_CAPTURE_ARCHS
+            if target_arch in DEEPSEEK_CAPTURE_ARCHS and convention == SGLANG_VERSION
             else "captures the input of layer id+1"
         )
         findings.append(
             Finding(
                 "warning",
                 f"draft eagle_aux_hidden_state_layer_ids {ids} read as outputs of "
-                f"[{', '.join(meant)}], but sglang {SGLANG_VERSION} ({target_arch}: {rule}) "
+                f"[{', '.join(meant)}], but sglang {convention} ({target_arch}: {rule}) "
                 f"feeds the fc [{', '.join(report.resolved.captured)}]",
                 PIT_CAPTURE,
             )
