@@ -227,3 +227,13 @@ def test_select_steps_keeps_earlier_setup_steps(tmp_path: Path) -> None:
     assert names(until="a") == ["s1", "a"]
     assert names(after="b") == ["s1", "s2", "c"]
     assert names(after="c") == []
+
+
+def test_requiring_an_unverifiable_fact_is_a_lint_problem(tmp_path: Path) -> None:
+    root = make_kb(tmp_path)
+    write_runbook(root, "req", [({"name": "one", "requires": ["bench.speed"]}, "print(1)")])
+    problems = [str(p) for p in lint_runbooks(load_kb(root))]
+    assert problems == [
+        "runbooks/req.md:14: step 'one' requires 'bench.speed', which has no check and status "
+        "assumed: the step can never run"
+    ]

@@ -263,18 +263,37 @@ class Executor:
         )
         env = {**os.environ, CONTEXT_ENV: str(self.folder), "PYTHONUNBUFFERED": "1"}
         started = time.monotonic()
+        try:
+            self._launch_kernel(env)
+        except (FactbookError, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # jupyter_client / zmq errors: one line, not a traceback
+            raise FactbookError(f"cannot start the python3 kernel: {exc}") from exc
+        provisioner = getattr(self.client.km, "provisioner", None)
+        self._interrupt.kernel_pid = getattr(getattr(provisioner, "process", None), "pid", None)
+        self._silent("import factbook.runbooks.api as __factbook_api")
+        self.record.kernel_start_s = round(time.monotonic() - started, 3)
+
+    def _launch_kernel(self, env: dict[str, str]) -> None:
+        assert self.folder is not None
         self.client.km = self.client.create_kernel_manager()
         # IPC sockets: local-only, and no "unencrypted TCP" warning at each start. Unix socket
         # paths are limited to ~107 bytes, so they live in a short private temp folder.
         self._ipc_dir = tempfile.mkdtemp(prefix="fbk-")
         self.client.km.transport = "ipc"
         self.client.km.ip = os.path.join(self._ipc_dir, "k")
+        # The kernel runs this interpreter (which has factbook), whatever kernelspec named
+        # python3 a user installed elsewhere.
+        from jupyter_client.kernelspec import KernelSpec
+
+        self.client.km._kernel_spec = KernelSpec(
+            argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            display_name="factbook",
+            language="python",
+            resource_dir=self._ipc_dir,
+        )
         self.client.start_new_kernel(env=env, cwd=str(self.kb.root))
         self.client.start_new_kernel_client()
-        provisioner = getattr(self.client.km, "provisioner", None)
-        self._interrupt.kernel_pid = getattr(getattr(provisioner, "process", None), "pid", None)
-        self._silent("import factbook.runbooks.api as __factbook_api")
-        self.record.kernel_start_s = round(time.monotonic() - started, 3)
 
     def _silent(self, code: str, *, wait: bool = True) -> None:
         """Run hidden code in the kernel (no output, no history, not in the notebook).

@@ -48,13 +48,19 @@ def lint_runbook(kb: KnowledgeBase, runbook: Runbook) -> list[Problem]:
             hint = f" (did you mean: {', '.join(close)})" if close else ""
             out.append(Problem(where, line, f"{what}: no fact '{fact_id}'{hint}"))
         elif category and fact.category != category:
-            out.append(Problem(where, line, f"{what}: '{fact_id}' is a {fact.category} fact, "
-                                            f"not {category}"))
+            out.append(
+                Problem(
+                    where, line, f"{what}: '{fact_id}' is a {fact.category} fact, not {category}"
+                )
+            )
 
     def need_target(name: str | None, line: int, what: str) -> None:
         if name is not None and name not in kb.targets:
-            out.append(Problem(where, line, f"{what}: unknown target '{name}' "
-                                            f"(known: {', '.join(kb.targets)})"))
+            out.append(
+                Problem(
+                    where, line, f"{what}: unknown target '{name}' (known: {', '.join(kb.targets)})"
+                )
+            )
 
     need_target(runbook.target, 1, "runbook target")
     for fact_id in runbook.facts:
@@ -65,24 +71,49 @@ def lint_runbook(kb: KnowledgeBase, runbook: Runbook) -> list[Problem]:
         label = f"step '{step.name}'"
         need_target(step.target, step.line, label)
         if step.target is None and runbook.target is None and _reaches_box(step.source):
-            out.append(Problem(where, step.line, f"{label}: uses box/server but neither the "
-                                                 "step nor the runbook names a target"))
+            out.append(
+                Problem(
+                    where,
+                    step.line,
+                    f"{label}: uses box/server but neither the step nor the runbook names a target",
+                )
+            )
         for fact_id in step.requires:
             need_fact(fact_id, step.line, f"{label} requires")
+            fact = kb.facts.get(fact_id)
+            if fact is not None and fact.check is None and fact.status != "verified":
+                out.append(
+                    Problem(
+                        where,
+                        step.line,
+                        f"{label} requires '{fact_id}', which has "
+                        f"no check and status {fact.status}: the step can never run",
+                    )
+                )
         for fact_id in step.records:
             need_fact(fact_id, step.line, f"{label} records")
         for use in fact_uses(step.source):
             need_fact(use.fact_id, step.line, f"{label}: {use.expression}")
         for fact_id in _recorded_ids(step.source):
             if fact_id not in step.records:
-                out.append(Problem(where, step.line, f"{label}: record('{fact_id}') is not "
-                                                     "declared in `records:`"))
+                out.append(
+                    Problem(
+                        where,
+                        step.line,
+                        f"{label}: record('{fact_id}') is not declared in `records:`",
+                    )
+                )
         try:
             compile(step.source, f"{where}:{step.name}", "exec")
         except SyntaxError as exc:
             if not step.source.lstrip().startswith(("%", "!")):
-                out.append(Problem(where, step.line, f"{label}: syntax error at line "
-                                                     f"{exc.lineno} of the cell: {exc.msg}"))
+                out.append(
+                    Problem(
+                        where,
+                        step.line,
+                        f"{label}: syntax error at line {exc.lineno} of the cell: {exc.msg}",
+                    )
+                )
     return out
 
 
@@ -91,10 +122,16 @@ def _recorded_ids(source: str) -> list[str]:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    return [node.args[0].value for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "record" and node.args and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)]
+    return [
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "record"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ]
 
 
 def _reaches_box(source: str) -> bool:
