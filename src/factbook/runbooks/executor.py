@@ -170,6 +170,9 @@ class Executor:
             self.record.error = str(exc)
             self._say(f"factbook: error: {exc}", err=True)
             code = exc.exit_code
+        except Exception as exc:  # a bug: still saved, torn down, then reported
+            self.record.status, self.record.error = "failed", f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             self._interrupt.uninstall()
             self._teardown(success=code == EXIT_OK)
@@ -211,8 +214,9 @@ class Executor:
             options={k: v for k, v in vars(self.options).items() if v not in (None, [], False)},
         )
         if previous is not None:  # carry the earlier run's successes, so the record is whole
+            known = {s.name for s in self.runbook.steps}
             for old in previous.steps:
-                if old.status == "ok" and old.name not in chosen:
+                if old.status == "ok" and old.name not in chosen and old.name in known:
                     mine = self.record.step(old.name)
                     mine.status, mine.outputs = "ok", old.outputs
                     mine.error = f"done in run {previous.run_id}"
