@@ -168,6 +168,9 @@ class Executor:
         except FactbookError as exc:
             self.record.status = "failed"
             self.record.error = str(exc)
+            for entry in self.record.steps:  # e.g. the box was unreachable for `requires`
+                if entry.status == "running":
+                    entry.status, entry.error = "failed", str(exc)
             self._say(f"factbook: error: {exc}", err=True)
             code = exc.exit_code
         except Exception as exc:  # a bug: still saved, torn down, then reported
