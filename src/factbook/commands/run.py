@@ -21,24 +21,43 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("runbook", metavar="RUNBOOK", nargs="?",
-                   help="a name in runbooks/ (sglang-base) or a path to a .md runbook")
+    p.add_argument(
+        "runbook",
+        metavar="RUNBOOK",
+        nargs="?",
+        help="a name in runbooks/ (sglang-base) or a path to a .md runbook",
+    )
     p.add_argument("--list", action="store_true", help="list runbooks and their last run")
-    p.add_argument("--step", action="append", default=[], metavar="NAME",
-                   help="run only this step (repeatable); earlier setup steps run too")
+    p.add_argument(
+        "--step",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only this step (repeatable); earlier setup steps run too",
+    )
     p.add_argument("--from", dest="start", metavar="NAME", help="start at this step")
     p.add_argument("--until", metavar="NAME", help="stop after this step")
-    p.add_argument("--resume", nargs="?", const="", metavar="RUN_ID",
-                   help="continue after the last successful step of RUN_ID "
-                        "(default: the newest unfinished run)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print each step with the facts it uses resolved; execute nothing")
-    p.add_argument("--yes", "-y", action="store_true",
-                   help="run destructive steps without asking (CI)")
+    p.add_argument(
+        "--resume",
+        nargs="?",
+        const="",
+        metavar="RUN_ID",
+        help="continue after the last successful step of RUN_ID "
+        "(default: the newest unfinished run)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print each step with the facts it uses resolved; execute nothing",
+    )
+    p.add_argument(
+        "--yes", "-y", action="store_true", help="run destructive steps without asking (CI)"
+    )
     p.add_argument("--target", help="run on this target instead of the runbook's")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit for the whole run")
-    p.add_argument("--skip-requires", action="store_true",
-                   help="do not verify the steps' required facts first")
+    p.add_argument(
+        "--skip-requires", action="store_true", help="do not verify the steps' required facts first"
+    )
     p.add_argument("--quiet", action="store_true", help="do not stream step output")
     p.set_defaults(handler=handle)
 
@@ -59,16 +78,25 @@ def handle(args: argparse.Namespace) -> int:
     if problems:
         for problem in problems:
             print(problem, file=sys.stderr)
-        print(f"{len(problems)} problem(s) in {runbook.display}; not running it",
-              file=sys.stderr)
+        print(f"{len(problems)} problem(s) in {runbook.display}; not running it", file=sys.stderr)
         return EXIT_INVALID
     if kb_problems:
-        print(f"warning: {len(kb_problems)} lint problem(s) in the knowledge base; "
-              "run `factbook lint`", file=sys.stderr)
-    options = RunOptions(steps=args.step, start=args.start, until=args.until,
-                         resume=args.resume, yes=args.yes, target=args.target,
-                         timeout=args.timeout, skip_requires=args.skip_requires,
-                         live=not args.quiet)
+        print(
+            f"warning: {len(kb_problems)} lint problem(s) in the knowledge base; "
+            "run `factbook lint`",
+            file=sys.stderr,
+        )
+    options = RunOptions(
+        steps=args.step,
+        start=args.start,
+        until=args.until,
+        resume=args.resume,
+        yes=args.yes,
+        target=args.target,
+        timeout=args.timeout,
+        skip_requires=args.skip_requires,
+        live=not args.quiet,
+    )
     executor = Executor(kb, runbook, options)
     if args.dry_run:
         if args.resume is not None:
@@ -93,6 +121,8 @@ def _list(kb: object) -> int:
         runbook = load_runbook(path, root)
         runs = list_runs(root, runbook.name)
         last = f"{runs[0].status} {runs[0].run_id}" if runs else "never run"
-        print(f"{runbook.name:28} {len(runbook.steps):2} steps  {runbook.target or '-':10} "
-              f"{last:40} {runbook.title}")
+        print(
+            f"{runbook.name:28} {len(runbook.steps):2} steps  {runbook.target or '-':10} "
+            f"{last:40} {runbook.title}"
+        )
     return EXIT_OK

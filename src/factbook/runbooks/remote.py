@@ -57,8 +57,9 @@ class CommandFailed(RuntimeError):
         self.result = result
         why = "timed out" if result.timed_out else f"exit {result.rc}"
         tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
-        super().__init__(f"{result.argv[0]} on {result.target}: {why}" +
-                         ("\n" + "\n".join(tail) if tail else ""))
+        super().__init__(
+            f"{result.argv[0]} on {result.target}: {why}" + ("\n" + "\n".join(tail) if tail else "")
+        )
 
 
 @dataclass
@@ -85,16 +86,28 @@ class BoxClient:
     def _stop_quietly(self, spawned: dict[str, Any]) -> None:
         # the helper watches its parent too; this is only the fast path
         with contextlib.suppress(Exception):
-            self.job({"op": "stop", "pid": spawned["pid"], "started": spawned.get("started"),
-                      "grace": 2}, wait_s=15)
+            self.job(
+                {
+                    "op": "stop",
+                    "pid": spawned["pid"],
+                    "started": spawned.get("started"),
+                    "grace": 2,
+                },
+                wait_s=15,
+            )
 
     def transport(self) -> Transport:
         if self._transport is None:
             self._transport = transport_for(self.target, self.targets)
         return self._transport
 
-    def job(self, job: dict[str, Any], *, on_line: Callable[[dict[str, Any]], None] | None = None,
-            wait_s: float | None = None) -> dict[str, Any]:
+    def job(
+        self,
+        job: dict[str, Any],
+        *,
+        on_line: Callable[[dict[str, Any]], None] | None = None,
+        wait_s: float | None = None,
+    ) -> dict[str, Any]:
         """Run one helper job; stream its lines to `on_line`; return its result."""
         script = f"JOB = __import__('json').loads({json.dumps(job)!r})\n" + _helper_text()
         env = {str(k): str(v) for k, v in self.target.env.items()}
@@ -140,13 +153,22 @@ class BoxClient:
             raise failure[0]
         if result is None:
             stderr = process.stderr_text().strip()
-            raise TargetError(f"{self.name}: box helper gave no result"
-                              + (f": {stderr[-2000:]}" if stderr else ""))
+            raise TargetError(
+                f"{self.name}: box helper gave no result"
+                + (f": {stderr[-2000:]}" if stderr else "")
+            )
         return result
 
-    def run(self, argv: list[str], *, timeout: float = 600, env: dict[str, str] | None = None,
-            cwd: str | None = None, stdin: str | None = None,
-            on_output: Callable[[str, str], None] | None = None) -> CommandResult:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        timeout: float = 600,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: str | None = None,
+        on_output: Callable[[str, str], None] | None = None,
+    ) -> CommandResult:
         """A bounded command; its whole process group dies on timeout."""
         out: list[str] = []
         err: list[str] = []
@@ -157,14 +179,27 @@ class BoxClient:
                 on_output(message.get("stream", "stdout"), message["text"])
 
         started = time.monotonic()
-        res = self.job({"op": "run", "argv": [str(a) for a in argv], "timeout": timeout,
-                        "env": env or {}, "cwd": cwd, "stdin": stdin}, on_line=on_line)
+        res = self.job(
+            {
+                "op": "run",
+                "argv": [str(a) for a in argv],
+                "timeout": timeout,
+                "env": env or {},
+                "cwd": cwd,
+                "stdin": stdin,
+            },
+            on_line=on_line,
+        )
         if res.get("error"):
             err.append(res["error"] + "\n")
         return CommandResult(
-            argv=[str(a) for a in argv], rc=int(res["rc"]), stdout="".join(out),
-            stderr="".join(err), duration_s=round(time.monotonic() - started, 4),
-            timed_out=bool(res.get("timed_out")), target=self.name,
+            argv=[str(a) for a in argv],
+            rc=int(res["rc"]),
+            stdout="".join(out),
+            stderr="".join(err),
+            duration_s=round(time.monotonic() - started, 4),
+            timed_out=bool(res.get("timed_out")),
+            target=self.name,
         )
 
     def close(self) -> None:

@@ -22,8 +22,15 @@ class Requirement:
     reason: str
 
 
-def check_requirements(kb: KnowledgeBase, fact_ids: list[str], target: str | None, *,
-                       run_id: str, runbook: str, step: str) -> list[Requirement]:
+def check_requirements(
+    kb: KnowledgeBase,
+    fact_ids: list[str],
+    target: str | None,
+    *,
+    run_id: str,
+    runbook: str,
+    step: str,
+) -> list[Requirement]:
     """Verify each fact on `target` (its check) or accept its `verified` status (no check)."""
     from ..verify.engine import Engine, VerifyOptions
     from ..verify.targets import PlannedCheck
@@ -40,14 +47,20 @@ def check_requirements(kb: KnowledgeBase, fact_ids: list[str], target: str | Non
     if plan:
         verify_run = f"{run_id}-{step}-requires"
         records = Engine(kb, kb.targets, VerifyOptions(), run_id=verify_run).run(plan)
-        write_run(kb.root, verify_run, {"runbook": runbook, "step": step, "kind": "requires"},
-                  records)
+        write_run(
+            kb.root, verify_run, {"runbook": runbook, "step": step, "kind": "requires"}, records
+        )
         seen = {r.fact: r for r in records}
         for check in plan:
             result = seen.get(check.fact.id)
             if result is None:
                 out.append(Requirement(check.fact.id, False, "no result from the verify engine"))
             else:
-                out.append(Requirement(check.fact.id, result.outcome == "pass",
-                                       f"{result.outcome}: {result.reason}"))
+                out.append(
+                    Requirement(
+                        check.fact.id,
+                        result.outcome == "pass",
+                        f"{result.outcome}: {result.reason}",
+                    )
+                )
     return out

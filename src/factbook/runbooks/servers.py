@@ -66,55 +66,112 @@ def parse_ready(ready: int | str | dict[str, Any] | None) -> dict[str, Any] | No
     return {"host": host or "127.0.0.1", "port": int(port)}
 
 
-def start(box: BoxClient, *, run_dir: Path, runbook: str, run_id: str, step: str, name: str,
-          argv: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
-          ready: int | str | dict[str, Any] | None = None, deadline: float = 300,
-          keep: bool = False) -> ServerInfo:
+def start(
+    box: BoxClient,
+    *,
+    run_dir: Path,
+    runbook: str,
+    run_id: str,
+    step: str,
+    name: str,
+    argv: list[str],
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    ready: int | str | dict[str, Any] | None = None,
+    deadline: float = 300,
+    keep: bool = False,
+) -> ServerInfo:
     """Spawn, register, then wait for readiness; on failure stop it and raise ServerNotReady."""
     for other in registered(run_dir):
         if other.name == name and other.target == box.name:
-            raise FactbookError(f"server '{name}' already runs in this run on {box.name} "
-                                f"(pid {other.pid}); stop it first")
+            raise FactbookError(
+                f"server '{name}' already runs in this run on {box.name} "
+                f"(pid {other.pid}); stop it first"
+            )
     log = log_path(box, run_dir, runbook, run_id, name)
     pidfile = log[: -len(".log")] + ".pid"
-    spawned = box.job({"op": "spawn", "argv": [str(a) for a in argv], "env": env or {},
-                       "cwd": cwd, "log": log, "pidfile": pidfile})
+    spawned = box.job(
+        {
+            "op": "spawn",
+            "argv": [str(a) for a in argv],
+            "env": env or {},
+            "cwd": cwd,
+            "log": log,
+            "pidfile": pidfile,
+        }
+    )
     if spawned.get("error"):
-        raise ServerNotReady(f"server '{name}' on {box.name}: cannot start {argv[0]}: "
-                             f"{spawned['error']}")
+        raise ServerNotReady(
+            f"server '{name}' on {box.name}: cannot start {argv[0]}: {spawned['error']}"
+        )
     probe = parse_ready(ready)
-    info = ServerInfo(name=name, target=box.name, pid=int(spawned["pid"]),
-                      started=spawned.get("started"), log=spawned["log"],
-                      pidfile=spawned.get("pidfile"), step=step, keep=keep,
-                      url=probe.get("url") if probe else None)
+    info = ServerInfo(
+        name=name,
+        target=box.name,
+        pid=int(spawned["pid"]),
+        started=spawned.get("started"),
+        log=spawned["log"],
+        pidfile=spawned.get("pidfile"),
+        step=step,
+        keep=keep,
+        url=probe.get("url") if probe else None,
+    )
     _append(run_dir, {"event": "start", **asdict(info)})
     if probe is None:
         return info
-    waited = box.job({"op": "wait_ready", "pid": info.pid, "started": info.started,
-                      "ready": probe, "deadline": deadline, "log": info.log},
-                     wait_s=deadline + 30)
+    waited = box.job(
+        {
+            "op": "wait_ready",
+            "pid": info.pid,
+            "started": info.started,
+            "ready": probe,
+            "deadline": deadline,
+            "log": info.log,
+        },
+        wait_s=deadline + 30,
+    )
     if not waited.get("ready"):
         stop(box, info, run_dir=run_dir, grace=5)
-        raise ServerNotReady(f"server '{name}' on {box.name}: {waited.get('reason')}; "
-                             f"log {info.log} ends with:\n{waited.get('log_tail', '')[-2000:]}")
+        raise ServerNotReady(
+            f"server '{name}' on {box.name}: {waited.get('reason')}; "
+            f"log {info.log} ends with:\n{waited.get('log_tail', '')[-2000:]}"
+        )
     info.ready_after_s = waited.get("after_s")
     return info
 
 
 def stop(box: BoxClient, info: ServerInfo, *, run_dir: Path, grace: float = 10) -> dict[str, Any]:
     """TERM then KILL the server's process group; copy a remote log into the run folder."""
-    result = box.job({"op": "stop", "pid": info.pid, "started": info.started,
-                      "pidfile": info.pidfile, "grace": grace}, wait_s=grace + 30)
+    result = box.job(
+        {
+            "op": "stop",
+            "pid": info.pid,
+            "started": info.started,
+            "pidfile": info.pidfile,
+            "grace": grace,
+        },
+        wait_s=grace + 30,
+    )
     if box.target.transport != "local":
         tail = box.job({"op": "tail", "log": info.log, "limit": 256 * 1024})
         local = run_dir / "servers" / f"{info.name}.log"
         local.parent.mkdir(parents=True, exist_ok=True)
         local.write_text(tail.get("text", ""), encoding="utf-8")
-    _append(run_dir, {"event": "stop", "name": info.name, "target": info.target,
-                      "result": result, "time": time.time()})
+    _append(
+        run_dir,
+        {
+            "event": "stop",
+            "name": info.name,
+            "target": info.target,
+            "result": result,
+            "time": time.time(),
+        },
+    )
     if result.get("survivors"):
-        raise TargetError(f"server '{info.name}' on {info.target}: processes "
-                          f"{result['survivors']} survived SIGKILL")
+        raise TargetError(
+            f"server '{info.name}' on {info.target}: processes "
+            f"{result['survivors']} survived SIGKILL"
+        )
     return result
 
 
