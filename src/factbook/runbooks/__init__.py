@@ -3,9 +3,14 @@
 format    parse runbooks/NAME.md into a Runbook of Steps (metadata validated)
 executor  run steps on one persistent kernel (nbclient low-level API), save the run
 api       what cells import: fact(), box, server, record()
-remote    the stdlib helper that runs commands and servers on a box through a transport
+remote    BoxClient: commands, servers and probes on a box through a transport
 servers   the run's registry of managed background processes and their teardown
 record    the run record (record.json) and where runs live on disk
 dryrun    print steps with the facts they use resolved, without a kernel
 lint      the runbook linter registered into `factbook lint`
+requires  verify a step's required facts on its target before it runs
+box_helper  the stdlib script shipped to the box for every command, server and probe
+
+bench_client (the OpenAI benchmark client, shipped to the box by `box.run_python`) and
+launch_lint (SGLang launch command lines, called by `lint`) have their own owners.
 """
