@@ -31,6 +31,7 @@ from .sshconnect import ChainResolver, Hop, connect_chain, split_jump_spec
 
 SUPERVISOR = (Path(__file__).with_name("_supervisor.py")).read_text()
 URL_KEYS = ("jump", "python", "identity_file", "timeout")
+FAST_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
 
 
 def parse_target_url(
@@ -92,17 +93,27 @@ def parse_target_url(
 def remote_command(
     argv: list[str], stdin_size: int, env: dict[str, str], python: str | None = None
 ) -> str:
-    """The shell command sshd runs: `env K=V PY -c SUPERVISOR N ARGV...`, every word quoted.
+    """The shell command sshd runs: `sh -c '... exec env K=V PY -c SUPERVISOR N ARGV...'`.
 
-    PY (the supervisor's interpreter) is argv[0] when that is a python, else the target's
-    `python`, else python3.
+    The supervisor needs any Python >= 3.6, and it starts on every run: a system python3 starts
+    in ~20 ms where a pyenv shim takes ~0.27 s (measured here), so the system ones are tried
+    first, then argv[0] when it is a python, the target's `python`, and python3 from PATH.
+    Every word is quoted; `~/` stays expandable.
     """
-    py = argv[0] if os.path.basename(argv[0]).startswith("python") else python or "python3"
-    words = [_quote(py), "-c", shlex.quote(SUPERVISOR), str(stdin_size)]
-    words += [_quote(a) for a in argv]
-    if env:
-        words = ["env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), *words]
-    return " ".join(words)
+    candidates = list(FAST_PYTHONS)
+    if os.path.basename(argv[0]).startswith("python"):
+        candidates.append(argv[0])
+    candidates += [python] if python else []
+    candidates.append("python3")
+    words = ["exec", "env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), '"$p"']
+    words += ["-c", '"$s"', str(stdin_size), *(_quote(a) for a in argv)]
+    script = (
+        f"s={shlex.quote(SUPERVISOR)}; "
+        f"for p in {' '.join(_quote(c) for c in dict.fromkeys(candidates))}; do "
+        f'if command -v "$p" >/dev/null 2>&1; then {" ".join(words)}; fi; done; '
+        'echo "factbook: no python3 on the box" >&2; exit 127'
+    )
+    return "sh -c " + shlex.quote(script)
 
 
 def _quote(word: str) -> str:
