@@ -320,3 +320,30 @@ def test_dry_run_and_extra_reports(kb: Path, tmp_path: Path) -> None:
     assert ET.parse(junit).getroot().find("testsuite").get("failures") == "1"
     assert tap.read_text().startswith("TAP version 13\n1..2\n")
     assert cli(kb, "verify", "--report", "pdf:x.pdf")[0] == 2
+
+
+def test_failed_reruns_only_what_failed_last_time(kb: Path) -> None:
+    cli(kb, "verify", "hw.cpu.*", "sw.env.home")
+    code, out, _ = cli(kb, "verify", "--failed", "--format", "json", "--no-save")
+    assert code == 1
+    assert [r["fact"] for r in json.loads(out)["results"]] == ["hw.cpu.too_many"]
+
+
+def test_record_marks_passing_facts_verified_in_place(kb: Path) -> None:
+    from factbook.kb import load_kb
+
+    path = kb / "facts" / "facts.yaml"
+    path.write_text("# hand-written header\n" + path.read_text())
+    code, _, err = cli(kb, "verify", "hw.cpu.*", "--target", "local", "--record")
+    assert code == 1
+    assert "recorded hw.cpu.threads: assumed -> verified" in err
+    facts = load_kb(kb).facts
+    assert facts["hw.cpu.threads"].status == "verified"
+    assert facts["hw.cpu.threads"].sources[-1].note == "verify-facts passed on local"
+    assert facts["hw.cpu.threads"].sources[-1].target == "local"
+    assert facts["hw.cpu.too_many"].status == "assumed"  # drifted: left alone
+    assert path.read_text().startswith("# hand-written header\n")
+    # Already verified: a second run records nothing more.
+    _, _, err = cli(kb, "verify", "hw.cpu.threads", "--record", "--no-save")
+    assert "recorded" not in err
+    assert len(load_kb(kb).facts["hw.cpu.threads"].sources) == 2

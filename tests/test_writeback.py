@@ -202,6 +202,36 @@ def test_every_shipped_fact_can_be_edited_in_place(tmp_path: Path) -> None:
         assert [c for c in comments if c not in new_lines] == []
 
 
+INDENTLESS = """\
+# written by yaml.safe_dump: list items at their key's indentation
+facts:
+- id: x.one
+  category: hardware
+  title: One
+  statement: >-
+    folded
+    statement
+  status: assumed
+  sources:
+  - note: first
+    date: '2026-11-28'
+  check:
+    probe: cpu.threads
+    args: {}
+"""
+
+
+def test_indentless_lists_and_block_items(tmp_path: Path) -> None:
+    (tmp_path / "facts").mkdir()
+    (tmp_path / "facts" / "i.yaml").write_text(INDENTLESS)
+    update_fact(tmp_path, "x.one", value=3, status="verified", add_source={"run": "r"})
+    after = (tmp_path / "facts" / "i.yaml").read_text()
+    assert "    statement\n  value: 3\n  status: verified\n" in after
+    assert "    date: '2026-11-28'\n  - {run: r}\n  check:\n" in after
+    one = load_kb(tmp_path, strict=False).get("x.one")
+    assert [s.run for s in one.sources] == [None, "r"] and one.check is not None
+
+
 def test_unknown_fact_is_a_usage_error(root: Path) -> None:
     from factbook.errors import UsageError
 

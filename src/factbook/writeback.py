@@ -188,7 +188,7 @@ def _edits_for(
         # `value` goes after the statement (its place in the format); other keys before sources.
         anchor = keys.get("statement") if line.lstrip().startswith("value:") else None
         if anchor is not None:
-            at = _after_line(text, anchor[1].end_mark.index)
+            at = _after_line(text, _span_end(text, anchor[1]))
         else:
             at = _line_start(text, (keys.get("sources") or fact.value[-1])[0].start_mark.index)
         edits.append((at, at, line))
@@ -201,7 +201,7 @@ def _source_edit(
     text: str, keys: dict[str, Any], indent: str, source: dict[str, Any]
 ) -> tuple[int, int, str]:
     if "sources" not in keys:
-        at = _after_line(text, keys[list(keys)[-1]][1].end_mark.index)
+        at = _after_line(text, _span_end(text, keys[list(keys)[-1]][1]))
         return at, at, f"{indent}sources:\n{indent}  - {_flow(source)}\n"
     node = keys["sources"][1]
     if not isinstance(node, yaml.SequenceNode):
@@ -215,7 +215,7 @@ def _source_edit(
     prefix = text[start : last.start_mark.index]
     if prefix.strip() != "-":
         prefix = " " * (len(prefix) - len(prefix.lstrip())) + "- "
-    at = _after_line(text, last.end_mark.index)
+    at = _after_line(text, _span_end(text, last))
     return at, at, f"{prefix}{_flow(source)}\n"
 
 

@@ -21,7 +21,7 @@ from .. import __version__
 from ..errors import EXIT_OK, LintFailed, Problem, UsageError
 from ..kb import KnowledgeBase, load_kb_with_problems
 from ..model import Fact
-from ..results import ResultRecord, write_run
+from ..results import ResultRecord, load_latest, write_run
 from ..schema import CATEGORIES, STATUSES
 from ..transports.base import TransportOptions
 from ..verify.engine import Engine, VerifyOptions, now_iso
@@ -58,6 +58,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="show which check runs where; run none")
     p.add_argument("--no-save", action="store_true", help="do not write results/")
+    p.add_argument(
+        "--failed",
+        action="store_true",
+        help="only facts whose latest result (on any target) drifted or errored",
+    )
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="mark facts that passed on every target as verified in facts/ (with a source)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="a line per result on stderr")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress")
     p.set_defaults(handler=handle)
@@ -102,6 +112,14 @@ def select_facts(kb: KnowledgeBase, args: argparse.Namespace) -> list[Fact]:
     facts = kb.select(
         patterns=args.patterns, categories=args.category, tags=args.tag, statuses=args.status
     )
+    if getattr(args, "failed", False):
+        latest = load_latest(kb.root)
+        bad = {
+            fact_id
+            for fact_id, by_target in latest.items()
+            if any(r.get("outcome") in ("drift", "error") for r in by_target.values())
+        }
+        facts = [f for f in facts if f.id in bad]
     return [f for f in facts if f.check is not None]
 
 
@@ -193,6 +211,9 @@ def handle(args: argparse.Namespace) -> int:
     if not args.no_save and records:
         path = write_run(kb.root, run_id, header, records)
         print(f"results: {path.relative_to(kb.root)}", file=sys.stderr)
+    if args.record:
+        for note in record_verified(kb, records, run_id):
+            print(note, file=sys.stderr)
     for fmt, path in reports:
         Path(path).write_text(render(fmt, records, header, elapsed), encoding="utf-8")
     report = render(args.format, records, header, elapsed)
@@ -205,6 +226,30 @@ def handle(args: argparse.Namespace) -> int:
         print("no checks selected", file=sys.stderr)
         return EXIT_OK
     return exit_code(records)
+
+
+def record_verified(kb: KnowledgeBase, records: list[ResultRecord], run_id: str) -> list[str]:
+    """Set status `verified` (and add this run as a source) on facts that passed everywhere
+    they ran and were not verified yet; comments and order of the fact files are kept."""
+    from ..writeback import update_fact
+
+    outcomes: dict[str, set[str]] = {}
+    targets: dict[str, list[str]] = {}
+    for r in records:
+        outcomes.setdefault(r.fact, set()).add(r.outcome)
+        targets.setdefault(r.fact, []).append(r.target)
+    notes = []
+    for fact_id, seen in outcomes.items():
+        fact = kb.facts.get(fact_id)
+        if fact is None or seen != {"pass"} or fact.status == "verified":
+            continue
+        where = ", ".join(sorted(set(targets[fact_id])))
+        source = {"run": run_id, "date": now_iso()[:10], "note": f"verify-facts passed on {where}"}
+        if len(set(targets[fact_id])) == 1:
+            source["target"] = targets[fact_id][0]
+        update_fact(kb.root, fact_id, status="verified", add_source=source)
+        notes.append(f"recorded {fact_id}: {fact.status} -> verified")
+    return notes
 
 
 def _parse_reports(specs: list[str]) -> list[tuple[str, str]]:
