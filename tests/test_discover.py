@@ -38,6 +38,18 @@ facts:
     sources:
       - {note: hand-written}
     check: {probe: cpu.sockets, expect: {ge: 1}}
+
+  - id: sw.os
+    category: software
+    title: OS
+    statement: Some Linux.
+    status: verified
+    target: local
+    sources:
+      - {note: hand-written}
+    check:
+      probe: os.release
+      expect: {all: [{path: pretty_name, exists: true}, {path: id, exists: true}]}
 """
 
 
@@ -62,6 +74,8 @@ def test_proposals_against_existing_facts(tmp_path: Path) -> None:
     assert found["cpu.threads"]["observed"] == os.cpu_count()
     assert found["cpu.threads"]["location"] == "facts/box.yaml:3"
     assert found["cpu.sockets"]["kind"] == "same"
+    # A fact whose expectation reads the path inside all: [...] covers that observation.
+    assert (found["os.release"]["kind"], found["os.release"]["fact_id"]) == ("same", "sw.os")
     new = found["mem.total_gib"]
     assert new["kind"] == "new" and new["fact_id"] == "discovered.local.mem.total_gib"
     assert new["new_fact"]["check"]["expect"]["approx"]["value"] == new["observed"]

@@ -254,14 +254,30 @@ def _safe(text: str) -> str:
     return re.sub(r"[^a-z0-9_-]+", "_", text.lower()).strip("_") or "target"
 
 
+def _paths(expect: Any) -> set[str | None]:
+    """Every `path` an expectation reads (nested in all/any/not/each too); None: the whole."""
+    if not isinstance(expect, dict):
+        return set()
+    found: set[str | None] = {expect.get("path")}
+    for key, arg in expect.items():
+        if key in ("all", "any") and isinstance(arg, list):
+            for inner in arg:
+                found |= {expect.get("path") if p is None else p for p in _paths(inner)}
+        elif key in ("not", "each", "length"):
+            found |= {p for p in _paths(arg) if p is not None}
+    return found
+
+
 def _matches(kb: KnowledgeBase, target: Target) -> dict[tuple[str, str, str | None], Fact]:
-    found = {}
+    """(probe, args, path) -> the fact checking it on this target (a fact covers every path its
+    expectation reads: `{all: [{path: nvlink, ...}, {path: gpus, ...}]}` covers both)."""
+    found: dict[tuple[str, str, str | None], Fact] = {}
     for fact in kb.facts.values():
         check = fact.check
         if check is None or fact.check_target() not in (target.name, None) or fact.until:
             continue
-        path = (check.expect or {}).get("path")
-        found.setdefault((check.probe, _normal(check.args, target), path), fact)
+        for path in _paths(check.expect) or {None}:
+            found.setdefault((check.probe, _normal(check.args, target), path), fact)
     return found
 
 
