@@ -27,7 +27,8 @@ class Source:
     def label(self) -> str:
         if self.seed:
             return f"msg {self.message} ({self.seed})" if self.message else self.seed
-        parts = [p for p in (self.runbook, self.step, self.run, self.date) if p]
+        # str(): an unquoted YAML date arrives as datetime.date (lint flags it, show must not crash)
+        parts = [str(p) for p in (self.runbook, self.step, self.run, self.date) if p]
         return "run " + " / ".join(parts) if parts else "unknown"
 
 
