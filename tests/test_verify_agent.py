@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import sys
@@ -328,3 +329,16 @@ def test_a_frozen_agent_is_stopped_by_the_watchdog(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10
     assert records[0].outcome == "error"
     assert "no result within the run's 2s bound; agent stopped" in records[0].reason
+
+
+def test_slow_starters_are_sent_first() -> None:
+    """torch.info (4 s of CUDA init on the H200) starts before the quick checks queue up."""
+    calls = merge_calls(
+        [(f"k{i}", "env.var", {"name": f"X{i}"}, None) for i in range(20)]
+        + [("t", "torch.info", {}, None)]
+    )
+    script = build_script(calls)
+    literal = script.split("BATCH = json.loads(")[1].split(")\nscope")[0]
+    batch = json.loads(ast.literal_eval(literal))
+    assert batch["calls"][0]["probe"] == "torch.info"
+    assert [c["id"] for c in batch["calls"][1:]] == [f"c{i}" for i in range(20)]

@@ -20,6 +20,7 @@ from typing import Any
 PROBE_MODULES = ("gpu", "host", "software", "files", "ml", "net")
 _PACKAGE = Path(__file__).resolve().parent.parent
 DEFAULT_TIMEOUT = 60.0
+SLOW_FIRST = frozenset({"torch.info", "process.gpu_holders", "file.sha256", "file.size"})
 
 
 @dataclass
@@ -98,7 +99,9 @@ def build_script(calls: list[Call], *, jobs: int = 16, checks_dir: Path | None =
             sources[f"factbook/probes/{module}.py"] = _source(_PACKAGE / "probes" / f"{module}.py")
     for path in sorted({custom[p] for p in needed if p in custom}):
         sources[f"checks/{path.name}"] = _source(path)
-    batch = {"jobs": jobs, "calls": [c.to_wire() for c in calls]}
+    # Slow starters first, so they overlap everything else (torch + CUDA init take ~4 s).
+    ordered = sorted(calls, key=lambda c: c.probe not in SLOW_FIRST)
+    batch = {"jobs": jobs, "calls": [c.to_wire() for c in ordered]}
     payload = {"agent": _source(_PACKAGE / "verify" / "agent.py"), "sources": sources}
     # The bootstrap parses on any Python (ASCII only, no f-strings), so an old interpreter on
     # the box fails with a clear message instead of a SyntaxError about the agent's source.
