@@ -160,9 +160,7 @@ def kb_copy(tmp_path: Path) -> Path:
 def test_bench_cli_records_into_a_fact(
     spec: OpenAIServer, kb_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # a fact whose config is a flow mapping: writeback.update_fact cannot yet replace a
-    # block-style mapping (it refuses, leaving the file untouched)
-    fact_id = "bench.sglang.aqmedai_eagle3.single_stream"
+    fact_id = "bench.eagle3.6draft_steps5.single_stream"  # block-style config, comments around
     before = load_kb(kb_copy).get(fact_id)
     text_before = before.file and (kb_copy / before.file).read_text()
     code = run(
@@ -181,10 +179,20 @@ def test_bench_cli_records_into_a_fact(
     config = after.get("config")
     assert config["engine"] == "tiny-test" and config["concurrency"] == 1
     assert config["speculative_num_steps"] == 3  # reported by the server
-    assert config["drafter"] == "AQ-MedAI/Kimi-K2-Instruct-eagle3"  # the fact's config is kept
+    assert config["aux_hidden_state_layers"] == [-1, 2, 30]  # the fact's own config is kept
     assert len(after.sources) == len(before.sources) + 1
     assert after.sources[-1].run.startswith("bench-")
     assert "# " in text_before and text_before.splitlines()[0] in (kb_copy / after.file).read_text()
+
+
+def test_bench_cli_records_into_a_flow_config_fact(spec: OpenAIServer, kb_copy: Path) -> None:
+    fact_id = "bench.sglang.aqmedai_eagle3.single_stream"
+    code = run(["--root", str(kb_copy), "bench", "--url", spec.url, "--max-tokens", "8",
+                "--requests", "1", "--record", fact_id])  # fmt: skip
+    assert code == 0
+    after = load_kb(kb_copy).get(fact_id)
+    assert after.get("config")["drafter"] == "AQ-MedAI/Kimi-K2-Instruct-eagle3"
+    assert after.get("config")["max_tokens"] == 8 and after.get("accept_len") is not None
 
 
 def test_bench_cli_json_and_extra_body(
