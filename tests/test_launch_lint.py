@@ -261,6 +261,30 @@ def test_preflight_refuses_errors_and_prints_warnings(
     assert preflight(["python", "-m", "vllm.entrypoints.openai.api_server"]) is None
 
 
+def test_managed_server_start_refuses_a_bad_launch_before_spawning(
+    folders: dict[str, str], tmp_path: Path
+) -> None:
+    from factbook.model import Target
+    from factbook.runbooks import servers
+    from factbook.runbooks.remote import BoxClient
+
+    local = Target(name="here", transport="local")
+    box = BoxClient(local, {"here": local})
+    argv = _spec(folders["kimi"], folders["draft_157"], "EAGLE").split()
+    with pytest.raises(LaunchRefused, match=r"pit\.eagle-vs-eagle3-flag"):
+        servers.start(
+            box,
+            run_dir=tmp_path,
+            runbook="rb",
+            run_id="r1",
+            step="launch",
+            name="sglang",
+            argv=argv,
+            ready=1,
+        )
+    assert servers.registered(tmp_path) == []  # nothing was spawned or registered
+
+
 # ---- runbooks -------------------------------------------------------------------------
 
 

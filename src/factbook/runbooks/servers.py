@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FactbookError, TargetError
+from .launch_lint import preflight
 from .remote import BoxClient
 
 REGISTRY = "servers.jsonl"
@@ -81,7 +82,15 @@ def start(
     deadline: float = 300,
     keep: bool = False,
 ) -> ServerInfo:
-    """Spawn, register, then wait for readiness; on failure stop it and raise ServerNotReady."""
+    """Spawn, register, then wait for readiness; on failure stop it and raise ServerNotReady.
+
+    An SGLang launch is linted first with the values it really has (LaunchRefused on errors).
+    On a remote box paths cannot be read from here, so only the flags are checked.
+    """
+    if box.target.transport == "local":
+        preflight(argv)
+    else:
+        preflight(argv, read_config=lambda _path: None, exists=lambda _path: None)
     for other in registered(run_dir):
         if other.name == name and other.target == box.name:
             raise FactbookError(
