@@ -171,24 +171,7 @@ CASES = [(m, f) for m, figures in KEY_FIGURES.items() for f in figures]
 # Known defects of the shipped facts (reported to the knowledge-base engineers): a statement
 # visible at the milestone tells what happened later. strict: once the fact is fixed, the
 # entry must go, so this list cannot hide a new leak.
-KNOWN_LEAKS = {
-    ("3157", "90.0"): "sw.sglang.sm120_hang, dec.assumption.sglang-hang-fixable",
-    ("3157", "63.6"): "sw.sglang.sm120_hang, pit.sglang-hang-after-weight-loading",
-    ("3157", "27.0"): "sw.sglang.sm120_hang, pit.sglang-hang-after-weight-loading",
-    ("3157", "62.9"): "dec.assumption.sglang-eagle3-first-class",
-    ("3157", "[-1, 2, 30]"): "draft.aux_layers",
-    ("3478", "54.8"): "dec.assumption.speculation-beats-baseline",
-    ("3478", "46.7"): "dec.assumption.speculation-beats-baseline",
-    ("3478", "56.8"): "dec.assumption.speculation-beats-baseline",
-    ("3478", "82.3"): "dec.assumption.speculation-beats-baseline",
-    ("3478", "2.95"): "dec.assumption.speculation-beats-baseline",
-    ("3478", "[-1, 2, 30]"): "draft.aux_layers",
-    ("3478", "num_steps + 1"): "dec.assumption.num-steps-independent",
-    ("3478", "fix_eagle3_keys"): "draft.weight_keys (since 3478, learned after it)",
-    ("3157", "midlayer"): "eagle3.draft.param_formula (SGLang's key names, learned at 4504)",
-    ("3157", "21504"): "eagle3.draft.param_formula",
-    ("3478", "[3, 31, 59]"): "eagle3.capture.before_fix (since 3478, found at 4504)",
-}
+KNOWN_LEAKS: dict[tuple[str, str], str] = {}
 LATER_CASES = [
     pytest.param(
         m,
