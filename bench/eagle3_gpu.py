@@ -310,7 +310,7 @@ def facts_fragment(summary: dict[str, Any], run_id: str, date: str) -> str:
                     f"{run['tokens']} tokens (forward {run['forward_s']} s, cosines "
                     f"{run['compare_s']} s); slot cosines {run['slot_cos']}."
                 ),
-                "metric": "alignment_check_seconds",
+                "metric": "alignment_check_s",
                 "value": run["check_s"],
                 "unit": "s",
                 "config": {
@@ -331,7 +331,7 @@ def facts_fragment(summary: dict[str, Any], run_id: str, date: str) -> str:
                     f"token ids takes {row['gpu_s']} s on the GPU and {row['cpu_s']} s on the "
                     f"CPU ({row['speedup']}x); both give the same d2t: {row['d2t_equal']}."
                 ),
-                "metric": "vocab_map_seconds",
+                "metric": "vocab_map_build_s",
                 "value": row["gpu_s"],
                 "unit": "s",
                 "config": {

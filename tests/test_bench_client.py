@@ -136,13 +136,13 @@ def test_nearest_rank_percentiles() -> None:
 def test_fact_values_pick_the_metric_by_concurrency(plain: OpenAIServer) -> None:
     one = run_benchmark(plain.url, None, PROMPTS, max_tokens=8, num_requests=2)
     values = to_fact_values(one, {"engine": "tiny", "flags": ["--tp 1"]})
-    assert values["metric"] == "single_stream_throughput" and values["unit"] == "tok/s"
+    assert values["metric"] == "single_stream_tok_s" and values["unit"] == "tok/s"
     assert values["value"] == round(one.single_stream_tok_s, 2)
     assert values["config"]["engine"] == "tiny" and values["config"]["concurrency"] == 1
     assert values["accept_len"] is None
     two = run_benchmark(plain.url, None, PROMPTS, max_tokens=8, concurrency=2)
     values = to_fact_values(two)
-    assert values["metric"] == "throughput"
+    assert values["metric"] == "throughput_c2_tok_s"
     assert values["value"] == round(two.throughput_tok_s, 2)
 
 

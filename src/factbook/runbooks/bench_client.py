@@ -477,7 +477,8 @@ def to_fact_values(
     return {
         "value": round(value or 0.0, 2),
         "unit": "tok/s",
-        "metric": "single_stream_throughput" if single else "throughput",
+        # the knowledge base's metric names: single_stream_tok_s, throughput_c128_tok_s, ...
+        "metric": "single_stream_tok_s" if single else f"throughput_c{result.concurrency}_tok_s",
         "accept_len": _round(result.accept_length, 2),
         "config": config,
     }
