@@ -31,6 +31,7 @@ import json
 import os
 import random
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -278,6 +279,7 @@ def main() -> None:
             Path(args.json).write_text(json.dumps({"checks": n, "rows": rows}, indent=1))
     finally:
         lab.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def report(rows: dict[str, dict[str, Any]], bare: float) -> None:
