@@ -23,7 +23,7 @@ SEED_RUNBOOKS = {
         '{"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring", "NCCL_P2P_LEVEL": "SYS"}',
         'flags_from(\'sw.sglang.tuned_config\') -> ["--num-continuous-decode-steps", "4"]',
         "fact('hw.gpu.count').value -> 8",
-        "check_args['port'] -> 8000",
+        "fact('sw.sglang.port').value -> 8000",
     ],
     "sglang-eagle3": [
         'flags_from(\'instr.sglang-eagle3-cli-flags\') -> ["--speculative-algorithm", "EAGLE3"',
