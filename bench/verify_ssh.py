@@ -143,9 +143,12 @@ def ssh_out(lab: Lab, *remote: str) -> str:
     return subprocess.run(lab.ssh_argv(*remote), check=True, capture_output=True, text=True).stdout
 
 
-def time_factbook(kb: Path, target: str, env: dict[str, str]) -> tuple[float, int, int]:
+def time_factbook(
+    kb: Path, target: str, env: dict[str, str], jobs: int | None
+) -> tuple[float, int, int]:
     argv = [sys.executable, "-c", "from factbook.cli import main; main()", "--root", str(kb)]
     argv += ["verify", "--target", target, "--format", "json", "--no-save", "-q"]
+    argv += ["--jobs", str(jobs)] if jobs else []
     started = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env)
     seconds = time.monotonic() - started
@@ -226,6 +229,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="40 checks")
     parser.add_argument("--bashrc", action="store_true", help="box sources ~/.bashrc per command")
     parser.add_argument("--skip-slow", action="store_true", help="no testinfra, no ssh per check")
+    parser.add_argument("--jobs", type=int, help="factbook's checks at once (its default: 16)")
     parser.add_argument("--repeat", type=int, default=5, help="runs of the fast contenders (5)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     args = parser.parse_args()
@@ -244,7 +248,8 @@ def main() -> None:
         print(
             f"{n} checks ({n // 4} each: file sha256, command, pip version, JSON value); box "
             f"python {python}; box {'sources' if args.bashrc else 'skips'} ~/.bashrc; "
-            f"box isolated behind the jump: {lab.isolated}",
+            f"box isolated behind the jump: {lab.isolated}; "
+            f"factbook --jobs {args.jobs or 'default'}",
             flush=True,
         )
         rows: dict[str, dict[str, Any]] = {}
@@ -258,8 +263,8 @@ def main() -> None:
         fast: dict[str, list[tuple[float, int, int]]] = {"ssh": [], "local": [], "bare": []}
         for _ in range(args.repeat):
             fast["bare"].append((time_bare_ssh(lab, 1), 0, 0))
-            fast["ssh"].append(time_factbook(work / "kb", "box", env))
-            fast["local"].append(time_factbook(work / "kb", "local", env))
+            fast["ssh"].append(time_factbook(work / "kb", "box", env, args.jobs))
+            fast["local"].append(time_factbook(work / "kb", "local", env, args.jobs))
         for key, name in (
             ("bare", "ssh box true (via jump)"),
             ("ssh", "factbook ssh (via jump)"),
