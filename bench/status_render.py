@@ -26,24 +26,11 @@ import yaml
 
 from factbook.kb import load_kb
 from factbook.results import ResultRecord, write_run
+from factbook.schema import CATEGORIES
 from factbook.status import StatusOptions, render_status
 from factbook.status.render import environment
 
 BUDGET_S = 0.5
-CATEGORIES = [
-    "goal",
-    "instructions",
-    "hardware",
-    "software",
-    "model",
-    "tokenizer",
-    "inventory",
-    "pitfalls",
-    "benchmarks",
-    "training",
-    "decisions",
-    "progress",
-]
 MILESTONES = ["3157", "3478", "4504"]
 
 
