@@ -132,3 +132,11 @@ def test_list_and_show_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert "no fact with id 'no.such.fact'" in capsys.readouterr().err
     assert run(["--root", str(ROOT), "list", "--as-of", "1234"]) == 2
     assert "unknown milestone '1234'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("which", ["facts", "targets", "milestones"])
+def test_published_schema_matches_the_code(which: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Fact files point editors at schema/facts.schema.json: it must be what lint enforces."""
+    assert run(["schema", which]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((ROOT / "schema" / f"{which}.schema.json").read_text())
