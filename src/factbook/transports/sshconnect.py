@@ -211,6 +211,26 @@ class _Policy(paramiko.MissingHostKeyPolicy):
         self.known.check(self.hop, key)
 
 
+class _Transport(paramiko.Transport):
+    """A client transport that answers the server's global requests with an SSH_MSG_IGNORE.
+
+    After authentication sshd sends `hostkeys-00@openssh.com` (no reply wanted). sshd sets no
+    TCP_NODELAY on exec sessions, so Nagle then holds its next small packet, the confirmation
+    of our first channel, until that notice is ACKed, and the jump (or our kernel) delays the
+    ACK by 40 ms. An IGNORE sent back at once carries the ACK: the first agent starts ~40 ms
+    sooner (measured through the jump here).
+    """
+
+    def _parse_global_request(self, m: paramiko.Message) -> None:
+        super()._parse_global_request(m)
+        if not self.server_mode:
+            ignore = paramiko.Message()
+            ignore.add_byte(paramiko.common.cMSG_IGNORE)
+            ignore.add_string(b"")
+            with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+                self._send_message(ignore)
+
+
 def _rsa(types: list[str]) -> list[str]:
     out = []
     for t in types:
@@ -297,7 +317,7 @@ def _login(hop: Hop, sock: Any, known: KnownHosts, keepalive: float) -> paramiko
     def factory(sock: Any, **kw: Any) -> paramiko.Transport:
         # Offer the key types known_hosts holds first, as OpenSSH does, so a host that also has
         # a newer key type is not mistaken for a changed key.
-        t = paramiko.Transport(sock, **kw)
+        t = _Transport(sock, **kw)
         opts = t.get_security_options()
         ours = [k for k in preferred if k in opts.key_types]
         opts.key_types = ours + [k for k in opts.key_types if k not in ours]
