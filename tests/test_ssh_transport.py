@@ -456,3 +456,68 @@ def test_agent_runs_on_its_python_the_supervisor_on_a_fast_one(
     finally:
         transport.close()
     assert lines == [str(link), "/usr/bin/python3"]
+
+
+# --- hop resolution (no network) -----------------------------------------------------------
+
+
+def _hops(target: Target, targets: dict, config: str, tmp_path: Path) -> list[tuple[str, str]]:
+    path = tmp_path / "config"
+    path.write_text(config)
+    options = TransportOptions(ssh_config=str(path), known_hosts=str(tmp_path / "kh"))
+    return [(h.role, f"{h.user}@{h.address}") for h in SSHTransport(target, targets, options).hops]
+
+
+def test_proxyjump_lists_follow_openssh(tmp_path: Path) -> None:
+    """`ProxyJump a,b`: b is reached through a even if b's own config names another jump."""
+    config = """
+Host a
+  HostName 10.0.0.1
+  User ua
+Host b
+  HostName 10.0.0.2
+  Port 2200
+  ProxyJump a
+Host box
+  HostName 10.0.0.3
+  User root
+  ProxyJump a,b
+Host *
+  User fallback
+"""
+    assert _hops(Target(name="box"), {}, config, tmp_path) == [
+        ("jump host", "ua@10.0.0.1:22"),
+        ("jump host", "fallback@10.0.0.2:2200"),
+        ("box", "root@10.0.0.3:22"),
+    ]
+    # a single jump's own ProxyJump is followed: box2 -> b -> (b's ProxyJump) a
+    config += "Host box2\n  HostName 10.0.0.4\n  ProxyJump b\n"
+    assert [a for _, a in _hops(Target(name="box2"), {}, config, tmp_path)] == [
+        "ua@10.0.0.1:22",
+        "fallback@10.0.0.2:2200",
+        "fallback@10.0.0.4:22",
+    ]
+
+
+def test_inventory_jumps_nested_and_listed(tmp_path: Path) -> None:
+    j1 = Target(name="j1", host="10.1.0.1", user="u")
+    j2 = Target(name="j2", host="10.1.0.2", user="u", jump=("j1",))
+    nested = Target(name="box", host="10.1.0.3", user="u", jump=("j2",))
+    listed = Target(name="box", host="10.1.0.3", user="u", jump=("j1", "j2"))
+    targets = {"j1": j1, "j2": j2}
+    want = ["u@10.1.0.1:22", "u@10.1.0.2:22", "u@10.1.0.3:22"]
+    assert [a for _, a in _hops(nested, targets, "", tmp_path)] == want
+    assert [a for _, a in _hops(listed, targets, "", tmp_path)] == want
+    # the target's own fields win over the config
+    config = "Host 10.1.0.3\n  Port 2222\n  User cfg\n"
+    own = Target(name="box", host="10.1.0.3", port=2200, user="me")
+    assert _hops(own, {}, config, tmp_path) == [("box", "me@10.1.0.3:2200")]
+    assert _hops(replace(own, port=None, user=None), {}, config, tmp_path) == [
+        ("box", "cfg@10.1.0.3:2222")
+    ]
+
+
+def test_jump_loop_is_reported(tmp_path: Path) -> None:
+    config = "Host a\n  ProxyJump b\nHost b\n  ProxyJump a\n"
+    with pytest.raises(TargetError, match="longer than"):
+        _hops(Target(name="a"), {}, config, tmp_path)

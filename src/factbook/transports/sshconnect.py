@@ -90,10 +90,15 @@ class ChainResolver:
                 raise UsageError(f"{path}: cannot read ssh config: {exc}") from None
 
     def resolve(self, target: Target) -> list[Hop]:
-        hops = self._resolve(target, "box", 0)
-        return hops
+        return self._resolve(target, "box", 0)
 
-    def _resolve(self, target: Target, role: str, depth: int) -> list[Hop]:
+    def _resolve(self, target: Target, role: str, depth: int, own_jumps: bool = True) -> list[Hop]:
+        """The hops to target, outermost first.
+
+        As in OpenSSH's `-J a,b`: in a list of jumps only the first one's own jumps (its
+        `jump:` or ProxyJump) are followed; each later one is reached through the one before.
+        A single jump's own jumps are followed, so chains can also be nested one name deep.
+        """
         if depth > MAX_HOPS:
             raise UsageError(f"target {target.name}: jump chain longer than {MAX_HOPS} (a loop?)")
         alias = target.host or target.name
@@ -121,20 +126,24 @@ class ChainResolver:
             known_hosts=known,
             connect_timeout=timeout or self.options.connect_timeout,
         )
-        before: list[Hop] = []
-        if target.jump:
+        jumps: list[Target] = []
+        if not own_jumps:
+            pass
+        elif target.jump:
             for name in target.jump:
                 jt = self.targets.get(name)
                 if jt is None:
                     raise UsageError(f"target {target.name}: jump {name!r} is not a known target")
-                before += self._resolve(jt, "jump host", depth + 1)
+                jumps.append(jt)
         else:
             proxy = cfg.get("proxyjump")
             if proxy and proxy.strip().lower() != "none":
                 for spec in proxy.split(","):
                     juser, jhost, jport = split_jump_spec(spec)
-                    jt = Target(name=spec.strip(), host=jhost, port=jport, user=juser)
-                    before += self._resolve(jt, "jump host", depth + 1)
+                    jumps.append(Target(name=spec.strip(), host=jhost, port=jport, user=juser))
+        before: list[Hop] = []
+        for i, jt in enumerate(jumps):
+            before += self._resolve(jt, "jump host", depth + 1, own_jumps=i == 0)
         return [*before, hop]
 
 
