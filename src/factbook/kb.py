@@ -59,12 +59,30 @@ class KnowledgeBase:
         return max(self.milestones.values(), key=lambda m: m.index, default=None)
 
     def visible(self, fact: Fact, as_of: Milestone | None) -> bool:
-        """Whether the fact was known and still held at `as_of` (None: now)."""
+        """Whether the fact was known and still held at `as_of` (None: now).
+
+        A fact without `since` holds from the start, but is *known* at a milestone only when
+        one of its sources existed then: the H200 probed today is not part of message 3157.
+        """
         if as_of is None:
             return fact.until is None
-        if fact.since is not None and self.milestones[fact.since].index > as_of.index:
+        if fact.since is None:
+            if not any(self.source_known(s, as_of) for s in fact.sources):
+                return False
+        elif self.milestones[fact.since].index > as_of.index:
             return False
         return fact.until is None or self.milestones[fact.until].index > as_of.index
+
+    def source_known(self, source: Source, as_of: Milestone | None) -> bool:
+        """Whether a source existed at `as_of`: a seed message not after it; a run only when
+        the milestone has a date not before the run's."""
+        if as_of is None:
+            return True
+        if source.seed:
+            return (
+                source.message is None or as_of.message is None or source.message <= as_of.message
+            )
+        return bool(as_of.date and source.date and str(source.date) <= str(as_of.date))
 
     def status_as_of(self, fact: Fact, as_of: Milestone | None) -> str:
         """The fact's status at `as_of`: the last history entry not after it, else `status`."""

@@ -73,7 +73,8 @@ def handle_list(args: argparse.Namespace) -> int:
         as_of=as_of,
     )
     if args.format == "ids":
-        print("\n".join(f.id for f in facts))
+        for fact in facts:
+            print(fact.id)
     elif args.format == "json":
         print(json.dumps([fact_to_dict(kb, f, as_of) for f in facts], indent=1, default=str))
     else:

@@ -101,27 +101,15 @@ def milestone_label(milestone: Milestone) -> str:
     return f"{label}, {milestone.date}" if milestone.date else label
 
 
-def known_sources(fact: Fact, as_of: Milestone | None) -> list[Source]:
-    """The sources that existed at `as_of`: seed messages not after it, runs only for now."""
-    if as_of is None:
-        return list(fact.sources)
-    out = []
-    for source in fact.sources:
-        if source.seed:
-            if source.message is None or as_of.message is None or source.message <= as_of.message:
-                out.append(source)
-        elif as_of.date and source.date and str(source.date) <= str(as_of.date):
-            out.append(source)
-    return out
+def known_sources(kb: KnowledgeBase, fact: Fact, as_of: Milestone | None) -> list[Source]:
+    """The sources that existed at `as_of` (KnowledgeBase.source_known)."""
+    return [s for s in fact.sources if kb.source_known(s, as_of)]
 
 
 def known(kb: KnowledgeBase, fact: Fact, as_of: Milestone | None) -> bool:
-    """Whether the fact was known at `as_of`: visible then, and — when it has no `since` —
-    backed by a source that existed then. A fact without `since` is valid from the start,
-    but one learned from a run today (the H200 probes) was not *known* at message 3157."""
-    if not kb.visible(fact, as_of):
-        return False
-    return as_of is None or fact.since is not None or bool(known_sources(fact, as_of))
+    """Whether the fact was known at `as_of` (KnowledgeBase.visible: `since`, or a source
+    that existed then)."""
+    return kb.visible(fact, as_of)
 
 
 def _source_stamp(source: Source) -> tuple[str, str]:
@@ -146,7 +134,7 @@ def provenance_mark(kb: KnowledgeBase, fact: Fact, status: str, as_of: Milestone
         when, where = milestone_label(kb.milestones[last.at]), ""
         detail = one_line(last.note) if last.note and kind in ("refuted", "stale") else ""
     else:
-        sources = known_sources(fact, as_of)
+        sources = known_sources(kb, fact, as_of)
         if sources:
             when, where = _source_stamp(sources[-1])
         elif fact.since in kb.milestones:  # told later, known since `since`
