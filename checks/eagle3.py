@@ -15,30 +15,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import struct
 import sys
 from array import array
+
+from factbook.probes.common import read_safetensors_header
 
 _LAYER = re.compile(r"^(model\.)?layers\.\d+\.")
 _MIDLAYER = re.compile(r"^(model\.)?midlayer\.")
 _INDEX = "model.safetensors.index.json"
-
-
-def _header(path: str) -> tuple[dict, int]:
-    """(tensor entries, byte offset of the data section) of one safetensors file."""
-    with open(path, "rb") as handle:
-        raw = handle.read(8)
-        if len(raw) != 8:
-            raise RuntimeError(f"{path}: not a safetensors file")
-        (length,) = struct.unpack("<Q", raw)
-        if length > 100 * 1024 * 1024:
-            raise RuntimeError(f"{path}: not a safetensors file (header length {length})")
-        try:
-            header = json.loads(handle.read(length))
-        except ValueError as exc:
-            raise RuntimeError(f"{path}: bad safetensors header: {exc}") from None
-    header.pop("__metadata__", None)
-    return header, 8 + length
 
 
 def _tensors(path: str) -> tuple[dict[str, tuple[str, dict, int]], int, bool]:
@@ -62,7 +46,7 @@ def _tensors(path: str) -> tuple[dict[str, tuple[str, dict, int]], int, bool]:
         raise RuntimeError(f"{path}: no such file or folder")
     out: dict[str, tuple[str, dict, int]] = {}
     for file in files:
-        header, start = _header(file)
+        header, start = read_safetensors_header(file)
         for name, entry in header.items():
             out[name] = (file, entry, start)
     return out, len(files), sharded

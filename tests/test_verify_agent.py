@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -342,3 +343,34 @@ def test_slow_starters_are_sent_first() -> None:
     batch = json.loads(ast.literal_eval(literal))
     assert batch["calls"][0]["probe"] == "torch.info"
     assert [c["id"] for c in batch["calls"][1:]] == [f"c{i}" for i in range(20)]
+
+
+def test_shared_helpers_travel_with_the_probes_to_a_box_without_factbook(tmp_path: Path) -> None:
+    """Built-in probes (`from .common import`) and checks/*.py (`from factbook.probes.common
+    import`) run on an interpreter that cannot import factbook: `python -S` has no site-packages."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2, 3], "data_offset": [0, 24]}}).encode()
+    blob = tmp_path / "model.safetensors"
+    blob.write_bytes(len(header).to_bytes(8, "little") + header + bytes(24))
+    checks = tmp_path / "checks"
+    checks.mkdir()
+    (checks / "shapes.py").write_text(
+        "from factbook.probes.common import read_safetensors_header\n\n"
+        "def first_shape(path):\n"
+        "    return read_safetensors_header(path)[0]['w']['shape']\n\n"
+        'PROBES = {"kb.first_shape": first_shape}\n'
+    )
+    calls = [
+        Call("c0", "safetensors.tensors", {"path": str(blob)}, 30),
+        Call("c1", "python.version", {"python": sys.executable}, 30),
+        Call("c2", "kb.first_shape", {"path": str(blob)}, 30),
+    ]
+    script = build_script(calls, checks_dir=checks)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-"], input=script.encode(), capture_output=True, timeout=60
+    )
+    lines = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    by_id = {line["id"]: line for line in lines if "id" in line}
+    assert lines[0]["agent"]["broken"] == {}, proc.stderr
+    assert by_id["c0"] == {**by_id["c0"], "ok": True, "value": {"w": [2, 3]}}
+    assert by_id["c1"]["value"] == ".".join(map(str, sys.version_info[:3]))
+    assert by_id["c2"]["value"] == [2, 3]

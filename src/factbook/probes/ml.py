@@ -11,9 +11,9 @@ import base64
 import glob
 import json
 import os
-import struct
-import subprocess
 from typing import Any
+
+from .common import read_safetensors_header, run_python
 
 _TORCH_CODE = r"""
 def _torch_info():
@@ -48,22 +48,7 @@ def torch_info(python: str | None = None) -> dict[str, Any]:
         scope: dict[str, Any] = {}
         exec(_TORCH_CODE, scope)
         return scope["_torch_info"]()
-    exe = os.path.expanduser(str(python))
-    proc = subprocess.run(
-        [exe, "-c", _TORCH_CODE + _TORCH_MAIN],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-    )
-    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise RuntimeError(f"{python} exited {proc.returncode}: {' | '.join(detail)}")
-    result = json.loads(lines[-1])
-    if "__missing__" in result:
-        exc = ModuleNotFoundError(f"No module named {result['__missing__']!r}")
-        exc.name = result["__missing__"]
-        raise exc
-    return result
+    return run_python(python, _TORCH_CODE + _TORCH_MAIN)
 
 
 # ---------------------------------------------------------------- safetensors
@@ -83,18 +68,6 @@ def _shards(path: str) -> list[str]:
     return sorted(glob.glob(os.path.join(full, "*.safetensors")))
 
 
-def read_safetensors_header(path: str) -> dict[str, Any]:
-    """The JSON header of a .safetensors file: 8-byte little-endian length, then JSON."""
-    with open(path, "rb") as handle:
-        raw = handle.read(8)
-        if len(raw) != 8:
-            raise RuntimeError(f"{path}: too short for a safetensors header")
-        (length,) = struct.unpack("<Q", raw)
-        if length > 100 * 1024 * 1024:
-            raise RuntimeError(f"{path}: header length {length} is implausible")
-        return json.loads(handle.read(length).decode("utf-8"))
-
-
 def safetensors_shard_count(path: str) -> int:
     full = os.path.expanduser(str(path))
     if not os.path.isdir(full):
@@ -105,9 +78,8 @@ def safetensors_shard_count(path: str) -> int:
 def safetensors_tensors(path: str) -> dict[str, list[int]]:
     tensors: dict[str, list[int]] = {}
     for shard in _shards(path):
-        for name, meta in read_safetensors_header(shard).items():
-            if name != "__metadata__":
-                tensors[name] = list(meta.get("shape", []))
+        for name, meta in read_safetensors_header(shard)[0].items():
+            tensors[name] = list(meta.get("shape", []))
     return tensors
 
 

@@ -7,13 +7,13 @@ without it, the agent's own interpreter answers in-process.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
 import shutil
 import subprocess
-from typing import Any
+
+from .common import run_python
 
 _PKG_SNIPPET = r"""
 import json, sys
@@ -26,28 +26,6 @@ try:
 except metadata.PackageNotFoundError:
     print("null")
 """
-
-
-def _interpreter(python: str) -> str:
-    path = os.path.expanduser(str(python))
-    found = shutil.which(path)
-    if found is None:
-        raise RuntimeError(f"interpreter not found on target: {python}")
-    return found
-
-
-def run_python(python: str, code: str, *args: str) -> Any:
-    """Run `code` in another interpreter and parse the JSON it prints last."""
-    proc = subprocess.run(
-        [_interpreter(python), "-c", code, *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-    )
-    out = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-    if proc.returncode != 0 or not out:
-        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise RuntimeError(f"{python} exited {proc.returncode}: {' | '.join(detail)}")
-    return json.loads(out[-1])
 
 
 def pkg_version(name: str, python: str | None = None) -> str | None:

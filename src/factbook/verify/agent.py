@@ -39,12 +39,35 @@ BROKEN: dict[str, str] = {}
 PRCTL: list[Any] = []  # libc prctl (or None), looked up once before the first fork
 
 
+def install_shared(shared: dict[str, str]) -> None:
+    """Register the helper modules probes import (`factbook.probes.common`) in sys.modules,
+    with empty parent packages, so their imports resolve where factbook is not installed."""
+    import types
+
+    for name, text in shared.items():
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            package = ".".join(parts[:i])
+            if package not in sys.modules:
+                stub = types.ModuleType(package)
+                stub.__path__ = []
+                sys.modules[package] = stub
+        module = types.ModuleType(name)
+        module.__package__ = ".".join(parts[:-1])
+        sys.modules[name] = module
+        exec(compile(text, name.replace(".", "/") + ".py", "exec"), module.__dict__)
+
+
 def load_probes(sources: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     """Execute each probe module in its own namespace; collect its PROBES."""
     probes: dict[str, Any] = {}
     broken: dict[str, str] = {}
     for filename, text in sources.items():
-        scope: dict[str, Any] = {"__name__": "factbook_probe_" + filename.replace("/", "_")}
+        scope: dict[str, Any] = {
+            "__name__": "factbook_probe_" + filename.replace("/", "_"),
+            # built-in probes import their helpers relatively (`from .common import ...`)
+            "__package__": "factbook.probes" if filename.startswith("factbook/probes/") else None,
+        }
         try:
             exec(compile(text, filename, "exec"), scope)
         except BaseException as exc:
@@ -307,8 +330,11 @@ class Agent:
         self.emit(result)
 
 
-def main(sources: dict[str, str], batch: dict[str, Any]) -> None:
+def main(
+    sources: dict[str, str], batch: dict[str, Any], shared: dict[str, str] | None = None
+) -> None:
     started = time.monotonic()
+    install_shared(shared or {})
     probes, broken = load_probes(sources)
     BROKEN.update(broken)
     PRCTL.append(_prctl())

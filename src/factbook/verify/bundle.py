@@ -111,7 +111,11 @@ def build_script(calls: list[Call], *, jobs: int = 16, checks_dir: Path | None =
     # Slow starters first, so they overlap everything else (torch + CUDA init take ~4 s).
     ordered = sorted(calls, key=lambda c: c.probe not in SLOW_FIRST)
     batch = {"jobs": jobs, "calls": [c.to_wire() for c in ordered]}
-    payload = {"agent": _source(_PACKAGE / "verify" / "agent.py"), "sources": sources}
+    payload = {
+        "agent": _source(_PACKAGE / "verify" / "agent.py"),
+        "shared": {"factbook.probes.common": _source(_PACKAGE / "probes" / "common.py")},
+        "sources": sources,
+    }
     # The bootstrap parses on any Python (ASCII only, no f-strings), so an old interpreter on
     # the box fails with a clear message instead of a SyntaxError about the agent's source.
     return BOOTSTRAP % (
@@ -130,7 +134,7 @@ PAYLOAD = json.loads(%s)
 BATCH = json.loads(%s)
 scope = {"__name__": "factbook_agent"}
 exec(compile(PAYLOAD["agent"], "factbook/verify/agent.py", "exec"), scope)
-scope["main"](PAYLOAD["sources"], BATCH)
+scope["main"](PAYLOAD["sources"], BATCH, PAYLOAD["shared"])
 """
 
 
