@@ -6,9 +6,11 @@
   `2.10.0+cu128`), exclusive ordered comparisons (`<2.11` refuses `2.11rc1`, `>1.7` refuses
   `1.7.post1`), wildcards, `~=`, `===`, epochs and post/dev releases mean exactly what pip
   means. The observed version is installed on the box, and PEP 440 accepts a pre-release that is
-  "already present on the system", so `installed=True` is passed: packaging 26 does that by
-  default, older releases need the flag, and the verdict then does not depend on which one the
-  client has.
+  "already present on the system", hence `installed=True` (packaging 26 accepts it by default).
+  factbook requires packaging>=26: 23 to 25 reject installed pre-releases even with that flag
+  and compare `===` against the normalised version, disagreeing with 26 on 93 to 441 of the
+  conformance test's 2,968 generated pairs, so older releases would make verdicts depend on the
+  client.
 - **loose**: anything else (driver `580.95.05-open`, dpkg `1:2.3-4ubuntu1`) compares by a key
   that splits digits from letters, so `590.48.01 > 590.9` and `12.8 < 12.10` as people expect.
 
