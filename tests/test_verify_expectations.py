@@ -73,3 +73,16 @@ def test_drift_shows_expected_observed_and_location(tmp_path: Path) -> None:
     # A value the expectation cannot apply to drifts with the reason, not a crash.
     odd = evaluate_result(f, "local", {"ok": True, "value": {"a": 1}}, "r")
     assert (odd.outcome == "drift" and "observed" in odd.reason) or "cannot" in odd.reason
+
+
+def test_version_drift_names_the_scheme_and_location(tmp_path: Path) -> None:
+    torch = fact("sw.torch", "pkg.version", {"version": ">2.10.0"}, args={"name": "torch"})
+    root = make_kb(tmp_path, [{**torch, "target": "local"}])
+    f = load_kb(root).get("sw.torch")
+    record = evaluate_result(f, "local", {"ok": True, "value": "2.10.0+cu128"}, "r")
+    assert record.outcome == "drift"
+    assert record.reason == (
+        f"expected version '>2.10.0' (PEP 440), observed '2.10.0+cu128' [{f.location}]"
+    )
+    ok = evaluate_result(f, "local", {"ok": True, "value": "2.11.0-custom"}, "r")
+    assert ok.outcome == "pass" and "(loose)" in ok.reason

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .versions import parse_specifier, satisfies
+from .versions import judge, parse_specifier
 
 OPERATORS = [
     *("eq", "ne", "gt", "ge", "lt", "le", "between", "approx", "contains", "regex"),
@@ -141,15 +141,30 @@ def evaluate(expect: dict[str, Any], observed: Any) -> Outcome:
         return Outcome(False, str(exc))
     op = next(k for k in expect if k != "path")
     arg = expect[op]
+    where = f" at {expect['path']}" if "path" in expect else ""
+    if op == "version":
+        return _version_outcome(str(arg), value, where)
     try:
         passed = _apply(op, arg, value)
     except (TypeError, ValueError) as exc:
         return Outcome(False, f"{op} {_short(arg)}: cannot compare {_short(value)}: {exc}")
     if isinstance(passed, Outcome):
         return passed
-    where = f" at {expect['path']}" if "path" in expect else ""
     verdict = "ok" if passed else "expected"
     return Outcome(passed, f"{verdict} {op} {_short(arg)}, observed{where} {_short(value)}")
+
+
+def _version_outcome(spec: str, value: Any, where: str) -> Outcome:
+    """A version verdict names the scheme that judged it (PEP 440 or loose)."""
+    try:
+        verdict = judge(str(value), spec)
+    except ValueError as exc:
+        return Outcome(False, f"version {_short(spec)}: cannot compare {_short(value)}: {exc}")
+    word = "ok" if verdict.passed else "expected"
+    return Outcome(
+        verdict.passed,
+        f"{word} version {_short(spec)} ({verdict.scheme}), observed{where} {_short(value)}",
+    )
 
 
 def _apply(op: str, arg: Any, value: Any) -> bool | Outcome:
@@ -177,8 +192,6 @@ def _apply(op: str, arg: Any, value: Any) -> bool | Outcome:
         return any(_equal(value, a) for a in arg)
     if op == "exists":
         return (value is not None) == arg
-    if op == "version":
-        return satisfies(str(value), str(arg))
     if op == "length":
         size = len(value)
         if isinstance(arg, int):

@@ -1,94 +1,172 @@
-"""Version comparison for PEP 440 and loose schemes (driver `590.48.01`, `0.16.0rc2.dev344+g..`).
+"""Version expectations, judged by one of two schemes, and the judgement says which.
 
-PEP 440 versions compare with `packaging`; anything else falls back to a loose key that splits
-digits from letters, so `590.48.01 > 590.9` and `12.8 < 12.10` compare as people expect.
+- **PEP 440**: when the specifier parses as a `packaging.specifiers.SpecifierSet` and the
+  observed version parses as a `packaging.version.Version` (or every clause is `===`, which
+  compares raw strings), `SpecifierSet.contains` decides, so local versions (`==2.10` matches
+  `2.10.0+cu128`), exclusive ordered comparisons (`<2.11` refuses `2.11rc1`, `>1.7` refuses
+  `1.7.post1`), wildcards, `~=`, `===`, epochs and post/dev releases mean exactly what pip
+  means. The observed version is installed on the box, and PEP 440 accepts a pre-release that is
+  "already present on the system", hence `installed=True` (packaging 26 accepts it by default).
+  factbook requires packaging>=26: 23 to 25 reject installed pre-releases even with that flag
+  and compare `===` against the normalised version, disagreeing with 26 on 93 to 441 of the
+  conformance test's 2,968 generated pairs, so older releases would make verdicts depend on the
+  client.
+- **loose**: anything else (driver `580.95.05-open`, dpkg `1:2.3-4ubuntu1`) compares by a key
+  that splits digits from letters, so `590.48.01 > 590.9` and `12.8 < 12.10` as people expect.
+
+Judgement runs on the client only (the agent ships observed values back; no probe compares
+versions), so `packaging`, a dependency of factbook, is used rather than re-implemented.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import total_ordering
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+PEP440 = "PEP 440"
+LOOSE = "loose"
+
 _OPERATORS = ("===", "==", "!=", "~=", ">=", "<=", ">", "<")
-_VERSION_TEXT = re.compile(r"^v?[0-9][0-9A-Za-z.+_\-*!]*$")
+_LOOSE_TEXT = re.compile(r"^[vV]?[0-9][0-9A-Za-z.+_\-*!:~]*$")
+_EPOCH = re.compile(r"^(\d+):")
+_PAD = (0, 0, "")
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Whether an observed version satisfied a specifier, and which scheme decided."""
+
+    passed: bool
+    scheme: str
 
 
 @total_ordering
 class LooseVersion:
-    """A version that compares PEP 440 when both sides parse, loosely otherwise."""
+    """A version compared by the loose scheme: `[v]` `[epoch:]` digit and letter runs.
+
+    Trailing zero components do not count (`1.0 == 1.0.0`), letters sort before numbers
+    (`1.0rc1 < 1.0`), a `+local` suffix is ignored. Equality and hash use the same key.
+    """
 
     def __init__(self, text: str):
         self.text = str(text).strip()
-        try:
-            self.pep440: Version | None = Version(self.text)
-        except InvalidVersion:
-            self.pep440 = None
-        self.loose = tuple(
-            (0, int(part), "") if part.isdigit() else (-1, 0, part)
-            for part in re.findall(r"\d+|[A-Za-z]+", self.text.split("+")[0])
+        body = self.text
+        if body[:1] in ("v", "V") and body[1:2].isdigit():
+            body = body[1:]
+        epoch = 0
+        found = _EPOCH.match(body)
+        if found:
+            epoch, body = int(found.group(1)), body[found.end() :]
+        self.epoch = epoch
+        self.parts: tuple[tuple[int, int, str], ...] = tuple(
+            (0, int(part), "") if part.isdigit() else (-1, 0, part.lower())
+            for part in re.findall(r"\d+|[A-Za-z]+", body.split("+")[0])
         )
 
-    def _key(self, other: LooseVersion) -> tuple[object, object]:
-        if self.pep440 is not None and other.pep440 is not None:
-            return self.pep440, other.pep440
-        a, b = list(self.loose), list(other.loose)
-        width = max(len(a), len(b))
-        a += [(0, 0, "")] * (width - len(a))
-        b += [(0, 0, "")] * (width - len(b))
-        return tuple(a), tuple(b)
+    def _key(self) -> tuple[int, tuple[tuple[int, int, str], ...]]:
+        parts = list(self.parts)
+        while parts and parts[-1] == _PAD:
+            parts.pop()
+        return self.epoch, tuple(parts)
+
+    def _padded(self, width: int) -> tuple[int, tuple[tuple[int, int, str], ...]]:
+        return self.epoch, self.parts + (_PAD,) * (width - len(self.parts))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LooseVersion):
             return NotImplemented
-        mine, theirs = self._key(other)
-        return mine == theirs
+        return self._key() == other._key()
 
     def __lt__(self, other: LooseVersion) -> bool:
-        mine, theirs = self._key(other)
-        return mine < theirs  # type: ignore[operator]
+        width = max(len(self.parts), len(other.parts))
+        return self._padded(width) < other._padded(width)
 
     def __hash__(self) -> int:
-        return hash(self.text)
+        return hash(self._key())
 
     def __str__(self) -> str:
         return self.text
 
+    def startswith(self, prefix: LooseVersion) -> bool:
+        """True when the components of `prefix` (zeros padded on this side) lead this one."""
+        width = max(len(self.parts), len(prefix.parts))
+        epoch, mine = self._padded(width)
+        return epoch == prefix.epoch and mine[: len(prefix.parts)] == prefix.parts
 
-def parse_specifier(spec: str) -> list[tuple[str, str]]:
-    """Split `>=2.10,<3` into clauses; raises ValueError naming the bad clause."""
+
+def _pep440_set(spec: str) -> SpecifierSet | None:
+    try:
+        return SpecifierSet(spec)
+    except InvalidSpecifier:
+        return None
+
+
+def _loose_clauses(spec: str) -> list[tuple[str, str]]:
     clauses = []
-    for raw in str(spec).split(","):
+    for raw in spec.split(","):
         clause = raw.strip()
         if not clause:
             raise ValueError(f"empty clause in version specifier {spec!r}")
         op = next((o for o in _OPERATORS if clause.startswith(o)), None)
         version = clause[len(op) :].strip() if op else clause
-        if not _VERSION_TEXT.match(version):
+        if not _LOOSE_TEXT.match(version):
             raise ValueError(f"invalid version specifier {spec!r}: {clause!r}")
         clauses.append((op or "==", version))
     return clauses
 
 
-def _matches_prefix(observed: LooseVersion, pattern: str) -> bool:
-    prefix = LooseVersion(pattern.rstrip(".*"))
-    return observed.loose[: len(prefix.loose)] == prefix.loose
+def parse_specifier(spec: str) -> list[tuple[str, str]]:
+    """Split `>=2.10,<3` into (operator, version) clauses; ValueError names a bad clause.
+
+    A specifier is valid when either scheme can read it: PEP 440 (`===anything`, `== 1.0`)
+    or loose (`==1:2.3-4ubuntu1`, a bare `590.48.01` meaning `==`).
+    """
+    text = str(spec)
+    pep = _pep440_set(text) if text.strip() else None
+    if pep is not None and len(pep) > 0:
+        return [(s.operator, s.version) for s in pep]
+    return _loose_clauses(text)
+
+
+def judge(observed: str, spec: str) -> Judgement:
+    """Judge `observed` against `spec`, by PEP 440 where both sides are PEP 440, else loosely."""
+    text, have = str(spec), str(observed).strip()
+    pep = _pep440_set(text) if text.strip() else None
+    if pep is not None and len(pep) > 0:
+        arbitrary_only = all(s.operator == "===" for s in pep)
+        if arbitrary_only or _is_pep440(have):
+            return Judgement(pep.contains(have, installed=True), PEP440)
+    return Judgement(_loose_satisfies(LooseVersion(have), _loose_clauses(text)), LOOSE)
 
 
 def satisfies(observed: str, spec: str) -> bool:
-    """True when the observed version satisfies every clause of `spec`."""
-    have = LooseVersion(observed)
-    for op, text in parse_specifier(spec):
+    """True when the observed version satisfies every clause of `spec` (see `judge`)."""
+    return judge(observed, spec).passed
+
+
+def _is_pep440(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
+
+
+def _loose_satisfies(have: LooseVersion, clauses: list[tuple[str, str]]) -> bool:
+    for op, text in clauses:
         if text.endswith(".*"):
-            ok = _matches_prefix(have, text)
+            ok = have.startswith(LooseVersion(text[:-2]))
             ok = ok if op == "==" else not ok
         elif op == "===":
             ok = have.text == text
         elif op == "~=":
             want = LooseVersion(text)
-            stem = ".".join(text.split(".")[:-1]) or text
-            ok = have >= want and _matches_prefix(have, stem)
+            stem = LooseVersion(text.rsplit(".", 1)[0] if "." in text else text)
+            ok = have >= want and have.startswith(stem)
         else:
             want = LooseVersion(text)
             ok = {
