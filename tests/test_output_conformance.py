@@ -313,3 +313,9 @@ def test_cli_output_from_a_hostile_box_parses(hostile_kb: Path, fmt: str) -> Non
         table = _Table()
         table.feed(markdown.markdown(out, extensions=["tables"]))
         assert len(table.rows) == 4
+
+
+def test_a_clipped_reason_keeps_its_location() -> None:
+    record = ResultRecord("a.b", "h200", "error", HUGE + " [facts/hw.yaml:12]")
+    line = report.table([record], 0.1).splitlines()[0]
+    assert len(line) < 5000 and line.endswith("more characters] [facts/hw.yaml:12]")

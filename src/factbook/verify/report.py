@@ -140,11 +140,10 @@ class _TableRow:
         self.fact = for_terminal(record.fact, limit=200)
         self.target = for_terminal(record.target, limit=200)
         self.reason = for_terminal(record.reason)
+        where = _LOCATION.search(record.reason)
+        if where and not self.reason.endswith(where.group(0)):  # clipped: keep file:line
+            self.reason += for_terminal(where.group(0), limit=300)
         self.cause = _LOCATION.sub("", self.reason)
-
-
-# JSON Schema of `--format json` (schema/results.schema.json) names this document version.
-RESULTS_SCHEMA_ID = "https://factbook.invalid/schema/results.schema.json"
 
 
 def to_json(records: list[ResultRecord], header: dict[str, Any]) -> str:
