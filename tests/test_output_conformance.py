@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import markdown
@@ -319,3 +321,21 @@ def test_a_clipped_reason_keeps_its_location() -> None:
     record = ResultRecord("a.b", "h200", "error", HUGE + " [facts/hw.yaml:12]")
     line = report.table([record], 0.1).splitlines()[0]
     assert len(line) < 5000 and line.endswith("more characters] [facts/hw.yaml:12]")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda root: root.find(".//testcase").attrib.pop("name"),
+        lambda root: root.find(".//testsuite").set("tests", "three"),
+        lambda root: root.find(".//testcase").set("time", "-1"),
+        lambda root: etree.SubElement(root.find(".//testcase"), "failure"),  # a second outcome
+        lambda root: etree.SubElement(root, "testcase", name="x"),  # outside a suite
+    ],
+)
+def test_the_junit_schema_refuses_what_ci_servers_refuse(change: Callable[[Any], object]) -> None:
+    records = [ResultRecord("a.b", "h200", "drift", "expected eq 1, observed 2")]
+    root = etree.fromstring(_utf8(report.to_junit(records, HEADER)))
+    JUNIT_XSD.assertValid(root)
+    change(root)
+    assert not JUNIT_XSD.validate(root)
