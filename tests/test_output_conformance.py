@@ -339,3 +339,13 @@ def test_the_junit_schema_refuses_what_ci_servers_refuse(change: Callable[[Any],
     JUNIT_XSD.assertValid(root)
     change(root)
     assert not JUNIT_XSD.validate(root)
+
+
+def test_show_prints_a_stored_result_escaped(tmp_path: Path) -> None:
+    from factbook.results import merge_latest
+
+    root = make_kb(tmp_path / "kb", [fact("hw.a", "cpu.threads", {"ge": 1}, target="local")])
+    merge_latest(root, [ResultRecord("hw.a", "local", "error", "boom \x1b[2J\x1b]0;x\x07 \ud800")])
+    code, out, _ = cli(root, "show", "hw.a")
+    assert code == 0 and "boom \\x1b[2J\\x1b]0;x\\x07 \\ud800" in out
+    assert not _RAW_CONTROL.search(out)
