@@ -1,4 +1,5 @@
-"""`factbook lint`: every problem in the knowledge base, as file:line: message."""
+"""`factbook lint`: every problem in the knowledge base, as file:line: message (or JSON,
+SARIF, GitHub annotations: `factbook.lint_output`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from ..errors import EXIT_INVALID, Problem
 from ..kb import KnowledgeBase, load_kb_with_problems
+from ..lint_output import FORMATS, render
 
 # Further linters (runbooks, launch command lines) append themselves here:
 # each takes the loaded knowledge base and returns its problems.
@@ -21,6 +23,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "lint",
         help="check every fact file, milestones.yaml, targets.yaml and checks/",
         description="Report every problem at once as FILE:LINE: MESSAGE; exit 2 if any.",
+    )
+    # also after the command, so a pre-commit hook's `args: [--root, kb]` works
+    p.add_argument("--root", default=argparse.SUPPRESS, help="the knowledge base folder")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text (FILE:LINE: MESSAGE), json, sarif (SARIF 2.1.0) or github (::error annotations)",
     )
     p.set_defaults(handler=handle)
 
@@ -42,13 +52,15 @@ def _extra_linters() -> list[Callable[[KnowledgeBase], list[Problem]]]:
 
 def handle(args: argparse.Namespace) -> int:
     kb, problems = collect_problems(Path(args.root))
-    for problem in problems:
-        print(problem)
+    fmt = getattr(args, "format", "text")
+    sys.stdout.write(render(fmt, problems, root=Path(args.root)))
     if problems:
         print(f"{len(problems)} problem(s) in {args.root}", file=sys.stderr)
         return EXIT_INVALID
     print(
         f"ok: {len(kb.facts)} facts, {len(kb.milestones)} milestones, "
-        f"{len(kb.targets)} targets, {sum(1 for f in kb.facts.values() if f.check)} checks"
+        f"{len(kb.targets)} targets, {sum(1 for f in kb.facts.values() if f.check)} checks",
+        # machine formats keep stdout for the document
+        file=sys.stdout if fmt == "text" else sys.stderr,
     )
     return 0

@@ -13,6 +13,7 @@ from typing import Any
 from ..kb import KnowledgeBase, load_kb_with_problems
 from ..model import Fact
 from ..results import latest_for
+from ..sanitize import for_terminal
 from ..schema import CATEGORIES, STATUSES
 
 
@@ -147,9 +148,9 @@ def handle_show(args: argparse.Namespace) -> int:
     for relation, other in kb.linked_from(fact.id):
         print(f"  <- {relation} from {other.id}")
     for record in results:
-        print(
-            f"  last verified on {record.target}: {record.outcome} at {record.time}"
-            f" ({record.reason})"
+        print(  # results came from a box: no raw ESC sequence reaches the terminal
+            f"  last verified on {for_terminal(record.target)}: {for_terminal(record.outcome)} "
+            f"at {for_terminal(record.time)} ({for_terminal(record.reason)})"
         )
     if fact.check and not results:
         print("  last verified: never")

@@ -7,6 +7,7 @@ with the fact's file:line on failures), so CI systems and people read the same v
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import sys
@@ -18,6 +19,7 @@ from xml.etree import ElementTree as ET
 
 from ..errors import EXIT_ERRORED, EXIT_FAILED, EXIT_OK
 from ..results import ResultRecord
+from ..sanitize import for_line, for_markdown_cell, for_terminal, for_xml, json_safe
 
 FORMATS = ("table", "json", "junit", "tap", "markdown")
 MARK = {"pass": "ok", "drift": "FAIL", "error": "ERROR", "skipped": "skip"}
@@ -63,20 +65,21 @@ class Progress:
             if self.verbose:
                 prefix = "\r\x1b[K" if self.tty else ""
                 self.stream.write(
-                    f"{prefix}[{done}/{self.total}] {MARK[record.outcome]:<5} {record.fact}"
-                    f"@{record.target}  {record.reason}\n"
+                    f"{prefix}[{done}/{self.total}] {MARK[record.outcome]:<5} "
+                    f"{for_terminal(record.fact)}@{for_terminal(record.target)}  "
+                    f"{for_terminal(record.reason)}\n"
                 )
             if self.tty:
                 bad = self.seen["drift"] + self.seen["error"]
                 self.stream.write(
                     f"\r\x1b[K[{done}/{self.total}] {self.seen['pass']} ok, {bad} not ok  "
-                    f"{record.fact}@{record.target}"[: _width()]
+                    f"{for_terminal(record.fact)}@{for_terminal(record.target)}"[: _width()]
                 )
             self.stream.flush()
 
     def note(self, text: str) -> None:
         with self.lock:
-            self.stream.write(("\r\x1b[K" if self.tty else "") + f"note: {text}\n")
+            self.stream.write(("\r\x1b[K" if self.tty else "") + f"note: {for_terminal(text)}\n")
             self.stream.flush()
 
     def close(self) -> None:
@@ -98,19 +101,20 @@ def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = Tr
     """The human summary: failures first with their reasons, then a count line.
 
     Errors with the same cause on one target (an unreachable box: 116 times 'cannot
-    resolve llm-two') show once, with how many checks they hit.
+    resolve llm-two') show once, with how many checks they hit. Everything from a box is
+    shown escaped (an ESC sequence in an error reads `\\x1b[31m`, it does not recolour).
     """
     order = {"drift": 0, "error": 1, "skipped": 2, "pass": 3}
-    shown = [r for r in records if show_passed or r.outcome != "pass"]
+    shown = [_TableRow(r) for r in records if show_passed or r.outcome != "pass"]
     shown.sort(key=lambda r: (order[r.outcome], r.target, r.fact))
-    causes = Counter((r.target, _LOCATION.sub("", r.reason)) for r in shown if r.outcome == "error")
+    causes = Counter((r.target, r.cause) for r in shown if r.outcome == "error")
     width = _width()
     fact_w = min(max((len(r.fact) for r in shown), default=4), 48)
     target_w = min(max((len(r.target) for r in shown), default=6), 20)
     lines = []
     collapsed: set[tuple[str, str]] = set()
     for r in shown:
-        cause = (r.target, _LOCATION.sub("", r.reason))
+        cause = (r.target, r.cause)
         if r.outcome == "error" and causes[cause] >= COLLAPSE_AT:
             if cause not in collapsed:
                 collapsed.add(cause)
@@ -120,7 +124,7 @@ def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = Tr
                 )
             continue
         head = f"{MARK[r.outcome]:<5} {r.fact:<{fact_w}}  {r.target:<{target_w}}  "
-        reason = r.reason.replace("\n", " ")
+        reason = r.reason
         if r.outcome == "pass" and len(head) + len(reason) > width:
             reason = reason[: max(10, width - len(head) - 3)] + "..."
         lines.append(head + reason)
@@ -128,93 +132,164 @@ def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = Tr
     return "\n".join(lines) + "\n"
 
 
+class _TableRow:
+    """A record's fields as the terminal shows them (escaped, one line, clipped)."""
+
+    def __init__(self, record: ResultRecord):
+        self.outcome = record.outcome
+        self.fact = for_terminal(record.fact, limit=200)
+        self.target = for_terminal(record.target, limit=200)
+        self.reason = for_terminal(record.reason)
+        where = _LOCATION.search(record.reason)
+        if where and not self.reason.endswith(where.group(0)):  # clipped: keep file:line
+            self.reason += for_terminal(where.group(0), limit=300)
+        self.cause = _LOCATION.sub("", self.reason)
+
+
 def to_json(records: list[ResultRecord], header: dict[str, Any]) -> str:
-    return (
-        json.dumps(
-            {"run": header, "summary": counts(records), "results": [asdict(r) for r in records]},
-            indent=1,
-            default=str,
-        )
-        + "\n"
-    )
+    """The whole run as one JSON document; strict parsers (no NaN, no lone surrogate) read it."""
+    document = {
+        "run": json_safe(header),
+        "summary": counts(records),
+        "results": [json_safe({**asdict(r), "duration_s": _duration(r)}) for r in records],
+    }
+    return json.dumps(document, indent=1, allow_nan=False) + "\n"
+
+
+# Per-field limits in JUnit XML: CI servers show messages in one line and keep details in a
+# database column; libxml2 refuses text nodes over 10 MB unless told otherwise.
+_XML_MESSAGE = 1000
+_XML_DETAIL = 64_000
 
 
 def to_junit(records: list[ResultRecord], header: dict[str, Any]) -> str:
-    """JUnit XML: a testsuite per target, a testcase per fact (classname = category)."""
+    """JUnit XML: a testsuite per target, a testcase per fact (classname = category).
+
+    Valid against schema/junit.xsd (the Ant/Jenkins shape) whatever a box printed.
+    """
     root = ET.Element("testsuites", name="factbook", tests=str(len(records)))
+    root.set("failures", str(sum(r.outcome == "drift" for r in records)))
+    root.set("errors", str(sum(r.outcome == "error" for r in records)))
+    root.set("time", f"{sum(_duration(r) for r in records):.3f}")
     by_target: dict[str, list[ResultRecord]] = {}
     for r in records:
         by_target.setdefault(r.target, []).append(r)
+    started = _xml_timestamp(header.get("started"))
     for target, items in by_target.items():
         c = counts(items)
         suite = ET.SubElement(
             root,
             "testsuite",
-            name=target,
+            name=for_xml(target, limit=200),
             tests=str(len(items)),
             failures=str(c["drift"]),
             errors=str(c["error"]),
             skipped=str(c["skipped"]),
-            time=f"{sum(r.duration_s for r in items):.3f}",
-            timestamp=str(header.get("started", "")),
+            time=f"{sum(_duration(r) for r in items):.3f}",
         )
+        if started:
+            suite.set("timestamp", started)
         for r in items:
             case = ET.SubElement(
                 suite,
                 "testcase",
-                classname=f"{target}.{r.fact.split('.')[0]}",
-                name=r.fact,
-                time=f"{r.duration_s:.3f}",
-                file=str(r.extra.get("location", "")).rsplit(":", 1)[0],
+                classname=for_xml(f"{target}.{r.fact.split('.')[0]}", limit=200),
+                name=for_xml(r.fact, limit=200),
+                time=f"{_duration(r):.3f}",
             )
+            where = str(r.extra.get("location", "")).rsplit(":", 1)[0]
+            if where:
+                case.set("file", for_xml(where, limit=1000))
+            message = for_xml(r.reason.replace("\n", " "), limit=_XML_MESSAGE)
             if r.outcome == "drift":
-                ET.SubElement(case, "failure", message=r.reason, type="drift").text = _detail(r)
+                failure = ET.SubElement(case, "failure", message=message, type="drift")
+                failure.text = for_xml(_detail(r), limit=_XML_DETAIL)
             elif r.outcome == "error":
-                ET.SubElement(case, "error", message=r.reason, type="error").text = r.reason
+                error = ET.SubElement(case, "error", message=message, type="error")
+                error.text = for_xml(r.reason, limit=_XML_DETAIL)
             elif r.outcome == "skipped":
-                ET.SubElement(case, "skipped", message=r.reason)
+                ET.SubElement(case, "skipped", message=message)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
+def _duration(r: ResultRecord) -> float:
+    """A duration JUnit's xs:decimal accepts (a record read from disk may hold anything)."""
+    try:
+        value = float(r.duration_s)
+    except (TypeError, ValueError):
+        return 0.0
+    return value if math.isfinite(value) and value >= 0 else 0.0
+
+
+def _xml_timestamp(value: Any) -> str:
+    """An xs:dateTime, or '' when the header holds none (the attribute is then left out)."""
+    text = str(value or "")
+    return text if _DATETIME.fullmatch(text) else ""
+
+
+_DATETIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
+
+
 def _detail(r: ResultRecord) -> str:
     return (
-        f"{r.reason}\nexpected: {json.dumps(r.extra.get('expect'), default=str)}\n"
-        f"observed: {json.dumps(r.observed, default=str)[:2000]}\n"
+        f"{r.reason}\nexpected: {_json_preview(r.extra.get('expect'))}\n"
+        f"observed: {_json_preview(r.observed)}\n"
         f"at: {r.extra.get('location', '')}"
     )
 
 
+def _json_preview(value: Any, limit: int = 2000) -> str:
+    text = json.dumps(json_safe(value), allow_nan=False)
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more]"
+
+
 def to_tap(records: list[ResultRecord], header: dict[str, Any]) -> str:
-    """TAP 13: `not ok` for drift and errors, `# SKIP` for skipped, a YAML block with details."""
+    """TAP 13: `not ok` for drift and errors, `# SKIP` for skipped, a YAML block with details.
+
+    Every text from a box stays on its line (newlines shown as `\\n`), so no printed text
+    can start a test line of its own. A `#` in a test name would start a directive, and
+    consumers disagree on the spec's `\\#` escape (tap.py ignores it and reads a directive),
+    so it is written as the fullwidth `＃`.
+    """
     lines = ["TAP version 13", f"1..{len(records)}"]
     for i, r in enumerate(records, 1):
-        name = f"{r.fact} @ {r.target}".replace("#", "\\#")
+        name = _tap_text(f"{r.fact} @ {r.target}")
         if r.outcome == "pass":
             lines.append(f"ok {i} - {name}")
         elif r.outcome == "skipped":
-            lines.append(f"ok {i} - {name} # SKIP {r.reason}")
+            lines.append(f"ok {i} - {name} # SKIP {_tap_text(r.reason)}")
         else:
             lines.append(f"not ok {i} - {name}")
             lines += [
                 "  ---",
-                f"  outcome: {r.outcome}",
-                f"  message: {json.dumps(r.reason)}",
-                f"  at: {json.dumps(str(r.extra.get('location', '')))}",
-                f"  observed: {json.dumps(r.observed, default=str)[:2000]}",
+                f"  outcome: {_yaml_scalar(r.outcome)}",
+                f"  message: {_yaml_scalar(r.reason)}",
+                f"  at: {_yaml_scalar(str(r.extra.get('location', '')))}",
+                f"  observed: {_yaml_scalar(_json_preview(r.observed))}",
                 "  ...",
             ]
     return "\n".join(lines) + "\n"
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def _tap_text(text: str) -> str:
+    return for_line(text, limit=1000).replace("#", "\uff03")
+
+
+def _yaml_scalar(text: str) -> str:
+    # A JSON string of one line with every control escaped is a YAML double-quoted scalar.
+    # Not ASCII-only: YAML 1.1 reads a `\\ud83d\\ude80` pair as two lone surrogates.
+    return json.dumps(for_line(text), ensure_ascii=False)
+
+
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
 def to_markdown(records: list[ResultRecord], header: dict[str, Any]) -> str:
+    """A Markdown table; no cell text can add a column, a row or raw HTML."""
     c = counts(records)
     lines = [
-        f"## Verification {header.get('id', '')}",
+        f"## Verification {for_markdown_cell(header.get('id', ''))}",
         "",
         f"{c['pass']} passed, {c['drift']} failed, {c['error']} errored, {c['skipped']} skipped.",
         "",
@@ -222,7 +297,11 @@ def to_markdown(records: list[ResultRecord], header: dict[str, Any]) -> str:
         "|---|---|---|---|",
     ]
     for r in records:
-        lines.append(f"| {MARK[r.outcome]} | `{r.fact}` | {_cell(r.target)} | {_cell(r.reason)} |")
+        fact = f"`{r.fact}`" if _PLAIN_ID.fullmatch(r.fact) else for_markdown_cell(r.fact)
+        lines.append(
+            f"| {MARK[r.outcome]} | {fact} | {for_markdown_cell(r.target)} | "
+            f"{for_markdown_cell(r.reason)} |"
+        )
     return "\n".join(lines) + "\n"
 
 

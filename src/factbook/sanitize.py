@@ -1,0 +1,124 @@
+"""Make text that came from a box safe for each place factbook writes it.
+
+A box answers with whatever its commands print: ESC sequences that repaint a terminal, NUL
+bytes and other code points XML 1.0 forbids, lone surrogates (undecodable bytes) that no UTF-8
+writer accepts, `]]>`, text that looks like a TAP line, megabytes of log. Each output format
+has its own rules, so each gets one function here, and the renderers pass every string from a
+result through the one for their format.
+
+Unprintable characters are not dropped but shown escaped (`\\x1b`, `\\x00`, `\\ud800`), so a
+reader still sees that they were there and which they were.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+# C0 controls except tab and newline, DEL, C1 controls, lone surrogates, and the two code
+# points XML excludes (U+FFFE, U+FFFF). None of these is text in any of our formats.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# Bidirectional overrides and line/paragraph separators reorder or break what a terminal
+# shows ("Trojan source"); escaped on terminals, where a reader cannot see them otherwise.
+_TERMINAL_EXTRA = re.compile("[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+# What str.splitlines() and YAML 1.1 take for a line break beyond the controls.
+_LINE_BREAKS = re.compile("[\u2028\u2029]")
+
+# Longest string a human-facing format shows of one field; JSON keeps everything.
+CLIP_AT = 4000
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group(0)
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str) -> str:
+    """Every control character, lone surrogate and XML-excluded code point, shown escaped."""
+    return _CONTROL.sub(_escape_char, text)
+
+
+def clip(text: str, limit: int = CLIP_AT) -> str:
+    """At most `limit` characters, saying how many were left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [{len(text) - limit} more characters]"
+
+
+def for_terminal(text: Any, *, limit: int = CLIP_AT) -> str:
+    """One line for a terminal: no ESC sequence, no newline, no bidi override reaches it."""
+    line = escape_controls(str(text)).replace("\t", " ").replace("\n", " ")
+    return clip(_TERMINAL_EXTRA.sub(_escape_char, line), limit)
+
+
+def for_line(text: Any, *, limit: int = CLIP_AT) -> str:
+    """One line for a line-oriented format (TAP): newlines and tabs shown escaped too."""
+    line = escape_controls(str(text)).replace("\t", "\\t").replace("\n", "\\n")
+    return clip(_LINE_BREAKS.sub(_escape_char, line), limit)
+
+
+def for_xml(text: Any, *, limit: int | None = CLIP_AT) -> str:
+    """Text every XML 1.0 parser accepts: only tab and newline kept of the controls.
+
+    Escaping `<`, `&` and quotes is the serializer's job; this removes what no escaping
+    can express (XML 1.0 has no way to write U+0000 or U+001B, not even as `&#27;`).
+    """
+    text = escape_controls(str(text))
+    return clip(text, limit) if limit is not None else text
+
+
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# Markdown punctuation, backslash-escaped: the escapes CommonMark and Python-Markdown share.
+_MARKDOWN = re.compile(r"[\\`*_{}\[\]()#+\-.!|]")
+
+
+def for_markdown_cell(text: Any, *, limit: int = 500) -> str:
+    """One table cell of Markdown: literal text, no pipe, link, emphasis or HTML of its own."""
+    cell = _MARKDOWN.sub(lambda m: "\\" + m.group(0), for_terminal(text, limit=limit))
+    return re.sub(r"[&<>]", lambda m: _HTML[m.group(0)], cell)
+
+
+# Past this depth a value from a box is summarised, so no renderer recurses without bound.
+MAX_DEPTH = 64
+# Python refuses to print ints beyond 4300 digits (CVE-2020-10735); such values become text.
+_MAX_INT_BITS = 4000 * 3
+
+
+def json_safe(value: Any, *, _depth: int = 0) -> Any:
+    """A value any strict JSON parser reads back: no NaN, no lone surrogate, bounded depth.
+
+    Non-finite floats and unprintable huge ints become strings, mapping keys strings, tuples
+    and sets lists, unknown objects their `str()`.
+    """
+    if isinstance(value, str):
+        return escape_lone_surrogates(value)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        bits = value.bit_length()
+        return value if bits <= _MAX_INT_BITS else f"<int of {bits} bits>"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if _depth >= MAX_DEPTH:
+        return f"<nested deeper than {MAX_DEPTH} levels>"
+    if isinstance(value, dict):
+        return {
+            escape_lone_surrogates(str(k)): json_safe(v, _depth=_depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [json_safe(v, _depth=_depth + 1) for v in value]
+    return escape_lone_surrogates(str(value))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """Lone surrogates (bytes that were not UTF-8) shown escaped; nothing else changed."""
+    return _SURROGATE.sub(_escape_char, text)
