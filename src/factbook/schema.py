@@ -2,7 +2,8 @@
 
 One definition serves both: `factbook schema` prints it for editors, and `validate()` walks
 the same dict (the subset of JSON Schema used here) to report every violation at its line.
-Rules that JSON Schema cannot say well (per-category keys, links, milestones, probes) live in
+Categories and their extra keys come from categories.py. Rules that JSON Schema cannot say
+well (per-category keys, links, milestones, probes) live in
 the loader's semantic pass.
 """
 
@@ -11,24 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import categories
 from .errors import Problem
 from .yamlsrc import LocatedDoc, PathKey
 
 STATUSES = ["assumed", "verified", "refuted", "stale"]
-CATEGORIES = [
-    "goal",
-    "instructions",
-    "hardware",
-    "software",
-    "model",
-    "tokenizer",
-    "inventory",
-    "pitfalls",
-    "benchmarks",
-    "training",
-    "decisions",
-    "progress",
-]
+CATEGORIES = categories.NAMES
 LINK_RELATIONS = [
     "fixed_by",
     "fixes",
@@ -42,21 +31,10 @@ LINK_RELATIONS = [
     "causes",
     "see_also",
 ]
-PROGRESS_STATES = ["done", "in_progress", "todo", "failed", "blocked"]
-INVENTORY_KINDS = ["file", "dir", "log", "service", "checkpoint", "script", "doc", "data"]
-CATEGORY_KEYS: dict[str, set[str]] = {
-    "tokenizer": {"token", "token_id"},
-    "inventory": {"path", "kind", "machine", "purpose", "size"},
-    "pitfalls": {"symptom", "cause", "fix"},
-    "benchmarks": {"metric", "config", "accept_len"},
-    "training": {"metric", "config", "epoch"},
-    "decisions": {"rationale"},
-    "progress": {"state", "priority", "criterion"},
-}
+# Derived from the category registry: which category may (and must) carry which extra keys.
+CATEGORY_KEYS: dict[str, set[str]] = {c.name: set(c.keys) for c in categories.CATEGORIES if c.keys}
 CATEGORY_REQUIRED: dict[str, set[str]] = {
-    "pitfalls": {"symptom", "cause", "fix"},
-    "decisions": {"rationale"},
-    "progress": {"state"},
+    c.name: set(c.required) for c in categories.CATEGORIES if c.required
 }
 ID_PATTERN = r"^[a-z0-9_]+(\.[a-z0-9_-]+)*$"
 MILESTONE_REF = {"type": ["string", "integer"]}
@@ -130,24 +108,7 @@ FACT_SCHEMA = {
             "properties": {r: {"type": "array", "items": _STR} for r in LINK_RELATIONS},
         },
         # category-specific keys (the loader checks which category may use which)
-        "token": _STR,
-        "token_id": {"type": "integer"},
-        "path": _STR,
-        "kind": {"type": "string", "enum": INVENTORY_KINDS},
-        "machine": _STR,
-        "purpose": _STR,
-        "size": {"type": ["string", "number"]},
-        "symptom": _STR,
-        "cause": _STR,
-        "fix": _STR,
-        "metric": _STR,
-        "config": {"type": "object"},
-        "accept_len": {"type": ["number", "null"]},
-        "epoch": {"type": "integer"},
-        "rationale": _STR,
-        "state": {"type": "string", "enum": PROGRESS_STATES},
-        "priority": {"type": "integer", "minimum": 1},
-        "criterion": _STR,
+        **categories.category_key_schemas(),
     },
 }
 
