@@ -381,7 +381,7 @@ def _load_targets(kb: KnowledgeBase) -> list[Problem]:
             name=str(name),
             transport=transport,
             host=raw.get("host"),
-            port=raw.get("port"),
+            port=int(raw["port"]) if isinstance(raw.get("port"), float) else raw.get("port"),
             user=raw.get("user"),
             jump=jumps,
             python=raw.get("python"),
