@@ -10,7 +10,7 @@ from types import ModuleType
 import pytest
 from test_eagle3_support import SEED_DRAFT_CONFIG, draft_tensor_shapes, write_safetensors
 
-from factbook.custom_probes import find_custom_probes
+from factbook.probes.scan import find_custom_probes
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -3,21 +3,20 @@
 An expectation is a mapping with an optional `path` into the observed value and exactly one
 operator. `problems_in()` validates one (regexes compile, specifiers parse) for lint;
 `evaluate()` returns whether it holds and a one-line reason showing expected vs observed.
+Each operator is declared once, at the bottom, as an `Operator` with its argument check and
+its evaluation: a new operator is one entry in `OPERATORS` (and a row in docs/fact-format.md,
+which a test keeps complete).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .versions import judge, parse_specifier
-
-OPERATORS = [
-    *("eq", "ne", "gt", "ge", "lt", "le", "between", "approx", "contains", "regex"),
-    *("one_of", "exists", "length", "version", "each", "all", "any", "not"),
-]
 
 
 @dataclass(frozen=True)
@@ -26,6 +25,15 @@ class Outcome:
 
     passed: bool
     reason: str
+
+
+@dataclass(frozen=True)
+class Judged:
+    """An operator's verdict that also says how it judged (a version's scheme: PEP 440 or loose);
+    the message names it beside the operator."""
+
+    passed: bool
+    how: str
 
 
 class PathMissing(LookupError):
@@ -71,45 +79,7 @@ def problems_in(expect: Any, where: str = "expect") -> list[str]:
     if "path" in expect and not isinstance(expect["path"], str):
         return [f"{where}.path: expected a string"]
     op = ops[0]
-    arg = expect[op]
-    sub = f"{where}.{op}"
-    if op in ("gt", "ge", "lt", "le") and not _is_number(arg):
-        return [f"{sub}: expected a number, got {arg!r}"]
-    if op == "between" and not (
-        isinstance(arg, list) and len(arg) == 2 and all(_is_number(a) for a in arg)
-    ):
-        return [f"{sub}: expected [low, high] numbers"]
-    if op == "approx":
-        if not isinstance(arg, dict) or not _is_number(arg.get("value")):
-            return [f"{sub}: expected {{value: number, rel: number}} or {{value, abs}}"]
-        extra = set(arg) - {"value", "rel", "abs"}
-        if extra or not any(k in arg for k in ("rel", "abs")):
-            return [f"{sub}: keys are value and rel or abs"]
-    if op == "regex":
-        try:
-            re.compile(str(arg))
-        except re.error as exc:
-            return [f"{sub}: invalid regex {arg!r}: {exc}"]
-    if op == "one_of" and not isinstance(arg, list):
-        return [f"{sub}: expected a list"]
-    if op == "exists" and not isinstance(arg, bool):
-        return [f"{sub}: expected true or false"]
-    if op == "version":
-        try:
-            parse_specifier(str(arg))
-        except ValueError as exc:
-            return [f"{sub}: {exc}"]
-    if op == "length":
-        if isinstance(arg, int) and not isinstance(arg, bool):
-            return []
-        return problems_in(arg, sub)
-    if op in ("each", "not"):
-        return problems_in(arg, sub)
-    if op in ("all", "any"):
-        if not isinstance(arg, list) or not arg:
-            return [f"{sub}: expected a non-empty list of expectations"]
-        return [m for i, e in enumerate(arg) for m in problems_in(e, f"{sub}[{i}]")]
-    return []
+    return OPERATORS[op].check_args(expect[op], f"{where}.{op}")
 
 
 def _is_number(value: Any) -> bool:
@@ -142,83 +112,169 @@ def evaluate(expect: dict[str, Any], observed: Any) -> Outcome:
     op = next(k for k in expect if k != "path")
     arg = expect[op]
     where = f" at {expect['path']}" if "path" in expect else ""
-    if op == "version":
-        return _version_outcome(str(arg), value, where)
     try:
-        passed = _apply(op, arg, value)
+        passed = OPERATORS[op].evaluate(arg, value)
     except (TypeError, ValueError) as exc:
         return Outcome(False, f"{op} {_short(arg)}: cannot compare {_short(value)}: {exc}")
     if isinstance(passed, Outcome):
         return passed
+    scheme = ""
+    if isinstance(passed, Judged):
+        passed, scheme = passed.passed, f" ({passed.how})"
     verdict = "ok" if passed else "expected"
-    return Outcome(passed, f"{verdict} {op} {_short(arg)}, observed{where} {_short(value)}")
+    return Outcome(passed, f"{verdict} {op} {_short(arg)}{scheme}, observed{where} {_short(value)}")
 
 
-def _version_outcome(spec: str, value: Any, where: str) -> Outcome:
-    """A version verdict names the scheme that judged it (PEP 440 or loose)."""
+# -- the operators: each declared once, with its argument check and its evaluation ------------
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One expectation operator. `check_args(arg, where)` returns lint messages for a bad
+    argument; `evaluate(arg, observed)` returns whether it holds (or an Outcome with its own
+    reason) and may raise TypeError/ValueError when the observed value cannot be compared."""
+
+    name: str
+    check_args: Callable[[Any, str], list[str]]
+    evaluate: Callable[[Any, Any], bool | Outcome]
+
+
+def _any_arg(arg: Any, where: str) -> list[str]:
+    return []
+
+
+def _number_arg(arg: Any, where: str) -> list[str]:
+    return [] if _is_number(arg) else [f"{where}: expected a number, got {arg!r}"]
+
+
+def _between_arg(arg: Any, where: str) -> list[str]:
+    if isinstance(arg, list) and len(arg) == 2 and all(_is_number(a) for a in arg):
+        return []
+    return [f"{where}: expected [low, high] numbers"]
+
+
+def _approx_arg(arg: Any, where: str) -> list[str]:
+    if not isinstance(arg, dict) or not _is_number(arg.get("value")):
+        return [f"{where}: expected {{value: number, rel: number}} or {{value, abs}}"]
+    extra = set(arg) - {"value", "rel", "abs"}
+    if extra or not any(k in arg for k in ("rel", "abs")):
+        return [f"{where}: keys are value and rel or abs"]
+    return []
+
+
+def _regex_arg(arg: Any, where: str) -> list[str]:
     try:
-        verdict = judge(str(value), spec)
+        re.compile(str(arg))
+    except re.error as exc:
+        return [f"{where}: invalid regex {arg!r}: {exc}"]
+    return []
+
+
+def _list_arg(arg: Any, where: str) -> list[str]:
+    return [] if isinstance(arg, list) else [f"{where}: expected a list"]
+
+
+def _bool_arg(arg: Any, where: str) -> list[str]:
+    return [] if isinstance(arg, bool) else [f"{where}: expected true or false"]
+
+
+def _version_arg(arg: Any, where: str) -> list[str]:
+    try:
+        parse_specifier(str(arg))
     except ValueError as exc:
-        return Outcome(False, f"version {_short(spec)}: cannot compare {_short(value)}: {exc}")
-    word = "ok" if verdict.passed else "expected"
-    return Outcome(
-        verdict.passed,
-        f"{word} version {_short(spec)} ({verdict.scheme}), observed{where} {_short(value)}",
+        return [f"{where}: {exc}"]
+    return []
+
+
+def _version(arg: Any, value: Any) -> Judged:
+    verdict = judge(str(value), str(arg))
+    return Judged(verdict.passed, verdict.scheme)
+
+
+def _length_arg(arg: Any, where: str) -> list[str]:
+    if isinstance(arg, int) and not isinstance(arg, bool):
+        return []
+    return problems_in(arg, where)
+
+
+def _expectations_arg(arg: Any, where: str) -> list[str]:
+    if not isinstance(arg, list) or not arg:
+        return [f"{where}: expected a non-empty list of expectations"]
+    return [m for i, e in enumerate(arg) for m in problems_in(e, f"{where}[{i}]")]
+
+
+def _approx(arg: Any, value: Any) -> bool:
+    v, want = _num(value), float(arg["value"])
+    return math.isclose(v, want, rel_tol=arg.get("rel", 0.0), abs_tol=arg.get("abs", 0.0))
+
+
+def _contains(arg: Any, value: Any) -> bool:
+    if isinstance(value, str):
+        return str(arg) in value
+    if isinstance(value, dict):
+        return arg in value
+    return any(_equal(v, arg) for v in value)
+
+
+def _length(arg: Any, value: Any) -> bool | Outcome:
+    size = len(value)
+    if isinstance(arg, int):
+        return size == arg
+    inner = evaluate(arg, size)
+    return Outcome(inner.passed, f"length: {inner.reason}")
+
+
+def _each(arg: Any, value: Any) -> Outcome:
+    for i, item in enumerate(value):
+        inner = evaluate(arg, item)
+        if not inner.passed:
+            return Outcome(False, f"element [{i}]: {inner.reason}")
+    return Outcome(True, f"all {len(value)} elements ok")
+
+
+def _all(arg: Any, value: Any) -> Outcome:
+    for inner_expect in arg:
+        inner = evaluate(inner_expect, value)
+        if not inner.passed:
+            return inner
+    return Outcome(True, f"all {len(arg)} expectations ok")
+
+
+def _any(arg: Any, value: Any) -> Outcome:
+    reasons = []
+    for inner_expect in arg:
+        inner = evaluate(inner_expect, value)
+        if inner.passed:
+            return inner
+        reasons.append(inner.reason)
+    return Outcome(False, "none held: " + "; ".join(reasons))
+
+
+def _not(arg: Any, value: Any) -> Outcome:
+    inner = evaluate(arg, value)
+    return Outcome(not inner.passed, f"not ({inner.reason})")
+
+
+OPERATORS: dict[str, Operator] = {
+    op.name: op
+    for op in (
+        Operator("eq", _any_arg, lambda arg, v: _equal(v, arg)),
+        Operator("ne", _any_arg, lambda arg, v: not _equal(v, arg)),
+        Operator("gt", _number_arg, lambda arg, v: _num(v) > arg),
+        Operator("ge", _number_arg, lambda arg, v: _num(v) >= arg),
+        Operator("lt", _number_arg, lambda arg, v: _num(v) < arg),
+        Operator("le", _number_arg, lambda arg, v: _num(v) <= arg),
+        Operator("between", _between_arg, lambda arg, v: arg[0] <= _num(v) <= arg[1]),
+        Operator("approx", _approx_arg, _approx),
+        Operator("contains", _any_arg, _contains),
+        Operator("regex", _regex_arg, lambda arg, v: re.search(str(arg), str(v)) is not None),
+        Operator("one_of", _list_arg, lambda arg, v: any(_equal(v, a) for a in arg)),
+        Operator("exists", _bool_arg, lambda arg, v: (v is not None) == arg),
+        Operator("length", _length_arg, _length),
+        Operator("version", _version_arg, _version),
+        Operator("each", problems_in, _each),
+        Operator("all", _expectations_arg, _all),
+        Operator("any", _expectations_arg, _any),
+        Operator("not", problems_in, _not),
     )
-
-
-def _apply(op: str, arg: Any, value: Any) -> bool | Outcome:
-    if op == "eq":
-        return _equal(value, arg)
-    if op == "ne":
-        return not _equal(value, arg)
-    if op in ("gt", "ge", "lt", "le"):
-        v = _num(value)
-        return {"gt": v > arg, "ge": v >= arg, "lt": v < arg, "le": v <= arg}[op]
-    if op == "between":
-        return arg[0] <= _num(value) <= arg[1]
-    if op == "approx":
-        v, want = _num(value), float(arg["value"])
-        return math.isclose(v, want, rel_tol=arg.get("rel", 0.0), abs_tol=arg.get("abs", 0.0))
-    if op == "contains":
-        if isinstance(value, str):
-            return str(arg) in value
-        if isinstance(value, dict):
-            return arg in value
-        return any(_equal(v, arg) for v in value)
-    if op == "regex":
-        return re.search(str(arg), str(value)) is not None
-    if op == "one_of":
-        return any(_equal(value, a) for a in arg)
-    if op == "exists":
-        return (value is not None) == arg
-    if op == "length":
-        size = len(value)
-        if isinstance(arg, int):
-            return size == arg
-        inner = evaluate(arg, size)
-        return Outcome(inner.passed, f"length: {inner.reason}")
-    if op == "each":
-        for i, item in enumerate(value):
-            inner = evaluate(arg, item)
-            if not inner.passed:
-                return Outcome(False, f"element [{i}]: {inner.reason}")
-        return Outcome(True, f"all {len(value)} elements ok")
-    if op == "all":
-        for inner_expect in arg:
-            inner = evaluate(inner_expect, value)
-            if not inner.passed:
-                return inner
-        return Outcome(True, f"all {len(arg)} expectations ok")
-    if op == "any":
-        reasons = []
-        for inner_expect in arg:
-            inner = evaluate(inner_expect, value)
-            if inner.passed:
-                return inner
-            reasons.append(inner.reason)
-        return Outcome(False, "none held: " + "; ".join(reasons))
-    if op == "not":
-        inner = evaluate(arg, value)
-        return Outcome(not inner.passed, f"not ({inner.reason})")
-    raise ValueError(f"unknown operator {op}")
+}

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from . import schema
-from .custom_probes import find_custom_probes
 from .errors import LintFailed, Problem, UsageError
 from .expectations import problems_in
 from .model import Check, Fact, HistoryEntry, Milestone, Source, Target
-from .probes.catalog import BUILTIN_PROBES, ProbeSpec
+from .probes.catalog import builtin_probes
+from .probes.scan import ProbeSpec, find_custom_probes
 from .yamlsrc import LocatedDoc, load_located
 
 FACTS_DIR = "facts"
@@ -158,7 +158,7 @@ def load_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
     problems += _load_targets(kb)
     custom, custom_problems = find_custom_probes(root / CHECKS_DIR, root)
     problems += custom_problems
-    kb.probes = {**BUILTIN_PROBES, **custom}
+    kb.probes = {**builtin_probes(), **custom}
     docs: list[tuple[LocatedDoc, list[tuple[int, dict[str, Any]]]]] = []
     for path in sorted((root / FACTS_DIR).rglob("*.yaml")):
         display = path.relative_to(root).as_posix()
@@ -381,7 +381,7 @@ def _load_targets(kb: KnowledgeBase) -> list[Problem]:
             name=str(name),
             transport=transport,
             host=raw.get("host"),
-            port=raw.get("port"),
+            port=int(raw["port"]) if isinstance(raw.get("port"), float) else raw.get("port"),
             user=raw.get("user"),
             jump=jumps,
             python=raw.get("python"),

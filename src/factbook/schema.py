@@ -2,7 +2,8 @@
 
 One definition serves both: `factbook schema` prints it for editors, and `validate()` walks
 the same dict (the subset of JSON Schema used here) to report every violation at its line.
-Rules that JSON Schema cannot say well (per-category keys, links, milestones, probes) live in
+Categories and their extra keys come from categories.py. Rules that JSON Schema cannot say
+well (per-category keys, links, milestones, probes) live in
 the loader's semantic pass.
 """
 
@@ -11,24 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import categories
 from .errors import Problem
 from .yamlsrc import LocatedDoc, PathKey
 
 STATUSES = ["assumed", "verified", "refuted", "stale"]
-CATEGORIES = [
-    "goal",
-    "instructions",
-    "hardware",
-    "software",
-    "model",
-    "tokenizer",
-    "inventory",
-    "pitfalls",
-    "benchmarks",
-    "training",
-    "decisions",
-    "progress",
-]
+CATEGORIES = categories.NAMES
 LINK_RELATIONS = [
     "fixed_by",
     "fixes",
@@ -42,21 +31,10 @@ LINK_RELATIONS = [
     "causes",
     "see_also",
 ]
-PROGRESS_STATES = ["done", "in_progress", "todo", "failed", "blocked"]
-INVENTORY_KINDS = ["file", "dir", "log", "service", "checkpoint", "script", "doc", "data"]
-CATEGORY_KEYS: dict[str, set[str]] = {
-    "tokenizer": {"token", "token_id"},
-    "inventory": {"path", "kind", "machine", "purpose", "size"},
-    "pitfalls": {"symptom", "cause", "fix"},
-    "benchmarks": {"metric", "config", "accept_len"},
-    "training": {"metric", "config", "epoch"},
-    "decisions": {"rationale"},
-    "progress": {"state", "priority", "criterion"},
-}
+# Derived from the category registry: which category may (and must) carry which extra keys.
+CATEGORY_KEYS: dict[str, set[str]] = {c.name: set(c.keys) for c in categories.CATEGORIES if c.keys}
 CATEGORY_REQUIRED: dict[str, set[str]] = {
-    "pitfalls": {"symptom", "cause", "fix"},
-    "decisions": {"rationale"},
-    "progress": {"state"},
+    c.name: set(c.required) for c in categories.CATEGORIES if c.required
 }
 ID_PATTERN = r"^[a-z0-9_]+(\.[a-z0-9_-]+)*$"
 MILESTONE_REF = {"type": ["string", "integer"]}
@@ -130,24 +108,7 @@ FACT_SCHEMA = {
             "properties": {r: {"type": "array", "items": _STR} for r in LINK_RELATIONS},
         },
         # category-specific keys (the loader checks which category may use which)
-        "token": _STR,
-        "token_id": {"type": "integer"},
-        "path": _STR,
-        "kind": {"type": "string", "enum": INVENTORY_KINDS},
-        "machine": _STR,
-        "purpose": _STR,
-        "size": {"type": ["string", "number"]},
-        "symptom": _STR,
-        "cause": _STR,
-        "fix": _STR,
-        "metric": _STR,
-        "config": {"type": "object"},
-        "accept_len": {"type": ["number", "null"]},
-        "epoch": {"type": "integer"},
-        "rationale": _STR,
-        "state": {"type": "string", "enum": PROGRESS_STATES},
-        "priority": {"type": "integer", "minimum": 1},
-        "criterion": _STR,
+        **categories.category_key_schemas(),
     },
 }
 
@@ -225,13 +186,60 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def _type_ok(value: Any, types: str | list[str]) -> bool:
+    """JSON Schema's types: booleans are not numbers; 2.0 is an integer (draft 2020-12)."""
     names = [types] if isinstance(types, str) else types
     for name in names:
         if isinstance(value, bool) and name in ("integer", "number"):
             continue
+        if name == "integer" and isinstance(value, float) and value.is_integer():
+            return True
         if isinstance(value, _JSON_TYPES[name]):
             return True
     return False
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON Schema's `enum` means it: true is not 1, 1.0 is 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if _is_num(a) and _is_num(b):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# The JSON Schema keywords validate() implements; any other one is refused (UnsupportedKeyword)
+# rather than silently ignored, so the published schema can never promise more than lint checks.
+KEYWORDS = frozenset(
+    {
+        *("type", "enum", "pattern", "minimum", "maximum", "exclusiveMinimum"),
+        *("properties", "required", "additionalProperties", "minItems", "items"),
+    }
+)
+ANNOTATIONS = frozenset({"$schema", "$id", "title", "description"})
+
+
+class UnsupportedKeyword(ValueError):
+    """A schema uses a JSON Schema keyword factbook's validator does not implement."""
+
+
+def check_supported(schema: dict[str, Any], where: str = "#") -> None:
+    """Raise UnsupportedKeyword for any keyword in `schema` (recursively) validate() lacks."""
+    unknown = sorted(set(schema) - KEYWORDS - ANNOTATIONS)
+    if unknown:
+        raise UnsupportedKeyword(f"{where}: JSON Schema keyword(s) not implemented: {unknown}")
+    for name, sub in schema.get("properties", {}).items():
+        check_supported(sub, f"{where}/properties/{name}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            check_supported(schema[key], f"{where}/{key}")
 
 
 def _describe(value: Any) -> str:
@@ -258,10 +266,12 @@ def validate(
         names = [schema["type"]] if isinstance(schema["type"], str) else schema["type"]
         want = " or ".join(_FRIENDLY.get(n, n) for n in names)
         return [doc.problem(path, f"{pre}expected {want}, got {_describe(value)}")]
-    if "enum" in schema and value not in schema["enum"]:
+    if not schema.keys() <= KEYWORDS | ANNOTATIONS:
+        check_supported(schema)
+    if "enum" in schema and not any(_json_equal(value, c) for c in schema["enum"]):
         choices = ", ".join(str(c) for c in schema["enum"])
         problems.append(doc.problem(path, f"{pre}{value!r} is not one of: {choices}"))
-    if "pattern" in schema and isinstance(value, str) and not re.match(schema["pattern"], value):
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
         problems.append(doc.problem(path, f"{pre}{value!r} does not match {schema['pattern']}"))
     if "minimum" in schema and _type_ok(value, "number") and value < schema["minimum"]:
         problems.append(doc.problem(path, f"{pre}must be >= {schema['minimum']}"))
@@ -293,3 +303,7 @@ def validate(
             for i, item in enumerate(value):
                 problems += validate(item, items, doc, (*path, i), f"{label or 'item'}[{i}]")
     return problems
+
+
+for _published in (FACT_FILE_SCHEMA, MILESTONES_SCHEMA, TARGETS_SCHEMA):
+    check_supported(_published)

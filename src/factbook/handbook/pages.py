@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..categories import BY_NAME, CATEGORIES, Category
 from ..kb import KnowledgeBase
-from ..schema import CATEGORIES
 from . import special
 from .home import glance_rows, run_header
 from .runbook_view import runbooks_context
@@ -22,34 +22,7 @@ ALL_FACTS = "facts/index.md"
 RUNBOOKS = "runbook-runs.md"
 STATUS_DOCS = "status-history.md"
 
-CATEGORY_TITLES = {
-    "goal": "Goal",
-    "instructions": "Instructions",
-    "hardware": "Hardware",
-    "software": "Software",
-    "model": "Model",
-    "tokenizer": "Tokenizer",
-    "inventory": "Inventory",
-    "pitfalls": "Pitfalls",
-    "benchmarks": "Benchmarks",
-    "training": "Training",
-    "decisions": "Decisions",
-    "progress": "Progress",
-}
-CATEGORY_INTROS = {
-    "goal": "What the project is for, and the sub-goals it breaks into.",
-    "instructions": "Operating rules, access and the user's constraints.",
-    "hardware": "The box: GPUs, CPUs, memory, disks and how the GPUs are connected.",
-    "software": "Installed versions (expected against last observed) and engine behaviour.",
-    "model": "Architecture of the target model and the draft model.",
-    "tokenizer": "Token ids and tokenizer behaviour.",
-    "inventory": "Files, directories, logs, services and checkpoints, and where they live.",
-    "pitfalls": "Traps that cost time: symptom, cause, fix, and the check that catches them.",
-    "benchmarks": "Measured figures with the configuration that produced them.",
-    "training": "Training runs and their metrics.",
-    "decisions": "Choices made, why, and the facts behind them.",
-    "progress": "What is done, what is in progress, what comes next.",
-}
+CATEGORY_TITLES = {c.name: c.title for c in CATEGORIES}  # the navigation reads it too
 
 
 @dataclass
@@ -95,19 +68,18 @@ def page_specs(
     return specs
 
 
-def _category(kb: KnowledgeBase, views: ViewBuilder, category: str) -> PageSpec:
-    uri = category_uri(category)
-    facts = [f for f in kb.facts.values() if f.category == category]
+def _category(kb: KnowledgeBase, views: ViewBuilder, category: Category) -> PageSpec:
+    uri = category_uri(category.name)
+    facts = [f for f in kb.facts.values() if f.category == category.name]
     fact_views = [views.view(f, uri) for f in facts]
-    render = special.RENDERERS.get(category)
-    extra = render(kb, views, facts, fact_views, uri) if render else ""
+    extra = special.view(category)(kb, views, facts, fact_views, uri) if category.view else ""
     return PageSpec(
         uri,
-        CATEGORY_TITLES[category],
+        category.title,
         "category.md.j2",
         {
-            "category": category,
-            "intro": CATEGORY_INTROS[category],
+            "category": category.name,
+            "intro": category.intro,
             "special": extra,
             "current": [v for v in fact_views if v.current],
             "past": [v for v in fact_views if not v.current],
@@ -120,7 +92,7 @@ def _all_facts(kb: KnowledgeBase, views: ViewBuilder) -> PageSpec:
         (
             views.link(ALL_FACTS, f.id),
             views.link(ALL_FACTS, f.id, f.title),
-            CATEGORY_TITLES[f.category],
+            BY_NAME[f.category].title,
             views.states[f.id].html(),
         )
         for f in sorted(kb.facts.values(), key=lambda f: f.id)
@@ -141,9 +113,9 @@ def _home(
     ]
     categories = [
         (
-            CATEGORY_TITLES[c],
-            category_uri(c),
-            sum(1 for f in kb.facts.values() if f.category == c and f.until is None),
+            c.title,
+            category_uri(c.name),
+            sum(1 for f in kb.facts.values() if f.category == c.name and f.until is None),
         )
         for c in CATEGORIES
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..categories import Category
 from ..kb import KnowledgeBase
 from ..model import Fact
 from .charts import Bar, bar_chart, numa_diagram
@@ -352,14 +353,9 @@ def progress(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, p
     return "\n".join(out)
 
 
-RENDERERS: dict[str, Renderer] = {
-    "hardware": hardware,
-    "software": software,
-    "tokenizer": tokenizer,
-    "inventory": inventory,
-    "pitfalls": pitfalls,
-    "benchmarks": benchmarks,
-    "training": training,
-    "decisions": decisions,
-    "progress": progress,
-}
+def view(category: Category) -> Renderer:
+    """The function a category's registry entry names as its view (categories.py)."""
+    found = globals().get(category.view or "")
+    if not callable(found):
+        raise LookupError(f"category {category.name}: no view function {category.view!r} here")
+    return found

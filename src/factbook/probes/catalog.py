@@ -1,85 +1,118 @@
-"""The names and arguments of the built-in probes.
+"""The built-in probes, derived from their functions: names, arguments, what they return.
 
-Lint needs this without importing the probe code (which is shipped to the box and may
-import torch lazily), so the catalog is plain data. The implementations live next to it
-and must agree with it; a test checks that they do.
+Each probe module in this folder declares its probes once (`PROBES` plus the functions'
+signatures and docstrings); `probes/scan.py` reads them with ast, never importing the code
+that is shipped to the box (it may import torch lazily). A new module needs no registration:
+any module here with a `PROBES` literal is one. Parsing every module costs ~10 ms per CLI run,
+so the result is cached on disk, keyed by the sources' sizes and modification times.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+
+from ..errors import Problem
+from .scan import ProbeSpec, scan_file
+
+FOLDER = Path(__file__).resolve().parent
+_CACHE_VERSION = 1
 
 
 @dataclass(frozen=True)
-class ProbeSpec:
-    """A probe's name, required and optional arguments, and what it returns."""
+class Catalog:
+    """Every built-in probe's spec and the module (file stem) that implements it."""
 
-    name: str
-    returns: str
-    required: tuple[str, ...] = ()
-    optional: tuple[str, ...] = field(default=())
-
-
-def _spec(name: str, returns: str, required: str = "", optional: str = "") -> ProbeSpec:
-    return ProbeSpec(name, returns, tuple(required.split()), tuple(optional.split()))
+    specs: dict[str, ProbeSpec]
+    modules: dict[str, str]
+    problems: list[Problem] = field(default_factory=list)
 
 
-BUILTIN_PROBES: dict[str, ProbeSpec] = {
-    p.name: p
-    for p in [
-        # GPUs (nvidia-smi)
-        _spec("gpu.names", "list of GPU names, one per GPU"),
-        _spec("gpu.count", "number of GPUs"),
-        _spec("gpu.memory_mib", "list of total memory per GPU in MiB"),
-        _spec("gpu.compute_capability", "list of compute capabilities ('12.0') per GPU"),
-        _spec("gpu.driver", "driver version string"),
-        _spec("gpu.power_limit_w", "list of power limits in W per GPU"),
-        _spec("gpu.topology", "{matrix: {gpu: {gpu: link}}, nvlink: bool, links: [kinds]}"),
-        _spec("gpu.numa_nodes", "list of NUMA node per GPU"),
-        _spec("gpu.query", "list of values of one nvidia-smi --query-gpu field", "field"),
-        # host
-        _spec("cpu.model", "CPU model name"),
-        _spec("cpu.sockets", "number of sockets"),
-        _spec("cpu.cores", "number of physical cores"),
-        _spec("cpu.threads", "number of logical CPUs"),
-        _spec("mem.total_gib", "total memory in GiB (float)"),
-        _spec("swap.total_gib", "total swap in GiB (float)"),
-        _spec("disk.usage", "{total_gib, used_gib, free_gib} of the mount holding path", "path"),
-        _spec("os.release", "{id, version_id, pretty_name} from /etc/os-release"),
-        _spec("os.kernel", "kernel release (uname -r)"),
-        _spec("env.var", "value of an environment variable or null", "name"),
-        # software
-        _spec(
-            "pkg.version", "installed version of a Python distribution or null", "name", "python"
-        ),
-        _spec("python.version", "version of an interpreter", "", "python"),
-        _spec("cuda.nvcc_version", "CUDA toolkit version reported by nvcc", "", "cuda_home"),
-        _spec("cuda.home", "CUDA_HOME or the toolkit directory found"),
-        _spec(
-            "torch.info",
-            "{version, cuda, cuda_available, device_count, capability, nccl, device_names}",
-            "",
-            "python",
-        ),
-        # files
-        _spec("file.exists", "true when the path exists", "path"),
-        _spec("file.size", "size in bytes (a directory: total of its files)", "path"),
-        _spec("file.sha256", "hex sha256 of a file", "path"),
-        _spec("file.glob_count", "number of paths matching a glob", "pattern"),
-        _spec("file.total_size", "total size in bytes of paths matching a glob", "pattern"),
-        _spec("file.read", "text of a (small) file", "path", "max_bytes"),
-        _spec("config.value", "value at a dotted path in a JSON/YAML/TOML/INI file", "path", "key"),
-        _spec("safetensors.shard_count", "number of *.safetensors files in a directory", "path"),
-        _spec("safetensors.tensors", "{tensor name: shape} of a file or sharded directory", "path"),
-        _spec(
-            "tokenizer.token_id", "id of a token in a tokenizer.json / tiktoken model", "path token"
-        ),
-        _spec("tokenizer.decode", "text of a list of ids", "path ids"),
-        # processes, services, network
-        _spec("cmd", "{exit_code, stdout, stderr}", "argv", "cwd env shell"),
-        _spec("http.get", "{status, json, text}", "url", "headers json_path"),
-        _spec("port.listening", "true when something listens on the port", "port", "host"),
-        _spec("process.gpu_holders", "list of {pid, cmdline} holding /dev/nvidia*"),
-        _spec("systemd.state", "{load, active, sub, enabled}", "unit"),
-    ]
-}
+def _sources() -> list[Path]:
+    return sorted(FOLDER.glob("*.py"))
+
+
+def scan_builtins() -> Catalog:
+    """Read every module in this folder (no cache); those without PROBES declare nothing."""
+    specs: dict[str, ProbeSpec] = {}
+    modules: dict[str, str] = {}
+    problems: list[Problem] = []
+    for path in _sources():
+        display = f"factbook/probes/{path.name}"
+        scan = scan_file(path, display, default_doc="")
+        problems += scan.problems
+        for name, spec in scan.specs.items():
+            if name in specs:
+                problems.append(Problem(display, scan.lines[name], f"duplicate probe {name!r}"))
+            if not spec.returns:
+                problems.append(Problem(display, scan.lines[name], f"probe {name!r}: no docstring"))
+            specs[name] = spec
+            modules[name] = path.stem
+    return Catalog(specs, modules, problems)
+
+
+def _cache_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    stamp = [_CACHE_VERSION, sys.version_info[:2], str(FOLDER)]
+    for path in _sources():
+        info = path.stat()
+        stamp.append([path.name, info.st_size, info.st_mtime_ns])
+    digest = hashlib.sha256(json.dumps(stamp).encode()).hexdigest()[:24]
+    return Path(base) / "factbook" / f"probes-{digest}.json"
+
+
+def _load(path: Path) -> Catalog | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        specs = {
+            s["name"]: ProbeSpec(
+                s["name"], s["returns"], tuple(s["required"]), tuple(s["optional"])
+            )
+            for s in data["specs"]
+        }
+        return Catalog(specs, dict(data["modules"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _store(path: Path, catalog: Catalog) -> None:
+    data = {"specs": [asdict(s) for s in catalog.specs.values()], "modules": catalog.modules}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_suffix(f".{os.getpid()}.tmp")
+        temp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(temp, path)
+    except OSError:
+        pass  # a read-only home only costs the scan next time
+
+
+@cache
+def builtin_catalog() -> Catalog:
+    """The built-in catalog, from the disk cache when the sources are unchanged."""
+    path = _cache_path()
+    catalog = _load(path)
+    if catalog is None:
+        catalog = scan_builtins()
+        if not catalog.problems:
+            _store(path, catalog)
+    return catalog
+
+
+def builtin_probes() -> dict[str, ProbeSpec]:
+    """Built-in probe name -> spec (what lint checks facts' checks against)."""
+    return builtin_catalog().specs
+
+
+def probe_table() -> str:
+    """The Markdown table of built-in probes in docs/verify.md (a test keeps it in sync)."""
+    rows = ["| probe | returns |", "|---|---|"]
+    for spec in builtin_probes().values():
+        args = [*spec.required, *(f"[{a}]" for a in spec.optional)]
+        call = f"{spec.name}({', '.join(args)})" if args else spec.name
+        rows.append(f"| `{call}` | {spec.returns.replace('|', '&#124;')} |")
+    return "\n".join(rows) + "\n"

@@ -20,6 +20,7 @@ def _path(path: str) -> str:
 
 
 def file_exists(path: str) -> bool:
+    """True when the path exists."""
     return os.path.exists(_path(path))
 
 
@@ -40,6 +41,7 @@ def _tree_size(path: str) -> int:
 
 
 def file_size(path: str) -> int:
+    """Size in bytes (a directory: the total of its files)."""
     full = _path(path)
     if not os.path.exists(full):
         raise RuntimeError(f"no such file or directory: {path}")
@@ -47,6 +49,7 @@ def file_size(path: str) -> int:
 
 
 def file_sha256(path: str) -> str:
+    """Hex sha256 of a file."""
     digest = hashlib.sha256()
     with open(_path(path), "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -55,14 +58,17 @@ def file_sha256(path: str) -> str:
 
 
 def file_glob_count(pattern: str) -> int:
+    """Number of paths matching a glob."""
     return len(glob.glob(_path(pattern), recursive=True))
 
 
 def file_total_size(pattern: str) -> int:
+    """Total size in bytes of the paths matching a glob."""
     return sum(_tree_size(p) for p in glob.glob(_path(pattern), recursive=True))
 
 
 def file_read(path: str, max_bytes: int = 65536) -> str:
+    """Text of a (small) file, at most `max_bytes`."""
     with open(_path(path), "rb") as handle:
         data = handle.read(int(max_bytes))
     return data.decode("utf-8", "replace")
@@ -135,7 +141,9 @@ def lookup(data: Any, key: str) -> Any:
 
 
 def config_value(path: str, key: str | None = None) -> Any:
-    """The value at `key` (a.b[0].c), or the whole document without a key."""
+    """The value at `key` (`a.b[0].c`) in a JSON, YAML, TOML or INI file (null when
+    missing), or the whole document without a key.
+    """
     data = _load_config(path)
     return data if key in (None, "", ".") else lookup(data, key)
 

@@ -41,22 +41,29 @@ def _number(text: str) -> Any:
 
 
 def gpu_names() -> list[str]:
+    """List of GPU names, one per GPU, from nvidia-smi ("nvidia-smi not found on target"
+    without it).
+    """
     return [row[0] for row in _query("name")]
 
 
 def gpu_count() -> int:
+    """Number of GPUs nvidia-smi lists."""
     return len(_query("index"))
 
 
 def gpu_memory_mib() -> list[Any]:
+    """List of total memory per GPU in MiB, from nvidia-smi."""
     return [_number(row[0]) for row in _query("memory.total")]
 
 
 def gpu_compute_capability() -> list[str]:
+    """List of compute capabilities (`12.0`) per GPU, from nvidia-smi."""
     return [row[0] for row in _query("compute_cap")]
 
 
 def gpu_driver() -> str:
+    """Driver version string, from nvidia-smi."""
     rows = _query("driver_version")
     if not rows:
         raise RuntimeError("nvidia-smi lists no GPU")
@@ -64,10 +71,12 @@ def gpu_driver() -> str:
 
 
 def gpu_power_limit_w() -> list[Any]:
+    """List of power limits in W per GPU, from nvidia-smi."""
     return [_number(row[0]) for row in _query("power.limit")]
 
 
 def gpu_query(field: str) -> list[Any]:
+    """List of the values of one nvidia-smi `--query-gpu` field, one per GPU."""
     if not re.match(r"^[A-Za-z0-9_.]+$", str(field)):
         raise RuntimeError(f"invalid nvidia-smi field {field!r}")
     return [_number(row[0]) for row in _query(str(field))]
@@ -111,6 +120,9 @@ def parse_topology(text: str) -> dict[str, Any]:
 
 
 def gpu_topology() -> dict[str, Any]:
+    """`{matrix, nvlink, links, numa_affinity, cpu_affinity, gpus}` from `nvidia-smi topo
+    -m` (`NV#` is NVLink; `PIX PXB PHB NODE SYS` are PCIe paths).
+    """
     return parse_topology(_smi("topo", "-m"))
 
 
@@ -121,6 +133,9 @@ def _sysfs_bus_id(bus_id: str) -> str:
 
 
 def gpu_numa_nodes() -> list[Any]:
+    """NUMA node per GPU from `/sys/bus/pci/devices/<bus>/numa_node` (`-1`: firmware gives
+    none).
+    """
     nodes: list[Any] = []
     fallback: dict[str, str] | None = None
     for index, row in enumerate(_query("pci.bus_id")):

@@ -39,6 +39,7 @@ def _cpuinfo() -> list[dict[str, str]]:
 
 
 def cpu_model() -> str:
+    """CPU model name, from /proc/cpuinfo."""
     try:
         for block in _cpuinfo():
             for key in ("model name", "Model", "cpu model", "Hardware"):
@@ -63,6 +64,7 @@ def _topology() -> set[tuple[str, str]]:
 
 
 def cpu_sockets() -> int:
+    """Number of CPU sockets, from /proc and /sys."""
     pairs = _topology()
     if pairs:
         return len({p for p, _ in pairs})
@@ -71,6 +73,7 @@ def cpu_sockets() -> int:
 
 
 def cpu_cores() -> int:
+    """Number of physical cores, from /proc and /sys."""
     pairs = _topology()
     if pairs:
         return len(pairs)
@@ -79,6 +82,7 @@ def cpu_cores() -> int:
 
 
 def cpu_threads() -> int:
+    """Number of logical CPUs, from /proc and /sys."""
     return os.cpu_count() or 0
 
 
@@ -91,10 +95,12 @@ def _meminfo_gib(key: str) -> float:
 
 
 def mem_total_gib() -> float:
+    """Total memory in GiB (float), from /proc/meminfo."""
     return _meminfo_gib("MemTotal")
 
 
 def swap_total_gib() -> float:
+    """Total swap in GiB (float), from /proc/meminfo."""
     return _meminfo_gib("SwapTotal")
 
 
@@ -106,6 +112,7 @@ def _mount_of(path: str) -> str:
 
 
 def disk_usage(path: str) -> dict[str, Any]:
+    """`{total_gib, used_gib, free_gib, mount}` of the mount holding `path`."""
     path = os.path.expanduser(str(path))
     usage = shutil.disk_usage(path)
     return {
@@ -117,6 +124,7 @@ def disk_usage(path: str) -> dict[str, Any]:
 
 
 def os_release() -> dict[str, Any]:
+    """`{id, version_id, pretty_name}` from /etc/os-release."""
     data: dict[str, str] = {}
     for candidate in ("/etc/os-release", "/usr/lib/os-release"):
         try:
@@ -136,10 +144,12 @@ def os_release() -> dict[str, Any]:
 
 
 def os_kernel() -> str:
+    """Kernel release (`uname -r`)."""
     return platform.uname().release
 
 
 def env_var(name: str) -> str | None:
+    """Value of an environment variable in the agent's environment, or null."""
     return os.environ.get(str(name))
 
 
@@ -154,7 +164,11 @@ def _cap(data: bytes) -> tuple[str, int]:
 
 
 def cmd(argv: Any, cwd: str | None = None, env: dict | None = None, shell: bool = False) -> dict:
-    """Run a command; argv is a list (or a string, split like a shell would unless shell)."""
+    """`{exit_code, stdout, stderr}` of a command; argv is a list (a shell only with `shell:
+    true`); output over 1 MiB per stream keeps head and tail and adds `truncated_bytes`.
+
+    argv may also be a string, split like a shell would unless shell.
+    """
     if shell:
         args: Any = argv if isinstance(argv, str) else " ".join(shlex.quote(str(a)) for a in argv)
     else:
@@ -235,7 +249,8 @@ def holders(match: Any) -> list[dict[str, Any]]:
 
 
 def process_gpu_holders() -> list[dict[str, Any]]:
-    """Processes holding /dev/nvidia* open (the zombie-GPU-process pitfall), from /proc.
+    """`[{pid, cmdline, devices}]` of processes holding `/dev/nvidia*` open (the
+    zombie-GPU-process pitfall), from /proc.
 
     The agent's own workers are left out: after torch.info one of them holds the GPU too.
     """
@@ -243,6 +258,7 @@ def process_gpu_holders() -> list[dict[str, Any]]:
 
 
 def systemd_state(unit: str) -> dict[str, Any]:
+    """`{load, active, sub, enabled}` of a systemd unit."""
     exe = shutil.which("systemctl")
     if exe is None:
         raise RuntimeError("systemctl not found on target")

@@ -43,7 +43,11 @@ print(json.dumps(result))
 
 
 def torch_info(python: str | None = None) -> dict[str, Any]:
-    """torch's version and CUDA view; imported once per agent batch (checks share one call)."""
+    """`{version, cuda, cuda_available, device_count, capability, nccl, device_names}`;
+    skipped without torch.
+
+    torch is imported once per agent batch (checks share one call).
+    """
     if not python:
         scope: dict[str, Any] = {}
         exec(_TORCH_CODE, scope)
@@ -69,6 +73,7 @@ def _shards(path: str) -> list[str]:
 
 
 def safetensors_shard_count(path: str) -> int:
+    """Number of `*.safetensors` files in a directory, read with the stdlib."""
     full = os.path.expanduser(str(path))
     if not os.path.isdir(full):
         raise RuntimeError(f"not a directory: {path}")
@@ -76,6 +81,9 @@ def safetensors_shard_count(path: str) -> int:
 
 
 def safetensors_tensors(path: str) -> dict[str, list[int]]:
+    """`{tensor name: shape}` of a file or a sharded directory (via
+    `model.safetensors.index.json`), read from the headers with the stdlib.
+    """
     tensors: dict[str, list[int]] = {}
     for shard in _shards(path):
         for name, meta in read_safetensors_header(shard)[0].items():
@@ -178,10 +186,14 @@ class _Vocab:
 
 
 def tokenizer_token_id(path: str, token: str) -> int | None:
+    """Id of a token in a `tokenizer.json` (added tokens, byte-level BPE) or a
+    `tiktoken.model` with `tokenizer_config.json`'s `added_tokens_decoder` beside it.
+    """
     return _Vocab(path).token_id(str(token))
 
 
 def tokenizer_decode(path: str, ids: Any) -> str:
+    """Text of a list of ids, from the same tokenizer files as `tokenizer.token_id`."""
     return _Vocab(path).decode([ids] if isinstance(ids, int) else list(ids))
 
 

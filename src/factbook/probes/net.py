@@ -28,6 +28,9 @@ def _lookup(data: Any, path: str) -> Any:
 
 
 def http_get(url: str, headers: dict | None = None, json_path: str | None = None) -> dict:
+    """`{status, json, text}` of a GET (`json` is the value at `json_path`); `localhost` is
+    the box.
+    """
     request = urllib.request.Request(
         str(url), headers={str(k): str(v) for k, v in (headers or {}).items()}
     )
@@ -71,6 +74,9 @@ def _proc_listening(port: int) -> bool | None:
 
 
 def port_listening(port: int, host: str | None = None) -> bool:
+    """True when something listens on the port: LISTEN sockets from /proc/net/tcp (or a
+    connect to `host`).
+    """
     port = int(port)
     if host is None:
         found = _proc_listening(port)

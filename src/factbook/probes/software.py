@@ -29,6 +29,9 @@ except metadata.PackageNotFoundError:
 
 
 def pkg_version(name: str, python: str | None = None) -> str | None:
+    """Installed version of a Python distribution (or null), in the agent's interpreter or
+    in another one (a venv).
+    """
     if python:
         return run_python(python, _PKG_SNIPPET, str(name))
     try:
@@ -43,6 +46,7 @@ def pkg_version(name: str, python: str | None = None) -> str | None:
 
 
 def python_version(python: str | None = None) -> str:
+    """Version of the agent's interpreter or of another one (a venv)."""
     if python:
         return run_python(
             python, "import platform, json; print(json.dumps(platform.python_version()))"
@@ -51,6 +55,7 @@ def python_version(python: str | None = None) -> str:
 
 
 def cuda_home() -> str | None:
+    """CUDA_HOME, or the toolkit directory found."""
     for key in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(key):
             return os.environ[key]
@@ -77,6 +82,7 @@ def _nvcc(cuda_home_dir: str | None) -> str:
 
 
 def cuda_nvcc_version(cuda_home: str | None = None) -> str:
+    """CUDA toolkit version (`12.8.93`) from `nvcc --version`."""
     proc = subprocess.run(
         [_nvcc(cuda_home), "--version"],
         stdin=subprocess.DEVNULL,

@@ -11,6 +11,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..categories import CATEGORIES
 from ..kb import KnowledgeBase
 from ..model import Milestone
 from .changes import Changes, compute_changes
@@ -156,22 +157,17 @@ def _tags(item: Item) -> set[str]:
 
 
 def _discovery_groups(by_cat: dict[str, list[Item]]) -> list[Group]:
-    """Hardware, software, model, draft model, tokenizer, baselines, engine notes, decisions."""
-    software = by_cat.get("software", [])
-    model = by_cat.get("model", [])
+    """The Discoveries groups each category declares (categories.py), in their order."""
+    declared = sorted(
+        ((g, c.name) for c in CATEGORIES for g in c.status_groups), key=lambda p: p[0].order
+    )
     groups = [
-        Group("hardware", "Hardware", by_cat.get("hardware", [])),
-        Group("software", "Software on the box", [i for i in software if "version" in _tags(i)]),
-        Group("model", "Model architecture", [i for i in model if "draft" not in _tags(i)]),
-        Group("draft", "Draft model architecture", [i for i in model if "draft" in _tags(i)]),
-        Group("tokenizer", "Tokenizer", by_cat.get("tokenizer", [])),
         Group(
-            "baselines",
-            "Performance baselines",
-            [i for i in by_cat.get("benchmarks", []) if "baseline" in _tags(i)],
-        ),
-        Group("engine", "Engine notes", [i for i in software if "version" not in _tags(i)]),
-        Group("decisions", "Decisions and working assumptions", by_cat.get("decisions", [])),
+            g.key,
+            g.title,
+            [i for i in by_cat.get(name, []) if g.tag is None or (g.tag in _tags(i)) == g.has_tag],
+        )
+        for g, name in declared
     ]
     return [g for g in groups if g.items]
 

@@ -8,7 +8,6 @@ however many facts read `torch.info`.
 
 from __future__ import annotations
 
-import ast
 import json
 import shlex
 from dataclasses import dataclass, field
@@ -16,7 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-PROBE_MODULES = ("gpu", "host", "software", "files", "ml", "net")
+from ..probes.catalog import builtin_catalog
+from ..probes.scan import custom_modules, scan_source
+
 _PACKAGE = Path(__file__).resolve().parent.parent
 DEFAULT_TIMEOUT = 60.0
 SLOW_FIRST = frozenset({"torch.info", "process.gpu_holders", "file.sha256", "file.size"})
@@ -41,45 +42,20 @@ def _source(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-@cache
-def declared_probes(path: Path) -> tuple[str, ...]:
-    """The names in a module's `PROBES = {...}` literal, read with ast: nothing is imported
-    here (the probe modules' imports, urllib and the like, would cost the CLI ~40 ms)."""
-    try:
-        tree = ast.parse(_source(path))
-    except SyntaxError:
-        return ()
-    names: list[str] = []
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "PROBES" for t in node.targets)
-            and isinstance(node.value, ast.Dict)
-        ):
-            names += [
-                key.value
-                for key in node.value.keys
-                if isinstance(key, ast.Constant) and isinstance(key.value, str)
-            ]
-    return tuple(names)
-
-
-@cache
 def builtin_index() -> dict[str, str]:
     """Built-in probe name -> the module that implements it."""
-    return {
-        name: module
-        for module in PROBE_MODULES
-        for name in declared_probes(_PACKAGE / "probes" / f"{module}.py")
-    }
+    return builtin_catalog().modules
 
 
 def custom_probe_files(checks_dir: Path) -> dict[str, Path]:
-    """Custom probe name -> the checks/*.py file declaring it in PROBES (later files win)."""
-    if not checks_dir.is_dir():
-        return {}
+    """Custom probe name -> the checks/*.py file declaring it in PROBES (later files win).
+
+    Every declared name counts, even one lint rejects: the box reports the real failure.
+    """
     return {
-        name: path for path in sorted(checks_dir.glob("*.py")) for name in declared_probes(path)
+        name: path
+        for path in custom_modules(checks_dir)
+        for name in scan_source(_source(path), path.name).declared
     }
 
 
@@ -103,9 +79,8 @@ def build_script(calls: list[Call], *, jobs: int = 16, checks_dir: Path | None =
     custom = custom_probe_files(checks_dir) if checks_dir else {}
     sources: dict[str, str] = {}
     index = builtin_index()
-    for module in PROBE_MODULES:
-        if any(index.get(p) == module for p in needed):
-            sources[f"factbook/probes/{module}.py"] = _source(_PACKAGE / "probes" / f"{module}.py")
+    for module in sorted({index[p] for p in needed if p in index}):
+        sources[f"factbook/probes/{module}.py"] = _source(_PACKAGE / "probes" / f"{module}.py")
     for path in sorted({custom[p] for p in needed if p in custom}):
         sources[f"checks/{path.name}"] = _source(path)
     # Slow starters first, so they overlap everything else (torch + CUDA init take ~4 s).
