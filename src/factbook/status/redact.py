@@ -8,7 +8,7 @@ redacted document redacts to itself. What is redacted (shapes.py has the pattern
 
 - `host-N`: every `host` of targets.yaml, its short name when that looks like a host name
   (`kpro6`, `llm-two`, not `workstation`), `hosts:` of redact.yaml, in any case, also inside
-  words (`kpro6_backup`); the domain of `user@domain.tld`;
+  words (`kpro6_backup`); the domain of `user@domain.tld` (not `git@github.com`);
 - `user-N`: every target `user` except system accounts (root, ...), `users:` of redact.yaml,
   names of home directories (`/home/NAME`, `/Users/NAME`, `/var/home/NAME`, `~NAME`), the
   user of `user@host` and of `scheme://user:pass@host`;
@@ -87,9 +87,6 @@ class Redactor:
             parts.append(rf"(?P<lit>(?<![A-Za-z0-9])(?i:{alternation(names)})(?![A-Za-z0-9]))")
         parts.append(rf"(?P<ip4>{shapes.IPV4.pattern}|{shapes.IPV4_DASHED})")
         parts.append(rf"(?P<ip6>{shapes.IPV6_CANDIDATE})")
-        parts.append(
-            rf"(?P<domain>(?<=[A-Za-z0-9_.+-]@){shapes.HOSTNAME}\.[A-Za-z]{{2,}}(?![\w-]))"
-        )
         return parts
 
     def placeholder(self, kind: str, original: str) -> str:
@@ -124,16 +121,22 @@ class Redactor:
         if m.group("tilde") is not None:
             return "~" + self._name(m.group("tilde"), "user")
         if m.group("auser") is not None:
-            user = m.group("auser")
-            return user if user.lower() in SYSTEM_USERS else self._name(user, "user")
+            return self._user_at_host(m.group("auser"), m.group("aknown"), m.group("adomain"))
         if group == "lit":
             return self.placeholder(self._kinds[text.lower()], text)
         if group in ("ip4", "ip6"):
             canonical = shapes.normalise_ip(text)
             return self.placeholder("ip", canonical) if canonical else text
-        if group == "domain":
-            return self.placeholder("host", text)
         return text
+
+    def _user_at_host(self, user: str, known: str | None, domain: str | None) -> str:
+        """`git@github.com` stays; `dave@build-3.corp.example.com` hides both parts."""
+        system = user.lower() in SYSTEM_USERS
+        user_part = user if system else self._name(user, "user")
+        if known is not None:
+            return f"{user_part}@{self(known)}"
+        assert domain is not None
+        return f"{user}@{domain}" if system else f"{user_part}@{self._name(domain, 'host')}"
 
     def _name(self, name: str, kind: str) -> str:
         if shapes.PLACEHOLDER.fullmatch(name):
@@ -146,7 +149,7 @@ class Redactor:
             if shapes.looks_random(user):
                 return self.placeholder("secret", user)
             return user if user.lower() in SYSTEM_USERS else self._name(user, "user")
-        user_part = user if user.lower() in SYSTEM_USERS else self._name(user, "user")
+        user_part = user if not user or user.lower() in SYSTEM_USERS else self._name(user, "user")
         if not password or shapes.PLACEHOLDER.fullmatch(password):
             return f"{user_part}:{password}"
         return f"{user_part}:{self.placeholder('secret', password)}"
@@ -178,7 +181,8 @@ def redactor_for(kb: KnowledgeBase, *, env: dict[str, str] | None = None) -> Red
         if target.host:
             hosts.append(target.host)
             short = target.host.split(".")[0]
-            if short != target.host and shapes.hostlike(short):
+            is_ip = shapes.normalise_ip(target.host) is not None
+            if short != target.host and not is_ip and shapes.hostlike(short):
                 hosts.append(short)
         if target.user and target.user.lower() not in SYSTEM_USERS:
             users.append(target.user)

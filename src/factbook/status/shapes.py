@@ -58,11 +58,11 @@ PRIVATE_KEY_BLOCK = (
 
 # `password=...`, `HF_TOKEN: ...`, `"api_key": "..."`, `--token ...`, `Bearer ...`: the value.
 _SECRET_KEY = (
-    r"[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|"
+    r"[A-Za-z0-9_.-]*?(?i:password|passwd|passphrase|pwd|secret|token|api[_-]?key|"
     r"access[_-]?key|private[_-]?key|auth[_-]?key|credentials?)"
 )
 # Tokenizer vocabulary: `eos_token: <|im_end|>` names a token of the model, not a credential.
-_NOT_SECRET_KEY = r"(?:bos|eos|pad|unk|sep|cls|mask|special|added|stop|start|end|chat|think)_token"
+_NOT_SECRET_KEY = r"(?i:bos|eos|pad|unk|sep|cls|mask|special|added|stop|start|end|chat|think)_token"
 ASSIGNMENT = (
     rf"(?<![A-Za-z0-9_.-])(?!{_NOT_SECRET_KEY}\b)(?P<akey>{_SECRET_KEY})(?![A-Za-z0-9])"
     r"(?P<asep>[\"']?[ \t]*[:=][ \t]*)"
@@ -88,7 +88,8 @@ NOT_A_SECRET_VALUE = re.compile(
 # --- credentials in URLs and user@host --------------------------------------------
 URL_USERINFO = (
     r"(?P<uscheme>\b[A-Za-z][A-Za-z0-9+.-]*://)"
-    r"(?P<uinfo>[^\s/@:?#{}\[\]()<>\"'`]+(?::[^\s/@{}\[\]()<>\"'`]*)?)@"
+    r"(?P<uinfo>[^\s/@:?#{}\[\]()<>\"'`]+(?::[^\s/@{}\[\]()<>\"'`]*)?"
+    r"|:[^\s/@{}\[\]()<>\"'`]+)@"
 )
 HOSTNAME = r"[A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*"
 
@@ -143,10 +144,16 @@ def looks_random(text: str) -> bool:
 
 def hostlike(name: str) -> bool:
     """A short name worth hiding: has a digit or a hyphen (`kpro6`, `llm-two`, not `local`)."""
-    return any(c.isdigit() for c in name) or "-" in name
+    has_letter = any(c.isalpha() for c in name)
+    return has_letter and (any(c.isdigit() for c in name) or "-" in name)
 
 
 def user_at_host(hosts_alternation: str) -> str:
-    """`NAME@HOST`: the name, when HOST is an address, a configured host or a domain name."""
-    host = rf"(?:{_QUAD}|{hosts_alternation}|{HOSTNAME}\.[A-Za-z]{{2,}}(?![\w-]))"
-    return rf"(?<![\w.+/:-])(?P<auser>[A-Za-z_][\w.+-]*)(?=@(?i:{host}))"
+    """`NAME@HOST` where HOST is an address, a configured host or a domain name: both parts
+    are captured (`auser`, and `aknown` or `adomain`), so the redactor decides on the pair."""
+    known = rf"{_QUAD}|(?i:{hosts_alternation})(?![A-Za-z0-9])"
+    domain = rf"{HOSTNAME}\.[A-Za-z]{{2,}}(?![\w-])"
+    return (
+        rf"(?<![\w.+/:-])(?P<auser>[A-Za-z_][\w.+-]*)@"
+        rf"(?:(?P<aknown>{known})|(?P<adomain>{domain}))"
+    )
