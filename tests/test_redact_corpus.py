@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -322,3 +324,73 @@ def test_shipped_documents_change_only_where_something_sensitive_stood(milestone
 
 def _without_stamp(text: str) -> list[str]:
     return [line for line in text.splitlines() if not line.startswith("> Generated")]
+
+
+# --- hostile text: every pattern stays linear (each was quadratic or worse once) -------
+
+HOSTILE = {
+    "dots": "a." * 60000,
+    "dashes": "a-" * 60000,
+    "tildes": "~a" * 60000,
+    "colons": "ab:" * 40000,
+    "ats": "a@" * 60000,
+    "digits": "1." * 60000,
+    "assignments": "password " * 13000,
+    "flags": "--token " * 15000,
+    "paths": "/a" * 60000,
+    "key begins": "-----BEGIN RSA PRIVATE KEY-----\n" * 4000,
+    "mapped": "::ffff:" * 17000,
+    "mixed": "ip_10.1.2.3 user@host.example.com sk-abc token: x1 " * 2400,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_text_is_redacted_in_linear_time(name: str) -> None:
+    redact = Redactor(hosts=["box.example", "box"], users=["alice"], secrets=["abcdef"])
+    started = time.perf_counter()
+    redact(HOSTILE[name])
+    assert time.perf_counter() - started < 5.0  # ~0.3 s here; quadratic took 10 s to minutes
+
+
+# --- redact.yaml is user input: every mistake is one located line, exit 2 ----------------
+
+BAD_CONFIG = [
+    ("- a list\n", "redact.yaml:1: expected a mapping"),
+    ("passwords: [x]\n", "redact.yaml:1: unknown key 'passwords'"),
+    ("secrets: hunter2\n", "redact.yaml:1: 'secrets' must be a list of strings"),
+    ("secrets:\n  - ok-secret\n  - {a: 1}\n", "redact.yaml:3: secrets[1] must be a string"),
+    ("secrets: [true]\n", "redact.yaml:1: secrets[0] must be a string"),
+    ("secrets:\n  - ab\n", "redact.yaml:2: secrets[0] has 2 character(s)"),
+    ("patterns:\n  - '[unclosed'\n", "redact.yaml:2: patterns[0] is not a regular expression"),
+    ("patterns: ['(?P<x>a)']\n", "patterns[0] must not use named groups"),
+    ("patterns: ['a*']\n", "patterns[0] matches the empty string"),
+    ("secrets: [a\n", "redact.yaml:2: YAML syntax error"),
+    ("hosts: [[nested]]\n", "redact.yaml:1: hosts[0] must be a string"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_CONFIG)
+def test_bad_redact_config_is_one_located_line(
+    planted: tuple[Path, list[tuple[int, str, str]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    message: str,
+) -> None:
+    root = tmp_path / "kb"
+    shutil.copytree(planted[0], root)
+    (root / "redact.yaml").write_text(text)
+    assert run(["--root", str(root), "status", "--redact", "--out", "-"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2  # the message (and at most a lint warning)
+
+
+def test_short_environment_secret_is_refused(
+    planted: tuple[Path, list[tuple[int, str, str]]],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FACTBOOK_SECRETS", "long-enough, xy")
+    assert run(["--root", str(planted[0]), "status", "--redact", "--out", "-"]) == 2
+    assert "$FACTBOOK_SECRETS: entry 2 has 2 character(s)" in capsys.readouterr().err

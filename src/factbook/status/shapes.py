@@ -53,7 +53,7 @@ TOKEN_SHAPES: dict[str, str] = {
 HIGH_ENTROPY_KIND = "high_entropy"
 PRIVATE_KEY_BLOCK = (
     r"(?P<pkblock>-----BEGIN[A-Z ]*PRIVATE KEY-----"
-    r"(?:[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----|[^\n]*))"
+    r"(?:[\s\S]{0,20000}?-----END[A-Z ]*PRIVATE KEY-----|[^\n]*))"
 )
 
 # `password=...`, `HF_TOKEN: ...`, `"api_key": "..."`, `--token ...`, `Bearer ...`: the value.
@@ -87,7 +87,7 @@ NOT_A_SECRET_VALUE = re.compile(
 
 # --- credentials in URLs and user@host --------------------------------------------
 URL_USERINFO = (
-    r"(?P<uscheme>\b[A-Za-z][A-Za-z0-9+.-]*://)"
+    r"(?P<uscheme>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://)"
     r"(?P<uinfo>[^\s/@:?#{}\[\]()<>\"'`]+(?::[^\s/@{}\[\]()<>\"'`]*)?"
     r"|:[^\s/@{}\[\]()<>\"'`]+)@"
 )
@@ -97,8 +97,8 @@ HOSTNAME = r"[A-Za-z][A-Za-z0-9-]*(?:\.[A-Za-z0-9-]+)*"
 _SSH_NOT_KEYS = r"(?:config|known_hosts|authorized_keys|environment|rc)(?![\w.-])"
 KEY_PATH = (
     r"(?<![\w.-])(?:~|\$HOME|/[\w.-]+(?:/[\w.-]+)*)?/\.ssh/(?!" + _SSH_NOT_KEYS + r")[\w.@-]+"
-    r"|(?<![\w.-])[\w~./-]*[\w-]\.(?:pem|ppk|p12|pfx|jks|keystore)(?![\w.-])"
-    r"|(?<![\w.-])[\w~.-]*/[\w./-]*[\w-]\.key(?![\w.-])"
+    r"|(?<![\w~./-])[\w~./-]*[\w-]\.(?:pem|ppk|p12|pfx|jks|keystore)(?![\w.-])"
+    r"|(?<![\w~./-])[\w~.-]*/[\w./-]*[\w-]\.key(?![\w.-])"
 )
 # The prefix of a personal home directory; the name after it is the user.
 HOME_PREFIX = r"(?:/(?:var/|usr/|export/)?home/|/Users/|\b[A-Za-z]:\\Users\\)"
