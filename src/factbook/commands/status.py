@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--redact",
         action="store_true",
-        help="replace hosts, IPs, user names and configured secrets with placeholders",
+        help="replace hosts, IPs, users, key paths, secrets and credential-shaped tokens",
     )
     live = p.add_mutually_exclusive_group()
     live.add_argument(

@@ -3,7 +3,9 @@
 context.py  facts → sections (the template context)
 items.py    one fact → text + verification mark + date
 changes.py  what changed since the previous status
-redact.py   hosts, IPs, users, secrets → consistent placeholders
+redact.py   hosts, IPs, users, secrets, key paths → consistent placeholders
+shapes.py   what secrets, addresses and personal paths look like (regexes)
+redact_config.py  redact.yaml, checked before use
 render.py   Jinja2 (knowledge-base overrides first), atomic writes, the index
 """
 
