@@ -20,13 +20,14 @@ import copy
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from .atomic import write_text_atomic
-from .errors import InputError, UsageError
+from .errors import UsageError, WritebackError
 
 _UNSET: Any = object()
 # libyaml when present: the same marks (character offsets), ten times faster on big files.
@@ -43,10 +44,6 @@ class _BlockDumper(yaml.SafeDumper):
 
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)
-
-
-class WritebackError(InputError):
-    """A fact file cannot be edited safely (flow-style fact, unparsable file, id clash)."""
 
 
 @contextlib.contextmanager
@@ -324,3 +321,37 @@ def append_facts(path: Path | str, facts: list[dict[str, Any]]) -> Path:
             raise WritebackError(f"{path}: appended facts did not parse back; not written")
         write_text_atomic(path, new_text)
     return path
+
+
+@dataclass
+class FactUpdate:
+    """One fact's change for `update_facts`: the same arguments as `update_fact`."""
+
+    fact_id: str
+    value: Any = _UNSET
+    status: str | None = None
+    add_source: dict[str, Any] | None = None
+    set_fields: dict[str, Any] | None = None
+
+
+def update_facts(root: Path | str, updates: list[FactUpdate]) -> tuple[list[FactUpdate], list[str]]:
+    """Apply many updates; one that cannot be written is reported, the others still are.
+
+    Returns (the updates written, one line per update refused: "ID: why").
+    """
+    done, problems = [], []
+    for update in updates:
+        try:
+            update_fact(
+                root,
+                update.fact_id,
+                value=update.value,
+                status=update.status,
+                add_source=update.add_source,
+                set_fields=update.set_fields,
+            )
+        except (WritebackError, UsageError) as exc:
+            problems.append(f"{update.fact_id}: {exc}")
+        else:
+            done.append(update)
+    return done, problems

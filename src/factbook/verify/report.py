@@ -17,23 +17,25 @@ from typing import Any, TextIO
 from xml.etree import ElementTree as ET
 
 from ..errors import EXIT_ERRORED, EXIT_FAILED, EXIT_OK
+from ..outcomes import DRIFT, ERROR, OUTCOMES, PASS, SKIPPED
 from ..results import ResultRecord
+from .targets import Plan
 
 FORMATS = ("table", "json", "junit", "tap", "markdown")
-MARK = {"pass": "ok", "drift": "FAIL", "error": "ERROR", "skipped": "skip"}
+MARK = {PASS: "ok", DRIFT: "FAIL", ERROR: "ERROR", SKIPPED: "skip"}
 
 
 def counts(records: list[ResultRecord]) -> dict[str, int]:
     found = Counter(r.outcome for r in records)
-    return {k: found.get(k, 0) for k in ("pass", "drift", "error", "skipped")}
+    return {k: found.get(k, 0) for k in OUTCOMES}
 
 
 def exit_code(records: list[ResultRecord]) -> int:
     """3 when anything errored (state unknown), else 1 when anything drifted, else 0."""
     found = counts(records)
-    if found["error"]:
+    if found[ERROR]:
         return EXIT_ERRORED
-    if found["drift"]:
+    if found[DRIFT]:
         return EXIT_FAILED
     return EXIT_OK
 
@@ -41,8 +43,8 @@ def exit_code(records: list[ResultRecord]) -> int:
 def summary_line(records: list[ResultRecord], elapsed: float) -> str:
     c = counts(records)
     return (
-        f"{len(records)} checks: {c['pass']} passed, {c['drift']} failed, {c['error']} errored, "
-        f"{c['skipped']} skipped in {elapsed:.2f}s"
+        f"{len(records)} checks: {c[PASS]} passed, {c[DRIFT]} failed, {c[ERROR]} errored, "
+        f"{c[SKIPPED]} skipped in {elapsed:.2f}s"
     )
 
 
@@ -67,9 +69,9 @@ class Progress:
                     f"@{record.target}  {record.reason}\n"
                 )
             if self.tty:
-                bad = self.seen["drift"] + self.seen["error"]
+                bad = self.seen[DRIFT] + self.seen[ERROR]
                 self.stream.write(
-                    f"\r\x1b[K[{done}/{self.total}] {self.seen['pass']} ok, {bad} not ok  "
+                    f"\r\x1b[K[{done}/{self.total}] {self.seen[PASS]} ok, {bad} not ok  "
                     f"{record.fact}@{record.target}"[: _width()]
                 )
             self.stream.flush()
@@ -100,10 +102,10 @@ def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = Tr
     Errors with the same cause on one target (an unreachable box: 116 times 'cannot
     resolve llm-two') show once, with how many checks they hit.
     """
-    order = {"drift": 0, "error": 1, "skipped": 2, "pass": 3}
-    shown = [r for r in records if show_passed or r.outcome != "pass"]
+    order = {DRIFT: 0, ERROR: 1, SKIPPED: 2, PASS: 3}
+    shown = [r for r in records if show_passed or r.outcome != PASS]
     shown.sort(key=lambda r: (order[r.outcome], r.target, r.fact))
-    causes = Counter((r.target, _LOCATION.sub("", r.reason)) for r in shown if r.outcome == "error")
+    causes = Counter((r.target, _LOCATION.sub("", r.reason)) for r in shown if r.outcome == ERROR)
     width = _width()
     fact_w = min(max((len(r.fact) for r in shown), default=4), 48)
     target_w = min(max((len(r.target) for r in shown), default=6), 20)
@@ -111,17 +113,17 @@ def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = Tr
     collapsed: set[tuple[str, str]] = set()
     for r in shown:
         cause = (r.target, _LOCATION.sub("", r.reason))
-        if r.outcome == "error" and causes[cause] >= COLLAPSE_AT:
+        if r.outcome == ERROR and causes[cause] >= COLLAPSE_AT:
             if cause not in collapsed:
                 collapsed.add(cause)
                 label = f"({causes[cause]} checks)"
                 lines.append(
-                    f"{MARK['error']:<5} {label:<{fact_w}}  {r.target:<{target_w}}  {cause[1]}"
+                    f"{MARK[ERROR]:<5} {label:<{fact_w}}  {r.target:<{target_w}}  {cause[1]}"
                 )
             continue
         head = f"{MARK[r.outcome]:<5} {r.fact:<{fact_w}}  {r.target:<{target_w}}  "
         reason = r.reason.replace("\n", " ")
-        if r.outcome == "pass" and len(head) + len(reason) > width:
+        if r.outcome == PASS and len(head) + len(reason) > width:
             reason = reason[: max(10, width - len(head) - 3)] + "..."
         lines.append(head + reason)
     lines.append(summary_line(records, elapsed))
@@ -152,9 +154,9 @@ def to_junit(records: list[ResultRecord], header: dict[str, Any]) -> str:
             "testsuite",
             name=target,
             tests=str(len(items)),
-            failures=str(c["drift"]),
-            errors=str(c["error"]),
-            skipped=str(c["skipped"]),
+            failures=str(c[DRIFT]),
+            errors=str(c[ERROR]),
+            skipped=str(c[SKIPPED]),
             time=f"{sum(r.duration_s for r in items):.3f}",
             timestamp=str(header.get("started", "")),
         )
@@ -167,11 +169,11 @@ def to_junit(records: list[ResultRecord], header: dict[str, Any]) -> str:
                 time=f"{r.duration_s:.3f}",
                 file=str(r.extra.get("location", "")).rsplit(":", 1)[0],
             )
-            if r.outcome == "drift":
+            if r.outcome == DRIFT:
                 ET.SubElement(case, "failure", message=r.reason, type="drift").text = _detail(r)
-            elif r.outcome == "error":
+            elif r.outcome == ERROR:
                 ET.SubElement(case, "error", message=r.reason, type="error").text = r.reason
-            elif r.outcome == "skipped":
+            elif r.outcome == SKIPPED:
                 ET.SubElement(case, "skipped", message=r.reason)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
@@ -190,9 +192,9 @@ def to_tap(records: list[ResultRecord], header: dict[str, Any]) -> str:
     lines = ["TAP version 13", f"1..{len(records)}"]
     for i, r in enumerate(records, 1):
         name = f"{r.fact} @ {r.target}".replace("#", "\\#")
-        if r.outcome == "pass":
+        if r.outcome == PASS:
             lines.append(f"ok {i} - {name}")
-        elif r.outcome == "skipped":
+        elif r.outcome == SKIPPED:
             lines.append(f"ok {i} - {name} # SKIP {r.reason}")
         else:
             lines.append(f"not ok {i} - {name}")
@@ -216,7 +218,7 @@ def to_markdown(records: list[ResultRecord], header: dict[str, Any]) -> str:
     lines = [
         f"## Verification {header.get('id', '')}",
         "",
-        f"{c['pass']} passed, {c['drift']} failed, {c['error']} errored, {c['skipped']} skipped.",
+        f"{c[PASS]} passed, {c[DRIFT]} failed, {c[ERROR]} errored, {c[SKIPPED]} skipped.",
         "",
         "| outcome | fact | target | reason |",
         "|---|---|---|---|",
@@ -224,6 +226,19 @@ def to_markdown(records: list[ResultRecord], header: dict[str, Any]) -> str:
     for r in records:
         lines.append(f"| {MARK[r.outcome]} | `{r.fact}` | {_cell(r.target)} | {_cell(r.reason)} |")
     return "\n".join(lines) + "\n"
+
+
+def render_plan(plan: Plan) -> str:
+    """--dry-run: which check runs where, one line each; unplaced facts say why."""
+    lines = []
+    for check in plan.checks:
+        assert check.fact.check is not None
+        lines.append(
+            f"{check.fact.id}  on {check.target}: {check.fact.check.probe} "
+            f"{json.dumps(check.fact.check.args)}"
+        )
+    lines += [f"{fact.id}  on -: no target (pass --target)" for fact in plan.unplaced]
+    return "".join(line + "\n" for line in lines)
 
 
 def render(fmt: str, records: list[ResultRecord], header: dict[str, Any], elapsed: float) -> str:
