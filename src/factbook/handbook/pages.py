@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..kb import KnowledgeBase
+from ..outcomes import NOT_OK
 from ..schema import CATEGORIES
 from . import special
 from .home import glance_rows, run_header
@@ -150,7 +151,7 @@ def _home(
     attention = [
         (views.link(HOME, f.id, f.title), views.states[f.id].html())
         for f in kb.facts.values()
-        if views.states[f.id].summary in ("drift", "error") and f.until is None
+        if views.states[f.id].summary in NOT_OK and f.until is None
     ]
     by_status: dict[str, int] = {}
     for fact in kb.facts.values():

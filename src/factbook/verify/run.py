@@ -127,6 +127,8 @@ def run_verify(
     Ctrl-C stops the agents; the results already received are saved and the run comes back
     with `interrupted` set (exit 130) instead of being lost.
     """
+    if settings.save:
+        load_latest(kb.root)  # an unreadable latest.json stops the run before any check
     started = time.monotonic()
     run_id = new_run_id([c.target for c in plan.checks])
     engine = Engine(
