@@ -56,8 +56,9 @@ def write_run(root: Path, run_id: str, header: dict[str, Any], records: list[Res
     lines = [json.dumps({"run": {"id": run_id, **header}}, sort_keys=True)]
     lines += [json.dumps(asdict(r), sort_keys=True, default=str) for r in records]
     run_path = base / "runs" / f"{run_id}.jsonl"
-    merge_latest(root, records)  # first: an unreadable latest.json refuses the whole save
+    load_latest(root)  # an unreadable latest.json refuses the whole save, history included
     write_text_atomic(run_path, "\n".join(lines) + "\n")
+    merge_latest(root, records)
     return run_path
 
 
