@@ -2,7 +2,9 @@
 
     FactbookError                 exit 2 unless stated
     ├── InputError                the user's files are wrong (bad YAML, unknown key, ...)
-    │   └── LintFailed            several located problems at once
+    │   ├── LintFailed            several located problems at once
+    │   ├── WritebackError        a fact file cannot be edited safely (flow style, clash)
+    │   └── ResultsUnreadable     results/latest.json does not parse; never overwritten
     ├── UsageError                the command line is wrong (unknown id, milestone, target)
     ├── TargetError               exit 3: a box cannot be reached or refuses us
     │   ├── HostKeyError          unknown or changed host key
@@ -10,6 +12,10 @@
     │   └── UnreachableError      DNS, refused, timeout while connecting
     ├── KernelDied                exit 4: a runbook's kernel died
     └── Interrupted               exit 130: Ctrl-C, state saved
+
+`expectations.PathMissing` is not in this tree on purpose: it is internal to expectation
+evaluation (a path into an observed value that is absent), always caught there and turned into
+a drift with its reason, so it never reaches the user.
 
 Errors of underlying libraries (yaml, paramiko, nbclient) are mapped to these at the boundary,
 so the CLI prints one line per problem and never a traceback.
@@ -55,6 +61,14 @@ class LintFailed(InputError):
     def __init__(self, problems: list[Problem]):
         self.problems = sorted(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class WritebackError(InputError):
+    """A fact file cannot be edited safely (flow-style fact, unparsable file, id clash)."""
+
+
+class ResultsUnreadable(InputError):
+    """results/latest.json exists but does not parse; it is never silently replaced."""
 
 
 class UsageError(FactbookError):

@@ -16,10 +16,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import outcomes
 from .atomic import write_text_atomic
+from .errors import ResultsUnreadable
 
 RESULTS_DIR = "results"
-OUTCOMES = ("pass", "drift", "error", "skipped")
+OUTCOMES = outcomes.OUTCOMES  # kept for readers of this module
 
 
 @dataclass
@@ -54,6 +56,7 @@ def write_run(root: Path, run_id: str, header: dict[str, Any], records: list[Res
     lines = [json.dumps({"run": {"id": run_id, **header}}, sort_keys=True)]
     lines += [json.dumps(asdict(r), sort_keys=True, default=str) for r in records]
     run_path = base / "runs" / f"{run_id}.jsonl"
+    load_latest(root)  # an unreadable latest.json refuses the whole save, history included
     write_text_atomic(run_path, "\n".join(lines) + "\n")
     merge_latest(root, records)
     return run_path
@@ -69,7 +72,7 @@ def merge_latest(root: Path, records: list[ResultRecord]) -> None:
         try:
             latest = load_latest(root)
             for record in records:
-                if record.outcome == "skipped" and record.fact in latest:
+                if record.outcome == outcomes.SKIPPED and record.fact in latest:
                     continue
                 latest.setdefault(record.fact, {})[record.target] = asdict(record)
             write_text_atomic(
@@ -94,14 +97,47 @@ def _unlock(handle: Any) -> None:
 
 
 def load_latest(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """{fact_id: {target: record dict}}; empty when nothing was verified yet."""
+    """{fact_id: {target: record dict}}; empty when nothing was verified yet.
+
+    A latest.json that exists but does not parse (a git merge conflict, a truncated copy) is
+    an error, never read as empty: a run would otherwise replace every result in it with its
+    own few. The user fixes or removes it; results/runs/ still holds every run.
+    """
     path = results_dir(root) / "latest.json"
     if not path.exists():
         return {}
+    shown = f"{RESULTS_DIR}/latest.json"
+    advice = (
+        "fix it (git checkout / resolve the conflict) or delete it to start afresh "
+        "(results/runs/ keeps every run); not overwritten"
+    )
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return {}
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsUnreadable(f"{shown}: not UTF-8 (byte {exc.start}); {advice}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsUnreadable(
+            f"{shown}:{exc.lineno}: not valid JSON ({exc.msg}); {advice}"
+        ) from exc
+    problem = _shape_problem(data)
+    if problem:
+        raise ResultsUnreadable(f"{shown}: {problem}; {advice}")
+    return data
+
+
+def _shape_problem(data: Any) -> str | None:
+    """Why `data` is not {fact_id: {target: record}}, or None."""
+    if not isinstance(data, dict):
+        return f"expected an object of facts, found a JSON {type(data).__name__}"
+    for fact_id, by_target in data.items():
+        if not isinstance(by_target, dict):
+            return f"fact {fact_id!r}: expected an object of targets"
+        for target, record in by_target.items():
+            if not isinstance(record, dict):
+                return f"fact {fact_id!r}, target {target!r}: expected a result object"
+    return None
 
 
 def latest_for(root: Path, fact_id: str) -> list[ResultRecord]:

@@ -8,12 +8,13 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from ..cli_options import add_target_options, transport_options
 from ..errors import EXIT_ERRORED, EXIT_OK, UsageError
 from ..kb import load_kb
+from ..stamps import new_run_id
 from ..verify.discover import apply, discover, render
 from ..verify.engine import VerifyOptions
-from ..verify.targets import parse_target_url
-from .verify import add_target_options, new_run_id, transport_options
+from ..verify.targets import resolve_targets
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,19 +41,8 @@ def handle(args: argparse.Namespace) -> int:
     kb = load_kb(args.root, strict=False)
     if not args.target:
         raise UsageError("discover needs --target NAME (or ssh://user@host)")
-    targets = dict(kb.targets)
-    names = []
-    for spec in (s for t in args.target for s in (t.split(",") if "://" not in t else [t])):
-        if "://" in spec:
-            target, jumps = parse_target_url(spec, kb.targets)
-            targets.update(jumps)
-            targets[target.name] = target
-            names.append(target.name)
-        elif spec in kb.targets:
-            names.append(spec)
-        else:
-            raise UsageError(f"unknown target '{spec}' (known: {', '.join(kb.targets)})")
-    run_id = new_run_id(names) + "-discover"
+    targets, names = resolve_targets(kb, args.target)
+    run_id = new_run_id(names, suffix="discover")
     options = VerifyOptions(jobs=args.jobs, timeout=args.timeout, transport=transport_options(args))
     proposals = discover(kb, targets, names, options, run_id=run_id)
     if args.format == "json":

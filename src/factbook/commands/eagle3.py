@@ -183,76 +183,31 @@ def _validate_vocab(args: argparse.Namespace) -> int:
 
 
 def _capture(args: argparse.Namespace) -> int:
-    from ..eagle3.capture import (
-        check_capture,
-        flat_config,
-        load_json,
-        parse_layers,
-        trained_layers_from_file,
-    )
+    from ..eagle3.checks import capture_report
 
-    draft = load_json(args.draft_config)
-    layers, hidden = args.target_layers, None
-    if args.target_config:
-        target = flat_config(load_json(args.target_config))
-        if isinstance(target.get("text_config"), dict):  # Kimi-K2.5 wraps DeepseekV3 here
-            target = {**target["text_config"], **target}
-        layers = layers or target.get("num_hidden_layers")
-        hidden = target.get("hidden_size")
-    trained = None
-    if args.trained_layers:
-        trained = parse_layers(args.trained_layers)
-    elif args.dump_meta:
-        trained = trained_layers_from_file(args.dump_meta)
-    fc_in = None
-    if args.checkpoint:
-        from ..eagle3.safetensors_files import open_checkpoint
-
-        tensors = open_checkpoint(args.checkpoint).tensors
-        fc = next((t for n, t in tensors.items() if n.endswith("fc.weight")), None)
-        if fc is None:
-            raise UsageError(f"{args.checkpoint}: no fc.weight tensor")
-        fc_in = fc.shape[1]
-    report = check_capture(
-        draft,
-        num_target_layers=layers,
-        target_hidden_size=hidden,
-        trained=trained,
-        fc_in_checkpoint=fc_in,
+    report = capture_report(
+        args.draft_config,
+        target_config_path=args.target_config,
+        target_layers=args.target_layers,
+        trained_layers=args.trained_layers,
+        dump_meta=args.dump_meta,
+        checkpoint=args.checkpoint,
     )
     return _emit(args, report, report.ok)
 
 
 def _align(args: argparse.Namespace) -> int:
-    from ..eagle3.align import align, load_dump, load_target
-    from ..eagle3.capture import (
-        aux_layer_ids,
-        flat_config,
-        load_json,
-        parse_layers,
-        sglang_capture_indices,
-    )
+    from ..eagle3.checks import align_report
 
-    target_config = flat_config(load_json(args.target / "config.json"))
-    if isinstance(target_config.get("text_config"), dict):
-        target_config = {**target_config["text_config"], **target_config}
-    hidden = target_config.get("hidden_size")
-    if not isinstance(hidden, int):
-        raise UsageError(f"{args.target / 'config.json'}: no hidden_size")
-    dump = load_dump(args.sample, hidden)
-    if args.layers:
-        expected = parse_layers(args.layers)
-    elif args.draft_config:
-        ids, _key = aux_layer_ids(flat_config(load_json(args.draft_config)))
-        expected = sglang_capture_indices(ids, target_config.get("num_hidden_layers"))
-    elif dump.recorded:
-        expected = dump.recorded[: len(dump.slots)]
-    else:
-        raise UsageError("the sample names no layers: pass --layers or --draft-config")
-    if len(expected) != len(dump.slots) and len(dump.slots) == len(expected) + 1:
-        dump.slots = dump.slots[: len(expected)]  # the last one is verifier_last
-    model = load_target(args.target, device=args.device, dtype=args.dtype)
-    report = align(model, dump, expected, min_cos=args.min_cos)
+    report = align_report(
+        args.target,
+        args.sample,
+        layers=args.layers,
+        draft_config=args.draft_config,
+        device=args.device,
+        dtype=args.dtype,
+        min_cos=args.min_cos,
+    )
     if args.format == "json":
         print(json.dumps(report.to_dict(), indent=1))
     else:

@@ -4,18 +4,12 @@ SARIF, GitHub annotations: `factbook.lint_output`)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import EXIT_INVALID, Problem
-from ..kb import KnowledgeBase, load_kb_with_problems
+from ..kb import KnowledgeBase
 from ..lint_output import FORMATS, render
-
-# Further linters (runbooks, launch command lines) append themselves here:
-# each takes the loaded knowledge base and returns its problems.
-EXTRA_LINTERS: list[Callable[[KnowledgeBase], list[Problem]]] = []
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,18 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def collect_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
-    """Problems of the knowledge base and of every extra linter."""
-    kb, problems = load_kb_with_problems(root)
-    for linter in _extra_linters():
-        problems += linter(kb)
-    return kb, sorted(problems)
+    """factbook.linters.collect_problems, imported when `lint` runs (not at CLI start)."""
+    from ..linters import collect_problems as collect
 
-
-def _extra_linters() -> list[Callable[[KnowledgeBase], list[Problem]]]:
-    # the runbook linter registers itself when its module exists
-    with contextlib.suppress(ImportError):
-        from ..runbooks import lint as _runbook_lint  # noqa: F401
-    return EXTRA_LINTERS
+    return collect(root)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -10,14 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Fact
+from ..outcomes import DRIFT, ERROR, OUTCOMES, PASS, SKIPPED
 from .markup import attr, time_text, value_text
 
 # kind -> css class suffix and the word shown
 KINDS = {
-    "pass": "verified",
-    "drift": "drifted",
-    "error": "error",
-    "skipped": "skipped",
+    PASS: "verified",
+    DRIFT: "drifted",
+    ERROR: "error",
+    SKIPPED: "skipped",
     "never": "never checked",
     "refuted": "refuted",
     "stale": "stale",
@@ -60,13 +61,13 @@ def fact_state(fact: Fact, records: dict[str, dict[str, Any]], source_label: str
     if fact.status == "refuted":
         state.badges.append(Badge("refuted", "refuted", "shown false; see what replaced it"))
     for record in state.results:
-        outcome = str(record.get("outcome", "error"))
+        outcome = str(record.get("outcome", ERROR))
         when = time_text(record.get("time"))
         target = record.get("target", "?")
-        kind = outcome if outcome in ("pass", "drift", "error", "skipped") else "error"
-        if kind == "pass":
+        kind = outcome if outcome in OUTCOMES else ERROR
+        if kind == PASS:
             text, tip = f"verified {when} on {target}", f"checked live on {target} at {when}"
-        elif kind == "drift":
+        elif kind == DRIFT:
             text = f"drifted on {target}"
             tip = f"observed {value_text(record.get('observed'))} at {when}: {record.get('reason')}"
         else:
@@ -103,7 +104,7 @@ def fact_state(fact: Fact, records: dict[str, dict[str, Any]], source_label: str
 
 def _summary(fact: Fact, results: list[dict[str, Any]]) -> str:
     outcomes = {str(r.get("outcome")) for r in results}
-    for outcome in ("drift", "error", "pass", "skipped"):
+    for outcome in (DRIFT, ERROR, PASS, SKIPPED):  # worst first
         if outcome in outcomes:
             return outcome
     return "never" if fact.check is not None else "none"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..kb import KnowledgeBase
+from ..outcomes import ERROR, OUTCOMES
 from .markup import md, time_text
 
 
@@ -17,10 +18,7 @@ def glance_rows(kb: KnowledgeBase, latest: dict[str, dict[str, dict[str, Any]]])
             target,
             {
                 "target": target,
-                "pass": 0,
-                "drift": 0,
-                "error": 0,
-                "skipped": 0,
+                **dict.fromkeys(OUTCOMES, 0),
                 "never": 0,
                 "last": "",
             },
@@ -33,7 +31,7 @@ def glance_rows(kb: KnowledgeBase, latest: dict[str, dict[str, dict[str, Any]]])
         for target, record in records.items():
             r = row(target)
             outcome = str(record.get("outcome"))
-            r[outcome if outcome in ("pass", "drift", "error", "skipped") else "error"] += 1
+            r[outcome if outcome in OUTCOMES else ERROR] += 1
             r["last"] = max(r["last"], str(record.get("time") or ""))
         if fact.check is not None:
             target = fact.check_target() or "(no target)"

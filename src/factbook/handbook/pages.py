@@ -11,6 +11,7 @@ from typing import Any
 
 from ..categories import BY_NAME, CATEGORIES, Category
 from ..kb import KnowledgeBase
+from ..outcomes import NOT_OK
 from . import special
 from .home import glance_rows, run_header
 from .runbook_view import runbooks_context
@@ -122,7 +123,7 @@ def _home(
     attention = [
         (views.link(HOME, f.id, f.title), views.states[f.id].html())
         for f in kb.facts.values()
-        if views.states[f.id].summary in ("drift", "error") and f.until is None
+        if views.states[f.id].summary in NOT_OK and f.until is None
     ]
     by_status: dict[str, int] = {}
     for fact in kb.facts.values():

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..kb import KnowledgeBase
 from ..model import Fact
+from ..outcomes import DRIFT, PASS
 from .badges import FactState, fact_state
 from .markup import code, expect_text, md, prose, rel_link, time_text
 
@@ -145,7 +146,7 @@ class ViewBuilder:
                 )
             )
         rows.append(("Defined in", code(fact.location)))
-        seen = [r.get("time") for r in state.results if r.get("outcome") == "pass"]
+        seen = [r.get("time") for r in state.results if r.get("outcome") == PASS]
         return FactView(
             id=fact.id,
             category=fact.category,
@@ -175,7 +176,7 @@ class ViewBuilder:
         when = time_text(record.get("time"))
         observed = code(record.get("observed"))
         reason = md(record.get("reason", ""))
-        if outcome == "drift":
+        if outcome == DRIFT:
             checked = (record.get("extra") or {}).get("expect")  # what the run compared against
             if checked is None and fact.check is not None:
                 checked = fact.check.expect
@@ -184,7 +185,7 @@ class ViewBuilder:
                 f"Drift on {target}",
                 f"expected {expected}, observed {observed} at {when} — {reason}",
             )
-        if outcome == "pass":
+        if outcome == PASS:
             return (f"Verified on {target}", f"observed {observed} at {when}")
         return (f"{outcome.capitalize()} on {target}", f"{reason} at {when}")
 

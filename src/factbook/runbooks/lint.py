@@ -1,4 +1,4 @@
-"""The runbook linter, registered into `factbook lint` (commands.lint.EXTRA_LINTERS).
+"""The runbook linter, one of `factbook lint`'s linters (factbook.linters.LINTERS).
 
 Checks every runbooks/*.md: closed metadata keys, unique step names, positive timeouts; that
 every fact id in `requires`, `records`, `facts`, `pitfalls` and in `fact("...")`/`record("...")`
@@ -13,7 +13,6 @@ import ast
 import importlib
 from collections.abc import Callable
 
-from ..commands.lint import EXTRA_LINTERS
 from ..errors import Problem, UsageError
 from ..kb import KnowledgeBase
 from .dryrun import fact_uses
@@ -147,6 +146,3 @@ def _launch_linter() -> Callable[[KnowledgeBase, Runbook], list[Problem]] | None
         raise
     return getattr(module, "lint_runbook", None)
 
-
-if lint_runbooks not in EXTRA_LINTERS:
-    EXTRA_LINTERS.append(lint_runbooks)

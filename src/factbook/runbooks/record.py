@@ -6,20 +6,20 @@
     results/runbooks/<runbook>/<run_id>/records.jsonl   measured values queued by record()
     results/runbooks/<runbook>/<run_id>/servers.jsonl   the managed-server registry
 
-Run statuses: running, ok, failed, interrupted, kernel_died, refused, timeout.
-Step statuses: ok, failed, timeout, interrupted, kernel_died, refused, skipped, pending.
+Run and step statuses are the constants in factbook.outcomes (RUN_STATUSES, STEP_STATUSES).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .. import stamps
 from ..atomic import write_text_atomic
 from ..errors import UsageError
+from ..outcomes import OK, PENDING, RUNNING
 from ..results import results_dir
 
 RUNS_SUBDIR = "runbooks"
@@ -29,12 +29,13 @@ OUTPUT_LIMIT = 8000  # characters of text output kept per step in record.json
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Step and run times carry milliseconds (steps are often shorter than a second)."""
+    return stamps.now_iso(ms=True)
 
 
 def new_run_id(target: str | None) -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    return f"{stamp}-{target or 'none'}"
+    """The shared run-id scheme (stamps.new_run_id), labelled with the run's target."""
+    return stamps.new_run_id([target])
 
 
 @dataclass
@@ -42,7 +43,7 @@ class StepRecord:
     """One step's outcome."""
 
     name: str
-    status: str = "pending"
+    status: str = PENDING
     started: str | None = None
     duration_s: float | None = None
     outputs: str = ""
@@ -59,7 +60,7 @@ class RunRecord:
     runbook: str
     run_id: str
     target: str | None
-    status: str = "running"
+    status: str = RUNNING
     started: str = ""
     finished: str | None = None
     duration_s: float | None = None
@@ -134,7 +135,7 @@ def find_run(root: Path, runbook: str, ref: str | None) -> RunRecord:
     every = list_runs(root, runbook)
     resumed = {r.resumed_from for r in every if r.resumed_from}
     for record in every:  # newest first; a run already resumed by a later one is done with
-        if record.status != "ok" and record.run_id not in resumed:
+        if record.status != OK and record.run_id not in resumed:
             return record
     raise UsageError(f"runbook {runbook}: no unfinished run to resume")
 

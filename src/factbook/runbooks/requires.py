@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..kb import KnowledgeBase
+from ..outcomes import PASS
 from ..results import write_run
 
 
@@ -59,7 +60,7 @@ def check_requirements(
                 out.append(
                     Requirement(
                         check.fact.id,
-                        result.outcome == "pass",
+                        result.outcome == PASS,
                         f"{result.outcome}: {result.reason}",
                     )
                 )

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..kb import KnowledgeBase
 from ..model import Fact, Milestone
+from ..outcomes import NOT_OK
 from .items import Item, effective_status, known, make_item, value_text
 
 
@@ -73,7 +74,7 @@ def compute_changes(
     drifted_ids = set()
     if results is not None:
         for fact_id, records in results.items():
-            if any(r.get("outcome") in ("drift", "error") for r in records.values()):
+            if any(r.get("outcome") in NOT_OK for r in records.values()):
                 drifted_ids.add(fact_id)
     if previous is None:
         changes.drifted = [items[i] for i in items if i in drifted_ids]

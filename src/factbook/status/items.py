@@ -15,6 +15,7 @@ from typing import Any
 
 from ..kb import KnowledgeBase
 from ..model import Fact, Milestone, Source
+from ..outcomes import DRIFT, ERROR, PASS
 
 MARKS = {
     "verified": "✅",
@@ -151,7 +152,7 @@ def results_mark(records: dict[str, dict[str, Any]], fact: Fact) -> Mark | None:
     by_outcome: dict[str, list[dict[str, Any]]] = {}
     for target, record in sorted(records.items()):
         by_outcome.setdefault(str(record.get("outcome")), []).append({"target": target, **record})
-    for outcome, kind in (("drift", "drifted"), ("error", "error"), ("pass", "verified")):
+    for outcome, kind in ((DRIFT, "drifted"), (ERROR, "error"), (PASS, "verified")):
         found = by_outcome.get(outcome)
         if not found:
             continue

@@ -21,6 +21,7 @@ from typing import Any
 from ..expectations import PathMissing, evaluate, get_path
 from ..kb import KnowledgeBase
 from ..model import Check, Fact, Source, Target
+from ..outcomes import ERROR, PASS
 from ..results import ResultRecord
 from ..writeback import append_facts, update_fact
 from .engine import Engine, VerifyOptions
@@ -401,7 +402,7 @@ def discover(
     second = [
         (_mount_observation(point), target)
         for record, obs, target in seen
-        if obs is MOUNTS and record.outcome == "pass" and isinstance(record.observed, str)
+        if obs is MOUNTS and record.outcome == PASS and isinstance(record.observed, str)
         for point in parse_mounts(record.observed)
     ]
     if second:
@@ -424,8 +425,8 @@ def _propose(
     today: str,
 ) -> Proposal:
     base = Proposal("error", obs.key, target.name, fact_id=record.fact)
-    if record.outcome != "pass":
-        base.kind = "error" if record.outcome == "error" else "absent"
+    if record.outcome != PASS:
+        base.kind = "error" if record.outcome == ERROR else "absent"
         base.reason = record.reason.split(" [<discover>")[0]
         return base
     try:

@@ -14,14 +14,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import TargetError
 from ..expectations import evaluate
 from ..kb import KnowledgeBase
 from ..model import Fact, Target
+from ..outcomes import DRIFT, ERROR, NOT_OK, PASS, SKIPPED
 from ..results import ResultRecord
+from ..stamps import now_iso
 from ..transports.base import AgentProcess, Transport, TransportOptions, transport_for
 from .bundle import DEFAULT_TIMEOUT, Call, agent_argv, build_script, merge_calls
 from .targets import PlannedCheck
@@ -42,10 +43,6 @@ class VerifyOptions:
     transport: TransportOptions = field(default_factory=TransportOptions)
 
 
-def now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _stored(value: Any) -> Any:
     text = json.dumps(value, default=repr)
     if len(text) <= STORED_OBSERVED_CAP:
@@ -60,7 +57,7 @@ def evaluate_result(fact: Fact, target: str, raw: dict[str, Any], run: str) -> R
     record = ResultRecord(
         fact=fact.id,
         target=target,
-        outcome="error",
+        outcome=ERROR,
         reason="",
         time=now_iso(),
         run=run,
@@ -69,22 +66,22 @@ def evaluate_result(fact: Fact, target: str, raw: dict[str, Any], run: str) -> R
         extra={"location": fact.location, "args": check.args, "expect": check.expect},
     )
     if "skipped" in raw:
-        record.outcome, record.reason = "skipped", str(raw["skipped"])
+        record.outcome, record.reason = SKIPPED, str(raw["skipped"])
     elif not raw.get("ok"):
         record.reason = f"{raw.get('error', 'no result')} [{fact.location}]"
     else:
         value = raw.get("value")
         record.observed = _stored(value)
         if check.expect is None:
-            record.outcome, record.reason = "pass", "probe ran (no expectation)"
+            record.outcome, record.reason = PASS, "probe ran (no expectation)"
         else:
             try:
                 outcome = evaluate(check.expect, value)
             except Exception as exc:  # an expectation that cannot apply to this value
-                record.outcome = "drift"
+                record.outcome = DRIFT
                 record.reason = f"cannot evaluate {check.expect}: {exc} [{fact.location}]"
                 return record
-            record.outcome = "pass" if outcome.passed else "drift"
+            record.outcome = PASS if outcome.passed else DRIFT
             record.reason = (
                 outcome.reason if outcome.passed else f"{outcome.reason} [{fact.location}]"
             )
@@ -111,13 +108,14 @@ class Engine:
         self.agents: dict[str, dict[str, Any]] = {}  # target -> the agent's header line
         self._lock = threading.Lock()
         self._procs: set[AgentProcess] = set()
+        self._found: dict[str, ResultRecord] = {}
 
     def run(self, plan: list[PlannedCheck]) -> list[ResultRecord]:
         """Every planned check's final record, in plan order."""
         by_target: dict[str, list[PlannedCheck]] = {}
         for check in plan:
             by_target.setdefault(check.target, []).append(check)
-        found: dict[str, ResultRecord] = {}
+        found = self._found = {}
         threads = [
             threading.Thread(
                 target=self._guarded, args=(name, checks, found), name=f"verify-{name}", daemon=True
@@ -132,6 +130,12 @@ class Engine:
         except BaseException:  # Ctrl-C: stop every agent (and so every check) before leaving
             self.stop()
             raise
+        return self.received(plan)
+
+    def received(self, plan: list[PlannedCheck]) -> list[ResultRecord]:
+        """The final records known so far, in plan order (after Ctrl-C: what arrived)."""
+        with self._lock:
+            found = dict(self._found)
         return [found[c.key] for c in plan if c.key in found]
 
     def stop(self) -> None:
@@ -175,7 +179,7 @@ class Engine:
             for attempt in range(1, self.options.retry + 2):
                 last = attempt == self.options.retry + 1
                 records = self._pass(transport, target, todo, attempt, last, found)
-                todo = [c for c in todo if records[c.key].outcome in ("drift", "error")]
+                todo = [c for c in todo if records[c.key].outcome in NOT_OK]
                 if not todo:
                     break
                 if not last:
@@ -197,7 +201,7 @@ class Engine:
         return ResultRecord(
             fact=check.fact.id,
             target=check.target,
-            outcome="error",
+            outcome=ERROR,
             reason=f"{message} [{check.fact.location}]",
             time=now_iso(),
             run=self.run_id,
@@ -230,7 +234,7 @@ class Engine:
         def settle(check: PlannedCheck, record: ResultRecord) -> None:
             record.attempts = attempt
             records[check.key] = record
-            if last or record.outcome in ("pass", "skipped"):
+            if last or record.outcome in (PASS, SKIPPED):
                 self._final(check, record, found)
 
         script = build_script(calls, jobs=self.options.jobs, checks_dir=self.kb.root / "checks")

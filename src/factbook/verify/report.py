@@ -18,24 +18,26 @@ from typing import Any, TextIO
 from xml.etree import ElementTree as ET
 
 from ..errors import EXIT_ERRORED, EXIT_FAILED, EXIT_OK
+from ..outcomes import DRIFT, ERROR, OUTCOMES, PASS, SKIPPED
 from ..results import ResultRecord
 from ..sanitize import for_line, for_markdown_cell, for_terminal, for_xml, json_safe
+from .targets import Plan
 
 FORMATS = ("table", "json", "junit", "tap", "markdown")
-MARK = {"pass": "ok", "drift": "FAIL", "error": "ERROR", "skipped": "skip"}
+MARK = {PASS: "ok", DRIFT: "FAIL", ERROR: "ERROR", SKIPPED: "skip"}
 
 
 def counts(records: list[ResultRecord]) -> dict[str, int]:
     found = Counter(r.outcome for r in records)
-    return {k: found.get(k, 0) for k in ("pass", "drift", "error", "skipped")}
+    return {k: found.get(k, 0) for k in OUTCOMES}
 
 
 def exit_code(records: list[ResultRecord]) -> int:
     """3 when anything errored (state unknown), else 1 when anything drifted, else 0."""
     found = counts(records)
-    if found["error"]:
+    if found[ERROR]:
         return EXIT_ERRORED
-    if found["drift"]:
+    if found[DRIFT]:
         return EXIT_FAILED
     return EXIT_OK
 
@@ -43,8 +45,8 @@ def exit_code(records: list[ResultRecord]) -> int:
 def summary_line(records: list[ResultRecord], elapsed: float) -> str:
     c = counts(records)
     return (
-        f"{len(records)} checks: {c['pass']} passed, {c['drift']} failed, {c['error']} errored, "
-        f"{c['skipped']} skipped in {elapsed:.2f}s"
+        f"{len(records)} checks: {c[PASS]} passed, {c[DRIFT]} failed, {c[ERROR]} errored, "
+        f"{c[SKIPPED]} skipped in {elapsed:.2f}s"
     )
 
 
@@ -70,9 +72,9 @@ class Progress:
                     f"{for_terminal(record.reason)}\n"
                 )
             if self.tty:
-                bad = self.seen["drift"] + self.seen["error"]
+                bad = self.seen[DRIFT] + self.seen[ERROR]
                 self.stream.write(
-                    f"\r\x1b[K[{done}/{self.total}] {self.seen['pass']} ok, {bad} not ok  "
+                    f"\r\x1b[K[{done}/{self.total}] {self.seen[PASS]} ok, {bad} not ok  "
                     f"{for_terminal(record.fact)}@{for_terminal(record.target)}"[: _width()]
                 )
             self.stream.flush()
@@ -104,10 +106,10 @@ def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = Tr
     resolve llm-two') show once, with how many checks they hit. Everything from a box is
     shown escaped (an ESC sequence in an error reads `\\x1b[31m`, it does not recolour).
     """
-    order = {"drift": 0, "error": 1, "skipped": 2, "pass": 3}
-    shown = [_TableRow(r) for r in records if show_passed or r.outcome != "pass"]
+    order = {DRIFT: 0, ERROR: 1, SKIPPED: 2, PASS: 3}
+    shown = [_TableRow(r) for r in records if show_passed or r.outcome != PASS]
     shown.sort(key=lambda r: (order[r.outcome], r.target, r.fact))
-    causes = Counter((r.target, r.cause) for r in shown if r.outcome == "error")
+    causes = Counter((r.target, r.cause) for r in shown if r.outcome == ERROR)
     width = _width()
     fact_w = min(max((len(r.fact) for r in shown), default=4), 48)
     target_w = min(max((len(r.target) for r in shown), default=6), 20)
@@ -115,17 +117,17 @@ def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = Tr
     collapsed: set[tuple[str, str]] = set()
     for r in shown:
         cause = (r.target, r.cause)
-        if r.outcome == "error" and causes[cause] >= COLLAPSE_AT:
+        if r.outcome == ERROR and causes[cause] >= COLLAPSE_AT:
             if cause not in collapsed:
                 collapsed.add(cause)
                 label = f"({causes[cause]} checks)"
                 lines.append(
-                    f"{MARK['error']:<5} {label:<{fact_w}}  {r.target:<{target_w}}  {cause[1]}"
+                    f"{MARK[ERROR]:<5} {label:<{fact_w}}  {r.target:<{target_w}}  {cause[1]}"
                 )
             continue
         head = f"{MARK[r.outcome]:<5} {r.fact:<{fact_w}}  {r.target:<{target_w}}  "
         reason = r.reason
-        if r.outcome == "pass" and len(head) + len(reason) > width:
+        if r.outcome == PASS and len(head) + len(reason) > width:
             reason = reason[: max(10, width - len(head) - 3)] + "..."
         lines.append(head + reason)
     lines.append(summary_line(records, elapsed))
@@ -168,8 +170,8 @@ def to_junit(records: list[ResultRecord], header: dict[str, Any]) -> str:
     Valid against schema/junit.xsd (the Ant/Jenkins shape) whatever a box printed.
     """
     root = ET.Element("testsuites", name="factbook", tests=str(len(records)))
-    root.set("failures", str(sum(r.outcome == "drift" for r in records)))
-    root.set("errors", str(sum(r.outcome == "error" for r in records)))
+    root.set("failures", str(sum(r.outcome == DRIFT for r in records)))
+    root.set("errors", str(sum(r.outcome == ERROR for r in records)))
     root.set("time", f"{sum(_duration(r) for r in records):.3f}")
     by_target: dict[str, list[ResultRecord]] = {}
     for r in records:
@@ -182,9 +184,9 @@ def to_junit(records: list[ResultRecord], header: dict[str, Any]) -> str:
             "testsuite",
             name=for_xml(target, limit=200),
             tests=str(len(items)),
-            failures=str(c["drift"]),
-            errors=str(c["error"]),
-            skipped=str(c["skipped"]),
+            failures=str(c[DRIFT]),
+            errors=str(c[ERROR]),
+            skipped=str(c[SKIPPED]),
             time=f"{sum(_duration(r) for r in items):.3f}",
         )
         if started:
@@ -201,13 +203,13 @@ def to_junit(records: list[ResultRecord], header: dict[str, Any]) -> str:
             if where:
                 case.set("file", for_xml(where, limit=1000))
             message = for_xml(r.reason.replace("\n", " "), limit=_XML_MESSAGE)
-            if r.outcome == "drift":
+            if r.outcome == DRIFT:
                 failure = ET.SubElement(case, "failure", message=message, type="drift")
                 failure.text = for_xml(_detail(r), limit=_XML_DETAIL)
-            elif r.outcome == "error":
+            elif r.outcome == ERROR:
                 error = ET.SubElement(case, "error", message=message, type="error")
                 error.text = for_xml(r.reason, limit=_XML_DETAIL)
-            elif r.outcome == "skipped":
+            elif r.outcome == SKIPPED:
                 ET.SubElement(case, "skipped", message=message)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
@@ -255,9 +257,9 @@ def to_tap(records: list[ResultRecord], header: dict[str, Any]) -> str:
     lines = ["TAP version 13", f"1..{len(records)}"]
     for i, r in enumerate(records, 1):
         name = _tap_text(f"{r.fact} @ {r.target}")
-        if r.outcome == "pass":
+        if r.outcome == PASS:
             lines.append(f"ok {i} - {name}")
-        elif r.outcome == "skipped":
+        elif r.outcome == SKIPPED:
             lines.append(f"ok {i} - {name} # SKIP {_tap_text(r.reason)}")
         else:
             lines.append(f"not ok {i} - {name}")
@@ -291,7 +293,7 @@ def to_markdown(records: list[ResultRecord], header: dict[str, Any]) -> str:
     lines = [
         f"## Verification {for_markdown_cell(header.get('id', ''))}",
         "",
-        f"{c['pass']} passed, {c['drift']} failed, {c['error']} errored, {c['skipped']} skipped.",
+        f"{c[PASS]} passed, {c[DRIFT]} failed, {c[ERROR]} errored, {c[SKIPPED]} skipped.",
         "",
         "| outcome | fact | target | reason |",
         "|---|---|---|---|",
@@ -303,6 +305,19 @@ def to_markdown(records: list[ResultRecord], header: dict[str, Any]) -> str:
             f"{for_markdown_cell(r.reason)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def render_plan(plan: Plan) -> str:
+    """--dry-run: which check runs where, one line each; unplaced facts say why."""
+    lines = []
+    for check in plan.checks:
+        assert check.fact.check is not None
+        lines.append(
+            f"{check.fact.id}  on {check.target}: {check.fact.check.probe} "
+            f"{json.dumps(check.fact.check.args)}"
+        )
+    lines += [f"{fact.id}  on -: no target (pass --target)" for fact in plan.unplaced]
+    return "".join(line + "\n" for line in lines)
 
 
 def render(fmt: str, records: list[ResultRecord], header: dict[str, Any], elapsed: float) -> str:

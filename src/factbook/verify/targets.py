@@ -104,3 +104,21 @@ def plan_checks(kb: KnowledgeBase, facts: list[Fact], target_specs: list[str]) -
         for name in dict.fromkeys(places):
             checks.append(PlannedCheck(fact, name))
     return Plan(checks, targets, unplaced)
+
+
+def resolve_targets(kb: KnowledgeBase, specs: list[str]) -> tuple[dict[str, Target], list[str]]:
+    """Named targets and ssh:// URLs (comma-separated or repeated) -> every target by name
+    (known ones, the URLs' and their jump hosts') and the names asked for, in order."""
+    targets = dict(kb.targets)
+    names = []
+    for spec in (s for t in specs for s in (t.split(",") if "://" not in t else [t])):
+        if "://" in spec:
+            target, jumps = parse_target_url(spec, kb.targets)
+            targets.update(jumps)
+            targets[target.name] = target
+            names.append(target.name)
+        elif spec in kb.targets:
+            names.append(spec)
+        else:
+            raise UsageError(f"unknown target '{spec}' (known: {', '.join(kb.targets)})")
+    return targets, names

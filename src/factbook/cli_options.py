@@ -1,0 +1,35 @@
+"""Command-line option groups shared by several commands (verify and discover reach boxes the
+same way); here so that no command imports from another."""
+
+from __future__ import annotations
+
+import argparse
+
+from .transports.base import TransportOptions
+
+
+def add_target_options(p: argparse.ArgumentParser) -> None:
+    """--target and the connection options."""
+    p.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="T",
+        help="target name(s), comma separated or repeated, 'all', or ssh://user@host:port?jump=...",
+    )
+    p.add_argument(
+        "--accept-new-host-keys",
+        action="store_true",
+        help="trust and record unknown host keys (changed keys are still refused)",
+    )
+    p.add_argument("--known-hosts", metavar="FILE")
+    p.add_argument("--ssh-config", metavar="FILE")
+
+
+def transport_options(args: argparse.Namespace) -> TransportOptions:
+    """The connection options that add_target_options parsed."""
+    return TransportOptions(
+        accept_new_host_keys=args.accept_new_host_keys,
+        known_hosts=args.known_hosts,
+        ssh_config=args.ssh_config,
+    )
