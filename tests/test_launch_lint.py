@@ -14,16 +14,12 @@ import pytest
 
 from factbook.cli import run
 from factbook.commands.lint import collect_problems
+from factbook.errors import LaunchRefused
 from factbook.kb import load_kb
-from factbook.runbooks.launch_lint import (
-    UNKNOWN,
-    CellEvaluator,
-    LaunchRefused,
-    capture_layers,
-    check_command,
-    launch_argv,
-    preflight,
-)
+from factbook.sglang.flags import UNKNOWN, launch_argv
+from factbook.sglang.launch import check_command, preflight
+from factbook.sglang.rules import capture_layers
+from factbook.sglang.runbook_lint import CellEvaluator
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = "python -m sglang.launch_server"

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from factbook.runbooks.launch_lint import capture_layers, check_command
+from factbook.sglang.launch import check_command
+from factbook.sglang.rules import capture_layers
 
 pytestmark = pytest.mark.sglang
 

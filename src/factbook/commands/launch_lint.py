@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..runbooks.launch_lint import UNKNOWN, check_command
+    from ..sglang.flags import UNKNOWN
+    from ..sglang.launch import check_command
 
     argv = [a for a in args.command if a != "--"] if args.command[:1] == ["--"] else args.command
     if len(argv) == 1:

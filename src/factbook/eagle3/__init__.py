@@ -17,11 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InputError, UsageError
-
-
-class MissingDependency(UsageError):
-    """An optional module (torch, safetensors, transformers) is not installed."""
+from ..errors import InputError, MissingDependency, UsageError
 
 
 def require(module: str) -> Any:

@@ -11,6 +11,6 @@ lint      the runbook linter registered into `factbook lint`
 requires  verify a step's required facts on its target before it runs
 box_helper  the stdlib script shipped to the box for every command, server and probe
 
-bench_client (the OpenAI benchmark client, shipped to the box by `box.run_python`) and
-launch_lint (SGLang launch command lines, called by `lint`) have their own owners.
+The benchmark client (factbook.benchclient, shipped to the box by `box.run_python`) and the
+SGLang launch linter (factbook.sglang, called by `lint` and `server.start`) live apart.
 """

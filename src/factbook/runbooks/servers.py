@@ -18,18 +18,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import FactbookError, TargetError
-from .launch_lint import preflight
+from ..errors import FactbookError, ServerNotReady, TargetError
+from ..sglang.launch import preflight
 from .remote import BoxClient
 
 REGISTRY = "servers.jsonl"
 REMOTE_RUNS = "/tmp/factbook-runs"
-
-
-class ServerNotReady(FactbookError):
-    """A managed server exited or missed its readiness deadline (it was torn down)."""
-
-    exit_code = 1
 
 
 @dataclass
