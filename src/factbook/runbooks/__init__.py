@@ -1,7 +1,9 @@
 """Runbooks: jupytext MyST notebooks whose code cells are named, checked, resumable steps.
 
 format    parse runbooks/NAME.md into a Runbook of Steps (metadata validated)
-executor  run steps on one persistent kernel (nbclient low-level API), save the run
+executor  decide which steps run and what each outcome means (exit codes, timeouts)
+kernel    the run's one ipykernel (nbclient client, Ctrl-C routed to it)
+runlog    the run's bookkeeping: record, executed notebook, write-back, server teardown
 api       what cells import: fact(), box, server, record()
 remote    BoxClient: commands, servers and probes on a box through a transport
 servers   the run's registry of managed background processes and their teardown
