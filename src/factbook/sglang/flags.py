@@ -1,16 +1,31 @@
-"""Parse an SGLang launch command line into the fields the speculative checks read.
+"""Parse an SGLang launch command line exactly as sglang's own argparse parser does.
 
-`launch_argv` finds the flags after `-m sglang.launch_server` / `sglang serve`; `parse_flags`
-maps them to sglang's field names. A value a runbook only knows at run time is UNKNOWN.
+sglang builds its server parser with argparse's defaults, so `--speculative-algo EAGLE` is
+`--speculative-algorithm EAGLE` (a unique prefix), `--x=v` is `--x v`, a repeated flag keeps
+its last value, an ambiguous prefix or an unknown flag stops the server before it starts.
+`parse_flags` replays that parser (Python 3.11's argparse, the version sglang's tests run on)
+over the table of every option sglang 0.5.23 declares (options-0.5.23.json, written by
+scripts/sglang-options from the real parser), so the linter sees what sglang will see on a
+machine without sglang. `launch_argv` finds the flags after `-m sglang.launch_server` /
+`sglang serve`. A value a runbook only knows at run time is UNKNOWN.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
+import re
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+OPTIONS_VERSION = "0.5.23"
+LAUNCH_MARKERS = ("sglang.launch_server", "sglang serve")
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_TYPES: dict[str, Any] = {"int": int, "float": float}
 
 
 class _Unknown:
@@ -21,24 +36,6 @@ class _Unknown:
 
 
 UNKNOWN: Any = _Unknown()
-
-# sglang flag (and its aliases) -> (field, type). Only what the speculative checks read.
-FLAGS: dict[str, tuple[str, type]] = {
-    "--model-path": ("model_path", str),
-    "--model": ("model_path", str),
-    "--speculative-algorithm": ("speculative_algorithm", str),
-    "--speculative-draft-model-path": ("speculative_draft_model_path", str),
-    "--speculative-draft-model": ("speculative_draft_model_path", str),
-    "--speculative-num-steps": ("speculative_num_steps", int),
-    "--speculative-eagle-topk": ("speculative_eagle_topk", int),
-    "--speculative-num-draft-tokens": ("speculative_num_draft_tokens", int),
-    "--max-running-requests": ("max_running_requests", int),
-    "--attention-backend": ("attention_backend", str),
-    "--page-size": ("page_size", int),
-    "--speculative-adaptive": ("speculative_adaptive", bool),
-}
-
-LAUNCH_MARKERS = ("sglang.launch_server", "sglang serve")
 
 
 @dataclass
@@ -52,6 +49,32 @@ class Finding:
     def __str__(self) -> str:
         see = f" (see {self.pitfall})" if self.pitfall else ""
         return f"{self.severity}: {self.message}{see}"
+
+
+@dataclass
+class ParsedFlags:
+    """What sglang's parser makes of the flags: values by field, or why it stops."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # argparse would exit: ambiguous prefix, bad or missing value
+    unknown: list[str] = field(default_factory=list)  # "unrecognized arguments" (also exits)
+    expanded: dict[str, str] = field(default_factory=dict)  # abbreviation -> the full flag
+
+    @property
+    def refusal(self) -> str | None:
+        """argparse's message when sglang would not start; None when it parses."""
+        if self.error:
+            return self.error
+        if self.unknown:
+            return "unrecognized arguments: " + " ".join(self.unknown)
+        return None
+
+
+@cache
+def option_table(version: str = OPTIONS_VERSION) -> dict[str, dict[str, Any]]:
+    """Option string -> {dest, action, nargs, type, choices, const} of sglang `version`."""
+    path = Path(__file__).with_name(f"options-{version}.json")
+    return json.loads(path.read_text(encoding="utf-8"))["options"]
 
 
 def launch_argv(cmdline: str | Sequence[str]) -> list[str] | None:
@@ -75,37 +98,160 @@ def launch_argv(cmdline: str | Sequence[str]) -> list[str] | None:
     return None
 
 
-def parse_flags(argv: Sequence[Any]) -> tuple[dict[str, Any], list[Finding]]:
-    """Known flags to field values (last one wins, as in argparse); bad values are findings."""
-    values: dict[str, Any] = {}
-    findings: list[Finding] = []
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        i += 1
-        if tok is UNKNOWN or not str(tok).startswith("--"):
-            continue
-        name, eq, inline = str(tok).partition("=")
-        spec = FLAGS.get(name)
-        if spec is None:
-            continue
-        key, kind = spec
-        if kind is bool:
-            values[key] = True
-            continue
-        if eq:
-            raw: Any = inline
-        elif i < len(argv) and (argv[i] is UNKNOWN or not str(argv[i]).startswith("--")):
-            raw = argv[i]
-            i += 1
-        else:
-            findings.append(Finding("error", f"{name} expects a value"))
-            continue
-        if raw is UNKNOWN or kind is str:
-            values[key] = raw
-            continue
+class _Refused(Exception):
+    """argparse's `parser.error(...)`: sglang prints it and exits 2."""
+
+
+def _classify(arg: Any, table: dict[str, dict[str, Any]]) -> tuple[str | None, Any] | None:
+    """argparse's `_parse_optional`: None for a value, else (option or None if unknown,
+    explicit `=` argument)."""
+    if arg is UNKNOWN or not arg or arg[0] != "-":
+        return None
+    if arg in table:
+        return arg, None
+    if len(arg) == 1:
+        return None
+    if "=" in arg:
+        name, explicit = arg.split("=", 1)
+        if name in table:
+            return name, explicit
+    matches = _prefix_matches(arg, table)
+    if len(matches) > 1:
+        names = ", ".join(name for name, _ in matches)
+        raise _Refused(f"ambiguous option: {arg} could match {names}")
+    if len(matches) == 1:
+        return matches[0]
+    if _NEGATIVE_NUMBER.match(arg) or " " in arg:
+        return None
+    return None, None
+
+
+def _prefix_matches(arg: str, table: dict[str, dict[str, Any]]) -> list[tuple[str, Any]]:
+    if arg[1] == "-":  # --long: split at "=", then every option the prefix starts
+        prefix, eq, explicit = arg.partition("=")
+        value = explicit if eq else None
+        return [(name, value) for name in table if name.startswith(prefix)]
+    short = [(name, arg[2:]) for name in table if name == arg[:2]]  # -xVALUE
+    return short + [(name, None) for name in table if name != arg[:2] and name.startswith(arg)]
+
+
+def _convert(option: str, spec: dict[str, Any], raw: Any) -> Any:
+    if raw is UNKNOWN:
+        return UNKNOWN
+    kind = _TYPES.get(spec["type"])
+    value = raw
+    if kind is not None:
         try:
-            values[key] = int(raw)
+            value = kind(raw)
         except ValueError:
-            findings.append(Finding("error", f"{name} expects an integer, got {raw!r}"))
-    return values, findings
+            raise _Refused(
+                f"argument {_display(option, spec)}: invalid {spec['type']} value: {raw!r}"
+            ) from None
+    if spec["choices"] is not None and value not in spec["choices"]:
+        choices = ", ".join(repr(c) for c in spec["choices"])
+        raise _Refused(
+            f"argument {_display(option, spec)}: invalid choice: {value!r} (choose from {choices})"
+        )
+    return value
+
+
+def _display(option: str, spec: dict[str, Any]) -> str:
+    """argparse names an action by all its option strings: `--model-path/--model`."""
+    names = [name for name, s in option_table().items() if s["dest"] == spec["dest"]]
+    return "/".join(names) or option
+
+
+def _take(option: str, spec: dict[str, Any], args: list[Any], values: dict[str, Any]) -> None:
+    action, nargs = spec["action"], spec["nargs"]
+    if action == "help":
+        raise _Refused(f"{option}: sglang prints its help and exits without serving")
+    if action == "boolean_optional":
+        values[spec["dest"]] = not option.startswith("--no-")
+    elif action == "const":
+        values[spec["dest"]] = spec["const"]
+    elif nargs is None:
+        values[spec["dest"]] = _convert(option, spec, args[0])
+    elif nargs == "?":
+        values[spec["dest"]] = _convert(option, spec, args[0]) if args else spec["const"]
+    else:  # "+" or "*"
+        values[spec["dest"]] = [_convert(option, spec, a) for a in args]
+
+
+def _count(spec: dict[str, Any], option: str, following: int) -> int:
+    """How many of the `following` values an option consumes (argparse's _match_argument)."""
+    nargs = 0 if spec["action"] in ("const", "boolean_optional", "help") else spec["nargs"]
+    if nargs == 0:
+        return 0
+    if nargs is None:
+        if following < 1:
+            raise _Refused(f"argument {_display(option, spec)}: expected one argument")
+        return 1
+    if nargs == "+" and following < 1:
+        raise _Refused(f"argument {_display(option, spec)}: expected at least one argument")
+    if nargs == "?":
+        return min(following, 1)
+    return following
+
+
+def parse_flags(argv: Sequence[Any], version: str = OPTIONS_VERSION) -> ParsedFlags:
+    """Every flag to its field (`dest`) as sglang's parser sets it, or why it would exit."""
+    table = option_table(version)
+    parsed = ParsedFlags()
+    args = list(argv)
+    if "--" in args:  # argparse: everything after "--" is a value (sglang takes none)
+        cut = args.index("--")
+        parsed.unknown = [str(a) for a in args[cut + 1 :] if a is not UNKNOWN]
+        args = args[:cut]
+    try:
+        kinds = [_classify(a, table) for a in args]
+        i = 0
+        while i < len(args):
+            kind = kinds[i]
+            if kind is None:  # a value no option consumed: sglang has no positionals
+                if args[i] is not UNKNOWN:
+                    parsed.unknown.append(str(args[i]))
+                i += 1
+                continue
+            option, explicit = kind
+            if option is None:
+                parsed.unknown.append(str(args[i]))
+                i += 1
+                continue
+            spec = table[option]
+            if str(args[i]).split("=", 1)[0] != option:
+                parsed.expanded[str(args[i]).split("=", 1)[0]] = option
+            if explicit is not None:
+                if _count(spec, option, 1) != 1:
+                    raise _Refused(
+                        f"argument {_display(option, spec)}: ignored explicit argument {explicit!r}"
+                    )
+                _take(option, spec, [explicit], parsed.values)
+                i += 1
+                continue
+            following = 0
+            while i + 1 + following < len(args) and kinds[i + 1 + following] is None:
+                following += 1
+            used = _count(spec, option, following)
+            _take(option, spec, args[i + 1 : i + 1 + used], parsed.values)
+            i += 1 + used
+        if UNKNOWN not in args:  # a value known only at run time may be the flag itself
+            _check_required(table, parsed.values)
+    except _Refused as exc:
+        parsed.error = str(exc)
+    return parsed
+
+
+def _check_required(table: dict[str, dict[str, Any]], values: dict[str, Any]) -> None:
+    missing: dict[str, list[str]] = {}
+    for name, spec in table.items():
+        if spec.get("required") and spec["dest"] not in values:
+            missing.setdefault(spec["dest"], []).append(name)
+    if missing:
+        names = ", ".join("/".join(group) for group in missing.values())
+        raise _Refused(f"the following arguments are required: {names}")
+
+
+def similar_flags(flag: str, version: str = OPTIONS_VERSION) -> list[str]:
+    """Known flags close to a misspelt one, for the message."""
+    name = flag.split("=", 1)[0]
+    return difflib.get_close_matches(name, list(option_table(version)), n=3, cutoff=0.75)

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LaunchRefused, Problem
-from .flags import UNKNOWN, Finding, launch_argv, parse_flags
+from .flags import UNKNOWN, Finding, launch_argv, parse_flags, similar_flags
+from .reference import local_sglang_python, resolve_with_sglang
 from .rules import (
     DEEPSEEK_CAPTURE_ARCHS,
     EAGLE3_DRAFT_ARCHS,
@@ -106,31 +107,77 @@ def check_command(
     read_config: Callable[[Any], dict[str, Any] | None] = read_local_config,
     exists: Callable[[Any], bool | None] = local_exists,
     convention: str = SGLANG_VERSION,
+    sglang_python: str | None = None,
 ) -> LaunchReport | None:
     """Lint one command line; None when it does not launch SGLang.
 
     `read_config` and `exists` look at the box the server runs on: the defaults look here,
     which is right for local targets; a runbook lint of a remote target passes ones that
     know nothing (so only the flags are checked). `convention` picks the hidden-state
-    capture rule (see capture_layers).
+    capture rule (see capture_layers). `sglang_python`, an interpreter where sglang imports,
+    makes sglang itself resolve the flags (reference.py) instead of factbook's rules.
     """
     argv = launch_argv(cmdline)
     if argv is None:
         return None
-    flags, findings = parse_flags(argv)
+    parsed = parse_flags(argv)
+    flags = parsed.values
+    report = LaunchReport(flags, Resolved(), [])
+    if parsed.error:
+        report.resolved.error = parsed.error
+        report.findings.append(
+            Finding("error", f"sglang {SGLANG_VERSION} would refuse to start: {parsed.error}")
+        )
+        return report
+    report.findings += _unknown_flag_findings(parsed.unknown)
     target_config = read_config(flags.get("model_path"))
     archs = _archs(target_config)
     target_arch = archs[0] if archs else None
-    resolved = resolve(flags, target_arch)
-    report = LaunchReport(flags, resolved, findings, target_config=target_config)
+    report.target_config = target_config
+    report.resolved = resolved = resolve(flags, target_arch)
+    if sglang_python is not None and UNKNOWN not in argv:
+        _ask_sglang(sglang_python, argv, resolved)
     algo = resolved.speculative_algorithm
-    if algo is UNKNOWN or algo not in EAGLE_FAMILY:
-        return report
-    if resolved.error:
-        findings.append(Finding("error", f"sglang would refuse to start: {resolved.error}"))
-    _check_topk1(flags, resolved, findings)
-    _check_draft(flags, resolved, report, read_config, exists, target_arch, convention)
+    if algo is not UNKNOWN and algo in EAGLE_FAMILY:
+        if resolved.error:
+            report.findings.append(
+                Finding("error", f"sglang would refuse to start: {resolved.error}")
+            )
+        _check_topk1(flags, resolved, report.findings)
+        _check_draft(flags, resolved, report, read_config, exists, target_arch, convention)
+    resolved.error = parsed.refusal or resolved.error  # the parser stops sglang first
     return report
+
+
+def _unknown_flag_findings(unknown: list[str]) -> list[Finding]:
+    """sglang refuses flags it does not know; a speculative one the checks could not read."""
+    findings = []
+    for token in unknown:
+        if not token.startswith("-"):
+            message = f"{token!r} is not a flag's value: sglang {SGLANG_VERSION} refuses it"
+        else:
+            near = similar_flags(token)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
+            checked = (
+                " (the speculative checks ignore it)" if token.startswith("--speculative-") else ""
+            )
+            message = (
+                f"sglang {SGLANG_VERSION} has no flag {token.split('=', 1)[0]} and would refuse "
+                f"to start (unrecognized arguments){checked}{hint}"
+            )
+        findings.append(Finding("warning", message))
+    return findings
+
+
+def _ask_sglang(python: str, argv: list[Any], resolved: Resolved) -> None:
+    """Replace the predicted fields (and refusal) with what sglang itself resolves."""
+    answer = resolve_with_sglang(python, [argv])["resolutions"][0]
+    if "error" in answer:
+        resolved.error = answer["error"]
+        return
+    resolved.error = None
+    for key, value in answer["ok"].items():
+        setattr(resolved, key, value)
 
 
 def preflight(
@@ -143,8 +190,11 @@ def preflight(
 
     For the executor's (or a cell's) `server.start(...)`: the argv is the real one, with
     every value known, so this catches what the static runbook lint could not evaluate.
+    Where sglang imports in this interpreter, sglang itself resolves the flags.
     """
-    report = check_command(argv, read_config=read_config, exists=exists)
+    report = check_command(
+        argv, read_config=read_config, exists=exists, sglang_python=local_sglang_python()
+    )
     if report is None:
         return None
     if report.errors:
