@@ -58,10 +58,11 @@ def _spelling(rng: random.Random, flag: str) -> str:
         return flag
     others = [o for o in option_table() if o != flag]
     unique = next(
-        n for n in range(3, len(flag) + 1) if not any(o.startswith(flag[:n]) for o in others)
+        (n for n in range(3, len(flag)) if not any(o.startswith(flag[:n]) for o in others)),
+        len(flag),
     )
-    if roll < 0.9 and unique < len(flag):
-        return flag[: rng.randint(unique, len(flag) - 1)]
+    if roll < 0.97:  # --model and --speculative-draft-model prefix longer flags: no abbreviation
+        return flag[: rng.randint(unique, len(flag) - 1)] if unique < len(flag) else flag
     shortest = len("--speculative-") + 1 if flag.startswith("--speculative-") else 5
     return flag[: rng.randint(shortest, len(flag) - 1)]
 

@@ -152,14 +152,18 @@ def check_command(
 def _unknown_flag_findings(unknown: list[str]) -> list[Finding]:
     """sglang refuses flags it does not know; a speculative one the checks could not read."""
     findings = []
-    for token in unknown:
+    for index, token in enumerate(unknown):
+        if not token.startswith("-") and index and unknown[index - 1].startswith("-"):
+            continue  # the unknown flag's value, named with it
         if not token.startswith("-"):
             message = f"{token!r} is not a flag's value: sglang {SGLANG_VERSION} refuses it"
         else:
             near = similar_flags(token)
             hint = f"; did you mean {' or '.join(near)}?" if near else ""
             checked = (
-                " (the speculative checks ignore it)" if token.startswith("--speculative-") else ""
+                "; the speculative checks did not read it"
+                if token.startswith("--speculative-")
+                else ""
             )
             message = (
                 f"sglang {SGLANG_VERSION} has no flag {token.split('=', 1)[0]} and would refuse "
