@@ -316,5 +316,23 @@ def test_generated_cases_cover_the_parser(sglang_answers: tuple[list[list[str]],
     assert sum("ok" in a for a in answers["resolutions"][-GENERATED:]) >= 150
 
 
+def test_check_command_defers_to_sglang_where_it_imports(models: dict[str, str]) -> None:
+    """With an interpreter that has sglang, sglang's own resolution is the answer: here it
+    reads the Llama target's config (auto steps 5, topk 4, 8 draft tokens) that factbook's
+    rules were not given (no read_config), which alone would say 3, 1, 4."""
+    argv = [
+        "python", "-m", "sglang.launch_server", "--model-path", models["llama"],
+        "--device", "cpu", "--speculative-algo=EAGLE3",
+        "--speculative-draft-model", models["eagle3_draft"],
+    ]  # fmt: skip
+    alone = check_command(argv, read_config=lambda _p: None)
+    asked = check_command(argv, read_config=lambda _p: None, sglang_python=str(_sglang_python()))
+    assert alone is not None and asked is not None
+    steps = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+    assert [getattr(alone.resolved, k) for k in steps] == [3, 1, 4]
+    assert [getattr(asked.resolved, k) for k in steps] == [5, 4, 8]
+    assert asked.resolved.speculative_algorithm == "EAGLE3" and asked.resolved.error is None
+
+
 if __name__ == "__main__":  # pragma: no cover - a manual entry point
     sys.exit(pytest.main([__file__, "-q"]))
