@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import LaunchRefused, Problem
 from .flags import UNKNOWN, Finding, launch_argv, parse_flags, similar_flags
-from .reference import local_sglang_python, resolve_with_sglang
+from .reference import resolve_with_sglang
 from .rules import (
     DEEPSEEK_CAPTURE_ARCHS,
     EAGLE3_DRAFT_ARCHS,
@@ -189,15 +189,17 @@ def preflight(
     *,
     read_config: Callable[[Any], dict[str, Any] | None] = read_local_config,
     exists: Callable[[Any], bool | None] = local_exists,
+    sglang_python: str | None = None,
 ) -> LaunchReport | None:
     """Lint right before a launch: raise LaunchRefused on errors, print warnings.
 
     For the executor's (or a cell's) `server.start(...)`: the argv is the real one, with
     every value known, so this catches what the static runbook lint could not evaluate.
-    Where sglang imports in this interpreter, sglang itself resolves the flags.
+    `sglang_python` (see check_command) is for launches on this machine, where sglang reads
+    the same folders the server will.
     """
     report = check_command(
-        argv, read_config=read_config, exists=exists, sglang_python=local_sglang_python()
+        argv, read_config=read_config, exists=exists, sglang_python=sglang_python
     )
     if report is None:
         return None
