@@ -18,38 +18,16 @@ import re
 import sys
 from array import array
 
-from factbook.probes.common import read_safetensors_header
+from factbook.probes.common import read_checkpoint
 
 _LAYER = re.compile(r"^(model\.)?layers\.\d+\.")
 _MIDLAYER = re.compile(r"^(model\.)?midlayer\.")
-_INDEX = "model.safetensors.index.json"
 
 
 def _tensors(path: str) -> tuple[dict[str, tuple[str, dict, int]], int, bool]:
     """name -> (file, entry, data offset) for a checkpoint folder or file; files; sharded."""
-    path = os.path.expanduser(path)
-    if os.path.isfile(path):
-        files, sharded = [path], False
-    elif os.path.isfile(os.path.join(path, _INDEX)):
-        with open(os.path.join(path, _INDEX), encoding="utf-8") as handle:
-            weight_map = json.load(handle).get("weight_map") or {}
-        files = sorted({os.path.join(path, f) for f in weight_map.values()})
-        sharded = True
-    elif os.path.isdir(path):
-        files = sorted(
-            os.path.join(path, f) for f in os.listdir(path) if f.endswith(".safetensors")
-        )
-        if len(files) != 1:
-            raise RuntimeError(f"{path}: {len(files)} .safetensors files and no {_INDEX}")
-        sharded = False
-    else:
-        raise RuntimeError(f"{path}: no such file or folder")
-    out: dict[str, tuple[str, dict, int]] = {}
-    for file in files:
-        header, start = read_safetensors_header(file)
-        for name, entry in header.items():
-            out[name] = (file, entry, start)
-    return out, len(files), sharded
+    checkpoint = read_checkpoint(path, strict=True)
+    return checkpoint["tensors"], len(checkpoint["files"]), checkpoint["index"] is not None
 
 
 def checkpoint_keys(path: str) -> dict:

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from factbook.cli import run
-from factbook.kb import load_kb, load_kb_with_problems
-from factbook.runbooks.bench_client import (
+from factbook.benchclient import (
     BenchError,
     _pct,
     run_benchmark,
     server_config,
     to_fact_values,
 )
+from factbook.cli import run
+from factbook.kb import load_kb, load_kb_with_problems
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -211,9 +211,9 @@ def test_client_file_runs_alone_on_a_box(plain: OpenAIServer, tmp_path: Path) ->
     """Copied out of the package, as it is shipped to a box: stdlib only, JSON out."""
     import subprocess
 
-    import factbook.runbooks.bench_client as module
+    import factbook.benchclient as module
 
-    alone = tmp_path / "bench_client.py"
+    alone = tmp_path / "benchclient.py"
     shutil.copy(module.__file__, alone)
     args = ["--url", plain.url, "--max-tokens", "5", "--requests", "1"]
     proc = subprocess.run([sys.executable, "-I", str(alone), *args], capture_output=True,

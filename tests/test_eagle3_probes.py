@@ -143,3 +143,36 @@ def test_probes_run_through_the_verify_agent(tmp_path: Path) -> None:
         "e.gone": "error",
     }
     assert "no such file or folder" in records["e.gone"].reason
+
+
+def test_box_probe_and_eagle3_command_judge_a_checkpoint_alike(tmp_path: Path) -> None:
+    """One reader (factbook.probes.common): the probe shipped to the box and `factbook eagle3`
+    see the same tensors in a sharded checkpoint and refuse a broken one with the same words."""
+    from factbook.eagle3.safetensors_files import open_checkpoint
+    from factbook.errors import InputError
+    from factbook.probes import ml
+
+    probes = _probes()
+    good = tmp_path / "good"
+    good.mkdir()
+    write_safetensors(good / "a.safetensors", {"x": ("F32", [2], [0.0, 1.0])})
+    write_safetensors(good / "b.safetensors", {"y": ("I64", [1], [7])})
+    index = {"weight_map": {"x": "a.safetensors", "y": "b.safetensors"}}
+    (good / "model.safetensors.index.json").write_text(json.dumps(index))
+    assert sorted(open_checkpoint(good).tensors) == sorted(probes._tensors(str(good))[0])
+    assert ml.safetensors_tensors(str(good)) == {"x": [2], "y": [1]}
+    assert probes._tensors(str(good))[1:] == (2, True)
+
+    index["weight_map"]["z"] = "b.safetensors"  # the index promises a tensor b lacks
+    (good / "model.safetensors.index.json").write_text(json.dumps(index))
+    two = tmp_path / "two"
+    two.mkdir()
+    for name in ("a", "b"):
+        write_safetensors(two / f"{name}.safetensors", {name: ("F32", [1], [0.0])})
+    (tmp_path / "short.safetensors").write_bytes(b"\x01")
+    for broken in (good, two, tmp_path / "short.safetensors", tmp_path / "nowhere"):
+        with pytest.raises(RuntimeError) as on_box:
+            probes.checkpoint_keys(str(broken))
+        with pytest.raises(InputError) as here:
+            open_checkpoint(broken)
+        assert str(on_box.value) == str(here.value), broken

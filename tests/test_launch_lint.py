@@ -14,16 +14,12 @@ import pytest
 
 from factbook.cli import run
 from factbook.commands.lint import collect_problems
+from factbook.errors import LaunchRefused
 from factbook.kb import load_kb
-from factbook.runbooks.launch_lint import (
-    UNKNOWN,
-    CellEvaluator,
-    LaunchRefused,
-    capture_layers,
-    check_command,
-    launch_argv,
-    preflight,
-)
+from factbook.sglang.flags import UNKNOWN, launch_argv, parse_flags
+from factbook.sglang.launch import check_command, preflight
+from factbook.sglang.rules import capture_layers
+from factbook.sglang.runbook_lint import CellEvaluator
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = "python -m sglang.launch_server"
@@ -113,7 +109,46 @@ def test_equals_form_aliases_and_last_flag_wins() -> None:
 def test_bad_integer_is_an_error() -> None:
     report = check_command(f"{LAUNCH} --model /m --speculative-num-steps five")
     assert report is not None
-    assert any("expects an integer" in f.message for f in report.errors)
+    assert [f.message for f in report.errors] == [
+        "sglang 0.5.23 would refuse to start: argument --speculative-num-steps: "
+        "invalid int value: 'five'"
+    ]
+
+
+def test_abbreviations_are_read_as_sglang_reads_them(folders: dict[str, str]) -> None:
+    """issue 15: `--speculative-algo EAGLE` runs EAGLE and `--speculative-num-step 3` sets
+    the steps (unique prefixes, argparse's default), so both are linted, not ignored."""
+    eagle = check_command(
+        f"{LAUNCH} --model-path {folders['llama']} --speculative-algo EAGLE "
+        f"--speculative-draft-model-path {folders['draft_eagle2']} --speculative-num-step 3 "
+        "--speculative-eagle-topk 1 --speculative-num-draft-tokens 16"
+    )
+    assert eagle is not None
+    assert eagle.flags["speculative_algorithm"] == "EAGLE"
+    assert eagle.resolved.error is None and eagle.resolved.speculative_num_draft_tokens == 4
+    assert _pits(eagle) == ["pit.topk1-num-draft-tokens"]
+    refused = parse_flags(["--model", "/m", "--speculative-num", "3"])
+    assert refused.refusal == (
+        "ambiguous option: --speculative-num could match "
+        "--speculative-num-steps, --speculative-num-draft-tokens"
+    )
+    assert parse_flags(["--speculative-num-steps", "3"]).refusal == (
+        "the following arguments are required: --model-path/--model"
+    )
+
+
+def test_unknown_speculative_flag_is_a_warning_naming_the_nearest(
+    folders: dict[str, str],
+) -> None:
+    report = check_command(
+        _spec(folders["llama"], folders["draft_258"]) + " --speculative-num-stepz 4"
+    )
+    assert report is not None
+    unknown = [f for f in report.findings if "no flag --speculative-num-stepz" in f.message]
+    assert [f.severity for f in unknown] == ["warning"]
+    assert "did you mean --speculative-num-steps or" in unknown[0].message
+    assert report.resolved.error == "unrecognized arguments: --speculative-num-stepz 4"
+    assert report.resolved.speculative_num_steps == 3  # still resolved for the other checks
 
 
 def test_no_speculation_no_findings(folders: dict[str, str]) -> None:

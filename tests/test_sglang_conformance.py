@@ -1,10 +1,12 @@
-"""The launch linter's resolution equals the real sglang 0.5.23's, flag combination by combination.
+"""The launch linter's parsing and resolution equal the real sglang 0.5.23's, case by case.
 
-A subprocess of .venvs/sglang/bin/python (made by scripts/sglang-venv) parses each command line
-with sglang's own `prepare_server_args` and runs `ServerArgs.resolve_once()`, the call
+One subprocess of .venvs/sglang/bin/python (made by scripts/sglang-venv) answers every case
+through factbook.sglang.reference: sglang's own `prepare_server_args` (its argparse parser:
+abbreviations, `=` forms, repeated and unknown flags) and `ServerArgs.resolve_once()`, the call
 `sglang.launch_server` makes before it starts anything; the EAGLE-3 capture layers come from
-the real `set_eagle3_layers_to_capture` of sglang's DeepSeek and Llama model classes. Model
-folders hold only config.json files this test writes: no weights, no hub.
+the real `set_eagle3_layers_to_capture` of sglang's DeepSeek and Llama model classes. The cases
+are a hand-written matrix plus seeded random command lines. Model folders hold only
+config.json files this test writes: no weights, no hub.
 
 In CI (CI=true) a missing sglang venv fails this test; elsewhere it skips.
 """
@@ -14,54 +16,90 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import subprocess
+import random
 import sys
 from pathlib import Path
 
 import pytest
 
-from factbook.runbooks.launch_lint import capture_layers, check_command
+from factbook.sglang.flags import option_table, parse_flags
+from factbook.sglang.launch import check_command
+from factbook.sglang.reference import FIELDS, resolve_with_sglang
+from factbook.sglang.rules import capture_layers
 
 pytestmark = pytest.mark.sglang
 
 ROOT = Path(__file__).resolve().parent.parent
 SGLANG_PY = ROOT / ".venvs" / "sglang" / "bin" / "python"
-FIELDS = (
-    "speculative_algorithm",
-    "speculative_num_steps",
-    "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
-    "speculative_draft_model_path",
-    "max_running_requests",
+
+GENERATED = 520  # seeded random command lines on top of the hand-written matrix
+SEED = 20261130
+SPECULATIVE = {
+    "--speculative-algorithm": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "eagle3", "nextn"),
+    "--speculative-num-steps": ("1", "2", "3", "5", "15"),
+    "--speculative-eagle-topk": ("1", "2", "4", "8"),
+    "--speculative-num-draft-tokens": ("2", "4", "6", "8", "16"),
+    "--max-running-requests": ("8", "48", "64"),
+}
+ODD_FLAGS = (
+    "--speculative-num-stepz",
+    "--speculative-topk",
+    "--speculative-algorithmm",
+    "--max-running",
 )
+BAD_VALUES = ("five", "1.5", "")
 
-# Runs inside .venvs/sglang: reads cases as JSON on stdin, answers JSON on stdout.
-HARNESS = r"""
-import json, logging, sys, warnings
-from types import SimpleNamespace as NS
-warnings.simplefilter("ignore")
-logging.disable(logging.CRITICAL)
-from sglang.srt.server_args import prepare_server_args
-from sglang.srt.models.deepseek_v2 import DeepseekV2ForCausalLM, DeepseekV3ForCausalLM
-from sglang.srt.models.llama import LlamaForCausalLM
 
-job = json.load(sys.stdin)
-out = {"resolutions": [], "captures": []}
-for argv in job["resolutions"]:
-    try:
-        args = prepare_server_args(argv)
-        args.resolve_once()
-        d = args.resolved_dict()
-        out["resolutions"].append({"ok": {k: d[k] for k in job["fields"]}})
-    except BaseException as exc:  # sglang asserts, raises ValueError or TypeError
-        out["resolutions"].append({"error": f"{type(exc).__name__}: {exc}"[:300]})
-classes = {c.__name__: c for c in (DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, LlamaForCausalLM)}
-for arch, ids, n in job["captures"]:
-    me = NS(pp_group=NS(is_last_rank=True), config=NS(num_hidden_layers=n), model=NS())
-    classes[arch].set_eagle3_layers_to_capture(me, ids)
-    out["captures"].append(list(me.model.layers_to_capture))
-print("@@RESULT@@" + json.dumps(out))
-"""
+def _spelling(rng: random.Random, flag: str) -> str:
+    """The flag as written: in full, a unique prefix of it, or now and then any prefix
+    (ambiguous or not: sglang's parser decides, and factbook's must agree)."""
+    roll = rng.random()
+    if roll < 0.55:
+        return flag
+    others = [o for o in option_table() if o != flag]
+    unique = next(
+        (n for n in range(3, len(flag)) if not any(o.startswith(flag[:n]) for o in others)),
+        len(flag),
+    )
+    if roll < 0.97:  # --model and --speculative-draft-model prefix longer flags: no abbreviation
+        return flag[: rng.randint(unique, len(flag) - 1)] if unique < len(flag) else flag
+    shortest = len("--speculative-") + 1 if flag.startswith("--speculative-") else 5
+    return flag[: rng.randint(shortest, len(flag) - 1)]
+
+
+def _flag(rng: random.Random, flag: str, value: str) -> list[str]:
+    written = _spelling(rng, flag)
+    return [f"{written}={value}"] if rng.random() < 0.3 else [written, value]
+
+
+def _generated(models: dict[str, str], count: int, seed: int) -> list[list[str]]:
+    """Random launches: algorithms, drafts, steps/topk/draft tokens, some omitted, some given
+    twice, abbreviated or `=`-joined, now and then a misspelt flag or a bad value."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        target = rng.choice(("llama", "llama", "deepseek"))
+        argv = _flag(rng, rng.choice(("--model-path", "--model")), models[target])
+        argv += ["--device", "cpu"]
+        parts: list[list[str]] = []
+        for flag, values in SPECULATIVE.items():
+            if rng.random() < 0.7:
+                parts.append(_flag(rng, flag, rng.choice(values)))
+            if rng.random() < 0.1:  # given twice: the last one wins
+                parts.append(_flag(rng, flag, rng.choice(values)))
+        if rng.random() < 0.75:
+            draft = rng.choice(("eagle3_draft", "eagle_draft"))
+            flag = rng.choice(("--speculative-draft-model-path", "--speculative-draft-model"))
+            parts.append(_flag(rng, flag, models[draft]))
+        if rng.random() < 0.06:
+            parts.append(
+                [rng.choice(ODD_FLAGS), rng.choice(SPECULATIVE["--speculative-num-steps"])]
+            )
+        if rng.random() < 0.04:
+            parts.append(_flag(rng, "--speculative-num-steps", rng.choice(BAD_VALUES)))
+        rng.shuffle(parts)
+        cases.append(argv + [token for part in parts for token in part])
+    return cases
 
 
 def _sglang_python() -> Path:
@@ -169,29 +207,16 @@ def _cases(models: dict[str, str]) -> list[list[str]]:
     return cases
 
 
-def _run_sglang(job: dict) -> dict:
-    proc = subprocess.run(
-        [str(_sglang_python()), "-c", HARNESS],
-        input=json.dumps(job),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-    marker = [line for line in proc.stdout.splitlines() if line.startswith("@@RESULT@@")]
-    assert proc.returncode == 0 and marker, f"sglang harness failed:\n{proc.stderr[-4000:]}"
-    return json.loads(marker[-1][len("@@RESULT@@") :])
-
-
 CAPTURE_IDS = ([2, 30, 58], [1, 29, 57], [-1, 2, 30], [0, 1, 2], [3], None)
 CAPTURE_ARCHS = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "LlamaForCausalLM")
 
 
 @pytest.fixture(scope="module")
 def sglang_answers(models: dict[str, str]) -> tuple[list[list[str]], dict]:
-    cases = _cases(models)
-    captures = [[arch, ids, 61] for arch in CAPTURE_ARCHS for ids in CAPTURE_IDS]
-    answers = _run_sglang({"resolutions": cases, "fields": FIELDS, "captures": captures})
+    cases = _cases(models) + _generated(models, GENERATED, seed=SEED)
+    captures = [(arch, ids, 61) for arch in CAPTURE_ARCHS for ids in CAPTURE_IDS]
+    answers = resolve_with_sglang(str(_sglang_python()), cases, captures=captures)
+    assert answers["version"] == "0.5.23"
     return cases, answers
 
 
@@ -245,14 +270,68 @@ def test_capture_layers_equal_sglang(sglang_answers: tuple[list[list[str]], dict
 def test_linter_flags_what_sglang_changes(sglang_answers: tuple[list[list[str]], dict]) -> None:
     """Every case where sglang's num_draft_tokens differs from the flag gets the topk=1 warning."""
     cases, answers = sglang_answers
+    checked = 0
     for argv, answer in zip(cases, answers["resolutions"], strict=True):
-        if "ok" not in answer or "--speculative-num-draft-tokens" not in argv:
+        asked = answer.get("asked", {}).get("speculative_num_draft_tokens")
+        if "ok" not in answer or asked is None:
             continue
-        asked = int(argv[argv.index("--speculative-num-draft-tokens") + 1])
         report = check_command(["python", "-m", "sglang.launch_server", *argv])
         assert report is not None
         warned = any(f.pitfall == "pit.topk1-num-draft-tokens" for f in report.findings)
         assert warned == (answer["ok"]["speculative_num_draft_tokens"] != asked), argv
+        checked += 1
+    assert checked >= 100
+
+
+def test_parser_reads_the_flags_as_sglang_does(
+    sglang_answers: tuple[list[list[str]], dict],
+) -> None:
+    """Abbreviations, `=` forms, aliases and repeats: the values before any hook, field by field;
+    and the cases sglang's parser refuses are the ones factbook's parser refuses."""
+    cases, answers = sglang_answers
+    mismatches = []
+    for argv, answer in zip(cases, answers["resolutions"], strict=True):
+        parsed = parse_flags(argv)
+        if "asked" in answer:
+            mine = {k: parsed.values.get(k) for k in FIELDS}
+            if parsed.refusal or mine != answer["asked"]:
+                mismatches.append((argv, answer["asked"], mine, parsed.refusal))
+        elif answer["error"].startswith("sglang serve: error:") and parsed.refusal is None:
+            mismatches.append((argv, answer["error"], "parsed"))
+    assert not mismatches, "\n".join(map(repr, mismatches[:20]))
+
+
+def test_generated_cases_cover_the_parser(sglang_answers: tuple[list[list[str]], dict]) -> None:
+    """The random cases reach every parser outcome: abbreviations, `=`, ambiguity, unknowns."""
+    cases, answers = sglang_answers
+    generated = cases[-GENERATED:]
+    assert len(cases) >= 500 + 88
+    table = option_table()
+    tokens = [t.split("=", 1)[0] for argv in generated for t in argv if t.startswith("--")]
+    assert sum(t not in table for t in tokens) >= 100  # abbreviated (or unknown) flags
+    assert sum("=" in t for argv in generated for t in argv if t.startswith("--")) >= 100
+    errors = [a["error"] for a in answers["resolutions"][-GENERATED:] if "error" in a]
+    for kind in ("ambiguous option", "unrecognized arguments", "invalid int value"):
+        assert any(kind in e for e in errors), kind
+    assert sum("ok" in a for a in answers["resolutions"][-GENERATED:]) >= 150
+
+
+def test_check_command_defers_to_sglang_where_it_imports(models: dict[str, str]) -> None:
+    """With an interpreter that has sglang, sglang's own resolution is the answer: here it
+    reads the Llama target's config (auto steps 5, topk 4, 8 draft tokens) that factbook's
+    rules were not given (no read_config), which alone would say 3, 1, 4."""
+    argv = [
+        "python", "-m", "sglang.launch_server", "--model-path", models["llama"],
+        "--device", "cpu", "--speculative-algo=EAGLE3",
+        "--speculative-draft-model", models["eagle3_draft"],
+    ]  # fmt: skip
+    alone = check_command(argv, read_config=lambda _p: None)
+    asked = check_command(argv, read_config=lambda _p: None, sglang_python=str(_sglang_python()))
+    assert alone is not None and asked is not None
+    steps = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+    assert [getattr(alone.resolved, k) for k in steps] == [3, 1, 4]
+    assert [getattr(asked.resolved, k) for k in steps] == [5, 4, 8]
+    assert asked.resolved.speculative_algorithm == "EAGLE3" and asked.resolved.error is None
 
 
 if __name__ == "__main__":  # pragma: no cover - a manual entry point

@@ -4,12 +4,17 @@
     ├── InputError                the user's files are wrong (bad YAML, unknown key, ...)
     │   ├── LintFailed            several located problems at once
     │   ├── WritebackError        a fact file cannot be edited safely (flow style, clash)
-    │   └── ResultsUnreadable     results/latest.json does not parse; never overwritten
+    │   ├── ResultsUnreadable     results/latest.json does not parse; never overwritten
+    │   └── LaunchRefused         an SGLang launch the linter is sure is wrong (not started)
     ├── UsageError                the command line is wrong (unknown id, milestone, target)
+    │   └── MissingDependency     an optional module (torch, safetensors, ...) is not installed
     ├── TargetError               exit 3: a box cannot be reached or refuses us
     │   ├── HostKeyError          unknown or changed host key
     │   ├── AuthError             authentication failed
     │   └── UnreachableError      DNS, refused, timeout while connecting
+    ├── BenchError                exit 3: a server could not be benchmarked
+    ├── ServerNotReady            exit 1: a managed server died or missed its readiness deadline
+    ├── CommandFailed             exit 1: a step's command failed (also a RuntimeError)
     ├── KernelDied                exit 4: a runbook's kernel died
     └── Interrupted               exit 130: Ctrl-C, state saved
 
@@ -24,6 +29,7 @@ so the CLI prints one line per problem and never a traceback.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -71,8 +77,16 @@ class ResultsUnreadable(InputError):
     """results/latest.json exists but does not parse; it is never silently replaced."""
 
 
+class LaunchRefused(InputError):
+    """A launch command has errors the linter is sure of; it is not started."""
+
+
 class UsageError(FactbookError):
     """The command line names something that does not exist or contradicts itself."""
+
+
+class MissingDependency(UsageError):
+    """An optional module (torch, safetensors, transformers) is not installed."""
 
 
 class TargetError(FactbookError):
@@ -91,6 +105,36 @@ class AuthError(TargetError):
 
 class UnreachableError(TargetError):
     """The box (or a jump host) cannot be reached."""
+
+
+class BenchError(FactbookError):
+    """The server could not be benchmarked (unreachable, every request failed)."""
+
+    exit_code = EXIT_ERRORED
+
+
+class ServerNotReady(FactbookError):
+    """A managed server exited or missed its readiness deadline (it was torn down)."""
+
+    exit_code = EXIT_FAILED
+
+
+class CommandFailed(FactbookError, RuntimeError):
+    """A command a step needed returned non-zero or timed out; the step fails with its stderr.
+
+    Still a RuntimeError, as it was before it joined this tree: cells that catch RuntimeError
+    around `box.run(...).check()` keep working. `result` is a runbooks.remote.CommandResult.
+    """
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, result: Any):
+        self.result = result
+        why = "timed out" if result.timed_out else f"exit {result.rc}"
+        tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
+        super().__init__(
+            f"{result.argv[0]} on {result.target}: {why}" + ("\n" + "\n".join(tail) if tail else "")
+        )
 
 
 class KernelDied(FactbookError):

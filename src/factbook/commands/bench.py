@@ -89,7 +89,7 @@ def record(root: Path, fact_id: str, values: dict[str, Any], *, run_id: str, not
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..runbooks.bench_client import (
+    from ..benchclient import (
         DEFAULT_PROMPTS,
         run_benchmark,
         server_config,

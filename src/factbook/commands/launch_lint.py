@@ -1,8 +1,9 @@
 """`factbook launch-lint -- python -m sglang.launch_server ...`: lint one SGLang command line.
 
-Prints what sglang 0.5.23 will actually run with (after its silent adjustments) and every
-finding; exit 0 clean, 1 warnings only, 2 errors. Model and draft folders are read here, so run
-it on the box (or where the folders are) to get the draft-config checks.
+Prints what sglang 0.5.23 will actually run with (after its silent adjustments; sglang's own
+resolution where it imports, see --sglang-python) and every finding; exit 0 clean, 1 warnings
+only, 2 errors. Model and draft folders are read here, so run it on the box (or where the
+folders are) to get the draft-config checks.
 """
 
 from __future__ import annotations
@@ -28,19 +29,31 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="hidden-state capture rule: sglang 0.5.23 (default) or plus-one (older sglang, "
         "e.g. the seeds' dev checkout, which added 1 on DeepSeek targets too)",
     )
+    p.add_argument(
+        "--sglang-python",
+        metavar="PATH",
+        help="an interpreter where sglang imports: sglang itself resolves the flags "
+        "(default: this one, when sglang is installed in it)",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, help="the launch command (after --)")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..runbooks.launch_lint import UNKNOWN, check_command
+    from ..sglang.flags import UNKNOWN
+    from ..sglang.launch import check_command
+    from ..sglang.reference import local_sglang_python
 
     argv = [a for a in args.command if a != "--"] if args.command[:1] == ["--"] else args.command
     if len(argv) == 1:
         argv = argv[0]  # one quoted string: split like a shell
     if not argv:
         raise UsageError("give the launch command after --")
-    report = check_command(argv, convention=args.capture_convention)
+    report = check_command(
+        argv,
+        convention=args.capture_convention,
+        sglang_python=args.sglang_python or local_sglang_python(),
+    )
     if report is None:
         raise UsageError("not an SGLang launch (python -m sglang.launch_server / sglang serve)")
     resolved = {k: (None if v is UNKNOWN else v) for k, v in report.resolved.as_dict().items()}

@@ -2,7 +2,7 @@
 
 Modules, one job each:
 
-- `safetensors_files`: find a checkpoint's files (single or sharded) and read headers (stdlib).
+- `safetensors_files`: a checkpoint's files and tensors, single or sharded (via probes.common).
 - `keys`: speculators' `layers.0.*` vs SGLang's `midlayer.*`; the renaming fix.
 - `vocab`: build and validate `d2t` (offsets) / `t2d` (mask) from token frequencies.
 - `capture`: SGLang's capture convention (`layer_id + 1`) against what training recorded.
@@ -17,11 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InputError, UsageError
-
-
-class MissingDependency(UsageError):
-    """An optional module (torch, safetensors, transformers) is not installed."""
+from ..errors import InputError, MissingDependency, UsageError
 
 
 def require(module: str) -> Any:

@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any
 
-from .common import read_safetensors_header, run_python
+from .common import read_checkpoint, run_python
 
 _TORCH_CODE = r"""
 def _torch_info():
@@ -58,20 +58,6 @@ def torch_info(python: str | None = None) -> dict[str, Any]:
 # ---------------------------------------------------------------- safetensors
 
 
-def _shards(path: str) -> list[str]:
-    full = os.path.expanduser(str(path))
-    if os.path.isfile(full):
-        return [full]
-    if not os.path.isdir(full):
-        raise RuntimeError(f"no such file or directory: {path}")
-    index = os.path.join(full, "model.safetensors.index.json")
-    if os.path.exists(index):
-        with open(index, encoding="utf-8") as handle:
-            weight_map = json.load(handle).get("weight_map", {})
-        return [os.path.join(full, name) for name in sorted(set(weight_map.values()))]
-    return sorted(glob.glob(os.path.join(full, "*.safetensors")))
-
-
 def safetensors_shard_count(path: str) -> int:
     """Number of `*.safetensors` files in a directory, read with the stdlib."""
     full = os.path.expanduser(str(path))
@@ -84,11 +70,10 @@ def safetensors_tensors(path: str) -> dict[str, list[int]]:
     """`{tensor name: shape}` of a file or a sharded directory (via
     `model.safetensors.index.json`), read from the headers with the stdlib.
     """
-    tensors: dict[str, list[int]] = {}
-    for shard in _shards(path):
-        for name, meta in read_safetensors_header(shard)[0].items():
-            tensors[name] = list(meta.get("shape", []))
-    return tensors
+    return {
+        name: list(entry.get("shape", []))
+        for name, (_file, entry, _start) in read_checkpoint(path)["tensors"].items()
+    }
 
 
 # ---------------------------------------------------------------- tokenizers

@@ -1,7 +1,9 @@
 """Runbooks: jupytext MyST notebooks whose code cells are named, checked, resumable steps.
 
 format    parse runbooks/NAME.md into a Runbook of Steps (metadata validated)
-executor  run steps on one persistent kernel (nbclient low-level API), save the run
+executor  decide which steps run and what each outcome means (exit codes, timeouts)
+kernel    the run's one ipykernel (nbclient client, Ctrl-C routed to it)
+runlog    the run's bookkeeping: record, executed notebook, write-back, server teardown
 api       what cells import: fact(), box, server, record()
 remote    BoxClient: commands, servers and probes on a box through a transport
 servers   the run's registry of managed background processes and their teardown
@@ -11,6 +13,6 @@ lint      the runbook linter registered into `factbook lint`
 requires  verify a step's required facts on its target before it runs
 box_helper  the stdlib script shipped to the box for every command, server and probe
 
-bench_client (the OpenAI benchmark client, shipped to the box by `box.run_python`) and
-launch_lint (SGLang launch command lines, called by `lint`) have their own owners.
+The benchmark client (factbook.benchclient, shipped to the box by `box.run_python`) and the
+SGLang launch linter (factbook.sglang, called by `lint` and `server.start`) live apart.
 """

@@ -249,7 +249,7 @@ class _Box:
     ) -> CommandResult:
         """Run Python `code` with the target's interpreter, with stdlib-only factbook modules.
 
-        `modules` (e.g. ["factbook.runbooks.bench_client"]) are shipped with the code, as a
+        `modules` (e.g. ["factbook.benchclient"]) are shipped with the code, as a
         package tree in a temp folder on the box removed afterwards, so a step can run
         factbook's own client on the box where the server listens on 127.0.0.1.
         """

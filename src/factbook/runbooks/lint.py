@@ -2,9 +2,8 @@
 
 Checks every runbooks/*.md: closed metadata keys, unique step names, positive timeouts; that
 every fact id in `requires`, `records`, `facts`, `pitfalls` and in `fact("...")`/`record("...")`
-calls exists; that `record()` only names declared ids; that targets are known; and, when the
-SGLang launch linter exists (runbooks/launch_lint.py, `lint_runbook(kb, runbook)`), its
-problems too.
+calls exists; that `record()` only names declared ids; that targets are known; and the
+SGLang launch lines' problems (factbook.sglang.runbook_lint).
 """
 
 from __future__ import annotations
@@ -139,9 +138,9 @@ def _reaches_box(source: str) -> bool:
 
 def _launch_linter() -> Callable[[KnowledgeBase, Runbook], list[Problem]] | None:
     try:
-        module = importlib.import_module("factbook.runbooks.launch_lint")
+        module = importlib.import_module("factbook.sglang.runbook_lint")
     except ModuleNotFoundError as exc:
-        if exc.name == "factbook.runbooks.launch_lint":
+        if exc.name == "factbook.sglang.runbook_lint":
             return None
         raise
     return getattr(module, "lint_runbook", None)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import TargetError
+from ..errors import CommandFailed, TargetError
 from ..model import Target
 from ..transports.base import Transport, transport_for
 from ..verify.bundle import agent_argv
@@ -48,18 +48,6 @@ class CommandResult:
         if not self.ok:
             raise CommandFailed(self)
         return self
-
-
-class CommandFailed(RuntimeError):
-    """A command a step needed returned non-zero or timed out; the step fails with its stderr."""
-
-    def __init__(self, result: CommandResult):
-        self.result = result
-        why = "timed out" if result.timed_out else f"exit {result.rc}"
-        tail = (result.stderr or result.stdout).strip().splitlines()[-5:]
-        super().__init__(
-            f"{result.argv[0]} on {result.target}: {why}" + ("\n" + "\n".join(tail) if tail else "")
-        )
 
 
 @dataclass

@@ -18,18 +18,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import FactbookError, TargetError
-from .launch_lint import preflight
+from ..errors import FactbookError, ServerNotReady, TargetError
+from ..sglang.launch import preflight
+from ..sglang.reference import local_sglang_python
 from .remote import BoxClient
 
 REGISTRY = "servers.jsonl"
 REMOTE_RUNS = "/tmp/factbook-runs"
-
-
-class ServerNotReady(FactbookError):
-    """A managed server exited or missed its readiness deadline (it was torn down)."""
-
-    exit_code = 1
 
 
 @dataclass
@@ -87,8 +82,8 @@ def start(
     An SGLang launch is linted first with the values it really has (LaunchRefused on errors).
     On a remote box paths cannot be read from here, so only the flags are checked.
     """
-    if box.target.transport == "local":
-        preflight(argv)
+    if box.target.transport == "local":  # sglang installed here resolves the flags itself
+        preflight(argv, sglang_python=local_sglang_python())
     else:
         preflight(argv, read_config=lambda _path: None, exists=lambda _path: None)
     for other in registered(run_dir):

@@ -13,7 +13,7 @@ request streams (`stream: true`, `stream_options.include_usage`), so per request
 
 `run_benchmark(...)` returns a BenchResult; `to_fact_values(result, server_config)` turns it into
 the fields of a benchmark fact (value, unit, metric, accept_len, config) for write-back.
-The file also runs alone on a box without factbook: `python3 bench_client.py --url URL -c 8`
+The file also runs alone on a box without factbook: `python3 benchclient.py --url URL -c 8`
 prints the summary as JSON.
 """
 
@@ -32,13 +32,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 try:
-    from ..errors import FactbookError
+    from .errors import BenchError
 except ImportError:  # shipped alone to a box (no factbook package there)
 
-    class FactbookError(Exception):  # type: ignore[no-redef]
-        """Stand-in root error when this file runs as a script."""
+    class BenchError(Exception):  # type: ignore[no-redef]
+        """Stand-in for factbook.errors.BenchError when this file runs as a script."""
 
-        exit_code = 2
+        exit_code = 3
 
 
 DEFAULT_PROMPTS = (
@@ -47,12 +47,6 @@ DEFAULT_PROMPTS = (
     "Write a short story about a GPU that could not sleep.",
     "What is the difference between throughput and latency?",
 )
-
-
-class BenchError(FactbookError):
-    """The server could not be benchmarked (unreachable, every request failed)."""
-
-    exit_code = 3
 
 
 @dataclass
@@ -496,7 +490,7 @@ def result_to_dict(result: BenchResult) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python3 bench_client.py --url URL [-c C] [--max-tokens N]`: the summary as JSON."""
+    """`python3 benchclient.py --url URL [-c C] [--max-tokens N]`: the summary as JSON."""
     import argparse
 
     p = argparse.ArgumentParser(description="benchmark an OpenAI-compatible server")
