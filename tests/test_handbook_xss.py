@@ -35,7 +35,7 @@ PAYLOADS = [
     "![img](javascript:alert('xss10'))",
     "<javascript:alert('xss11')>",
     "[ref][xss12]\n\n[xss12]: javascript:alert('xss12')",
-    '<a href="javascript:alert(\'xss13\')">x</a>',
+    "<a href=\"javascript:alert('xss13')\">x</a>",
     "<object data=javascript:alert('xss14')></object><embed src=x onload=alert('xss14')>",
     "{: onclick=alert('xss15') }",
     "x {#id onmouseover=alert('xss16')}",
@@ -217,7 +217,7 @@ def _material_inline_scripts() -> list[re.Pattern[str]]:
     for template in folder.glob("*.html"):
         for body in re.findall(r"<script>(.*?)</script>", template.read_text(encoding="utf-8")):
             parts = re.split(r"\{\{.*?\}\}", body)
-            patterns.append(re.compile("[^\"<>]*".join(re.escape(p) for p in parts), re.S))
+            patterns.append(re.compile('[^"<>]*'.join(re.escape(p) for p in parts), re.S))
     assert patterns, folder
     return patterns
 
@@ -387,7 +387,7 @@ def test_markdown_links_keep_safe_and_drop_unsafe_targets() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["box\"><script>", "a onclick=x", "../../etc", "ünï cödé", "", "a}{#b"]
+    "name", ['box"><script>', "a onclick=x", "../../etc", "ünï cödé", "", "a}{#b"]
 )
 def test_slugs_are_ids(name: str) -> None:
     assert re.fullmatch(r"[a-z0-9][a-z0-9._-]*", slug(name))

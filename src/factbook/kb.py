@@ -18,6 +18,7 @@ from .custom_probes import find_custom_probes
 from .errors import LintFailed, Problem, UsageError
 from .expectations import problems_in
 from .model import Check, Fact, HistoryEntry, Milestone, Source, Target
+from .names import name_problem
 from .probes.catalog import BUILTIN_PROBES, ProbeSpec
 from .yamlsrc import LocatedDoc, load_located
 
@@ -371,6 +372,12 @@ def _load_targets(kb: KnowledgeBase) -> list[Problem]:
         return problems
     for name, raw in raw_targets.items():
         if not isinstance(raw, dict):
+            continue
+        bad = [name_problem("target name", name)]
+        env = raw.get("env") if isinstance(raw.get("env"), dict) else {}
+        bad += [name_problem("env key", k) for k in env]  # `-S cmd` would be an env option
+        if any(bad):
+            problems += [doc.problem(("targets", name), f"target: {b}") for b in bad if b]
             continue
         jump = raw.get("jump") or ()
         jumps = (jump,) if isinstance(jump, str) else tuple(jump)

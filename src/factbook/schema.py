@@ -261,7 +261,11 @@ def validate(
     if "enum" in schema and value not in schema["enum"]:
         choices = ", ".join(str(c) for c in schema["enum"])
         problems.append(doc.problem(path, f"{pre}{value!r} is not one of: {choices}"))
-    if "pattern" in schema and isinstance(value, str) and not re.match(schema["pattern"], value):
+    if (
+        "pattern" in schema
+        and isinstance(value, str)
+        and not re.fullmatch(schema["pattern"], value)
+    ):
         problems.append(doc.problem(path, f"{pre}{value!r} does not match {schema['pattern']}"))
     if "minimum" in schema and _type_ok(value, "number") and value < schema["minimum"]:
         problems.append(doc.problem(path, f"{pre}must be >= {schema['minimum']}"))

@@ -20,6 +20,8 @@ from typing import Any
 
 from ..atomic import write_text_atomic
 from ..errors import UsageError
+from ..names import inside
+from ..safehtml import slug
 from ..results import results_dir
 
 RUNS_SUBDIR = "runbooks"
@@ -33,8 +35,9 @@ def now_iso() -> str:
 
 
 def new_run_id(target: str | None) -> str:
+    """A folder name: the target is only a label, slugged (`../../x` cannot climb out)."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    return f"{stamp}-{target or 'none'}"
+    return f"{stamp}-{slug(target or 'none')}"
 
 
 @dataclass
@@ -96,7 +99,8 @@ def runs_root(root: Path) -> Path:
 
 
 def run_dir(root: Path, runbook: str, run_id: str) -> Path:
-    return runs_root(root) / runbook / run_id
+    """results/runbooks/<runbook>/<run_id>, refused when either name would climb out."""
+    return inside(runs_root(root), runbook, run_id)
 
 
 def save(record: RunRecord, folder: Path) -> Path:
