@@ -167,5 +167,5 @@ def write_index(status_dir: Path) -> Path:
         title = found.group(1).strip() if found else path.stem
         lines.append(f"- [{title}]({path.name})")
     index = status_dir / INDEX
-    write_text_atomic(index, "\n".join(lines) + "\n")
+    write_text_atomic(index, safe_markdown("\n".join(lines) + "\n"))  # titles are file text
     return index
