@@ -265,3 +265,15 @@ def test_a_probe_cannot_forge_results_over_ssh(
     assert results["t.victim"]["outcome"] == "drift"
     assert results["t.victim2"]["observed"]["exit_code"] == 1
     assert code == 1, err
+
+
+def test_server_log_paths_refuse_climbing_names(tmp_path: Path) -> None:
+    from factbook.model import Target
+    from factbook.runbooks.remote import BoxClient
+    from factbook.runbooks.servers import log_path
+
+    box = BoxClient(Target(name="local", transport="local"), {})
+    assert log_path(box, tmp_path, "rb", "r1", "sglang-1").endswith("servers/sglang-1.log")
+    for name in ("../../../tmp/x", "a b", "x;rm"):
+        with pytest.raises(InputError, match="bad server name"):
+            log_path(box, tmp_path, "rb", "r1", name)

@@ -20,6 +20,7 @@ PATTERNS: dict[str, re.Pattern[str]] = {
     "fact id": re.compile(r"[a-z0-9_]+(\.[a-z0-9_-]+)*"),
     "runbook name": re.compile(r"[a-z0-9][a-z0-9._-]{0,99}"),
     "step name": re.compile(r"[a-z0-9][a-z0-9_-]*"),
+    "server name": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"),
 }
 HINTS = {
     "target name": "letters, digits, '.', '_', '-'; starting with a letter or digit",
@@ -27,6 +28,7 @@ HINTS = {
     "fact id": "dotted lower-case words: [a-z0-9_] then .[a-z0-9_-]",
     "runbook name": "lower-case letters, digits, '.', '_', '-'",
     "step name": "lower-case letters, digits, '_', '-'",
+    "server name": "letters, digits, '.', '_', '-'; starting with a letter or digit",
 }
 
 

@@ -21,8 +21,8 @@ from typing import Any
 from ..atomic import write_text_atomic
 from ..errors import UsageError
 from ..names import inside
-from ..safehtml import slug
 from ..results import results_dir
+from ..safehtml import slug
 
 RUNS_SUBDIR = "runbooks"
 RECORD_FILE = "record.json"
