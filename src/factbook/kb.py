@@ -17,6 +17,7 @@ from . import schema
 from .errors import LintFailed, Problem, UsageError
 from .expectations import problems_in
 from .model import Check, Fact, HistoryEntry, Milestone, Source, Target
+from .names import name_problem
 from .probes.catalog import builtin_probes
 from .probes.scan import ProbeSpec, find_custom_probes
 from .yamlsrc import LocatedDoc, load_located
@@ -174,6 +175,11 @@ def load_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
         for index, raw in enumerate(items if isinstance(items, list) else []):
             fact_problems = schema.validate(raw, schema.FACT_SCHEMA, doc, ("facts", index))
             fact_id = raw.get("id") if isinstance(raw, dict) else None
+            # the schema's pattern is searched as JSON Schema does (a trailing newline passes
+            # `$`); the id becomes an HTML id and a file name, so it must match whole
+            bad_id = name_problem("fact id", fact_id) if isinstance(fact_id, str) else None
+            if bad_id and not fact_problems:
+                fact_problems = [doc.problem(("facts", index, "id"), bad_id)]
             if fact_problems:
                 label = f"fact '{fact_id}': " if isinstance(fact_id, str) else ""
                 problems += [Problem(p.file, p.line, label + p.message) for p in fact_problems]
@@ -371,6 +377,12 @@ def _load_targets(kb: KnowledgeBase) -> list[Problem]:
         return problems
     for name, raw in raw_targets.items():
         if not isinstance(raw, dict):
+            continue
+        bad = [name_problem("target name", name)]
+        env = raw.get("env") if isinstance(raw.get("env"), dict) else {}
+        bad += [name_problem("env key", k) for k in env]  # `-S cmd` would be an env option
+        if any(bad):
+            problems += [doc.problem(("targets", name), f"target: {b}") for b in bad if b]
             continue
         jump = raw.get("jump") or ()
         jumps = (jump,) if isinstance(jump, str) else tuple(jump)

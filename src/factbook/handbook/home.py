@@ -40,6 +40,7 @@ def glance_rows(kb: KnowledgeBase, latest: dict[str, dict[str, dict[str, Any]]])
     out = sorted(rows.values(), key=lambda r: r["target"])
     for r in out:
         r["last"] = time_text(r["last"]) if r["last"] else "never"
+        r["target"] = md(r["target"])  # target names come from results/, written on any box
     return out
 
 

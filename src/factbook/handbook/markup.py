@@ -116,9 +116,9 @@ def time_text(iso: str | None) -> str:
     """`2026-11-29T15:10:03Z` as `2026-11-29 15:10 UTC`; anything else unchanged."""
     if not iso:
         return "never"
-    match = re.match(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)", iso)
+    match = re.match(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)", str(iso))
     if not match:
-        return iso
+        return md(iso)  # not a time: whatever a record holds is shown as text
     zone = " UTC" if iso.endswith(("Z", "+00:00")) else ""
     return f"{match[1]} {match[2]}{zone}"
 

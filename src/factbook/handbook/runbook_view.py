@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..safehtml import slug
 from .markup import code, md, scroll_table, time_text
 from .sources import Runbook
 from .views import ViewBuilder
@@ -44,7 +45,7 @@ def runbooks_context(runbooks: list[Runbook], views: ViewBuilder, page: str) -> 
         related = [views.link(page, i) for i in [*book.pitfalls, *book.facts]]
         out.append(
             {
-                "name": book.name,
+                "name": slug(book.name),  # an id: file names may hold quotes, spaces, braces
                 "title": md(book.title),
                 "path": book.path,
                 "target": md(book.target),

@@ -8,6 +8,7 @@ from typing import Any
 from ..categories import Category
 from ..kb import KnowledgeBase
 from ..model import Fact
+from ..safehtml import slug
 from .charts import Bar, bar_chart, numa_diagram
 from .markup import code, expect_text, md, prose, rel_link, scroll_table, shorten, time_text
 from .views import FactView, ViewBuilder
@@ -50,7 +51,7 @@ def hardware(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, p
         if section:
             sections += [
                 f"### {md(target) or 'Unassigned'}"
-                + (f" {{#topology-{target}}}" if target else ""),
+                + (f" {{#topology-{slug(target)}}}" if target else ""),
                 "",
                 section,
             ]

@@ -187,7 +187,9 @@ class ViewBuilder:
             )
         if outcome == PASS:
             return (f"Verified on {target}", f"observed {observed} at {when}")
-        return (f"{outcome.capitalize()} on {target}", f"{reason} at {when}")
+        # an outcome is read from results/: a name we know, or shown as the text it is
+        label = outcome.capitalize() if outcome in ("error", "skipped") else md(outcome)
+        return (f"{label} on {target}", f"{reason} at {when}")
 
     def _time_rows(self, fact: Fact) -> list[tuple[str, str]]:
         rows = []

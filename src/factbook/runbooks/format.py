@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Problem, UsageError
+from ..names import name_problem
 
 RUNBOOKS_DIR = "runbooks"
 STEP_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -165,6 +166,9 @@ def load_runbook(path: Path, root: Path | None = None) -> Runbook:
         steps.append(step)
     if not steps:
         problems.append(Problem(display, 1, "runbook has no code cells (steps)"))
+    bad_name = name_problem("runbook name", path.stem)  # it names folders under results/
+    if bad_name:
+        problems.append(Problem(display, 1, f"file name: {bad_name}"))
     return Runbook(
         name=path.stem,
         path=path,
@@ -186,7 +190,7 @@ def _step(
 ) -> Step:
     meta = dict(cell.metadata)
     name = meta.get("name")
-    if not isinstance(name, str) or not STEP_NAME.match(name):
+    if not isinstance(name, str) or not STEP_NAME.fullmatch(name):
         what = "has no 'name'" if name is None else f"has a bad name {name!r} ([a-z0-9_-]+)"
         problems.append(Problem(display, line, f"code cell {what}"))
         name = f"cell-{index}"

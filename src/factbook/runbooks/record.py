@@ -19,8 +19,10 @@ from typing import Any
 from .. import stamps
 from ..atomic import write_text_atomic
 from ..errors import UsageError
+from ..names import inside
 from ..outcomes import OK, PENDING, RUNNING
 from ..results import results_dir
+from ..safehtml import slug
 
 RUNS_SUBDIR = "runbooks"
 RECORD_FILE = "record.json"
@@ -34,9 +36,9 @@ def now_iso() -> str:
 
 
 def new_run_id(target: str | None) -> str:
-    """The shared run-id scheme (stamps.new_run_id), labelled with the run's target."""
-    return stamps.new_run_id([target])
-
+    """The shared run-id scheme (stamps.new_run_id); the target is only a label, slugged
+    (`../../x` cannot climb out of the runs folder)."""
+    return stamps.new_run_id([slug(target or "none")])
 
 @dataclass
 class StepRecord:
@@ -97,7 +99,8 @@ def runs_root(root: Path) -> Path:
 
 
 def run_dir(root: Path, runbook: str, run_id: str) -> Path:
-    return runs_root(root) / runbook / run_id
+    """results/runbooks/<runbook>/<run_id>, refused when either name would climb out."""
+    return inside(runs_root(root), runbook, run_id)
 
 
 def save(record: RunRecord, folder: Path) -> Path:

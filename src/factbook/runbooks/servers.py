@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import FactbookError, ServerNotReady, TargetError
 from ..sglang.launch import preflight
 from ..sglang.reference import local_sglang_python
+from ..names import check_name
 from .remote import BoxClient
 
 REGISTRY = "servers.jsonl"
@@ -45,6 +46,7 @@ class ServerInfo:
 
 def log_path(box: BoxClient, run_dir: Path, runbook: str, run_id: str, name: str) -> str:
     """Local targets log into the run folder; remote ones under /tmp/factbook-runs/ on the box."""
+    check_name("server name", name)  # it becomes a file name here and on the box
     if box.target.transport == "local":
         return str(run_dir / "servers" / f"{name}.log")
     return f"{REMOTE_RUNS}/{runbook}/{run_id}/{name}.log"

@@ -21,6 +21,7 @@ from ..atomic import write_text_atomic
 from ..errors import InputError, UsageError
 from ..kb import KnowledgeBase
 from ..results import load_latest
+from ..safehtml import safe_markdown
 from .context import StatusContext, build_context, default_previous
 from .items import value_text
 from .redact import redactor_for
@@ -86,7 +87,7 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
     env = environment(template_dirs(kb_root))
     try:
         template = env.get_template(TEMPLATE)
-        return template.render(**context.as_dict())
+        return safe_markdown(template.render(**context.as_dict()))
     except jinja2.TemplateError as exc:
         where = f"{exc.filename}:{exc.lineno}: " if getattr(exc, "lineno", None) else ""
         raise InputError(f"status template: {where}{exc}") from None
@@ -166,5 +167,5 @@ def write_index(status_dir: Path) -> Path:
         title = found.group(1).strip() if found else path.stem
         lines.append(f"- [{title}]({path.name})")
     index = status_dir / INDEX
-    write_text_atomic(index, "\n".join(lines) + "\n")
+    write_text_atomic(index, safe_markdown("\n".join(lines) + "\n"))  # titles are file text
     return index

@@ -26,6 +26,7 @@ import paramiko
 
 from ..errors import TargetError, UnreachableError, UsageError
 from ..model import Target
+from ..names import check_name
 from .base import AgentProcess, Transport, TransportOptions
 from .sshconnect import ChainResolver, Hop, connect_chain, split_jump_spec
 
@@ -105,7 +106,8 @@ def remote_command(
         candidates.append(argv[0])
     candidates += [python] if python else []
     candidates.append("python3")
-    words = ["exec", "env", *(shlex.quote(f"{k}={v}") for k, v in env.items()), '"$p"']
+    pairs = [shlex.quote(f"{check_name('env key', k)}={v}") for k, v in env.items()]
+    words = ["exec", "env", "--", *pairs, '"$p"']  # `--`: no key is ever read as an option
     words += ["-c", '"$s"', str(stdin_size), *(_quote(a) for a in argv)]
     script = (
         f"s={shlex.quote(SUPERVISOR)}; "

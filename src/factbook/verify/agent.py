@@ -10,7 +10,12 @@ Results stream to stdout as one JSON line each, flushed at once: a dropped conne
 what arrived.
 
 Lines written:  {"agent": {...}}  then per call  {"id", "ok": true, "value", "duration_s"}
-                | {"id", "error"} | {"id", "skipped"}  and finally  {"done": n}.
+                | {"id", "error"} | {"id", "skipped"}  and finally  {"done": n}; each line
+                carries the batch's "nonce".
+Result channel: the agent keeps a private copy of fd 1 for its lines and points fd 1 (and
+                sys.stdout) at stderr before any probe module loads, so a probe that prints at
+                import time, or a process it starts, cannot write a line the client would take
+                for a result; the client also drops every line without the run's nonce.
 Worker pipes:   parent -> worker: one JSON call per line; worker -> parent: 8-byte little-endian
                 length, then the JSON result.
 """
@@ -37,6 +42,16 @@ PR_SET_PDEATHSIG = 1
 # Probe modules that failed to load, by file name: named in the errors of their probes.
 BROKEN: dict[str, str] = {}
 PRCTL: list[Any] = []  # libc prctl (or None), looked up once before the first fork
+RESULT_FD: list[int] = []  # the private copy of the original stdout: results only
+
+
+def claim_stdout() -> Any:
+    """A text stream on a private duplicate of fd 1; fd 1 itself now writes to stderr."""
+    sys.stdout.flush()
+    private = os.dup(1)
+    os.dup2(2, 1)
+    RESULT_FD.append(private)
+    return os.fdopen(private, "w", encoding="utf-8", closefd=False)
 
 
 def install_shared(shared: dict[str, str]) -> None:
@@ -196,7 +211,7 @@ def start_worker(probes: dict[str, Any], others: list[Worker]) -> Worker:
             for sig in (signal.SIGHUP, signal.SIGINT):
                 signal.signal(sig, signal.SIG_DFL)
             watch_parent(agent_pid)
-            for fd in [calls_w, results_r] + [
+            for fd in [calls_w, results_r, *RESULT_FD] + [
                 f for w in others for f in (w.calls_fd, w.results_fd)
             ]:
                 os.close(fd)
@@ -227,16 +242,19 @@ def stop_worker(worker: Worker) -> None:
 class Agent:
     """The parent: a bounded pool of workers, one select loop, one output stream."""
 
-    def __init__(self, probes: dict[str, Any], batch: dict[str, Any]):
+    def __init__(self, probes: dict[str, Any], batch: dict[str, Any], out: Any = None):
         self.probes = probes
+        self.out = out or sys.stdout
+        self.nonce = str(batch.get("nonce") or "")
         self.pending = list(batch.get("calls", []))
         self.jobs = min(MAX_JOBS, max(1, int(batch.get("jobs") or 16)))
         self.workers: list[Worker] = []
         self.emitted = 0
 
     def emit(self, record: dict[str, Any]) -> None:
-        sys.stdout.write(json.dumps(record, default=repr) + "\n")
-        sys.stdout.flush()
+        record["nonce"] = self.nonce
+        self.out.write(json.dumps(record, default=repr) + "\n")
+        self.out.flush()
         self.emitted += 1
 
     def kill_all(self, *_: Any) -> None:
@@ -334,12 +352,13 @@ def main(
     sources: dict[str, str], batch: dict[str, Any], shared: dict[str, str] | None = None
 ) -> None:
     started = time.monotonic()
+    out = claim_stdout()  # before any probe code runs
     install_shared(shared or {})
     probes, broken = load_probes(sources)
     BROKEN.update(broken)
     PRCTL.append(_prctl())
     os.environ["FACTBOOK_AGENT_PID"] = str(os.getpid())  # probes tell our processes apart
-    agent = Agent(probes, batch)
+    agent = Agent(probes, batch, out)
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, agent.kill_all)
     agent.emit(

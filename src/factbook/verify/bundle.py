@@ -73,8 +73,11 @@ def merge_calls(checks: list[tuple[str, str, dict[str, Any], float | None]]) -> 
     return list(calls.values())
 
 
-def build_script(calls: list[Call], *, jobs: int = 16, checks_dir: Path | None = None) -> str:
-    """The complete agent script for one target and one batch of calls."""
+def build_script(
+    calls: list[Call], *, jobs: int = 16, checks_dir: Path | None = None, nonce: str = ""
+) -> str:
+    """The complete agent script for one target and one batch of calls; every line the agent
+    writes carries `nonce`, so the client can tell the agent's lines from anything else."""
     needed = {c.probe for c in calls}
     custom = custom_probe_files(checks_dir) if checks_dir else {}
     sources: dict[str, str] = {}
@@ -85,7 +88,7 @@ def build_script(calls: list[Call], *, jobs: int = 16, checks_dir: Path | None =
         sources[f"checks/{path.name}"] = _source(path)
     # Slow starters first, so they overlap everything else (torch + CUDA init take ~4 s).
     ordered = sorted(calls, key=lambda c: c.probe not in SLOW_FIRST)
-    batch = {"jobs": jobs, "calls": [c.to_wire() for c in ordered]}
+    batch = {"jobs": jobs, "nonce": nonce, "calls": [c.to_wire() for c in ordered]}
     payload = {
         "agent": _source(_PACKAGE / "verify" / "agent.py"),
         "shared": {"factbook.probes.common": _source(_PACKAGE / "probes" / "common.py")},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -237,7 +238,10 @@ class Engine:
             if last or record.outcome in (PASS, SKIPPED):
                 self._final(check, record, found)
 
-        script = build_script(calls, jobs=self.options.jobs, checks_dir=self.kb.root / "checks")
+        nonce = secrets.token_hex(16)  # a line without it did not come from this agent
+        script = build_script(
+            calls, jobs=self.options.jobs, checks_dir=self.kb.root / "checks", nonce=nonce
+        )
         try:
             proc = transport.start(agent_argv(target.python), script.encode(), dict(target.env))
         except TargetError as exc:
@@ -261,7 +265,7 @@ class Engine:
         try:
             for line in proc.lines():
                 message = _parse(line)
-                if message is None:
+                if message is None or message.get("nonce") != nonce:
                     continue
                 if "agent" in message:
                     self.agents[target.name] = message["agent"]

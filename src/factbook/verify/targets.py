@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from ..errors import UsageError
 from ..kb import KnowledgeBase
 from ..model import Fact, Target
+from ..names import name_problem
 
 
 @dataclass
@@ -49,6 +50,9 @@ def parse_target_url(
     `#name` makes the URL stand in for that target name; `local://#name` is this machine.
     """
     parts = urlsplit(url)
+    bad = name_problem("target name", parts.fragment) if parts.fragment else None
+    if bad:
+        raise UsageError(f"{url!r}: {bad}")
     if parts.scheme == "local":
         return Target(name=parts.fragment or "local", transport="local"), {}
     if parts.scheme != "ssh":
