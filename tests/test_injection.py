@@ -58,7 +58,7 @@ def test_target_names_and_env_keys_are_checked_at_load(
 # (fact id, fragment): ids are fullmatched, `$` no longer lets a trailing newline through
 @pytest.mark.parametrize(
     ("fact_id", "fragment"),
-    [("t.a\n", "does not match"), ("../x", "does not match"), ("T.A", "does not match")],
+    [("t.a\n", "bad fact id"), ("../x", "does not match"), ("T.A", "does not match")],
 )
 def test_fact_ids_are_fullmatched(tmp_path: Path, fact_id: str, fragment: str) -> None:
     root = make_kb(tmp_path / "kb", [fact(fact_id, "cmd", OK, args={"argv": ["true"]})])
