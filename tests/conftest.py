@@ -13,6 +13,10 @@ Use them in any test that needs a remote target (mark it `@pytest.mark.ssh`):
                  inheriting os.environ) sees the lab and nothing of the real user.
     ssh_options  factbook TransportOptions using ssh_home's known_hosts and config.
     ssh_targets  {"jump": Target, "box": Target(jump=("jump",))} for transport_for().
+    kb_copy      a per-test copy of the shipped knowledge base (facts, checks, targets, milestones).
+
+Plain helpers (a throwaway knowledge base, the CLI in-process, free ports, live pids) are in
+tests/helpers.py; runbook and handbook helpers in tests/runbook_kit.py and handbook_support.py.
 
 The lab starts once per session (about 0.3 s). Without /usr/sbin/sshd these fixtures skip,
 except under CI (CI=true), where a missing sshd is a failure: scripts/test installs it.
@@ -25,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import kb_copy as copy_shipped_kb
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 
 
@@ -86,3 +91,9 @@ def ssh_targets(ssh_lab: Lab, ssh_home: Path) -> dict:
         identity_file=key, jump=("jump",),
     )  # fmt: skip
     return {"jump": jump, "box": box}
+
+
+@pytest.fixture
+def kb_copy(tmp_path: Path) -> Path:
+    """A copy of the shipped knowledge base's facts, checks, targets and milestones."""
+    return copy_shipped_kb(tmp_path / "kb", ("facts", "checks"))

@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helpers import free_port
+
 SSHD = "/usr/sbin/sshd"
 SUBNET = "10.213"
 
@@ -56,12 +58,6 @@ def _keygen(path: Path, comment: str) -> str:
     """A fresh ed25519 key pair; returns the public key line."""
     _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
     return path.with_suffix(".pub").read_text().strip()
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def port_refused(host: str, port: int, timeout: float = 2.0) -> bool:

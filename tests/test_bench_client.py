@@ -146,17 +146,6 @@ def test_fact_values_pick_the_metric_by_concurrency(plain: OpenAIServer) -> None
     assert values["value"] == round(two.throughput_tok_s, 2)
 
 
-@pytest.fixture
-def kb_copy(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    root.mkdir()
-    for name in ("facts", "checks"):
-        shutil.copytree(ROOT / name, root / name)
-    for name in ("milestones.yaml", "targets.yaml"):
-        shutil.copy(ROOT / name, root / name)
-    return root
-
-
 def test_bench_cli_records_into_a_fact(
     spec: OpenAIServer, kb_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from factbook.results import ResultRecord, write_run
-from tests.test_handbook_support import Served, copy_kb, edit_fact
+from tests.handbook_support import Served, copy_kb, edit_fact
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/bin/chromium"

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from factbook.kb import load_kb
-from tests.verify_kb import cli
+from tests.helpers import cli
 
 FACTS = """\
 # Hand-written facts about this box.

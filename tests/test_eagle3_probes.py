@@ -99,7 +99,7 @@ def test_pt_d2t_needs_torch(tmp_path: Path) -> None:
 
 def test_probes_run_through_the_verify_agent(tmp_path: Path) -> None:
     """The facts' way: checks/eagle3.py shipped by the agent, expectations compared."""
-    from verify_kb import fact, make_kb
+    from helpers import fact, make_kb
 
     from factbook.kb import load_kb
     from factbook.verify.engine import Engine, PlannedCheck, VerifyOptions

@@ -20,7 +20,7 @@ from factbook.handbook.markup import code, expect_text, md, prose
 from factbook.kb import load_kb
 from factbook.results import ResultRecord, write_run
 from factbook.schema import CATEGORIES
-from tests.test_handbook_support import REPO, copy_kb, edit_fact, mkdocs_bin, mkdocs_env
+from tests.handbook_support import REPO, copy_kb, edit_fact, mkdocs_bin, mkdocs_env
 
 EXTENSIONS = ["attr_list", "md_in_html", "tables", "admonition", "toc"]
 

@@ -20,7 +20,7 @@ import yaml
 from factbook.cli import run as cli
 from factbook.results import ResultRecord, write_run
 from factbook.safehtml import is_safe_url, safe_markdown_links, slug
-from tests.test_handbook_support import copy_kb, mkdocs_bin, mkdocs_env
+from tests.handbook_support import copy_kb, mkdocs_bin, mkdocs_env
 
 PAYLOADS = [
     "<script>alert('xss1')</script>",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from verify_kb import LOCAL_TARGETS, cli, fact, make_kb
+from helpers import LOCAL_TARGETS, cli, fact, make_kb
 
 from factbook.errors import FactbookError, InputError
 from factbook.names import check_name, inside, name_problem

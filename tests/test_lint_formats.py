@@ -21,7 +21,7 @@ import yaml
 from factbook.commands.lint import collect_problems
 from factbook.errors import Problem
 from factbook.lint_output import github_command, render, repo_path, rule_of
-from tests.verify_kb import cli, fact, make_kb
+from tests.helpers import cli, fact, make_kb
 
 ROOT = Path(__file__).resolve().parents[1]
 SARIF = jsonschema.Draft4Validator(

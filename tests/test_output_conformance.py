@@ -27,7 +27,7 @@ from tap.parser import Parser
 from factbook.results import ResultRecord
 from factbook.sanitize import for_line, for_terminal, for_xml, json_safe
 from factbook.verify import report
-from tests.verify_kb import cli, fact, make_kb
+from tests.helpers import cli, fact, make_kb
 
 ROOT = Path(__file__).resolve().parents[1]
 JUNIT_XSD = etree.XMLSchema(etree.parse(str(ROOT / "schema" / "junit.xsd")))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -14,10 +13,10 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from test_runbook_kit import (
+from helpers import free_port, pid_alive
+from runbook_kit import (
     FACTBOOK,
     make_kb,
-    pid_alive,
     run_cli,
     runs,
     steps_of,
@@ -59,12 +58,6 @@ def execute(root: Path, name: str, **options: object) -> tuple[int, dict]:
 def marks(root: Path) -> list[str]:
     log = root / "work" / "steps.log"
     return log.read_text().split() if log.exists() else []
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # --- a plain run ------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_runbook_kit import make_kb, run_cli, write_runbook
+from runbook_kit import make_kb, run_cli, write_runbook
 
 from factbook.kb import load_kb
 from factbook.runbooks.format import load_runbook, runbook_paths, select_steps

@@ -8,23 +8,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from test_runbook_kit import run_cli, runs, steps_of
+from helpers import kb_copy
+from runbook_kit import run_cli, runs, steps_of
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def kb_copy(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    root.mkdir()
-    for name in ("facts", "runbooks", "checks"):
-        shutil.copytree(REPO / name, root / name)
-    for name in ("targets.yaml", "milestones.yaml"):
-        shutil.copy(REPO / name, root / name)
-    return root
-
-
 def test_gpu_cleanup_read_only_steps_run_for_real(tmp_path: Path) -> None:
-    root = kb_copy(tmp_path)
+    root = kb_copy(tmp_path / "kb")
     done = run_cli(
         root,
         "run",
@@ -57,7 +48,7 @@ def test_gpu_cleanup_read_only_steps_run_for_real(tmp_path: Path) -> None:
 
 
 def test_vllm_stop_status_step_runs_for_real(tmp_path: Path) -> None:
-    root = kb_copy(tmp_path)
+    root = kb_copy(tmp_path / "kb")
     done = run_cli(root, "run", "vllm-stop", "--target", "local", "--step", "status", timeout=120)
     assert done.returncode == 0, done.stderr
     outputs = steps_of(runs(root, "vllm-stop")[-1])["status"]["outputs"]
@@ -66,7 +57,7 @@ def test_vllm_stop_status_step_runs_for_real(tmp_path: Path) -> None:
 
 
 def test_destructive_seed_steps_are_refused_without_yes(tmp_path: Path) -> None:
-    root = kb_copy(tmp_path)
+    root = kb_copy(tmp_path / "kb")
     done = run_cli(root, "run", "gpu-cleanup", "--target", "local")
     assert done.returncode == 2
     assert "destructive step(s) kill-engines, kill-gpu-holders need confirmation" in done.stderr

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from runbook_kit import make_kb, run_cli, runs, steps_of, write_runbook
 from sshd import Lab, processes_with
-from test_runbook_kit import make_kb, run_cli, runs, steps_of, write_runbook
 
 from factbook.kb import load_kb
 from factbook.runbooks.executor import Executor, RunOptions

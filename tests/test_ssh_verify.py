@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import cli, fact, make_kb
 from sshd import Lab, processes_with
-from verify_kb import cli, fact, make_kb
 
 pytestmark = pytest.mark.ssh
 OK = {"path": "exit_code", "eq": 0}

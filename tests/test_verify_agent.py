@@ -18,7 +18,7 @@ from factbook.transports.local import LocalTransport
 from factbook.verify.bundle import Call, agent_argv, build_script, builtin_index, merge_calls
 from factbook.verify.engine import Engine, VerifyOptions
 from factbook.verify.targets import PlannedCheck
-from tests.verify_kb import fact, make_kb, pids_with_cmdline
+from tests.helpers import fact, make_kb, pids_with_cmdline
 
 LOCAL = Target(name="local", transport="local")
 

@@ -10,7 +10,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from factbook.results import list_runs, load_latest
-from tests.verify_kb import cli, fact, make_kb
+from tests.helpers import cli, fact, make_kb
 
 FLAKY = '''
 import os

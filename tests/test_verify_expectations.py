@@ -9,7 +9,7 @@ import pytest
 from factbook.expectations import evaluate, problems_in
 from factbook.kb import load_kb
 from factbook.verify.engine import evaluate_result
-from tests.verify_kb import fact, make_kb
+from tests.helpers import fact, make_kb
 
 TOPO = {"nvlink": False, "links": ["NODE", "SYS"], "gpus": [{"mem": 97887}, {"mem": 97887}]}
 

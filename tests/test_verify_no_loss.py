@@ -18,7 +18,7 @@ import yaml
 from factbook.kb import load_kb
 from factbook.results import list_runs, load_latest
 from factbook.writeback import FactUpdate, update_fact, update_facts
-from tests.verify_kb import cli, fact, make_kb
+from tests.helpers import cli, fact, make_kb
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.verify_kb import cli, fact, make_kb, pids_with_cmdline
+from tests.helpers import cli, fact, make_kb, pids_with_cmdline
 
 pytestmark = pytest.mark.ssh
 

@@ -10,7 +10,7 @@ from factbook.errors import UsageError
 from factbook.kb import load_kb
 from factbook.model import Target
 from factbook.verify.targets import parse_target_url, plan_checks
-from tests.verify_kb import fact, make_kb
+from tests.helpers import fact, make_kb
 
 
 def test_url_with_jump_becomes_synthetic_targets() -> None:

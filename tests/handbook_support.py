@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from helpers import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 HOOKS = REPO / "src" / "factbook" / "handbook" / "mkdocs_hooks.py"
@@ -48,12 +48,6 @@ def mkdocs_env() -> dict[str, str]:
 
 def mkdocs_bin() -> str:
     return str(Path(sys.executable).with_name("mkdocs"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Served:

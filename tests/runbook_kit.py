@@ -166,12 +166,3 @@ def runs(root: Path, runbook: str) -> list[dict[str, Any]]:
 
 def steps_of(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["name"]: s for s in record["steps"]}
-
-
-def pid_alive(pid: int) -> bool:
-    """True for a live, non-zombie process."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False

@@ -1,9 +1,12 @@
-"""Helpers for the verify tests: a throwaway knowledge base on disk and the CLI run in-process."""
+"""Shared test helpers: a throwaway knowledge base on disk, a copy of the shipped one, the CLI
+run in-process, free ports and live pids. Fixtures wrapping them live in conftest.py."""
 
 from __future__ import annotations
 
 import io
 import os
+import shutil
+import socket
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -11,6 +14,8 @@ from typing import Any
 import yaml
 
 from factbook.cli import run
+
+REPO = Path(__file__).resolve().parents[1]
 
 LOCAL_TARGETS = {"targets": {"local": {"transport": "local"}, "other": {"transport": "local"}}}
 
@@ -88,3 +93,20 @@ def pids_with_cmdline(marker: str) -> list[int]:
         if marker in raw and pid_alive(int(entry)):
             found.append(int(entry))
     return found
+
+
+def kb_copy(dest: Path, parts: tuple[str, ...] = ("facts", "checks", "runbooks")) -> Path:
+    """A copy of the shipped knowledge base (the given folders plus targets and milestones)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in parts:
+        shutil.copytree(REPO / name, dest / name)
+    for name in ("milestones.yaml", "targets.yaml"):
+        shutil.copy(REPO / name, dest / name)
+    return dest
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
