@@ -58,7 +58,6 @@ class ParsedFlags:
     values: dict[str, Any] = field(default_factory=dict)
     error: str | None = None  # argparse would exit: ambiguous prefix, bad or missing value
     unknown: list[str] = field(default_factory=list)  # "unrecognized arguments" (also exits)
-    expanded: dict[str, str] = field(default_factory=dict)  # abbreviation -> the full flag
 
     @property
     def refusal(self) -> str | None:
@@ -218,8 +217,6 @@ def parse_flags(argv: Sequence[Any], version: str = OPTIONS_VERSION) -> ParsedFl
                 i += 1
                 continue
             spec = table[option]
-            if str(args[i]).split("=", 1)[0] != option:
-                parsed.expanded[str(args[i]).split("=", 1)[0]] = option
             if explicit is not None:
                 if _count(spec, option, 1) != 1:
                     raise _Refused(
