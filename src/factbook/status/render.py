@@ -22,6 +22,7 @@ from ..errors import InputError, UsageError
 from ..kb import KnowledgeBase
 from ..results import load_latest
 from .context import StatusContext, build_context, default_previous
+from .hint import hint_comment
 from .items import value_text
 from .redact import redactor_for
 
@@ -78,6 +79,7 @@ def environment(override_dirs: tuple[str, ...] = ()) -> jinja2.Environment:
     env.filters["md"] = md
     env.filters["cell"] = cell
     env.filters["kv"] = kv
+    env.filters["hint"] = hint_comment
     return env
 
 
