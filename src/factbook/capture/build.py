@@ -187,6 +187,8 @@ def _category_keys(
             problems.append("a decision needs its rationale; the dump gives none")
     elif category == "inventory":
         keys.update(_inventory(entry, found, kb))
+        if "path" not in keys:
+            problems.append("a file entry needs a path; the dump names none")
     elif category == "benchmarks" and entry.kind == "row" and "Configuration" in entry.header:
         keys["metric"] = slug(entry.cells[0], 40) or "figure"
         config = _kv(entry.cells[entry.header.index("Configuration")])

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..status.hint import split_hint
+from .sections import resolve
 
 MARK_SYMBOLS = {"✅": "verified", "◻": "assumed", "⚠️": "assumed", "❌": "assumed"}
 SKIP_SECTIONS = ("changed since the previous status",)
@@ -274,7 +275,7 @@ def _is_title(line: str, before: str, after: str) -> bool:
         return False
     if line.endswith(":"):
         return len(words) <= 3
-    return not line.endswith((".", "?", "!", ",", ";", ")")) and len(words) <= 12
+    return not line.endswith((".", "!", ",", ";", ")")) and len(words) <= 12
 
 
 def _parse_article(text: str) -> list[Entry]:
@@ -316,7 +317,19 @@ def _parse_article(text: str) -> list[Entry]:
             continue
         if numbered:
             entries += _numbered_run(number, raw, path, lines, index)
+        elif 1 in headings or 2 in headings or 3 in headings:
+            entries += _sentences(number, line, path)
     return entries
+
+
+def _sentences(number: int, line: str, path: list[str]) -> list[Entry]:
+    """A paragraph of a quoted dump's Goal section: one entry per sentence. Elsewhere a
+    paragraph is the article's own prose, never facts."""
+    section = resolve(path)
+    if section is None or section.category != "goal":
+        return []
+    parts = re.split(r"(?<=[.!?])\s+(?=[A-Z])", line)
+    return [_article_entry(number, "sentence", p, path, "", None) for p in parts if p.strip()]
 
 
 def _split_heading(text: str) -> tuple[str, str]:
