@@ -66,6 +66,8 @@ def build(
             category = "training"
     else:
         found = extract(entry.text, category)
+    if category == "inventory" and entry.fields.get("path"):
+        found.key = ("path", str(entry.fields["path"]).rstrip("/") or "/")
     statement = str(hint.get("statement") or _statement(entry, found))
     fact: dict[str, Any] = {
         "id": "",

@@ -152,6 +152,9 @@ def extract(text: str, category: str) -> Extracted:
         out.value = number(figure.group("num"))
         out.unit = UNITS.get(figure.group("unit").lower(), figure.group("unit"))
         out.kinds = ["number with unit"]
+        label = re.match(r"^([A-Za-z][\w /+().-]{0,50}?):\s", text)
+        if category == "benchmarks" and label:  # `Single-stream: 82.5 tok/s`: the row's name
+            out.key = ("bench", slug(label.group(1)))
     elif len(flags) > 1:
         out.value = {flag: (scalar(arg) if arg else None) for flag, arg in flags}
         out.kinds = ["flags"]
@@ -188,6 +191,8 @@ def _versions(out: Extracted, found: list[tuple[str, str]]) -> Extracted:
 def table_row(header: list[str], cells: list[str], category: str) -> Extracted:
     """A benchmark or training table row: the first figure, its unit from the header."""
     out = Extracted()
+    if header and header[-1] == "Mark":  # factbook status's verification column
+        header, cells = header[:-1], cells[:-1]
     if category == "training" or (header and header[0].lower().startswith("epoch")):
         epoch = number(cells[0])
         values = {slug(h, 30): scalar(c) for h, c in zip(header[1:], cells[1:], strict=False)}
@@ -203,7 +208,7 @@ def table_row(header: list[str], cells: list[str], category: str) -> Extracted:
         out.unit = unit_match.group(0) if unit_match else ("tok/s" if "throughput" in column.lower() else None)
         metric = slug(column, 30)
         out.keys = {"metric": metric}
-        out.key, out.kinds = ("bench", slug(cells[0]), metric), ["table row"]
+        out.key, out.kinds = ("bench", slug(cells[0])), ["table row"]
         break
     for column, cell in zip(header, cells, strict=False):
         if "accept len" in column.lower() and number(cell) is not None:
@@ -223,8 +228,8 @@ def fact_key(fact: Any) -> tuple[str, ...] | None:
         return ("token", str(fact.get("token")))
     if fact.category == "inventory" and fact.get("path"):
         return ("path", str(fact.get("path")).rstrip("/") or "/")
-    if fact.category == "benchmarks" and fact.get("metric"):
-        return ("bench", slug(fact.title), str(fact.get("metric")))
+    if fact.category == "benchmarks":
+        return ("bench", slug(fact.title))
     if fact.category == "training" and fact.get("epoch") is not None:
         return ("train", str(fact.get("metric") or ""), str(fact.get("epoch")))
     return None

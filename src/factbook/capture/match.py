@@ -53,7 +53,7 @@ class Index:
 
     def __init__(self, kb: KnowledgeBase, milestone: Milestone | None) -> None:
         self.kb = kb
-        self.facts = [f for f in kb.facts.values() if _holds(kb, f, milestone)]
+        self.facts = [f for f in kb.facts.values() if _known(kb, f, milestone)]
         self.quotes: list[tuple[str, Fact]] = []
         self.by_key: dict[tuple[str, ...], list[Fact]] = {}
         self.by_statement: dict[str, Fact] = {}
@@ -69,12 +69,18 @@ class Index:
             self.word_sets.append((words(fact.statement), fact))
 
     def find(
-        self, hinted_id: str | None, quote: str, key: tuple[str, ...] | None, statement: str
+        self,
+        hinted_id: str | None,
+        quote: str,
+        key: tuple[str, ...] | None,
+        statement: str,
+        value: Any = None,
     ) -> Found | None:
         if hinted_id and hinted_id in self.kb.facts:
             return Found(self.kb.facts[hinted_id], "id")
         if key and key in self.by_key:
-            return Found(self.by_key[key][0], "key")
+            same = [f for f in self.by_key[key] if value is not None and same_value(value, f.value)]
+            return Found((same or self.by_key[key])[0], "key")
         quote_n = norm(quote)
         for known, fact in self.quotes:
             if known in quote_n or (len(quote_n) >= 20 and quote_n in known):
@@ -98,11 +104,10 @@ class Index:
         return None
 
 
-def _holds(kb: KnowledgeBase, fact: Fact, milestone: Milestone | None) -> bool:
-    """Not ended by the milestone: a fact that ended earlier cannot be unchanged or changed."""
-    if fact.until is None or milestone is None or fact.until not in kb.milestones:
-        return True
-    return kb.milestones[fact.until].index > milestone.index
+def _known(kb: KnowledgeBase, fact: Fact, milestone: Milestone | None) -> bool:
+    """Known and still holding at the milestone: a fact that ended earlier cannot be unchanged
+    or changed, and one learned later (or probed today) is not what the dump talks about."""
+    return kb.visible(fact, milestone)
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -111,8 +116,11 @@ def same_value(a: Any, b: Any) -> bool:
         return a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(a)))
-    if isinstance(a, str) and isinstance(b, str):
-        return norm(a) == norm(b)
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() != b.keys():
+        # a table row read back: the header's words, not the fact's keys
+        return len(a) == len(b) and all(map(same_value, a.values(), b.values()))
+    if isinstance(a, (str, int, float)) and isinstance(b, (str, int, float)):
+        return norm(str(a)).rstrip("%") == norm(str(b)).rstrip("%")
     return bool(a == b)
 
 

@@ -86,7 +86,9 @@ def propose_all(
             duplicates += 1  # `factbook status` shows a baseline in two places
             continue
         seen.add(marker)
-        found = index.find(built.hinted_id, entry.quote, built.extracted.key, fact["statement"])
+        found = index.find(
+            built.hinted_id, entry.quote, built.extracted.key, fact["statement"], fact.get("value")
+        )
         name = verdict(found, fact, built.extracted.key, entry.text, kb, milestone)
         proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
         proposal.problems = list(built.problems)
