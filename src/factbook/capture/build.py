@@ -40,7 +40,10 @@ PREFIXES = {
     "progress": "prog",
 }
 KIND_BY_TITLE = {title.lower(): kind for kind, title in KIND_TITLES.items()}
-STOPWORDS = set("a an the of on in to for and or is are was be with by at from as it its".split())
+STOPWORDS = frozenset(
+    ["a", "an", "the", "of", "on", "in", "to", "for", "and", "or", "is", "are", "was", "be"]
+    + ["with", "by", "at", "from", "as", "it", "its"]
+)
 _ID_OK = re.compile(schema.ID_PATTERN)
 
 
@@ -196,7 +199,9 @@ def _category_keys(
         config = _kv(entry.cells[entry.header.index("Configuration")])
         if config:
             keys["config"] = config
-        accept = entry.cells[entry.header.index("Accept len")] if "Accept len" in entry.header else ""
+        accept = (
+            entry.cells[entry.header.index("Accept len")] if "Accept len" in entry.header else ""
+        )
         if scalar(accept) not in (None, "—", ""):
             keys["accept_len"] = scalar(accept)
     return keys

@@ -60,7 +60,9 @@ _TOKEN = re.compile(
     r"(?P<tok><\|?/?[\w]+\|?>)\s*(?:=|is|:)?\s*(?:token\s*(?:id\s*)?)?(?P<id>\d{4,})"
     r"|(?P<id2>\d{4,})\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?(?P<tok2><\|?/?[\w]+\|?>)"
 )
-_PAIR = re.compile(r"(?<![\w-])(?P<key>[a-z][a-z0-9_]*[a-z0-9])=(?P<val>\[[^\]]*\]|\d{1,3}(?:,\d{3})+(?!\d)|[^\s,;()]+)")
+_PAIR = re.compile(
+    r"(?<![\w-])(?P<key>[a-z][a-z0-9_]*[a-z0-9])=(?P<val>\[[^\]]*\]|\d{1,3}(?:,\d{3})+(?!\d)|[^\s,;()]+)"
+)
 _FLAG = re.compile(r"(?<![\w-])(?P<flag>--[a-z][\w-]*)(?:[ =](?P<arg>(?!-)[^\s,;()]+))?")
 _PATH = re.compile(r"(?<![\w~.:/])(?P<path>/(?:[\w.@+-]+/?)+)")
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -183,7 +185,11 @@ def _versions(out: Extracted, found: list[tuple[str, str]]) -> Extracted:
         out.key = ("probe", probe)
         return out
     dist = PIP_NAMES.get(lower, lower)
-    out.check = {"probe": "pkg.version", "args": {"name": dist}, "expect": {"version": f"=={version}"}}
+    out.check = {
+        "probe": "pkg.version",
+        "args": {"name": dist},
+        "expect": {"version": f"=={version}"},
+    }
     out.key = ("pkg", dist)
     return out
 
@@ -205,7 +211,11 @@ def table_row(header: list[str], cells: list[str], category: str) -> Extracted:
             continue
         unit_match = re.search(r"tok/s|ms|%|GB|s\b", column + " " + cell)
         out.value = value
-        out.unit = unit_match.group(0) if unit_match else ("tok/s" if "throughput" in column.lower() else None)
+        out.unit = (
+            unit_match.group(0)
+            if unit_match
+            else ("tok/s" if "throughput" in column.lower() else None)
+        )
         metric = slug(column, 30)
         out.keys = {"metric": metric}
         out.key, out.kinds = ("bench", slug(cells[0])), ["table row"]
@@ -222,7 +232,13 @@ def fact_key(fact: Any) -> tuple[str, ...] | None:
     if check is not None:
         if check.probe == "pkg.version" and check.args.get("name"):
             return ("pkg", str(check.args["name"]).lower())
-        if check.probe in ("gpu.count", "gpu.driver", "cuda.nvcc_version", "python.version", "os.kernel"):
+        if check.probe in (
+            "gpu.count",
+            "gpu.driver",
+            "cuda.nvcc_version",
+            "python.version",
+            "os.kernel",
+        ):
             return ("probe", check.probe)
     if fact.category == "tokenizer" and fact.get("token"):
         return ("token", str(fact.get("token")))

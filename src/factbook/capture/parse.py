@@ -39,9 +39,12 @@ _FILE = re.compile(
     r"^(?:~~)?`(?P<path>[^`]+)`(?:~~)?(?: — (?P<purpose>.*?))?(?: \((?P<size>[^()]*)\))?"
     r" (?P<mark>(?:✅|⚠️|❌|◻|~~refuted~~).*)$"
 )
-_STAMP = re.compile(r"^(?:stale )?(?:msg (?P<msg>\d+)(?:, [\d-]+)?|(?P<date>\d{4}-\d\d-\d\d))?\s*(?P<where>[^:]*)")
+_STAMP = re.compile(
+    r"^(?:stale )?(?:msg (?P<msg>\d+)(?:, [\d-]+)?|(?P<date>\d{4}-\d\d-\d\d))?\s*(?P<where>[^:]*)"
+)
 _REFUTED_STAMP = re.compile(
-    r"^refuted(?: msg (?P<msg>\d+)(?:, [\d-]+)?)?(?:: (?P<detail>.*?))?(?:; replaced by (?P<by>.*))?$"
+    r"^refuted(?: msg (?P<msg>\d+)(?:, [\d-]+)?)?(?:: (?P<detail>.*?))?"
+    r"(?:; replaced by (?P<by>.*))?$"
 )
 _TRAILING_PROSE = re.compile(r"(?<=[\w)%.])\s+(?=(?:This|These|The|It|Each|Such)\s+[a-z]+\s)")
 

@@ -59,13 +59,13 @@ def changed_edits(
 ) -> None:
     """The old fact ends at the milestone and the new one replaces it; within one milestone
     (the old fact began here) the value is corrected in place instead."""
-    if old.since is not None and old.since in kb.milestones:
-        if kb.milestones[old.since].index >= milestone.index:
-            proposal.updates = {"value": new.get("value")}
-            if new.get("unit") and new.get("unit") != old.unit:
-                proposal.updates["unit"] = new["unit"]
-            proposal.fact = None
-            return
+    began = kb.milestones.get(old.since) if old.since else None
+    if began is not None and began.index >= milestone.index:
+        proposal.updates = {"value": new.get("value")}
+        if new.get("unit") and new.get("unit") != old.unit:
+            proposal.updates["unit"] = new["unit"]
+        proposal.fact = None
+        return
     new["links"] = {"replaces": [old.id]}
     proposal.fact = new
     proposal.updates = {"until": milestone.id, "links": _linked(old, "replaced_by", new["id"])}
@@ -162,12 +162,12 @@ def _apply_to(scratch: Path, kb: KnowledgeBase, proposals: list[Proposal]) -> No
                 proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
 
 
-def apply(
-    root: Path, kb: KnowledgeBase, proposals: list[Proposal], baseline: list[Any]
-) -> Applied:
+def apply(root: Path, kb: KnowledgeBase, proposals: list[Proposal], baseline: list[Any]) -> Applied:
     """Apply `proposals` to a scratch copy until it lints as clean as the real one was."""
     before = {(p.file, p.message) for p in baseline}
     general: list[str] = []
+    if not any(p.clean for p in proposals):  # nothing to apply: no scratch copy, no lint
+        return Applied({}, {}, "", [])
     with tempfile.TemporaryDirectory(prefix="factbook-import-") as tmp:
         scratch = Path(tmp) / "kb"
         for _attempt in range(4):
