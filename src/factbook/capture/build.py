@@ -41,8 +41,7 @@ PREFIXES = {
 }
 KIND_BY_TITLE = {title.lower(): kind for kind, title in KIND_TITLES.items()}
 STOPWORDS = frozenset(
-    ["a", "an", "the", "of", "on", "in", "to", "for", "and", "or", "is", "are", "was", "be"]
-    + ["with", "by", "at", "from", "as", "it", "its"]
+    ("a an the of on in to for and or is are was be with by at from as it its").split(" ")
 )
 _ID_OK = re.compile(schema.ID_PATTERN)
 
