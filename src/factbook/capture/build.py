@@ -41,7 +41,29 @@ PREFIXES = {
 }
 KIND_BY_TITLE = {title.lower(): kind for kind, title in KIND_TITLES.items()}
 STOPWORDS = frozenset(
-    ("a an the of on in to for and or is are was be with by at from as it its").split(" ")
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "on",
+        "in",
+        "to",
+        "for",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "be",
+        "with",
+        "by",
+        "at",
+        "from",
+        "as",
+        "it",
+        "its",
+    ]
 )
 _ID_OK = re.compile(schema.ID_PATTERN)
 
