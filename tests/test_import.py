@@ -71,6 +71,13 @@ def test_status_document_into_same_kb_proposes_nothing(
     assert result.applied.diff == ""
 
 
+def test_redacted_documents_carry_no_hints() -> None:
+    """Ids and values may name hosts (`instr.ssh.kpro6`): a document for sharing has none."""
+    kb = load_kb(ROOT, strict=False)
+    assert "<!-- fb" in render_status(kb, StatusOptions(as_of="4504"))
+    assert "<!-- fb" not in render_status(kb, StatusOptions(as_of="4504", redact=True))
+
+
 def test_kept_status_documents_carry_hints_that_read_back() -> None:
     """The documents kept in docs/status/ (regenerated with the hint) import like fresh ones."""
     for milestone in MILESTONES:
@@ -210,7 +217,8 @@ DUMP = """\
 
 ### Performance Baselines - Single-stream: 90.0 tok/s (11.1ms TPOT)
 
-### Tokenizer - <|im_end|> has TWO token IDs: 163586 = the REAL <|im_end|> token. DO NOT use 163533 (decodes to 'chas')
+### Tokenizer - <|im_end|> has TWO token IDs: 163586 = the REAL <|im_end|> token. \
+DO NOT use 163533 (decodes to 'chas')
 """
 
 

@@ -28,11 +28,12 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def hint_comment(item: Any, *, statement: bool = False) -> str:
+def hint_comment(item: Any, *, statement: bool = False, off: bool = False) -> str:
     """` <!-- fb {...} -->` for a status Item: id, value, unit, since; the statement when the
-    line does not show it. Empty for an item without a fact."""
+    line does not show it. Empty for an item without a fact, and when `off`: a redacted
+    document is for sharing, and ids and values may name hosts the redactor cannot see."""
     fact = getattr(item, "fact", None)
-    if fact is None:
+    if fact is None or off:
         return ""
     data: dict[str, Any] = {"id": fact.id}
     if fact.value is not None:
