@@ -65,7 +65,7 @@ class Entry:
     """One item of the dump: a bullet, a numbered item or a table row."""
 
     line: int
-    kind: str  # bullet | numbered | row
+    kind: str  # bullet | numbered | row | sentence (of a Goal paragraph)
     text: str
     quote: str
     headings: list[str]
@@ -134,9 +134,10 @@ def _parse_generated(text: str) -> list[Entry]:
             headings[level] = title
             label, header = "", []
             continue
-        if skipping or not line or line.startswith(">"):
-            if not line:
-                header = header if header else []
+        if not line:
+            header = []  # a blank line ends a table
+            continue
+        if skipping or line.startswith(">"):
             continue
         path = [headings[k] for k in sorted(headings)]
         if line.startswith("    - ") and entries:
