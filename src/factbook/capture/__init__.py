@@ -11,7 +11,7 @@ plan.py      one import start to end, and its review summary
 
 from __future__ import annotations
 
-from .plan import ImportResult, plan_import, summary
+from .plan import ImportResult, counts_line, plan_import, summary
 from .propose import write
 
-__all__ = ["ImportResult", "plan_import", "summary", "write"]
+__all__ = ["ImportResult", "counts_line", "plan_import", "summary", "write"]

@@ -133,6 +133,16 @@ def _accepted(proposals: list[Proposal], accept: list[str] | None) -> list[Propo
     return chosen
 
 
+def counts_line(result: ImportResult) -> str:
+    """`115 new, 0 changed, ...; 0 cannot lint clean; ...; 0.21s`."""
+    counts = ", ".join(f"{result.count(v)} {v}" for v in VERDICTS)
+    unclean = sum(1 for p in result.actionable if not p.clean)
+    return (
+        f"{counts}; {unclean} cannot lint clean; {len(result.unplaced)} items outside any "
+        f"known section; {result.duplicates} duplicates; {result.seconds:.2f}s"
+    )
+
+
 def summary(result: ImportResult) -> str:
     """The review list: one line per proposal that does something, then the counts."""
     lines = [
@@ -151,11 +161,6 @@ def summary(result: ImportResult) -> str:
             f"  {p.pid:>4} {p.verdict:<12} {target} ({p.category}, line {p.entry.line}): "
             f"{quote}{state}"
         )
-    counts = ", ".join(f"{result.count(v)} {v}" for v in VERDICTS)
-    unclean = sum(1 for p in result.actionable if not p.clean)
-    lines.append(
-        f"{counts}; {unclean} cannot lint clean; {len(result.unplaced)} items outside any "
-        f"known section; {result.duplicates} duplicates; {result.seconds:.2f}s"
-    )
+    lines.append(counts_line(result))
     lines += [f"  lint: {p}" for p in result.applied.general_problems]
     return "\n".join(lines)

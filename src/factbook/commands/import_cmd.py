@@ -35,11 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..capture import plan_import, summary, write
+    from ..capture import counts_line, plan_import, summary, write
 
     result = plan_import(Path(args.root), Path(args.dump), args.milestone, accept=args.accept)
-    text = summary(result)
-    print(text.splitlines()[-1] if args.quiet else text)
+    print(counts_line(result) if args.quiet else summary(result))
     if not args.quiet and result.applied.diff:
         sys.stdout.write("\n" + result.applied.diff)
     if args.write:
