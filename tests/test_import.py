@@ -347,3 +347,82 @@ def test_a_pitfall_without_symptom_cause_fix_says_why(tmp_path: Path) -> None:
     assert not proposal.clean
     assert "a pitfall needs symptom, cause, fix" in proposal.problems[0]
     assert result.applied.diff == ""  # nothing that would not lint is ever written
+
+
+# --- values and checks from the seeds' own lines ---------------------------------------------
+
+EXTRACTIONS = [
+    # (category, a seed's text, value, unit, probe, expectation)
+    (
+        "software",
+        "sgl-kernel: 0.3.21 — rebuilt from source for SM120",
+        "0.3.21",
+        None,
+        "pkg.version",
+        {"version": "==0.3.21"},
+    ),
+    (
+        "software",
+        "vLLM: 0.16.0rc2.dev344+gea5f903f8 (nightly)",
+        "0.16.0rc2.dev344+gea5f903f8",
+        None,
+        "pkg.version",
+        {"version": "==0.16.0rc2.dev344+gea5f903f8"},
+    ),
+    (
+        "hardware",
+        "GPUs: 8x NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        8,
+        None,
+        "gpu.count",
+        {"eq": 8},
+    ),
+    (
+        "inventory",
+        "/data/eagle3/output_10k/4/ — Our trained EAGLE-3 drafter",
+        None,
+        None,
+        "file.exists",
+        {"eq": True},
+    ),
+    ("benchmarks", "Peak throughput: 1,536 tok/s at C=128", 1536, "tok/s", None, None),
+    ("tokenizer", "163586 = the REAL <|im_end|> token", 163586, None, None, None),
+    (
+        "model",
+        "hidden_size=7168, head_dim=128",
+        {"hidden_size": 7168, "head_dim": 128},
+        None,
+        None,
+        None,
+    ),
+    (
+        "software",
+        "SGLang EAGLE-3 CLI flags: --speculative-algorithm EAGLE3 --speculative-draft-model-path"
+        " <path> --speculative-num-steps 3 --speculative-eagle-topk 1"
+        " --speculative-num-draft-tokens 4",
+        {
+            "--speculative-algorithm": "EAGLE3",
+            "--speculative-draft-model-path": "<path>",
+            "--speculative-num-steps": 3,
+            "--speculative-eagle-topk": 1,
+            "--speculative-num-draft-tokens": 4,
+        },
+        None,
+        None,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("category", "text", "value", "unit", "probe", "expect"), EXTRACTIONS)
+def test_values_and_checks_from_seed_lines(
+    category: str, text: str, value: object, unit: str | None, probe: str | None, expect: object
+) -> None:
+    from factbook.capture.extract import extract
+
+    found = extract(text, category)
+    assert (found.value, found.unit) == (value, unit)
+    assert (found.check or {}).get("probe") == probe
+    assert (found.check or {}).get("expect") == expect
+    seeds_text = "".join((ROOT / "seeds" / s).read_text(encoding="utf-8") for s in SEEDS.values())
+    assert text in seeds_text  # each case is a seed's own words
