@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "eagle3",
     "bench",
     "launch_lint",
+    "import_cmd",
 ]
 
 EPILOG = """\

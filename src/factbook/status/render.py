@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import secrets
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -23,6 +25,7 @@ from ..kb import KnowledgeBase
 from ..results import load_latest
 from ..safehtml import safe_markdown
 from .context import StatusContext, build_context, default_previous
+from .hint import hint_comment
 from .items import value_text
 from .redact import redactor_for
 
@@ -79,7 +82,23 @@ def environment(override_dirs: tuple[str, ...] = ()) -> jinja2.Environment:
     env.filters["md"] = md
     env.filters["cell"] = cell
     env.filters["kv"] = kv
+    env.filters["hint"] = _hint_slot
     return env
+
+
+# `factbook import`'s hints are HTML comments: safe_markdown would escape them like any markup
+# that came from a fact, so the template leaves a per-render placeholder that no fact text can
+# forge (a random nonce) and the comment goes in after the document was made safe.
+_HINTS: ContextVar[tuple[str, list[str]] | None] = ContextVar("status_hints", default=None)
+
+
+def _hint_slot(item: Any, **options: Any) -> str:
+    comment = hint_comment(item, **options)
+    slot = _HINTS.get()
+    if not comment or slot is None:
+        return comment
+    slot[1].append(comment)
+    return f"\ue000{slot[0]}:{len(slot[1]) - 1}\ue001"
 
 
 def render_context(context: StatusContext, kb_root: Path) -> str:
@@ -87,7 +106,13 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
     env = environment(template_dirs(kb_root))
     try:
         template = env.get_template(TEMPLATE)
-        return safe_markdown(template.render(**context.as_dict()))
+        token = _HINTS.set((secrets.token_hex(6), []))
+        try:
+            text = safe_markdown(template.render(**context.as_dict()))
+            nonce, hints = _HINTS.get()
+            return re.sub(f"\ue000{nonce}:(\\d+)\ue001", lambda m: hints[int(m[1])], text)
+        finally:
+            _HINTS.reset(token)
     except jinja2.TemplateError as exc:
         where = f"{exc.filename}:{exc.lineno}: " if getattr(exc, "lineno", None) else ""
         raise InputError(f"status template: {where}{exc}") from None

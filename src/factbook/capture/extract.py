@@ -1,0 +1,251 @@
+"""Values in a dump's sentence, and the live check that fits them.
+
+A status line says its value in words: `torch: 2.10.0+cu128`, `8x NVIDIA RTX PRO 6000`,
+`82.5 tok/s`, `<think> = token 163606`, `hidden_size=7168, kv_lora_rank=512`,
+`--speculative-num-steps 3`, `/data/eagle3/output_10k/4/`. Each kind becomes a value (and a
+unit), and where a probe can see it live a proposed `check:` (a version → `pkg.version`, a
+GPU count → `gpu.count`, a path → `file.exists`, a driver → `gpu.driver`).
+
+Each extraction also yields a *key*: what the value is the value *of* (the torch version,
+the GPU count, the token id of `<|im_end|>`, a benchmark row's figure). Two facts with the same
+key and different values are the same thing changed; matching relies on it (match.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+# Distribution names on PyPI where the dump's spelling differs.
+PIP_NAMES = {"flashinfer": "flashinfer-python", "pytorch": "torch"}
+# Versions that are not Python distributions, and the probe that sees them.
+SYSTEM_VERSIONS = {
+    "nvidia driver": "gpu.driver",
+    "driver": "gpu.driver",
+    "cuda": "cuda.nvcc_version",
+    "python": "python.version",
+    "kernel": "os.kernel",
+}
+UNITS = {
+    "tok/s": "tok/s",
+    "ms": "ms",
+    "min": "min",
+    "s": "s",
+    "seconds": "s",
+    "gib": "GiB",
+    "gb": "GB",
+    "mib": "MiB",
+    "mb": "MB",
+    "tb": "TB",
+    "w": "W",
+    "%": "%",
+    "x": "x",
+}
+_VERSION = re.compile(
+    r"(?P<name>(?:NVIDIA )?[A-Za-z][\w.+-]*?)(?::| ==|==| v| )\s*"
+    r"(?P<ver>\d+(?:\.\d+)+(?:[a-z][\w.+-]*[\w]|\+[\w.]+)?)(?![\w.]*\d+\s*(?:GB|TB|MiB|GiB|W|x\b))"
+)
+_NUMBER_UNIT = re.compile(
+    r"(?<![\w.])~?(?P<num>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?"
+    r"(?P<unit>tok/s|ms|min|seconds|s|GiB|GB|MiB|MB|TB|W|%|x)(?![\w/])",
+)
+_GPU_COUNT = re.compile(
+    r"(?<![\w.])(?P<n>\d+)\s?(?:x\s?)?(?:NVIDIA\s+)?(?:[\w-]+\s+){0,6}?GPUs?\b"
+    r"|(?<![\w.])(?P<n2>\d+)x\s+NVIDIA"
+)
+_TOKEN = re.compile(
+    r"(?P<tok><\|?/?[\w]+\|?>)\s*(?:=|is|:)?\s*(?:token\s*(?:id\s*)?)?(?P<id>\d{4,})"
+    r"|(?P<id2>\d{4,})\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?(?P<tok2><\|?/?[\w]+\|?>)"
+)
+_PAIR = re.compile(
+    r"(?<![\w-])(?P<key>[a-z][a-z0-9_]*[a-z0-9])=(?P<val>\[[^\]]*\]|\d{1,3}(?:,\d{3})+(?!\d)|[^\s,;()]+)"
+)
+_FLAG = re.compile(r"(?<![\w-])(?P<flag>--[a-z][\w-]*)(?:[ =](?P<arg>(?!-)[^\s,;()]+))?")
+_PATH = re.compile(r"(?<![\w~.:/])(?P<path>/(?:[\w.@+-]+/?)+)")
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass
+class Extracted:
+    """What one item's text holds: value, unit, category keys, a proposed check, its key."""
+
+    value: Any = None
+    unit: str | None = None
+    keys: dict[str, Any] = field(default_factory=dict)
+    check: dict[str, Any] | None = None
+    key: tuple[str, ...] | None = None
+    kinds: list[str] = field(default_factory=list)  # what was found, for the report
+
+
+def slug(text: str, limit: int = 40) -> str:
+    return _SLUG.sub("_", text.lower()).strip("_")[:limit].strip("_")
+
+
+def number(text: str) -> int | float | None:
+    """`1,536` → 1536, `82.5` → 82.5, anything else → None."""
+    text = text.strip().lstrip("~")
+    if re.fullmatch(r"\d{1,3}(?:,\d{3})+|\d+", text):
+        return int(text.replace(",", ""))
+    if re.fullmatch(r"\d+\.\d+", text):
+        return float(text)
+    return None
+
+
+def scalar(text: str) -> Any:
+    """A YAML-ish scalar as written in a dump (`7168`, `true`, `[2, 30, 58]`, `symmetric`)."""
+    value = number(text)
+    if value is not None:
+        return value
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return loaded if isinstance(loaded, (bool, int, float, str, list)) else text
+
+
+def versions(text: str) -> list[tuple[str, str]]:
+    """(name, version) pairs: `torch: 2.10.0+cu128`, `vLLM 0.16.0rc2...`, `Driver: 590.48.01`."""
+    out = []
+    for found in _VERSION.finditer(text):
+        name = found.group("name").strip()
+        if not re.search(r"[a-z]", name, re.I) or re.fullmatch(r"[A-Z]{1,2}\d*", name):
+            continue
+        if name.lower() in ("compute", "cap", "commit", "sm", "gen", "pcie", "v", "epoch"):
+            continue
+        out.append((name, found.group("ver")))
+    return out
+
+
+def extract(text: str, category: str) -> Extracted:
+    """The value, unit, keys and check an item of `category` states in `text`."""
+    out = Extracted()
+    if category == "tokenizer":
+        found = _TOKEN.search(text)
+        if found:
+            token = found.group("tok") or found.group("tok2")
+            token_id = int(found.group("id") or found.group("id2"))
+            out.value, out.keys = token_id, {"token": token, "token_id": token_id}
+            out.key, out.kinds = ("token", token), ["token id"]
+            return out
+    if category == "hardware":
+        found = _GPU_COUNT.search(text)
+        if found and re.search(r"GPU|NVIDIA", text):
+            count = int(found.group("n") or found.group("n2"))
+            out.value, out.key, out.kinds = count, ("probe", "gpu.count"), ["GPU count"]
+            out.check = {"probe": "gpu.count", "args": {}, "expect": {"eq": count}}
+            return out
+    if category == "software":
+        found_versions = versions(text)
+        if found_versions:
+            return _versions(out, found_versions)
+    pairs = [(m.group("key"), scalar(m.group("val"))) for m in _PAIR.finditer(text)]
+    if len(pairs) == 1:
+        out.value, out.key, out.kinds = pairs[0][1], ("param", pairs[0][0]), ["config"]
+        return out
+    if len(pairs) > 1:
+        out.value, out.kinds = dict(pairs), ["config"]
+        return out
+    figure = _NUMBER_UNIT.search(text)
+    flags = [(m.group("flag"), m.group("arg")) for m in _FLAG.finditer(text)]
+    if figure and category in ("benchmarks", "training", "hardware", "model", "software"):
+        out.value = number(figure.group("num"))
+        out.unit = UNITS.get(figure.group("unit").lower(), figure.group("unit"))
+        out.kinds = ["number with unit"]
+        label = re.match(r"^([A-Za-z][\w /+().-]{0,50}?):\s", text)
+        if category == "benchmarks" and label:  # `Single-stream: 82.5 tok/s`: the row's name
+            out.key = ("bench", slug(label.group(1)))
+    elif len(flags) > 1:
+        out.value = {flag: (scalar(arg) if arg else None) for flag, arg in flags}
+        out.kinds = ["flags"]
+    paths = [m.group("path").rstrip(".,") for m in _PATH.finditer(text)]
+    paths = [p for p in paths if len(p) > 1 and not re.fullmatch(r"/\d+(/\d+)*", p)]
+    if category == "inventory" and paths:
+        out.keys["path"] = paths[0]
+        out.key = ("path", paths[0].rstrip("/") or "/")
+    if len(set(paths)) == 1 and category in ("inventory", "instructions", "hardware", "model"):
+        out.check = {"probe": "file.exists", "args": {"path": paths[0]}, "expect": {"eq": True}}
+        out.kinds.append("path")
+    return out
+
+
+def _versions(out: Extracted, found: list[tuple[str, str]]) -> Extracted:
+    if len(found) > 1:
+        out.value = {name: version for name, version in found}
+        out.kinds = ["versions"]
+        return out
+    name, version = found[0]
+    out.value, out.kinds = version, ["version"]
+    lower = name.lower()
+    probe = SYSTEM_VERSIONS.get(lower)
+    if probe is not None:
+        out.check = {"probe": probe, "args": {}, "expect": {"version": f"=={version}"}}
+        out.key = ("probe", probe)
+        return out
+    dist = PIP_NAMES.get(lower, lower)
+    out.check = {
+        "probe": "pkg.version",
+        "args": {"name": dist},
+        "expect": {"version": f"=={version}"},
+    }
+    out.key = ("pkg", dist)
+    return out
+
+
+def table_row(header: list[str], cells: list[str], category: str) -> Extracted:
+    """A benchmark or training table row: the first figure, its unit from the header."""
+    out = Extracted()
+    if header and header[-1] == "Mark":  # factbook status's verification column
+        header, cells = header[:-1], cells[:-1]
+    if category == "training" or (header and header[0].lower().startswith("epoch")):
+        epoch = number(cells[0])
+        values = {slug(h, 30): scalar(c) for h, c in zip(header[1:], cells[1:], strict=False)}
+        out.value, out.keys = values, {"epoch": epoch, "metric": "validation"}
+        out.key, out.kinds = ("train", "validation", str(epoch)), ["table row"]
+        return out
+    for column, cell in zip(header[1:], cells[1:], strict=False):
+        value = number(cell.split()[0] if cell.split() else "")
+        if value is None:
+            continue
+        unit_match = re.search(r"tok/s|ms|%|GB|s\b", column + " " + cell)
+        out.value = value
+        out.unit = (
+            unit_match.group(0)
+            if unit_match
+            else ("tok/s" if "throughput" in column.lower() else None)
+        )
+        metric = slug(column, 30)
+        out.keys = {"metric": metric}
+        out.key, out.kinds = ("bench", slug(cells[0])), ["table row"]
+        break
+    for column, cell in zip(header, cells, strict=False):
+        if "accept len" in column.lower() and number(cell) is not None:
+            out.keys["accept_len"] = number(cell)
+    return out
+
+
+def fact_key(fact: Any) -> tuple[str, ...] | None:
+    """The same key for a loaded fact, from what it records (check, token, path, metric)."""
+    check = fact.check
+    if check is not None:
+        if check.probe == "pkg.version" and check.args.get("name"):
+            return ("pkg", str(check.args["name"]).lower())
+        if check.probe in (
+            "gpu.count",
+            "gpu.driver",
+            "cuda.nvcc_version",
+            "python.version",
+            "os.kernel",
+        ):
+            return ("probe", check.probe)
+    if fact.category == "tokenizer" and fact.get("token"):
+        return ("token", str(fact.get("token")))
+    if fact.category == "inventory" and fact.get("path"):
+        return ("path", str(fact.get("path")).rstrip("/") or "/")
+    if fact.category == "benchmarks":
+        return ("bench", slug(fact.title))
+    if fact.category == "training" and fact.get("epoch") is not None:
+        return ("train", str(fact.get("metric") or ""), str(fact.get("epoch")))
+    return None

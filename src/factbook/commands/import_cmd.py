@@ -1,0 +1,48 @@
+"""`factbook import DUMP.md --milestone M`: propose facts from a status dump, as a diff."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "import",
+        help="propose facts from a status document (a seed or `factbook status` output)",
+        description=(
+            "Read a status document in the seeds' structure and propose one fact per bullet or "
+            "table row, matched against the knowledge base: new, changed (the old fact ends at "
+            "the milestone), contradicted (the old fact is refuted) or unchanged (nothing "
+            "proposed). Prints the proposals and a unified diff of the fact files; --write "
+            "applies them (comments kept), and the result lints clean."
+        ),
+    )
+    p.add_argument("dump", metavar="DUMP.md", help="the status document to import")
+    p.add_argument(
+        "--milestone", required=True, metavar="M", help="the milestone the dump describes"
+    )
+    p.add_argument("--write", action="store_true", help="apply the proposals to facts/")
+    p.add_argument(
+        "--accept",
+        nargs="+",
+        metavar="ID",
+        help="apply only these proposals (p<N> from the list, or a fact id)",
+    )
+    p.add_argument("--quiet", action="store_true", help="print the summary line only, no diff")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..capture import counts_line, plan_import, summary, write
+
+    result = plan_import(Path(args.root), Path(args.dump), args.milestone, accept=args.accept)
+    print(counts_line(result) if args.quiet else summary(result))
+    if not args.quiet and result.applied.diff:
+        sys.stdout.write("\n" + result.applied.diff)
+    if args.write:
+        written = write(result.applied)
+        applied = sum(1 for p in result.accepted if p.clean)
+        print(f"wrote {applied} proposal(s) to {len(written)} file(s)", file=sys.stderr)
+    return 0
