@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the corpus tables keep one case per line, so a new class is one line)
 """Malformed and hostile input: every command ends with `file:line: message`, never a traceback.
 
 The corpus is a table: one row per input class (files to plant over a small valid knowledge
@@ -55,7 +56,7 @@ factbook: {target: here}
 # A runbook
 
 ```{code-cell} python
-:tags: [hello]
+:name: hello
 print("hi")
 ```
 """
@@ -253,13 +254,19 @@ def test_malformed_knowledge_base(
 RB = "runbooks/rb.md"
 # fmt: off
 RUNBOOK_CASES = [
-    Case("runbook target list", {RB: RUNBOOK.replace("{target: here}", "{target: [box]}")}, "runbooks/rb.md:4:"),
-    Case("runbook factbook str", {RB: RUNBOOK.replace("factbook: {target: here}", "factbook: here")}, "runbooks/rb.md:4:"),
-    Case("runbook not UTF-8", {RB: RUNBOOK.encode() + b"\xff\xfe\n"}, "runbooks/rb.md:13: not UTF-8"),
-    Case("runbook unclosed fence", {RB: RUNBOOK.rsplit("```", 1)[0]}, "runbooks/rb.md:8: code cell"),
+    Case("runbook target list", {RB: RUNBOOK.replace("{target: here}", "{target: [box]}")}, "runbooks/rb.md:4: factbook.target must be a target name"),
+    Case("runbook factbook str", {RB: RUNBOOK.replace("factbook: {target: here}", "factbook: here")}, "runbooks/rb.md:4: front matter 'factbook:' must be a mapping"),
+    Case("runbook not UTF-8", {RB: RUNBOOK.encode() + b"\xff\xfe\n"}, "runbooks/rb.md:12: not UTF-8 (byte 0xff)"),
+    Case("runbook unclosed fence", {RB: RUNBOOK.rsplit("```", 1)[0]}, "runbooks/rb.md:8: code cell fence ``` is never closed"),
+    Case("runbook unclosed tilde fence", {RB: RUNBOOK.replace("```", "~~~~").rsplit("~~~~", 1)[0] + "~~~\n"}, "runbooks/rb.md:8: code cell fence ~~~~ is never closed"),
+    Case("runbook cell option alias", {RB: RUNBOOK.replace(":name: hello", ":name: &n hello\n:records: *n")}, "runbooks/rb.md:10: YAML alias '*n'"),
+    Case("runbook cell yaml block alias", {RB: RUNBOOK.replace(":name: hello", "---\nname: &n hello\nrecords: *n\n---")}, "runbooks/rb.md:11: YAML alias '*n'"),
+    Case("runbook NUL in cell options", {RB: RUNBOOK.replace(":name: hello", ":name: he\x00llo")}, "runbooks/rb.md:9: forbidden character U+0000"),
+    Case("runbook timeout nan", {RB: RUNBOOK.replace("{target: here}", "{target: here, step_timeout: .nan}")}, "runbooks/rb.md:1: factbook.step_timeout must be a positive number"),
+    Case("runbook file too large", {RB: RUNBOOK + "x" * (1 << 20)}, "runbooks/rb.md:1: file larger than"),
     Case("runbook front matter alias", {RB: RUNBOOK.replace("factbook: {target: here}", "a: &a [1]\nfactbook: *a")}, "runbooks/rb.md:5: YAML alias"),
-    Case("runbook front matter list", {RB: "---\n- a\n---\n# x\n"}, "runbooks/rb.md:2:"),
-    Case("runbook cell tags int", {RB: RUNBOOK.replace(":tags: [hello]", ":tags: 5")}, "runbooks/rb.md:9:"),
+    Case("runbook front matter list", {RB: "---\n- a\n---\n# x\n"}, "runbooks/rb.md:1: cannot parse as a MyST notebook: ['a'] is not of type 'object'"),
+    Case("runbook cell tags int", {RB: RUNBOOK.replace(":name: hello", ":name: hello\n:tags: 5")}, "runbooks/rb.md:1: cannot parse as a MyST notebook: 5 is not of type 'array'"),
 ]
 # fmt: on
 

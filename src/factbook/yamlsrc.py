@@ -100,7 +100,7 @@ def _scalar(
     return None
 
 
-def _refusal(text: str, display: str) -> Problem | None:
+def refusal(text: str, display: str, *, first_line: int = 1) -> Problem | None:
     """The first bound the text breaks (characters, aliases, depth, size, documents), if any.
 
     Runs on libyaml's event stream, which is flat: nothing here recurses or builds values, so
@@ -110,12 +110,12 @@ def _refusal(text: str, display: str) -> Problem | None:
     if bad:
         code = ord(bad.group())
         name = _NAMES.get(code, "control character")
-        line = text.count("\n", 0, bad.start()) + 1
+        line = text.count("\n", 0, bad.start()) + first_line
         return Problem(display, line, f"forbidden character U+{code:04X} ({name}) in YAML")
     depth = nodes = documents = 0
     try:
         for event in yaml.parse(text, Loader=_COMPOSER):
-            line = event.start_mark.line + 1
+            line = event.start_mark.line + first_line
             if isinstance(event, yaml.AliasEvent):
                 return Problem(
                     display,
@@ -138,7 +138,8 @@ def _refusal(text: str, display: str) -> Problem | None:
             if nodes > MAX_NODES:
                 return Problem(display, line, f"more than {MAX_NODES} values in one file")
     except yaml.YAMLError:
-        return _syntax_problem(text, display)
+        found = _syntax_problem(text, display)
+        return Problem(display, found.line + first_line - 1, found.message)
     return None
 
 
@@ -147,7 +148,7 @@ def load_located(path: Path, display: str) -> tuple[LocatedDoc, list[Problem]]:
     doc = LocatedDoc(display, None)
     text, problem = read_text_bounded(path, display)
     if problem is None:
-        problem = _refusal(text, display)
+        problem = refusal(text, display)
     if problem is not None:
         return doc, [problem]
     try:
