@@ -287,12 +287,16 @@ LJ = "results/latest.json"
 # fmt: off
 RESULT_CASES = [
     Case("results not UTF-8", {LJ: b'{"hw.gpu.count": {"here": {"fact": "\xff"}}}'}, "results/latest.json:1: not UTF-8"),
-    Case("results list", {LJ: "[1, 2]"}, "results/latest.json:1: expected a mapping"),
-    Case("results record str", {LJ: '{"hw.gpu.count": {"here": "pass"}}'}, "results/latest.json:1: hw.gpu.count.here: expected a mapping"),
-    Case("results outcome int", {LJ: '{"hw.gpu.count": {"here": {"fact": "hw.gpu.count", "target": "here", "outcome": 5, "reason": ""}}}'}, "results/latest.json:1: hw.gpu.count.here.outcome"),
-    Case("results merge conflict", {LJ: '<<<<<<< HEAD\n{}\n=======\n{}\n>>>>>>> x\n'}, "results/latest.json:1: not valid JSON"),
-    Case("results NaN", {LJ: '{"hw.gpu.count": {"here": {"fact": "hw.gpu.count", "target": "here", "outcome": "pass", "reason": "", "duration_s": NaN}}}'}, "results/latest.json:1:"),
-    Case("results deep", {LJ: "[" * 100_000 + "]" * 100_000}, "results/latest.json:1:"),
+    Case("results list", {LJ: "[1, 2]"}, "results/latest.json:1: expected a mapping {fact: {target: record}}"),
+    Case("results record str", {LJ: '{"hw.gpu.count": {"here": "pass"}}'}, "results/latest.json:1: hw.gpu.count.here: expected a mapping (a record)"),
+    Case("results outcome int", {LJ: '{"hw.gpu.count": {"here": {"fact": "hw.gpu.count", "target": "here", "outcome": 5, "reason": ""}}}'}, "results/latest.json:1: hw.gpu.count.here.outcome: expected str"),
+    Case("results outcome unknown", {LJ: '{"hw.gpu.count": {"here": {"fact": "hw.gpu.count", "target": "here", "outcome": "<b>", "reason": ""}}}'}, "results/latest.json:1: hw.gpu.count.here.outcome: '<b>' is not one of pass"),
+    Case("results missing reason", {LJ: '{\n "hw.gpu.count": {"here": {"fact": "hw.gpu.count", "target": "here", "outcome": "pass"}}}'}, "results/latest.json:2: hw.gpu.count.here: missing 'reason'"),
+    Case("results huge number", {LJ: '{"hw.gpu.count": {"here": {"fact": "hw.gpu.count", "target": "here", "outcome": "pass", "reason": "", "observed": ' + "9" * 5000 + '}}}'}, "results/latest.json:1: not valid JSON: Exceeds the limit"),
+    Case("results empty file", {LJ: ""}, "results/latest.json:1: not valid JSON"),
+    Case("results merge conflict", {LJ: '<<<<<<< HEAD\n{}\n=======\n{}\n>>>>>>> x\n'}, "results/latest.json:1: not valid JSON: Expecting value"),
+    Case("results NaN", {LJ: '{"hw.gpu.count": {"here": {"fact": "hw.gpu.count", "target": "here", "outcome": "pass", "reason": "", "duration_s": NaN}}}'}, "results/latest.json:1: hw.gpu.count.here.duration_s: not a finite number"),
+    Case("results deep", {LJ: "[" * 100_000 + "]" * 100_000}, "results/latest.json:1: not valid JSON: maximum recursion depth"),
     Case("results folder", {"results/latest.json/x": "x"}, "results/latest.json:1: is a folder"),
 ]
 # fmt: on
@@ -312,7 +316,7 @@ def test_malformed_results(case: Case, tmp_path: Path, capsys: pytest.CaptureFix
 LIMIT_BYTES = 500 * 1024 * 1024
 LIMIT_S = 10
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
 )
 BOMBS = {
     "alias bomb": {F: BOMB},

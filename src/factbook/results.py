@@ -11,12 +11,15 @@ The handbook, `factbook show` and status documents read only this module's API.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .atomic import write_text_atomic
+from .errors import LintFailed, Problem
+from .yamlsrc import read_text_bounded
 
 RESULTS_DIR = "results"
 OUTCOMES = ("pass", "drift", "error", "skipped")
@@ -93,15 +96,88 @@ def _unlock(handle: Any) -> None:
         fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+MAX_RESULTS_BYTES = 64 << 20  # ~200,000 records; a bigger latest.json is not ours
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "fact": (str,),
+    "target": (str,),
+    "outcome": (str,),
+    "reason": (str,),
+    "time": (str,),
+    "run": (str,),
+    "duration_s": (int, float),
+    "probe": (str,),
+    "attempts": (int,),
+    "extra": (dict,),
+}
+
+
 def load_latest(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
-    """{fact_id: {target: record dict}}; empty when nothing was verified yet."""
+    """{fact_id: {target: record dict}}; empty when nothing was verified yet.
+
+    A file that is not UTF-8, not JSON (a merge conflict) or not of this shape is refused with
+    `results/latest.json:LINE: ...` (exit 2): nothing downstream indexes into unchecked values,
+    and a run never silently replaces results it could not read.
+    """
     path = results_dir(root) / "latest.json"
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):
         return {}
+    display = f"{RESULTS_DIR}/latest.json"
+    text, problem = read_text_bounded(path, display, limit=MAX_RESULTS_BYTES)
+    if problem is not None:
+        raise LintFailed([problem])
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return {}
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LintFailed([Problem(display, exc.lineno, f"not valid JSON: {exc.msg}")]) from None
+    except (ValueError, RecursionError) as exc:  # a 5000-digit number, nesting 100k deep
+        message = str(exc).split(";")[0] or "nested too deeply"
+        raise LintFailed([Problem(display, 1, f"not valid JSON: {message}")]) from None
+    problems = _shape_problems(data, text, display)
+    if problems:
+        raise LintFailed(problems[:20])
+    return data
+
+
+def _shape_problems(data: Any, text: str, display: str) -> list[Problem]:
+    if not isinstance(data, dict):
+        return [Problem(display, 1, "expected a mapping {fact: {target: record}}")]
+    out = []
+    for fact_id, by_target in data.items():
+        line = _line_of(text, fact_id)
+        if not isinstance(by_target, dict):
+            out.append(Problem(display, line, f"{fact_id}: expected a mapping {{target: record}}"))
+            continue
+        for target, record in by_target.items():
+            where = f"{fact_id}.{target}"
+            if not isinstance(record, dict):
+                out.append(Problem(display, line, f"{where}: expected a mapping (a record)"))
+                continue
+            for key in ("fact", "target", "outcome", "reason"):
+                if key not in record:
+                    out.append(Problem(display, line, f"{where}: missing '{key}'"))
+            for key, types in _RECORD_TYPES.items():
+                value = record.get(key)
+                if key in record and (not isinstance(value, types) or isinstance(value, bool)):
+                    want = " or ".join(t.__name__ for t in types)
+                    out.append(Problem(display, line, f"{where}.{key}: expected {want}"))
+                elif isinstance(value, float) and not math.isfinite(value):
+                    out.append(Problem(display, line, f"{where}.{key}: not a finite number"))
+            if isinstance(record.get("outcome"), str) and record["outcome"] not in OUTCOMES:
+                out.append(
+                    Problem(
+                        display,
+                        line,
+                        f"{where}.outcome: {record['outcome']!r} is not one of "
+                        f"{', '.join(OUTCOMES)}",
+                    )
+                )
+    return out
+
+
+def _line_of(text: str, key: str) -> int:
+    """The line where `key` first appears as a JSON key (the file is written one per line)."""
+    at = text.find(json.dumps(key) + ":")
+    return text.count("\n", 0, at) + 1 if at >= 0 else 1
 
 
 def latest_for(root: Path, fact_id: str) -> list[ResultRecord]:
@@ -113,10 +189,12 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
     """Run headers, newest first."""
     runs = []
     for path in sorted((results_dir(root) / "runs").glob("*.jsonl"), reverse=True):
-        with path.open(encoding="utf-8") as handle:
-            first = handle.readline()
         try:
-            runs.append(json.loads(first)["run"])
-        except (json.JSONDecodeError, KeyError):
-            continue
+            with path.open("rb") as handle:
+                first = handle.readline(1 << 20).decode("utf-8")
+            header = json.loads(first)["run"]
+        except (OSError, ValueError, RecursionError, KeyError, TypeError):
+            continue  # one unreadable history file must not hide the others
+        if isinstance(header, dict):
+            runs.append(header)
     return runs
