@@ -353,3 +353,68 @@ def test_resource_bombs_fail_fast_and_small(files: dict[str, str], tmp_path: Pat
         if command == "lint":
             assert proc.returncode == 2
             assert any(line.startswith(tuple(files)) for line in output.splitlines()), output
+
+
+# --- a box that floods us: stderr and stdout are held bounded, measured in the real client ---
+FLOOD_PROBE = """
+import os
+
+os.write(1, b"x" * (MB << 20))  # at import, into the result stream, without a newline
+os.write(1, b"\\n")
+
+
+def flood(mb):
+    chunk = b"e" * (1 << 20)
+    for _ in range(mb):
+        os.write(2, chunk)
+    return 1
+
+
+PROBES = {"flood.stderr": flood}
+"""
+FLOOD_FACT = """\
+facts:
+  - id: x.flood
+    category: hardware
+    title: T
+    statement: S.
+    status: assumed
+    target: here
+    sources: [{seed: a.txt}]
+    check: {probe: flood.stderr, args: {mb: MB}, expect: {eq: 1}, timeout: 120}
+"""
+MEASURE = (
+    "import resource, sys\n"
+    "from factbook.cli import run\n"
+    "code = run(sys.argv[1:])\n"
+    "print('maxrss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def _verify_peak_rss_mb(root: Path, mb: int) -> float:
+    """Peak RSS of a real `factbook verify` whose probe writes `mb` MB to stdout and stderr."""
+    make_kb(
+        root,
+        {
+            "checks/flood.py": FLOOD_PROBE.replace("MB", str(mb)),
+            "facts/flood.yaml": FLOOD_FACT.replace("MB", str(mb)),
+        },
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    argv = [sys.executable, "-c", MEASURE, "--root", str(root), "verify", "x.flood"]
+    proc = subprocess.run(
+        [*argv, "--format", "json"], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
+    assert '"pass"' in proc.stdout
+    return int(proc.stderr.rsplit("maxrss_kb", 1)[1].split()[0]) / 1024
+
+
+def test_flooding_probe_keeps_the_client_small(tmp_path: Path) -> None:
+    """300 MB on stderr and a 300 MB line on stdout cost the client no more than 1 MB does."""
+    baseline = _verify_peak_rss_mb(tmp_path / "small", 1)
+    flooded = _verify_peak_rss_mb(tmp_path / "big", 300)
+    print(f"client peak RSS: {baseline:.0f} MB with 1 MB of output, {flooded:.0f} MB with 300 MB")
+    assert flooded < baseline + 40, (baseline, flooded)  # unbounded, this was ~1350 MB
