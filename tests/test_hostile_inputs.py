@@ -181,9 +181,41 @@ CASES = [
     Case("milestone item str", {"milestones.yaml": MILESTONES + "  - x\n"}, "milestones.yaml:4: milestones[2]: expected mapping"),
     Case("milestone id list", {"milestones.yaml": MILESTONES + "  - {id: [1], title: t}\n"}, "milestones.yaml:4: milestones[2].id: expected string or integer"),
     Case("milestone title missing", {"milestones.yaml": MILESTONES + "  - {id: '9'}\n"}, "milestones.yaml:4: milestones[2]: missing required key 'title'"),
+    # --- checks/*.py (read with ast, never imported by lint) ---
+    Case("checks not UTF-8", {"checks/bad.py": b"PROBES = {}\n# caf\xe9\n"}, "checks/bad.py:2: not UTF-8 (byte 0xe9)"),
+    Case("checks NUL byte", {"checks/bad.py": b"PROBES = {}\x00\n"}, "checks/bad.py:1: "),
+    Case("checks syntax", {"checks/bad.py": "def (:\n"}, "checks/bad.py:1: Python syntax error"),
+    Case("checks deep nesting", {"checks/bad.py": "x = " + "(" * 5000 + ")" * 5000 + "\n"}, "checks/bad.py:1: "),
+    Case("checks PROBES not dict", {"checks/bad.py": "PROBES = [1]\n"}, "checks/bad.py:1: PROBES must be a dict literal"),
+    Case("checks folder named py", {"checks/bad.py/x": "x"}, "checks/bad.py:1: is a folder"),
     Case("milestones NUL", {"milestones.yaml": MILESTONES.encode() + b"  - {id: '9', title: \x00}\n"}, "milestones.yaml:4: forbidden character U+0000"),
 ]
 # fmt: on
+
+
+# fmt: off
+TARGET_URLS = [
+    ("ssh://[x", "bad target URL 'ssh://[x': Invalid IPv6 URL"),
+    ("ssh://u@h?jump=ssh://[", "Invalid IPv6 URL"),
+    ("ssh://h:abc", "Port could not be cast to integer"),
+    ("ssh://h:99999", "Port out of range"),
+    ("ssh://", "no host"),
+    ("ftp://h", "unsupported target URL scheme 'ftp'"),
+    ("ssh://h?jump=u@j:abc", "bad jump host"),
+    ("nowhere", "unknown target 'nowhere'"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("url", "fragment"), TARGET_URLS, ids=[u for u, _ in TARGET_URLS])
+def test_bad_target_url_is_a_usage_error(
+    url: str, fragment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_kb(tmp_path / "kb", {})
+    code = run(["--root", str(root), "verify", "--dry-run", "--target", url])
+    output = capsys.readouterr().err
+    assert code == 2, output
+    assert fragment in output
 
 
 def make_kb(root: Path, files: dict[str, str | bytes]) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .errors import Problem
 from .probes.catalog import ProbeSpec
+from .yamlsrc import read_text_bounded
 
 
 def find_custom_probes(checks_dir: Path, root: Path) -> tuple[dict[str, ProbeSpec], list[Problem]]:
@@ -22,10 +23,17 @@ def find_custom_probes(checks_dir: Path, root: Path) -> tuple[dict[str, ProbeSpe
         return specs, problems
     for path in sorted(checks_dir.glob("*.py")):
         display = path.relative_to(root).as_posix()
+        text, unreadable = read_text_bounded(path, display)
+        if unreadable is not None:
+            problems.append(unreadable)
+            continue
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=display)
+            tree = ast.parse(text, filename=display)
         except SyntaxError as exc:
             problems.append(Problem(display, exc.lineno or 1, f"Python syntax error: {exc.msg}"))
+            continue
+        except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, deep nesting
+            problems.append(Problem(display, 1, f"cannot parse: {exc}"))
             continue
         functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
         for node in tree.body:
