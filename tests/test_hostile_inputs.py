@@ -72,13 +72,23 @@ def fact(body: str, fid: str = "x.one", category: str = "hardware") -> str:
 
 
 @dataclass(frozen=True)
+class Link:
+    """A symbolic link to plant (relative to its folder, or absolute)."""
+
+    to: str
+
+
+FIFO = Link("")  # a named pipe: opening it for reading would block forever
+
+
+@dataclass(frozen=True)
 class Case:
     """One input class: files planted over the base knowledge base, and what lint says."""
 
     name: str
-    files: dict[str, str | bytes]
+    files: dict[str, str | bytes | Link]
     fragment: str  # must appear in lint's output, starting with file:line
-    commands: tuple[str, ...] = ("list", "status", "verify")
+    commands: tuple[str, ...] = ("list", "show", "status", "verify", "docs")
     lint_code: int = 2
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -144,6 +154,12 @@ CASES = [
     Case("two documents", {F: "facts: []\n---\nfacts: []\n"}, "facts/bad.yaml:2: more than one YAML document"),
     Case("yml suffix", {"facts/other.yml": GOOD.replace("hw.gpu.count", "hw.other")}, "facts/other.yml:1: not read: fact files must end in '.yaml'"),
     Case("upper YAML suffix", {"facts/other.YAML": "facts: []\n"}, "facts/other.YAML:1: not read"),
+    Case("symlink loop", {"facts/loop.yaml": Link("loop.yaml")}, "facts/loop.yaml:1: cannot read file: Too many levels of symbolic links"),
+    Case("dangling symlink", {"facts/gone.yaml": Link("nowhere.yaml")}, "facts/gone.yaml:1: cannot read file: No such file or directory"),
+    Case("symlink to /dev/zero", {"facts/zero.yaml": Link("/dev/zero")}, "facts/zero.yaml:1: not a regular file"),
+    Case("fifo", {"facts/pipe.yaml": FIFO}, "facts/pipe.yaml:1: not a regular file"),
+    Case("targets fifo", {"targets.yaml": FIFO}, "targets.yaml:1: not a regular file"),
+    Case("milestones symlink loop", {"milestones.yaml": Link("milestones.yaml")}, "milestones.yaml:1: cannot read file: Too many levels"),
     Case("folder named yaml", {"facts/dir.yaml/x": "x"}, "facts/dir.yaml:1: is a folder"),
     # --- bytes and characters ---
     Case("NUL byte", {F: fact("value: 1\n").encode() + b"    unit: a\x00b\n"}, "facts/bad.yaml:9: forbidden character U+0000 (NUL)"),
@@ -218,9 +234,9 @@ def test_bad_target_url_is_a_usage_error(
     assert fragment in output
 
 
-def make_kb(root: Path, files: dict[str, str | bytes]) -> Path:
+def make_kb(root: Path, files: dict[str, str | bytes | Link]) -> Path:
     (root / "facts").mkdir(parents=True)
-    base: dict[str, str | bytes] = {
+    base: dict[str, str | bytes | Link] = {
         "milestones.yaml": MILESTONES,
         "targets.yaml": TARGETS,
         "facts/good.yaml": GOOD,
@@ -233,7 +249,13 @@ def make_kb(root: Path, files: dict[str, str | bytes]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir():
             continue
-        if isinstance(content, bytes):
+        if isinstance(content, Link):
+            path.unlink(missing_ok=True)
+            if content is FIFO:
+                os.mkfifo(path)
+            else:
+                path.symlink_to(content.to)
+        elif isinstance(content, bytes):
             path.write_bytes(content)
         else:
             path.write_text(content, encoding="utf-8")

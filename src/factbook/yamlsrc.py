@@ -14,7 +14,9 @@ recursive alias (`&r [*r]`) as whole classes.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,10 +176,13 @@ def read_text_bounded(
     reported at its line.
     """
     try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            return "", Problem(display, 1, "is a folder, not a file")
+        if not stat.S_ISREG(mode):  # a FIFO would block forever, /dev/zero never end
+            return "", Problem(display, 1, "not a regular file; refusing to read it")
         with open(path, "rb") as handle:
             data = handle.read(limit + 1)
-    except IsADirectoryError:
-        return "", Problem(display, 1, "is a folder, not a file")
     except OSError as exc:
         return "", Problem(display, 1, f"cannot read file: {exc.strerror or exc}")
     if len(data) > limit:
