@@ -209,6 +209,32 @@ CASES = [
 # fmt: on
 
 
+# --- redact.yaml: read by `status --redact` ---
+# fmt: off
+REDACT_CASES = [
+    ("secrets: &s [a, b, c, d, e, f, g, h, i]\nhosts: [*s, *s, *s, *s, *s, *s, *s, *s, *s]\n", "redact.yaml:2: YAML alias '*s'"),
+    ("- a\n", "redact.yaml:1: expected a mapping with secrets/hosts/users lists"),
+    ("secrets: a\n", "redact.yaml:1: 'secrets' must be a list of strings"),
+    ("secrets: [{a: 1}]\n", "redact.yaml:1: 'secrets' must be a list of strings"),
+    ("passwords: [x]\n", "redact.yaml:1: unknown key 'passwords'"),
+    (b"secrets: [\xff]\n", "redact.yaml:1: not UTF-8"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"), REDACT_CASES, ids=[f"redact{i}" for i in range(len(REDACT_CASES))]
+)
+def test_malformed_redact_config(
+    text: str | bytes, fragment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_kb(tmp_path / "kb", {"redact.yaml": text})
+    code = run(["--root", str(root), "status", "--redact", "--out", "-"])
+    output = capsys.readouterr().err
+    assert code == 2, output
+    assert fragment in output
+
+
 # fmt: off
 TARGET_URLS = [
     ("ssh://[x", "bad target URL 'ssh://[x': Invalid IPv6 URL"),
@@ -284,7 +310,7 @@ def assert_clean(output: str) -> None:
 
 
 def test_corpus_is_large_enough() -> None:
-    assert len(CASES) + len(RUNBOOK_CASES) + len(RESULT_CASES) >= 60
+    assert len(CASES) + len(RUNBOOK_CASES) + len(RESULT_CASES) + len(REDACT_CASES) >= 60
     assert len({c.name for c in CASES}) == len(CASES)
 
 

@@ -22,10 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-from ..errors import InputError
+from ..errors import LintFailed
 from ..kb import KnowledgeBase
+from ..yamlsrc import load_located
 
 REDACT_FILE = "redact.yaml"
 SECRETS_ENV = "FACTBOOK_SECRETS"
@@ -128,21 +127,23 @@ def redactor_for(kb: KnowledgeBase, *, env: dict[str, str] | None = None) -> Red
 
 def load_redact_file(path: Path) -> dict[str, list[str]]:
     """redact.yaml: `secrets:`, `hosts:`, `users:` lists of strings (all optional)."""
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):
         return {}
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path.name}: {exc}") from None
+    doc, problems = load_located(path, path.name)  # bounded: no alias bomb, no traceback
+    if problems:
+        raise LintFailed(problems)
+    data = doc.data or {}
     if not isinstance(data, dict):
-        raise InputError(f"{path.name}: expected a mapping with secrets/hosts/users lists")
+        raise LintFailed([doc.problem((), "expected a mapping with secrets/hosts/users lists")])
     out: dict[str, list[str]] = {}
     for key, values in data.items():
         if key not in ("secrets", "hosts", "users"):
-            raise InputError(f"{path.name}: unknown key '{key}' (known: secrets, hosts, users)")
-        if not isinstance(values, list):
-            raise InputError(f"{path.name}: '{key}' must be a list of strings")
-        out[key] = [str(v) for v in values if v is not None and str(v)]
+            raise LintFailed(
+                [doc.problem((key,), f"unknown key '{key}' (known: secrets, hosts, users)")]
+            )
+        if not isinstance(values, list) or not all(isinstance(v, (str, int)) for v in values):
+            raise LintFailed([doc.problem((key,), f"'{key}' must be a list of strings")])
+        out[key] = [str(v) for v in values if str(v)]
     return out
 
 
