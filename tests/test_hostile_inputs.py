@@ -209,6 +209,32 @@ CASES = [
 # fmt: on
 
 
+# --- runbook run records: `run --list` and the handbook skip a broken one ---
+REC = "results/runbooks/rb/20260101T000000Z-here/record.json"
+RECORD_CASES = {
+    "record not UTF-8": b'{"run_id": "\xff"}',
+    "record list": "[1, 2]",
+    "record merge conflict": "<<<<<<< HEAD\n{}\n",
+    "record run_id int": '{"run_id": 5, "runbook": "rb", "status": "ok", "steps": []}',
+    "record steps str": '{"run_id": "x", "runbook": "rb", "status": "ok", "steps": "none"}',
+    "record deep": "[" * 100_000,
+}
+
+
+@pytest.mark.parametrize("content", list(RECORD_CASES.values()), ids=list(RECORD_CASES))
+def test_broken_run_record_is_skipped(
+    content: str | bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_kb(tmp_path / "kb", {RB: RUNBOOK, REC: content})
+    for argv in (["run", "--list"], ["docs", "--no-copy", "--out", "_site_md"]):
+        code = run(["--root", str(root), *argv])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        assert "Traceback" not in captured.err
+        if argv[0] == "run":
+            assert "never run" in captured.out  # the broken record is not a run
+
+
 # --- redact.yaml: read by `status --redact` ---
 # fmt: off
 REDACT_CASES = [
@@ -310,7 +336,10 @@ def assert_clean(output: str) -> None:
 
 
 def test_corpus_is_large_enough() -> None:
-    assert len(CASES) + len(RUNBOOK_CASES) + len(RESULT_CASES) + len(REDACT_CASES) >= 60
+    assert (
+        len(CASES) + len(RUNBOOK_CASES) + len(RESULT_CASES) + len(REDACT_CASES) + len(RECORD_CASES)
+        >= 60
+    )
     assert len({c.name for c in CASES}) == len(CASES)
 
 

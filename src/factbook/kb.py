@@ -216,7 +216,10 @@ def _build_fact(raw: dict[str, Any], doc: LocatedDoc, index: int) -> Fact:
     known = set(schema.FACT_SCHEMA["properties"]) - set().union(*schema.CATEGORY_KEYS.values())
     return Fact(
         **{k: raw[k] for k in ("id", "category", "title", "statement", "status")},
-        sources=[Source(**s) for s in raw["sources"]],
+        sources=[
+            Source(**{k: v for k, v in s.items() if k in Source.__dataclass_fields__})
+            for s in raw["sources"]
+        ],
         file=doc.file,
         line=doc.line(("facts", index)),
         value=raw.get("value"),

@@ -172,7 +172,7 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
         run_id = path.parent.name if path.name == "record.json" else path.stem
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        except (OSError, ValueError, RecursionError):  # not UTF-8, not JSON, too deep
             runs.append(Run(run_id, "unreadable", "", "", []))
             continue
         if not isinstance(data, dict):
