@@ -423,7 +423,9 @@ def test_malformed_results(case: Case, tmp_path: Path, capsys: pytest.CaptureFix
 
 # --- resource bombs: a child process under a memory and time limit ---
 LIMIT_BYTES = 500 * 1024 * 1024
-LIMIT_S = 10
+# The target is 10 s on an idle machine (each bomb is refused in < 1 s there); a shared CI box
+# can be 10x slower, and a hang or an exponential blow-up still ends far beyond this.
+LIMIT_S = 60
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
 )
@@ -436,6 +438,10 @@ BOMBS = {
     "values 500k": {F: "facts: [" + "0," * 500_000 + "]\n"},
     "file 50 MB": {F: "# " + "x" * (50 << 20) + "\n"},
     "documents 100k": {F: "---\n" * 100_000},
+    "results 8 MiB of empty objects": {
+        LJ: '{"x": {"y": [' + "{}," * ((8 << 20) // 3 - 20) + "{}]}}"
+    },
+    "results 100 MB": {LJ: '{"x": "' + "a" * (100 << 20) + '"}'},
 }
 
 
@@ -447,7 +453,7 @@ def _limit_memory() -> None:
 def test_resource_bombs_fail_fast_and_small(files: dict[str, str], tmp_path: Path) -> None:
     root = make_kb(tmp_path / "kb", files)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    for command in ("lint", "list", "status", "verify"):
+    for command in ("lint", "list", "status", "verify", "docs"):
         proc = subprocess.run(
             [sys.executable, "-m", "factbook.cli", "--root", str(root), *COMMANDS[command]],
             capture_output=True,
@@ -459,8 +465,9 @@ def test_resource_bombs_fail_fast_and_small(files: dict[str, str], tmp_path: Pat
         output = proc.stdout + proc.stderr
         assert "Traceback" not in output and "MemoryError" not in output, (command, output[-2000:])
         assert proc.returncode in (0, 2), (command, output[-2000:])
-        if command == "lint":
-            assert proc.returncode == 2
+        refusing = ("status", "docs") if LJ in files else ("lint",)
+        if command in refusing:
+            assert proc.returncode == 2, (command, output[-2000:])
             assert any(line.startswith(tuple(files)) for line in output.splitlines()), output
 
 
