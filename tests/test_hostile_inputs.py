@@ -372,6 +372,7 @@ RUNBOOK_CASES = [
     Case("runbook cell yaml block alias", {RB: RUNBOOK.replace(":name: hello", "---\nname: &n hello\nrecords: *n\n---")}, "runbooks/rb.md:11: YAML alias '*n'"),
     Case("runbook NUL in cell options", {RB: RUNBOOK.replace(":name: hello", ":name: he\x00llo")}, "runbooks/rb.md:9: forbidden character U+0000"),
     Case("runbook timeout nan", {RB: RUNBOOK.replace("{target: here}", "{target: here, step_timeout: .nan}")}, "runbooks/rb.md:1: factbook.step_timeout must be a positive number"),
+    Case("runbook fifo", {RB: FIFO}, "runbooks/rb.md:1: not a regular file"),
     Case("runbook file too large", {RB: RUNBOOK + "x" * (1 << 20)}, "runbooks/rb.md:1: file larger than"),
     Case("runbook front matter alias", {RB: RUNBOOK.replace("factbook: {target: here}", "a: &a [1]\nfactbook: *a")}, "runbooks/rb.md:5: YAML alias"),
     Case("runbook front matter list", {RB: "---\n- a\n---\n# x\n"}, "runbooks/rb.md:1: cannot parse as a MyST notebook: ['a'] is not of type 'object'"),
@@ -388,6 +389,9 @@ def test_malformed_runbook(case: Case, tmp_path: Path, capsys: pytest.CaptureFix
     assert case.fragment in output, output
     code, output = cli(root, "run", capsys)
     assert code == 2, output
+    assert_clean(output)
+    code, output = cli(root, "docs", capsys)  # the handbook shows the runbook as unparsable
+    assert code == 0, output
     assert_clean(output)
 
 
@@ -442,6 +446,7 @@ BOMBS = {
         LJ: '{"x": {"y": [' + "{}," * ((8 << 20) // 3 - 20) + "{}]}}"
     },
     "results 100 MB": {LJ: '{"x": "' + "a" * (100 << 20) + '"}'},
+    "runbook 100 MB": {RB: RUNBOOK + "x" * (100 << 20)},
 }
 
 

@@ -113,7 +113,10 @@ def _parse_runbook(path: Path, root: Path) -> Runbook:
 
         parsed = load_runbook(path, root)
     except Exception as exc:  # a broken runbook must not break the handbook
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = ""
+        if path.is_file():  # not a FIFO (open would block); read the head only, for a heading
+            with path.open(encoding="utf-8", errors="replace") as handle:
+                text = handle.read(1 << 16)
         return Runbook(
             path.stem,
             _first_heading(text) or path.stem,
