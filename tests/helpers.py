@@ -17,6 +17,18 @@ from factbook.cli import run
 
 REPO = Path(__file__).resolve().parents[1]
 
+
+class _NoAliases(yaml.SafeDumper):
+    """Shared objects written out in full: the loader refuses YAML aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _dump(data: Any) -> str:
+    return yaml.dump(data, Dumper=_NoAliases, sort_keys=False)
+
+
 LOCAL_TARGETS = {"targets": {"local": {"transport": "local"}, "other": {"transport": "local"}}}
 
 
@@ -49,8 +61,8 @@ def make_kb(
     checks: dict[str, str] | None = None,
 ) -> Path:
     (root / "facts").mkdir(parents=True, exist_ok=True)
-    (root / "targets.yaml").write_text(yaml.safe_dump(targets or LOCAL_TARGETS))
-    (root / "facts" / "facts.yaml").write_text(yaml.safe_dump({"facts": facts}, sort_keys=False))
+    (root / "targets.yaml").write_text(_dump(targets or LOCAL_TARGETS))
+    (root / "facts" / "facts.yaml").write_text(_dump({"facts": facts}))
     for name, text in (checks or {}).items():
         (root / "checks").mkdir(exist_ok=True)
         (root / "checks" / name).write_text(text)

@@ -41,10 +41,16 @@ BROKEN_LATEST = [
         id="merge-conflict",
     ),
     pytest.param(b'{"hw.x": {"local": {"reason": "\xff\xfe"}}}', "not UTF-8", id="not-utf8"),
-    pytest.param(b"[1, 2]", "found a JSON list", id="a-list"),
-    pytest.param(b'{"hw.x": [1]}', "fact 'hw.x': expected an object of targets", id="bad-fact"),
     pytest.param(
-        b'{"hw.x": {"local": "pass"}}', "target 'local': expected a result object", id="bad-rec"
+        b"[1, 2]", "results/latest.json:1: expected a mapping {fact: {target: record}}", id="a-list"
+    ),
+    pytest.param(
+        b'{"hw.x": [1]}',
+        "results/latest.json:1: hw.x: expected a mapping {target: record}",
+        id="bad-fact",
+    ),
+    pytest.param(
+        b'{"hw.x": {"local": "pass"}}', "hw.x.local: expected a mapping (a record)", id="bad-rec"
     ),
     pytest.param(b"", "not valid JSON", id="empty"),
 ]
@@ -60,7 +66,8 @@ def test_unreadable_latest_is_refused_and_left_alone(
     code, _, err = cli(kb, "verify", "--target", "local")
     assert code == 2, err
     assert message in err and "not overwritten" in err
-    assert err.count("\n") == 1 and "Traceback" not in err  # one line, no traceback
+    # each problem on one line naming the file (and a count line), no traceback
+    assert err.count("results/latest.json:") == err.count("\n") - 1 and "Traceback" not in err
     assert latest.read_bytes() == content  # nothing changed
     assert sorted((kb / "results" / "runs").iterdir()) == runs_before
     code, _, err = cli(kb, "verify", "--failed")

@@ -3,8 +3,8 @@
     FactbookError                 exit 2 unless stated
     ├── InputError                the user's files are wrong (bad YAML, unknown key, ...)
     │   ├── LintFailed            several located problems at once
+    │   │   └── ResultsUnreadable results/latest.json unreadable; never overwritten
     │   ├── WritebackError        a fact file cannot be edited safely (flow style, clash)
-    │   ├── ResultsUnreadable     results/latest.json does not parse; never overwritten
     │   └── LaunchRefused         an SGLang launch the linter is sure is wrong (not started)
     ├── UsageError                the command line is wrong (unknown id, milestone, target)
     │   └── MissingDependency     an optional module (torch, safetensors, ...) is not installed
@@ -73,8 +73,17 @@ class WritebackError(InputError):
     """A fact file cannot be edited safely (flow-style fact, unparsable file, id clash)."""
 
 
-class ResultsUnreadable(InputError):
-    """results/latest.json exists but does not parse; it is never silently replaced."""
+class ResultsUnreadable(LintFailed):
+    """results/latest.json exists but cannot be read as results (not UTF-8, not JSON, a merge
+    conflict, the wrong shape); it is never silently replaced. Each problem names its line."""
+
+    ADVICE = (
+        "fix it (git checkout / resolve the conflict) or delete it to start afresh "
+        "(results/runs/ keeps every run); not overwritten"
+    )
+
+    def __init__(self, problems: list[Problem]):
+        super().__init__([Problem(p.file, p.line, f"{p.message}; {self.ADVICE}") for p in problems])
 
 
 class LaunchRefused(InputError):

@@ -160,9 +160,15 @@ def load_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
     custom, custom_problems = find_custom_probes(root / CHECKS_DIR, root)
     problems += custom_problems
     kb.probes = {**builtin_probes(), **custom}
-    docs: list[tuple[LocatedDoc, list[tuple[int, dict[str, Any]]]]] = []
-    for path in sorted((root / FACTS_DIR).rglob("*.yaml")):
+    docs: list[tuple[LocatedDoc, list[tuple[int, dict[str, Any], set[Any]]]]] = []
+    for path in sorted((root / FACTS_DIR).rglob("*")):
         display = path.relative_to(root).as_posix()
+        if path.suffix != ".yaml":
+            if path.suffix.lower() in (".yaml", ".yml") and not path.name.startswith("."):
+                problems.append(
+                    Problem(display, 1, "not read: fact files must end in '.yaml' (rename it)")
+                )
+            continue
         doc, found = load_located(path, display)
         problems += found
         if doc.data is None:
@@ -183,17 +189,17 @@ def load_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
             if fact_problems:
                 label = f"fact '{fact_id}': " if isinstance(fact_id, str) else ""
                 problems += [Problem(p.file, p.line, label + p.message) for p in fact_problems]
-                if not isinstance(fact_id, str):
-                    continue
-            entries.append((index, raw))
+            # Only conformed values reach a Fact: a wrong-typed key is dropped (and reported
+            # above), so status and the handbook can still render the rest of the fact.
+            clean = schema.conform(raw, schema.FACT_SCHEMA)
+            if clean is not schema.INVALID:
+                entries.append((index, clean, set(raw)))
         docs.append((doc, entries))
     first_seen: dict[str, str] = {}
-    accepted: list[tuple[Fact, dict[str, Any], LocatedDoc, int]] = []
+    accepted: list[tuple[Fact, dict[str, Any], set[Any], LocatedDoc, int]] = []
     for doc, entries in docs:
-        for index, raw in entries:
+        for index, raw, keys in entries:
             fact = _build_fact(raw, doc, index)
-            if fact is None:
-                continue
             if fact.id in first_seen:
                 problems.append(
                     doc.problem(
@@ -204,25 +210,21 @@ def load_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
                 continue
             first_seen[fact.id] = fact.location
             kb.facts[fact.id] = fact
-            accepted.append((fact, raw, doc, index))
-    for fact, raw, doc, index in accepted:
-        problems += _cross_check(kb, fact, raw, doc, ("facts", index))
+            accepted.append((fact, raw, keys, doc, index))
+    for fact, raw, keys, doc, index in accepted:
+        problems += _cross_check(kb, fact, raw, keys, doc, ("facts", index))
     return kb, problems
 
 
-def _build_fact(raw: dict[str, Any], doc: LocatedDoc, index: int) -> Fact | None:
-    try:
-        base = {k: raw[k] for k in ("id", "category", "title", "statement", "status")}
-    except KeyError:
-        return None
+def _build_fact(raw: dict[str, Any], doc: LocatedDoc, index: int) -> Fact:
+    """A Fact from a conformed entry: every key present has its schema type."""
     check = raw.get("check")
     known = set(schema.FACT_SCHEMA["properties"]) - set().union(*schema.CATEGORY_KEYS.values())
     return Fact(
-        **base,
+        **{k: raw[k] for k in ("id", "category", "title", "statement", "status")},
         sources=[
             Source(**{k: v for k, v in s.items() if k in Source.__dataclass_fields__})
-            for s in raw.get("sources", [])
-            if isinstance(s, dict)
+            for s in raw["sources"]
         ],
         file=doc.file,
         line=doc.line(("facts", index)),
@@ -233,9 +235,7 @@ def _build_fact(raw: dict[str, Any], doc: LocatedDoc, index: int) -> Fact | None
         since=None if raw.get("since") is None else str(raw["since"]),
         until=None if raw.get("until") is None else str(raw["until"]),
         history=[
-            HistoryEntry(str(h["at"]), h["status"], h.get("note"))
-            for h in raw.get("history") or []
-            if isinstance(h, dict) and "at" in h and "status" in h
+            HistoryEntry(str(h["at"]), h["status"], h.get("note")) for h in raw.get("history") or []
         ],
         check=Check(
             probe=check["probe"],
@@ -244,7 +244,7 @@ def _build_fact(raw: dict[str, Any], doc: LocatedDoc, index: int) -> Fact | None
             timeout=check.get("timeout"),
             target=check.get("target"),
         )
-        if isinstance(check, dict) and "probe" in check
+        if check is not None
         else None,
         links={k: list(v) for k, v in (raw.get("links") or {}).items()},
         extra={k: v for k, v in raw.items() if k not in known},
@@ -252,25 +252,35 @@ def _build_fact(raw: dict[str, Any], doc: LocatedDoc, index: int) -> Fact | None
 
 
 def _cross_check(
-    kb: KnowledgeBase, fact: Fact, raw: dict[str, Any], doc: LocatedDoc, at: tuple[Any, ...]
+    kb: KnowledgeBase,
+    fact: Fact,
+    raw: dict[str, Any],
+    keys: set[Any],
+    doc: LocatedDoc,
+    at: tuple[Any, ...],
 ) -> list[Problem]:
-    """Rules across fields and files: category keys, milestones, targets, probes, links."""
+    """Rules across fields and files: category keys, milestones, targets, probes, links.
+
+    `raw` is the conformed entry; `keys` the keys as written (a key dropped for its type is
+    still present, so it is not reported a second time as missing).
+    """
     out: list[Problem] = []
 
     def add(path: tuple[Any, ...], message: str) -> None:
         out.append(doc.problem((*at, *path), f"fact '{fact.id}': {message}"))
 
     allowed = schema.CATEGORY_KEYS.get(fact.category, set())
-    for key in raw:
+    for key in keys:
         owners = [c for c, keys in schema.CATEGORY_KEYS.items() if key in keys]
         if owners and key not in allowed:
             add((key,), f"key '{key}' is only for category {' or '.join(owners)}")
-    for key in sorted(schema.CATEGORY_REQUIRED.get(fact.category, set()) - set(raw)):
+    for key in sorted(schema.CATEGORY_REQUIRED.get(fact.category, set()) - keys):
         add((), f"category {fact.category} requires key '{key}'")
     for key in ("since", "until"):
         ref = raw.get(key)
         if ref is not None and str(ref) not in kb.milestones:
             add((key,), f"unknown milestone '{ref}' (known: {', '.join(kb.milestones)})")
+            setattr(fact, key, None)  # reported; as-of queries must not trip over it
     if (
         fact.since in kb.milestones
         and fact.until in kb.milestones
@@ -278,11 +288,12 @@ def _cross_check(
     ):
         add(("until",), f"until '{fact.until}' is not after since '{fact.since}'")
     for i, entry in enumerate(raw.get("history") or []):
-        if isinstance(entry, dict) and str(entry.get("at")) not in kb.milestones:
-            add(("history", i, "at"), f"unknown milestone '{entry.get('at')}'")
+        if str(entry["at"]) not in kb.milestones:
+            add(("history", i, "at"), f"unknown milestone '{entry['at']}'")
+    fact.history = [h for h in fact.history if h.at in kb.milestones]
     for path, name in (
         (("target",), raw.get("target")),
-        (("check", "target"), (raw.get("check") or {}).get("target")),
+        (("check", "target"), fact.check.target if fact.check else None),
     ):
         if name is not None and name not in kb.targets:
             add(path, f"unknown target '{name}' (known: {', '.join(kb.targets)})")
@@ -290,7 +301,7 @@ def _cross_check(
     if fact.category == "inventory" and machine is not None and machine not in kb.targets:
         add(("machine",), f"unknown target '{machine}' (known: {', '.join(kb.targets)})")
     for relation, ids in (raw.get("links") or {}).items():
-        for i, other in enumerate(ids or []):
+        for i, other in enumerate(ids):
             if other not in kb.facts:
                 add(("links", relation, i), f"link {relation} -> '{other}': no such fact")
     if fact.check is not None:
@@ -337,16 +348,25 @@ def _check_problems(
     return out
 
 
+def _present(path: Path) -> bool:
+    """Exists, or is a dangling or looping link (which load_located then reports)."""
+    return path.exists() or path.is_symlink()
+
+
 def _load_milestones(kb: KnowledgeBase) -> list[Problem]:
     path = kb.root / MILESTONES_FILE
-    if not path.exists():
+    if not _present(path):
         return []
     doc, problems = load_located(path, MILESTONES_FILE)
     if doc.data is None:
         return problems
     problems += schema.validate(doc.data, schema.MILESTONES_SCHEMA, doc)
-    for i, raw in enumerate((doc.data or {}).get("milestones") or []):
-        if not isinstance(raw, dict) or "id" not in raw:
+    top = doc.data if isinstance(doc.data, dict) else {}
+    items = top.get("milestones") if isinstance(top.get("milestones"), list) else []
+    item_schema = schema.MILESTONES_SCHEMA["properties"]["milestones"]["items"]
+    for i, found in enumerate(items):
+        raw = schema.conform(found, item_schema)
+        if raw is schema.INVALID:
             continue
         key = str(raw["id"])
         if key in kb.milestones:
@@ -354,7 +374,7 @@ def _load_milestones(kb: KnowledgeBase) -> list[Problem]:
             continue
         kb.milestones[key] = Milestone(
             id=key,
-            title=str(raw.get("title", "")),
+            title=raw["title"],
             index=len(kb.milestones),
             seed=raw.get("seed"),
             message=raw.get("message"),
@@ -365,18 +385,17 @@ def _load_milestones(kb: KnowledgeBase) -> list[Problem]:
 
 def _load_targets(kb: KnowledgeBase) -> list[Problem]:
     path = kb.root / TARGETS_FILE
-    if not path.exists():
+    if not _present(path):
         return []
     doc, problems = load_located(path, TARGETS_FILE)
     if doc.data is None:
         return problems
-    found = schema.validate(doc.data, schema.TARGETS_SCHEMA, doc)
-    problems += found
-    raw_targets = (doc.data or {}).get("targets") if isinstance(doc.data, dict) else None
-    if not isinstance(raw_targets, dict):
-        return problems
-    for name, raw in raw_targets.items():
-        if not isinstance(raw, dict):
+    problems += schema.validate(doc.data, schema.TARGETS_SCHEMA, doc)
+    top = doc.data if isinstance(doc.data, dict) else {}
+    raw_targets = top.get("targets") if isinstance(top.get("targets"), dict) else {}
+    for name, found in raw_targets.items():
+        raw = schema.conform(found, schema.TARGET_SCHEMA)
+        if raw is schema.INVALID:
             continue
         bad = [name_problem("target name", name)]
         env = raw.get("env") if isinstance(raw.get("env"), dict) else {}

@@ -11,6 +11,7 @@ The handbook, `factbook show` and status documents read only this module's API.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,7 +19,8 @@ from typing import Any
 
 from . import outcomes
 from .atomic import write_text_atomic
-from .errors import ResultsUnreadable
+from .errors import Problem, ResultsUnreadable
+from .yamlsrc import read_text_bounded
 
 RESULTS_DIR = "results"
 OUTCOMES = outcomes.OUTCOMES  # kept for readers of this module
@@ -96,48 +98,92 @@ def _unlock(handle: Any) -> None:
         fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+# ~25,000 records, 10x this knowledge base's; parsed, 8 MiB of JSON stays under ~200 MB
+MAX_RESULTS_BYTES = 8 << 20
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "fact": (str,),
+    "target": (str,),
+    "outcome": (str,),
+    "reason": (str,),
+    "time": (str,),
+    "run": (str,),
+    "duration_s": (int, float),
+    "probe": (str,),
+    "attempts": (int,),
+    "extra": (dict,),
+}
+
+
 def load_latest(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """{fact_id: {target: record dict}}; empty when nothing was verified yet.
 
-    A latest.json that exists but does not parse (a git merge conflict, a truncated copy) is
-    an error, never read as empty: a run would otherwise replace every result in it with its
-    own few. The user fixes or removes it; results/runs/ still holds every run.
+    A file that is not UTF-8, not JSON (a merge conflict) or not of this shape is refused with
+    `results/latest.json:LINE: ...` (exit 2): nothing downstream indexes into unchecked values,
+    and a run never silently replaces results it could not read.
+    It is never overwritten: the user fixes or removes it; results/runs/ still holds every run.
     """
     path = results_dir(root) / "latest.json"
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):
         return {}
-    shown = f"{RESULTS_DIR}/latest.json"
-    advice = (
-        "fix it (git checkout / resolve the conflict) or delete it to start afresh "
-        "(results/runs/ keeps every run); not overwritten"
-    )
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ResultsUnreadable(f"{shown}: not UTF-8 (byte {exc.start}); {advice}") from exc
+    display = f"{RESULTS_DIR}/latest.json"
+    text, problem = read_text_bounded(path, display, limit=MAX_RESULTS_BYTES)
+    if problem is not None:
+        raise ResultsUnreadable([problem])
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsUnreadable(
-            f"{shown}:{exc.lineno}: not valid JSON ({exc.msg}); {advice}"
-        ) from exc
-    problem = _shape_problem(data)
-    if problem:
-        raise ResultsUnreadable(f"{shown}: {problem}; {advice}")
+            [Problem(display, exc.lineno, f"not valid JSON: {exc.msg}")]
+        ) from None
+    except (ValueError, RecursionError) as exc:  # a 5000-digit number, nesting 100k deep
+        message = str(exc).split(";")[0] or "nested too deeply"
+        raise ResultsUnreadable([Problem(display, 1, f"not valid JSON: {message}")]) from None
+    problems = _shape_problems(data, text, display)
+    if problems:
+        raise ResultsUnreadable(problems[:20])
     return data
 
 
-def _shape_problem(data: Any) -> str | None:
-    """Why `data` is not {fact_id: {target: record}}, or None."""
+def _shape_problems(data: Any, text: str, display: str) -> list[Problem]:
     if not isinstance(data, dict):
-        return f"expected an object of facts, found a JSON {type(data).__name__}"
+        return [Problem(display, 1, "expected a mapping {fact: {target: record}}")]
+    out = []
     for fact_id, by_target in data.items():
+        line = _line_of(text, fact_id)
         if not isinstance(by_target, dict):
-            return f"fact {fact_id!r}: expected an object of targets"
+            out.append(Problem(display, line, f"{fact_id}: expected a mapping {{target: record}}"))
+            continue
         for target, record in by_target.items():
+            where = f"{fact_id}.{target}"
             if not isinstance(record, dict):
-                return f"fact {fact_id!r}, target {target!r}: expected a result object"
-    return None
+                out.append(Problem(display, line, f"{where}: expected a mapping (a record)"))
+                continue
+            for key in ("fact", "target", "outcome", "reason"):
+                if key not in record:
+                    out.append(Problem(display, line, f"{where}: missing '{key}'"))
+            for key, types in _RECORD_TYPES.items():
+                value = record.get(key)
+                if key in record and (not isinstance(value, types) or isinstance(value, bool)):
+                    want = " or ".join(t.__name__ for t in types)
+                    out.append(Problem(display, line, f"{where}.{key}: expected {want}"))
+                elif isinstance(value, float) and not math.isfinite(value):
+                    out.append(Problem(display, line, f"{where}.{key}: not a finite number"))
+            if isinstance(record.get("outcome"), str) and record["outcome"] not in OUTCOMES:
+                out.append(
+                    Problem(
+                        display,
+                        line,
+                        f"{where}.outcome: {record['outcome']!r} is not one of "
+                        f"{', '.join(OUTCOMES)}",
+                    )
+                )
+    return out
+
+
+def _line_of(text: str, key: str) -> int:
+    """The line where `key` first appears as a JSON key (the file is written one per line)."""
+    at = text.find(json.dumps(key) + ":")
+    return text.count("\n", 0, at) + 1 if at >= 0 else 1
 
 
 def latest_for(root: Path, fact_id: str) -> list[ResultRecord]:
@@ -149,10 +195,12 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
     """Run headers, newest first."""
     runs = []
     for path in sorted((results_dir(root) / "runs").glob("*.jsonl"), reverse=True):
-        with path.open(encoding="utf-8") as handle:
-            first = handle.readline()
         try:
-            runs.append(json.loads(first)["run"])
-        except (json.JSONDecodeError, KeyError):
-            continue
+            with path.open("rb") as handle:
+                first = handle.readline(1 << 20).decode("utf-8")
+            header = json.loads(first)["run"]
+        except (OSError, ValueError, RecursionError, KeyError, TypeError):
+            continue  # one unreadable history file must not hide the others
+        if isinstance(header, dict):
+            runs.append(header)
     return runs

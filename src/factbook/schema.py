@@ -9,6 +9,7 @@ the loader's semantic pass.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -159,7 +160,10 @@ TARGET_SCHEMA = {
         "jump": {"type": ["string", "array"], "items": _STR},
         "python": _STR,
         "identity_file": _STR,
-        "env": {"type": "object"},
+        "env": {
+            "type": "object",
+            "additionalProperties": {"type": ["string", "integer", "number", "boolean"]},
+        },
         "description": _STR,
         "tags": {"type": "array", "items": _STR},
         "connect_timeout": {"type": "number", "exclusiveMinimum": 0},
@@ -191,6 +195,8 @@ def _type_ok(value: Any, types: str | list[str]) -> bool:
     for name in names:
         if isinstance(value, bool) and name in ("integer", "number"):
             continue
+        if isinstance(value, float) and not math.isfinite(value):
+            continue  # .nan and .inf pass every comparison check: never a valid number
         if name == "integer" and isinstance(value, float) and value.is_integer():
             return True
         if isinstance(value, _JSON_TYPES[name]):
@@ -245,6 +251,8 @@ def check_supported(schema: dict[str, Any], where: str = "#") -> None:
 def _describe(value: Any) -> str:
     if value is None:
         return "null"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     return {
         bool: "boolean",
         int: "integer",
@@ -266,6 +274,10 @@ def validate(
         names = [schema["type"]] if isinstance(schema["type"], str) else schema["type"]
         want = " or ".join(_FRIENDLY.get(n, n) for n in names)
         return [doc.problem(path, f"{pre}expected {want}, got {_describe(value)}")]
+    if _free_form(schema):
+        bad = _non_json(value)
+        if bad is not None:
+            return [doc.problem((*path, *bad[0]), f"{pre}unsupported value of type {bad[1]}")]
     if not schema.keys() <= KEYWORDS | ANNOTATIONS:
         check_supported(schema)
     if "enum" in schema and not any(_json_equal(value, c) for c in schema["enum"]):
@@ -307,3 +319,90 @@ def validate(
 
 for _published in (FACT_FILE_SCHEMA, MILESTONES_SCHEMA, TARGETS_SCHEMA):
     check_supported(_published)
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _free_form(schema: dict[str, Any]) -> bool:
+    """A schema that accepts any content below it (a fact's value, a check's args)."""
+    return not any(k in schema for k in ("properties", "additionalProperties", "items"))
+
+
+def _non_json(value: Any, path: PathKey = ()) -> tuple[PathKey, str] | None:
+    """The first value inside `value` that JSON cannot hold (a date, bytes, NaN), if any.
+
+    Results, the handbook and the agent exchange values as JSON; such a value would break
+    them far from its line, so it is refused here, where the line is known.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, str(value)
+    if isinstance(value, _JSON_SCALARS):
+        return None
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _non_json(item, (*path, i))
+            if found:
+                return found
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return (*path, key), f"{type(key).__name__} (as a key; quote it)"
+            found = _non_json(item, (*path, key))
+            if found:
+                return found
+        return None
+    return path, f"{type(value).__name__} (quote it)"
+
+
+INVALID: Any = object()
+
+
+def conform(value: Any, schema: dict[str, Any]) -> Any:
+    """`value` with everything `validate` would report removed; INVALID if nothing is left.
+
+    The loader builds facts, targets and milestones only from conformed values, so code
+    downstream (status, handbook, verify) may trust every type, even when lint reported
+    problems and the command carries on with a warning.
+    """
+    if "type" in schema and not _type_ok(value, schema["type"]):
+        return INVALID
+    if _free_form(schema) and _non_json(value) is not None:
+        return INVALID
+    if "enum" in schema and not any(_json_equal(value, c) for c in schema["enum"]):
+        return INVALID
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        return INVALID
+    if _type_ok(value, "number"):
+        lo = schema.get("exclusiveMinimum")
+        if (
+            ("minimum" in schema and value < schema["minimum"])
+            or ("maximum" in schema and value > schema["maximum"])
+            or (lo is not None and value <= lo)
+        ):
+            return INVALID
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        out = {}
+        for key, sub in value.items():
+            sub_schema = props.get(key, extra if isinstance(extra, dict) else None)
+            if sub_schema is None:
+                if key in props or extra is not False:
+                    out[key] = sub
+                continue
+            cleaned = conform(sub, sub_schema)
+            if cleaned is not INVALID:
+                out[key] = cleaned
+        if any(key not in out for key in schema.get("required", [])):
+            return INVALID
+        return out
+    if isinstance(value, list):
+        items = schema.get("items")
+        out_list = [conform(item, items) for item in value] if items is not None else list(value)
+        out_list = [item for item in out_list if item is not INVALID]
+        if len(out_list) < schema.get("minItems", 0):
+            return INVALID
+        return out_list
+    return value

@@ -44,6 +44,9 @@ class _BlockDumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)
 
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # the loader refuses aliases (yamlsrc): shared objects are written out
+
 
 @contextlib.contextmanager
 def file_lock(path: Path) -> Iterator[None]:
@@ -92,8 +95,13 @@ def _flow_text(value: Any) -> str:
     """A value as one line of YAML flow text (JSON-style escapes for multi-line strings)."""
     if isinstance(value, str) and ("\n" in value or "\r" in value):
         return json.dumps(value, ensure_ascii=False)
-    text = yaml.safe_dump(
-        value, default_flow_style=True, width=10**9, allow_unicode=True, sort_keys=False
+    text = yaml.dump(
+        value,
+        Dumper=_BlockDumper,
+        default_flow_style=True,
+        width=10**9,
+        allow_unicode=True,
+        sort_keys=False,
     )
     if text.endswith("\n...\n"):
         text = text[: -len("\n...\n")]

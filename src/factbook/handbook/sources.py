@@ -113,7 +113,10 @@ def _parse_runbook(path: Path, root: Path) -> Runbook:
 
         parsed = load_runbook(path, root)
     except Exception as exc:  # a broken runbook must not break the handbook
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = ""
+        if path.is_file():  # not a FIFO (open would block); read the head only, for a heading
+            with path.open(encoding="utf-8", errors="replace") as handle:
+                text = handle.read(1 << 16)
         return Runbook(
             path.stem,
             _first_heading(text) or path.stem,
@@ -172,7 +175,7 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
         run_id = path.parent.name if path.name == "record.json" else path.stem
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        except (OSError, ValueError, RecursionError):  # not UTF-8, not JSON, too deep
             runs.append(Run(run_id, "unreadable", "", "", []))
             continue
         if not isinstance(data, dict):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Problem
+from ..yamlsrc import read_text_bounded
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ def scan_source(text: str, display: str, *, default_doc: str = "custom probe") -
         tree = ast.parse(text, filename=display)
     except SyntaxError as exc:
         scan.problems.append(Problem(display, exc.lineno or 1, f"Python syntax error: {exc.msg}"))
+        return scan
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, deep nesting
+        scan.problems.append(Problem(display, 1, f"cannot parse: {exc}"))
         return scan
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     for node in tree.body:
@@ -85,8 +89,12 @@ def _spec(name: str, func: ast.FunctionDef, default_doc: str) -> ProbeSpec:
 
 
 def scan_file(path: Path, display: str, *, default_doc: str = "custom probe") -> ModuleScan:
-    """`scan_source` of a file."""
-    return scan_source(path.read_text(encoding="utf-8"), display, default_doc=default_doc)
+    """`scan_source` of a file, read bounded (size, UTF-8, no FIFOs: a shared repository's
+    checks/ may hold anything)."""
+    text, unreadable = read_text_bounded(path, display)
+    if unreadable is not None:
+        return ModuleScan(problems=[unreadable])
+    return scan_source(text, display, default_doc=default_doc)
 
 
 def find_custom_probes(checks_dir: Path, root: Path) -> tuple[dict[str, ProbeSpec], list[Problem]]:

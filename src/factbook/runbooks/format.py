@@ -7,13 +7,15 @@ a typo (`destuctive: true`) is an error instead of a silently ignored safety swi
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import Problem, UsageError
+from ..errors import LintFailed, Problem, UsageError
 from ..names import name_problem
+from ..yamlsrc import read_text_bounded, refusal
 
 RUNBOOKS_DIR = "runbooks"
 STEP_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -47,6 +49,9 @@ RUNBOOK_KEYS = {
 }
 DEFAULT_STEP_TIMEOUT = 600.0
 CODE_FENCE = re.compile(r"^(`{3,}|~{3,})\{code-cell\}", re.MULTILINE)
+FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*$", re.MULTILINE | re.DOTALL)
+# A code cell's options: `:key: value` lines, or a YAML block between `---` lines.
+CELL_OPTIONS = re.compile(r"\n((?::[^\n]*\n)+|---[ \t]*\n.*?\n---[ \t]*\n)", re.DOTALL)
 
 
 @dataclass
@@ -117,17 +122,30 @@ def load_runbook(path: Path, root: Path | None = None) -> Runbook:
 
     path = Path(path)
     display = _display(path, root)
-    text = path.read_text(encoding="utf-8")
-    problems: list[Problem] = []
+    text, unreadable = read_text_bounded(path, display)
+    if unreadable is not None:
+        raise LintFailed([unreadable])
+    problems = _unsafe_yaml(text, display)
+    if problems:  # jupytext would expand an alias bomb: never hand it such YAML
+        raise LintFailed(problems)
+    problems = _unclosed_fences(text, display)
     try:
         notebook = jupytext.reads(text, fmt="md:myst")
     except Exception as exc:  # jupytext raises plain Exceptions on bad YAML front matter
-        raise UsageError(f"{display}: cannot parse as a MyST notebook: {exc}") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise LintFailed(
+            [*problems, Problem(display, 1, f"cannot parse as a MyST notebook: {first}")]
+        ) from None
     fence_lines = [text.count("\n", 0, m.start()) + 1 for m in CODE_FENCE.finditer(text)]
+    meta_line = _key_line(text, "factbook")
     meta = notebook.metadata.get("factbook") or {}
     if not isinstance(meta, dict):
-        problems.append(Problem(display, 1, "front matter 'factbook:' must be a mapping"))
+        problems.append(Problem(display, meta_line, "front matter 'factbook:' must be a mapping"))
         meta = {}
+    target = meta.get("target")
+    if target is not None and not isinstance(target, str):
+        problems.append(Problem(display, meta_line, "factbook.target must be a target name"))
+        target = None
     for key in meta:
         if key not in RUNBOOK_KEYS:
             problems.append(
@@ -174,7 +192,7 @@ def load_runbook(path: Path, root: Path | None = None) -> Runbook:
         path=path,
         display=display,
         title=str(meta.get("title") or _first_heading(notebook) or path.stem),
-        target=meta.get("target"),
+        target=target,
         timeout=_number(meta.get("timeout"), None, display, 1, "factbook.timeout", problems),
         facts=_id_list(meta.get("facts"), display, 1, "factbook.facts", problems),
         pitfalls=_id_list(meta.get("pitfalls"), display, 1, "factbook.pitfalls", problems),
@@ -234,7 +252,7 @@ def _number(
 ) -> float | None:
     if raw is None:
         return default
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw <= 0:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw < math.inf:
         problems.append(Problem(display, line, f"{what} must be a positive number of seconds"))
         return default
     return float(raw)
@@ -249,6 +267,48 @@ def _id_list(raw: Any, display: str, line: int, what: str, problems: list[Proble
         problems.append(Problem(display, line, f"{what} must be a list of fact ids"))
         return []
     return list(raw)
+
+
+def _unsafe_yaml(text: str, display: str) -> list[Problem]:
+    """Aliases, bombs and forbidden characters in the front matter and cell options."""
+    regions = []
+    front = FRONT_MATTER.match(text)
+    if front:
+        regions.append((front.group(1), 2))
+    for fence in CODE_FENCE.finditer(text):
+        end = text.find("\n", fence.end())
+        options = CELL_OPTIONS.match(text, end) if end >= 0 else None
+        if options:
+            block = options.group(1)
+            body = "\n".join(
+                line[1:] if line.startswith(":") else line
+                for line in block.splitlines()
+                if line.strip() != "---"
+            )
+            line = text.count("\n", 0, end) + 2 + (1 if block.startswith("---") else 0)
+            regions.append((body, line))
+    found = [refusal(body, display, first_line=line) for body, line in regions]
+    return [p for p in found if p is not None]
+
+
+def _unclosed_fences(text: str, display: str) -> list[Problem]:
+    """A code cell whose fence is never closed swallows the rest of the file into one step."""
+    out = []
+    for fence in CODE_FENCE.finditer(text):
+        opener = fence.group(1)
+        closer = re.compile(rf"^{re.escape(opener[0])}{{{len(opener)},}}[ \t]*$", re.MULTILINE)
+        start = text.find("\n", fence.end())
+        if start < 0 or not closer.search(text, start):
+            line = text.count("\n", 0, fence.start()) + 1
+            out.append(Problem(display, line, f"code cell fence {opener} is never closed"))
+    return out
+
+
+def _key_line(text: str, key: str) -> int:
+    """The line of a top-level front-matter key (1 when absent)."""
+    front = FRONT_MATTER.match(text)
+    found = re.search(rf"^{key}:", front.group(1), re.MULTILINE) if front else None
+    return front.group(1).count("\n", 0, found.start()) + 2 if front and found else 1
 
 
 def _first_heading(notebook: Any) -> str | None:

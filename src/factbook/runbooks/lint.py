@@ -12,7 +12,7 @@ import ast
 import importlib
 from collections.abc import Callable
 
-from ..errors import Problem, UsageError
+from ..errors import LintFailed, Problem, UsageError
 from ..kb import KnowledgeBase
 from .dryrun import fact_uses
 from .format import Runbook, load_runbook, runbook_paths
@@ -27,6 +27,9 @@ def lint_runbooks(kb: KnowledgeBase) -> list[Problem]:
             runbook = load_runbook(path, kb.root)
         except UsageError as exc:
             problems.append(Problem(path.relative_to(kb.root).as_posix(), 1, str(exc)))
+            continue
+        except LintFailed as exc:  # unreadable or unsafe: located problems, no Runbook
+            problems += exc.problems
             continue
         problems += lint_runbook(kb, runbook)
         if launch is not None:

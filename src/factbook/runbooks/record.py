@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import stamps
 from ..atomic import write_text_atomic
-from ..errors import UsageError
+from ..errors import InputError, UsageError
 from ..names import inside
 from ..outcomes import OK, PENDING, RUNNING
 from ..results import results_dir
@@ -111,7 +111,14 @@ def save(record: RunRecord, folder: Path) -> Path:
 
 
 def load(folder: Path) -> RunRecord:
-    return RunRecord.from_dict(json.loads((folder / RECORD_FILE).read_text(encoding="utf-8")))
+    path = folder / RECORD_FILE
+    try:
+        record = RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise InputError(f"{path}: unreadable run record ({type(exc).__name__})") from None
+    if not isinstance(record.run_id, str) or not isinstance(record.status, str):
+        raise InputError(f"{path}: unreadable run record (run_id and status must be strings)")
+    return record
 
 
 def list_runs(root: Path, runbook: str | None = None) -> list[RunRecord]:
@@ -123,8 +130,8 @@ def list_runs(root: Path, runbook: str | None = None) -> list[RunRecord]:
         if (folder / RECORD_FILE).exists():
             try:
                 out.append(load(folder))
-            except (json.JSONDecodeError, TypeError, KeyError):
-                continue
+            except InputError:
+                continue  # one broken record must not hide the other runs
     return sorted(out, key=lambda r: r.run_id, reverse=True)
 
 

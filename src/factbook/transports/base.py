@@ -13,6 +13,66 @@ from dataclasses import dataclass, field
 
 from ..model import Target
 
+# What a box may make us hold. The agent caps one result at 16 MiB; a line longer than this
+# is no result of ours (a probe flooding stdout) and is dropped as it streams.
+MAX_LINE_BYTES = 17 * 1024 * 1024
+# stderr is only read for notes and the reason a run was lost: its head and tail suffice.
+STDERR_HEAD_BYTES = 64 * 1024
+STDERR_TAIL_BYTES = 64 * 1024
+
+
+class BoundedStderr:
+    """The first and last 64 KiB of a stream, however much a box writes (1 GB -> 128 KiB)."""
+
+    def __init__(self, head: int = STDERR_HEAD_BYTES, tail: int = STDERR_TAIL_BYTES):
+        self._head_cap, self._tail_cap = head, tail
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        room = self._head_cap - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self._tail += data
+        excess = len(self._tail) - self._tail_cap
+        if excess > 0:
+            del self._tail[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        gap = f"\n[... {self.dropped} bytes of stderr dropped ...]\n" if self.dropped else ""
+        return (
+            bytes(self._head).decode("utf-8", "replace")
+            + gap
+            + bytes(self._tail).decode("utf-8", "replace")
+        )
+
+
+def bounded_lines(chunks: Iterator[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """Split a byte stream into lines, dropping any line longer than `limit` as it arrives."""
+    buf = bytearray()
+    scanned = 0
+    skipping = False
+    for data in chunks:
+        buf += data
+        while (i := buf.find(b"\n", scanned)) >= 0:
+            if not skipping:
+                yield buf[:i].decode("utf-8", "replace")
+            skipping = False
+            del buf[: i + 1]
+            scanned = 0
+        scanned = len(buf)
+        if len(buf) > limit:  # no newline in sight: forget it, and the rest of that line
+            buf.clear()
+            scanned = 0
+            skipping = True
+    if buf and not skipping:
+        yield buf.decode("utf-8", "replace")
+
 
 class AgentProcess(ABC):
     """A running `python3 -` on a box."""

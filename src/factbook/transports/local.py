@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 
 from ..errors import UnreachableError
-from .base import AgentProcess, Transport
+from .base import AgentProcess, BoundedStderr, Transport, bounded_lines
 
 
 class LocalProcess(AgentProcess):
@@ -22,7 +22,7 @@ class LocalProcess(AgentProcess):
 
     def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes):
         self.proc = proc
-        self._stderr: list[bytes] = []
+        self._stderr = BoundedStderr()
         self._feeder = threading.Thread(target=self._feed, args=(stdin,), daemon=True)
         self._drainer = threading.Thread(target=self._drain, daemon=True)
         self._feeder.start()
@@ -39,16 +39,16 @@ class LocalProcess(AgentProcess):
     def _drain(self) -> None:
         assert self.proc.stderr is not None
         for chunk in iter(lambda: self.proc.stderr.read(65536), b""):  # type: ignore[union-attr]
-            self._stderr.append(chunk)
+            self._stderr.add(chunk)
 
     def lines(self) -> Iterator[str]:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            yield raw.decode("utf-8", "replace").rstrip("\n")
+        stdout = self.proc.stdout
+        assert stdout is not None
+        yield from bounded_lines(iter(lambda: stdout.read1(65536), b""))  # type: ignore[union-attr]
 
     def stderr_text(self) -> str:
         self._drainer.join(timeout=5)
-        return b"".join(self._stderr).decode("utf-8", "replace")
+        return self._stderr.text()
 
     def wait(self, timeout: float | None = None) -> int | None:
         try:

@@ -27,7 +27,7 @@ import paramiko
 from ..errors import TargetError, UnreachableError, UsageError
 from ..model import Target
 from ..names import check_name
-from .base import AgentProcess, Transport, TransportOptions
+from .base import AgentProcess, BoundedStderr, Transport, TransportOptions, bounded_lines
 from .sshconnect import ChainResolver, Hop, connect_chain, split_jump_spec
 
 SUPERVISOR = (Path(__file__).with_name("_supervisor.py")).read_text()
@@ -131,41 +131,35 @@ class SSHAgentProcess(AgentProcess):
     def __init__(self, channel: paramiko.Channel, label: str):
         self._channel = channel
         self._label = label
-        self._stderr = bytearray()
+        self._stderr = BoundedStderr()
         self._stderr_done = threading.Event()
         threading.Thread(target=self._drain_stderr, name="ssh-stderr", daemon=True).start()
 
     def _drain_stderr(self) -> None:
         try:
             while data := self._channel.recv_stderr(1 << 16):
-                self._stderr += data
+                self._stderr.add(data)
         except (OSError, EOFError, paramiko.SSHException):
             pass
         finally:
             self._stderr_done.set()
 
     def lines(self) -> Iterator[str]:
-        buf = bytearray()
-        scanned = 0
+        yield from bounded_lines(self._chunks())
+
+    def _chunks(self) -> Iterator[bytes]:
         while True:
             try:
                 data = self._channel.recv(1 << 16)
             except (OSError, EOFError, paramiko.SSHException):
-                data = b""
+                return
             if not data:
-                break
-            buf += data
-            while (i := buf.find(b"\n", scanned)) >= 0:
-                yield buf[:i].decode("utf-8", "replace")
-                del buf[: i + 1]
-                scanned = 0
-            scanned = len(buf)
-        if buf:
-            yield buf.decode("utf-8", "replace")
+                return
+            yield data
 
     def stderr_text(self) -> str:
         self._stderr_done.wait(5)
-        return self._stderr.decode("utf-8", "replace")
+        return self._stderr.text()
 
     def wait(self, timeout: float | None = None) -> int | None:
         """Exit status; None when the connection dropped first or it is still running."""

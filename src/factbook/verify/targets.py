@@ -49,7 +49,10 @@ def parse_target_url(
     ssh:// URLs are parsed by the SSH transport (jumps may also name known targets);
     `#name` makes the URL stand in for that target name; `local://#name` is this machine.
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL" and the like
+        raise UsageError(f"bad target URL {url!r}: {exc}") from None
     bad = name_problem("target name", parts.fragment) if parts.fragment else None
     if bad:
         raise UsageError(f"{url!r}: {bad}")
@@ -61,7 +64,10 @@ def parse_target_url(
         from ..transports.ssh import parse_target_url as parse_ssh_url
     except ImportError as exc:
         raise UsageError(f"ssh:// targets need the SSH transport: {exc}") from exc
-    target, jumps = parse_ssh_url(url.split("#", 1)[0], known or {})
+    try:
+        target, jumps = parse_ssh_url(url.split("#", 1)[0], known or {})
+    except ValueError as exc:  # urllib's own errors inside jump specs
+        raise UsageError(f"bad target URL {url!r}: {exc}") from None
     if parts.fragment:
         target = replace(target, name=parts.fragment)
     return target, {j.name: j for j in jumps}
@@ -82,7 +88,7 @@ def plan_checks(kb: KnowledgeBase, facts: list[Fact], target_specs: list[str]) -
             target, jumps = parse_target_url(spec, kb.targets)
             targets.update(jumps)
             targets[target.name] = target
-            (named if urlsplit(spec).fragment else override).append(target.name)
+            (named if "#" in spec else override).append(target.name)
         elif spec in kb.targets:
             named.append(spec)
         else:
