@@ -13,6 +13,7 @@ import shutil
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, TextIO
 from xml.etree import ElementTree as ET
@@ -23,7 +24,6 @@ from ..results import ResultRecord
 from ..sanitize import for_line, for_markdown_cell, for_terminal, for_xml, json_safe
 from .targets import Plan
 
-FORMATS = ("table", "json", "junit", "tap", "markdown")
 MARK = {PASS: "ok", DRIFT: "FAIL", ERROR: "ERROR", SKIPPED: "skip"}
 
 
@@ -320,9 +320,26 @@ def render_plan(plan: Plan) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def _table(records: list[ResultRecord], header: dict[str, Any], elapsed: float) -> str:
+    return table(records, elapsed)
+
+
+def _documents(
+    render_one: Callable[[list[ResultRecord], dict[str, Any]], str],
+) -> Callable[[list[ResultRecord], dict[str, Any], float], str]:
+    return lambda records, header, elapsed: render_one(records, header)
+
+
+# Every output format, declared once: `--format`, `--report FORMAT:PATH` and the docs read it.
+RENDERERS: dict[str, Callable[[list[ResultRecord], dict[str, Any], float], str]] = {
+    "table": _table,
+    "json": _documents(to_json),
+    "junit": _documents(to_junit),
+    "tap": _documents(to_tap),
+    "markdown": _documents(to_markdown),
+}
+FORMATS = tuple(RENDERERS)
+
+
 def render(fmt: str, records: list[ResultRecord], header: dict[str, Any], elapsed: float) -> str:
-    if fmt == "table":
-        return table(records, elapsed)
-    return {"json": to_json, "junit": to_junit, "tap": to_tap, "markdown": to_markdown}[fmt](
-        records, header
-    )
+    return RENDERERS[fmt](records, header, elapsed)
