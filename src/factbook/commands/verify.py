@@ -12,12 +12,10 @@ from pathlib import Path
 
 from ..cli_options import add_target_options, transport_options
 from ..errors import EXIT_OK, UsageError
-from ..kb import load_kb_with_problems
 from ..schema import CATEGORIES, STATUSES
 from ..verify.engine import VerifyOptions
 from ..verify.report import FORMATS, Progress, render, render_plan, summary_line
-from ..verify.run import Selection, VerifySettings, refuse_broken, run_verify, select_facts
-from ..verify.targets import plan_checks
+from ..verify.run import Selection, VerifySettings, prepare_verify, run_verify
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,16 +65,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     if args.jobs < 1 or args.retry < 0 or args.retry_delay < 0:
         raise UsageError("--jobs must be >= 1, --retry and --retry-delay >= 0")
-    kb, problems = load_kb_with_problems(Path(args.root))
     selection = Selection(args.patterns, args.category, args.tag, args.status, args.failed)
-    facts = select_facts(kb, selection)
-    elsewhere = refuse_broken(facts, problems)
-    if elsewhere:
+    prepared = prepare_verify(Path(args.root), selection, args.target)
+    kb, plan = prepared.kb, prepared.plan
+    if prepared.problems_elsewhere:
         print(
-            f"warning: {elsewhere} lint problem(s) in facts not selected; run `factbook lint`",
+            f"warning: {prepared.problems_elsewhere} lint problem(s) in facts not selected; "
+            "run `factbook lint`",
             file=sys.stderr,
         )
-    plan = plan_checks(kb, facts, args.target)
     reports = _parse_reports(args.report)
     if args.dry_run:
         sys.stdout.write(render_plan(plan))

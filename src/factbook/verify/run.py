@@ -21,14 +21,14 @@ from typing import Any
 
 from .. import __version__
 from ..errors import EXIT_INTERRUPTED, EXIT_OK, LintFailed, Problem, UsageError
-from ..kb import KnowledgeBase
+from ..kb import KnowledgeBase, load_kb_with_problems
 from ..model import Fact
 from ..outcomes import NOT_OK, OUTCOMES, PASS, SKIPPED
 from ..results import ResultRecord, load_latest, write_run
 from ..stamps import new_run_id, now_iso
 from .engine import Engine, VerifyOptions
 from .report import exit_code
-from .targets import Plan
+from .targets import Plan, plan_checks
 
 
 @dataclass
@@ -102,6 +102,23 @@ def refuse_broken(facts: list[Fact], problems: list[Problem]) -> int:
 def _problem_fact(problem: Problem) -> str | None:
     match = re.match(r"fact '([^']+)'", problem.message)
     return match.group(1) if match else None
+
+
+@dataclass
+class Prepared:
+    """A loaded knowledge base, the plan for it, and lint problems outside the selection."""
+
+    kb: KnowledgeBase
+    plan: Plan
+    problems_elsewhere: int
+
+
+def prepare_verify(root: Path, selection: Selection, target_specs: Sequence[str]) -> Prepared:
+    """Load, select and place the checks; lint problems in the selection stop here (exit 2)."""
+    kb, problems = load_kb_with_problems(Path(root))
+    facts = select_facts(kb, selection)
+    elsewhere = refuse_broken(facts, problems)
+    return Prepared(kb, plan_checks(kb, facts, list(target_specs)), elsewhere)
 
 
 @dataclass
