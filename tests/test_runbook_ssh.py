@@ -76,7 +76,7 @@ r = box.run(["sh", "-c", "echo $SSH_CONNECTION; echo to-stderr >&2; exit 5"], ti
 assert r.rc == 5 and r.stderr == "to-stderr\\n", r
 conn = r.stdout.split()
 print("box sees", conn)
-r2 = box.run(["sleep", "30"], timeout=1)
+r2 = box.run(["sleep", "31.7"], timeout=1)  # a duration no other test uses
 assert r2.timed_out
 """,
             ),
@@ -90,7 +90,7 @@ assert r2.timed_out
     assert where["target"] == "box" and "box sees" in where["outputs"]
     assert steps_of(record)["local-too"]["outputs"] == "$ true\n0 local\n"
     assert ssh_lab.jump.log_text().count(f"port {ssh_lab.box.port}") > forwards_before
-    assert not processes_with("sleep 30")
+    assert not processes_with("sleep 31.7")
 
 
 def test_managed_server_on_the_box_is_probed_and_torn_down(
