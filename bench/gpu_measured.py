@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ def batch(cpu: bool, read_path: str) -> list[tuple[str, str, dict[str, Any], flo
         checks += [
             ("matmul_fp8", "measure.matmul", {"dtype": "fp8"}, 120),
             ("p2p", "measure.p2p", {}, 120),
-            ("allreduce", "measure.allreduce", {}, 180),
+            ("allreduce", "measure.allreduce", {"sizes_mib": [1, 16, 64, 256, 1024]}, 180),
         ]
     else:
         args = {"backend": "gloo", "sizes_mib": [1, 4], "repeats": 3, "warmup": 1, "inner": 2}
@@ -224,23 +225,25 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="folder for gpu_measured.json")
     parser.add_argument("--cpu", action="store_true", help="tiny sizes on the CPU (gloo)")
-    parser.add_argument("--read", help="file or folder to read (default: a 1 GiB file in --out)")
+    parser.add_argument("--read", help="file or folder to read (default: a temporary file)")
     parser.add_argument("--read-gib", type=float, default=1.0)
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     read_path = args.read
     if read_path is None:
-        read_path = str(out / "read-test.bin")
+        read_path = os.path.join(tempfile.gettempdir(), f"factbook-read-test-{os.getpid()}.bin")
         size = int((0.03 if args.cpu else args.read_gib) * 2**30)
         with open(read_path, "wb") as handle:
             chunk = os.urandom(2**20)
             for _ in range(size // 2**20):
                 handle.write(chunk)
     print(f"measured batch on {os.uname().nodename} ({'cpu' if args.cpu else 'all GPUs'})")
-    run = run_batch(batch(args.cpu, read_path))
-    if args.read is None:
-        os.unlink(read_path)
+    try:
+        run = run_batch(batch(args.cpu, read_path))
+    finally:
+        if args.read is None:
+            os.unlink(read_path)
     table = rows(run["results"])
     print_table(table)
     print(f"whole batch: {run['batch_s']} s (agent {run['agent'].get('elapsed_s')} s)")

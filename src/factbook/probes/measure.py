@@ -309,8 +309,8 @@ def matmul_op(torch: Any, device: str, dtype: str, size: int) -> Any:
 def measure_matmul(
     dtype: str = "bf16",
     size: int = 8192,
-    warmup: int = 10,
-    repeats: int = 10,
+    warmup: int = 25,
+    repeats: int = 20,
     inner: int = 5,
     device: str = "cuda",
     allow_busy: bool = False,
@@ -348,8 +348,8 @@ def _copier(dst: Any, src: Any) -> Any:
 
 def measure_memory_bandwidth(
     size_mib: int = 1024,
-    warmup: int = 5,
-    repeats: int = 10,
+    warmup: int = 10,
+    repeats: int = 20,
     inner: int = 5,
     device: str = "cuda",
     allow_busy: bool = False,
