@@ -196,6 +196,10 @@ def rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 link if limits else None,
                 {"algbw": row["algbw"], "time_us": row["time_us"]},
             )
+        if "slowest_link" in got:
+            slow = got["slowest_link"]
+            name = f"allreduce peak busbw / {slow['pair']} copy"
+            add(name, got["busbw_peak"], "GB/s", slow["gbs"], None)
     got = value("read")
     if got:
         for cache in ("cold", "warm"):

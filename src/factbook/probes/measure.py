@@ -270,6 +270,7 @@ def _result(
         "unit": unit,
         "values": values,
         "worst": min(values.values()) if values else None,
+        "best": max(values.values()) if values else None,
         "spread": {name: _rounded(f) for name, f in figures.items()},
         "method": method,
         "conditions": conditions,
@@ -669,9 +670,11 @@ def measure_allreduce(
     backend: str = "nccl",
     world: int = 0,
     timeout: float = 120.0,
+    links: bool = True,
 ) -> dict[str, Any]:
     """All-reduce over all GPUs, one process per GPU (float32 sum, size sweep): per size the
-    `sweep` of algbw and busbw in GB/s as nccl-tests defines them, `busbw` at the largest."""
+    `sweep` of algbw and busbw in GB/s as nccl-tests defines them, `busbw` at the largest,
+    and (nccl, `links`) the slowest GPU pair's copy GB/s and the peak busbw's share of it."""
     if backend not in ("nccl", "gloo"):
         raise RuntimeError(f"backend must be nccl or gloo, got {backend!r}")
     torch = _torch()  # here too, so a box without torch skips instead of failing in the ranks
@@ -697,7 +700,16 @@ def measure_allreduce(
     report = launch_ranks(world, config, timeout)
     table = sweep_figures(report["rows"], world)
     peak = max(table, key=lambda r: r["busbw"])
+    slowest: dict[str, Any] = {}
+    if backend == "nccl" and links:  # after the ranks have exited: the GPUs are ours again
+        pairs = measure_p2p(size_mib=64, warmup=2, repeats=3, allow_busy=True)["values"]
+        pair = min(pairs, key=pairs.get)
+        slowest = {
+            "slowest_link": {"pair": pair, "gbs": pairs[pair]},
+            "busbw_share_of_slowest_link": round(peak["busbw"] / pairs[pair], 3),
+        }
     return {
+        **slowest,
         "unit": "GB/s",
         "ranks": world,
         "busbw": table[-1]["busbw"],
