@@ -21,17 +21,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
 
-from factbook.model import Target
-from factbook.transports.local import LocalTransport
-from factbook.verify.bundle import agent_argv, build_script, merge_calls
+from factbook.model import Target  # noqa: E402
+from factbook.transports.local import LocalTransport  # noqa: E402
+from factbook.verify.bundle import agent_argv, build_script, merge_calls  # noqa: E402
 
 PCIE5_X16 = 63.0  # GB/s per direction: 32 GT/s x 16 lanes x 128b/130b
 LIMITS = {
@@ -81,6 +83,53 @@ def batch(cpu: bool, read_path: str) -> list[tuple[str, str, dict[str, Any], flo
         args = {"backend": "gloo", "sizes_mib": [1, 4], "repeats": 3, "warmup": 1, "inner": 2}
         checks.append(("allreduce", "measure.allreduce", args, 120))
     return checks
+
+
+def measured_facts(root: Path, gpus: int) -> list[dict[str, Any]]:
+    """The measured facts of facts/h200.yaml this machine can answer: target h200 on one GPU,
+    h200 and h200-x2 on two or more. [] where PyYAML is missing."""
+    try:
+        import yaml
+    except ImportError:
+        print("PyYAML missing: the facts' expectations are not judged, figures still are")
+        return []
+    targets = {"h200"} if gpus < 2 else {"h200", "h200-x2"}
+    data = yaml.safe_load((root / "facts" / "h200.yaml").read_text(encoding="utf-8"))
+    return [
+        f
+        for f in data.get("facts", [])
+        if f.get("target") in targets
+        and str(f.get("check", {}).get("probe")).startswith("measure.")
+    ]
+
+
+def count_gpus() -> int:
+    """GPUs nvidia-smi lists here (0 without it)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    except OSError:
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
+
+
+def judge(facts: list[dict[str, Any]], results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each measured fact's verdict: its expectation against the result of its call."""
+    try:
+        from factbook.expectations import evaluate
+    except ImportError as exc:  # packaging missing on the box
+        print(f"expectations not judged: {exc}")
+        return []
+    verdicts = []
+    for fact in facts:
+        message = results.get(fact["id"]) or {}
+        if message.get("ok"):
+            outcome = evaluate(fact["check"]["expect"], message["value"])
+            verdict = {"fact": fact["id"], "pass": outcome.passed, "reason": outcome.reason}
+        else:
+            reason = message.get("error") or message.get("skipped") or "no result"
+            verdict = {"fact": fact["id"], "pass": False, "reason": reason}
+        verdicts.append(verdict)
+    return verdicts
 
 
 def run_batch(checks: list[tuple[str, str, dict[str, Any], float]]) -> dict[str, Any]:
@@ -242,16 +291,33 @@ def main() -> int:
             chunk = os.urandom(2**20)
             for _ in range(size // 2**20):
                 handle.write(chunk)
-    print(f"measured batch on {os.uname().nodename} ({'cpu' if args.cpu else 'all GPUs'})")
+    gpus = 0 if args.cpu else count_gpus()
+    facts = [] if args.cpu else measured_facts(ROOT, gpus)
+    checks = batch(args.cpu, read_path)
+    for fact in facts:
+        check = fact["check"]
+        checks.append((fact["id"], check["probe"], check.get("args") or {}, check.get("timeout")))
+    where = "cpu" if args.cpu else f"{gpus} GPU(s), {len(facts)} measured facts"
+    print(f"measured batch on {os.uname().nodename} ({where})")
     try:
-        run = run_batch(batch(args.cpu, read_path))
+        run = run_batch(checks)
     finally:
         if args.read is None:
             os.unlink(read_path)
     table = rows(run["results"])
     print_table(table)
     print(f"whole batch: {run['batch_s']} s (agent {run['agent'].get('elapsed_s')} s)")
-    summary = {"host": os.uname().nodename, "cpu": args.cpu, "table": table, **run}
+    verdicts = judge(facts, run["results"])
+    for verdict in verdicts:
+        print(f"{'PASS' if verdict['pass'] else 'FAIL'} {verdict['fact']}: {verdict['reason']}")
+    summary = {
+        "host": os.uname().nodename,
+        "cpu": args.cpu,
+        "gpus": gpus,
+        "table": table,
+        "facts": verdicts,
+        **run,
+    }
     path = out / "gpu_measured.json"
     path.write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
     print(f"wrote {path}")
