@@ -653,10 +653,12 @@ def sweep_figures(rows: list[dict[str, Any]], world: int) -> list[dict[str, Any]
         table.append(
             {
                 "bytes": row["bytes"],
-                "time_us": round(times["median"] * 1e6, 1),
-                "time_spread_us": {k: round(times[k] * 1e6, 1) for k in ("min", "median", "max")},
-                "algbw": round(algbw, 2),
-                "busbw": round(bus_bandwidth(algbw, world), 2),
+                "time_us": significant(times["median"] * 1e6),
+                "time_spread_us": {
+                    k: significant(times[k] * 1e6) for k in ("min", "median", "max")
+                },
+                "algbw": significant(algbw),
+                "busbw": significant(bus_bandwidth(algbw, world)),
             }
         )
     return table
@@ -794,14 +796,14 @@ def measure_read(path: str, cache: str = "both", block_mib: int = 16) -> dict[st
     if cache in ("cold", "both"):
         dropped = all([drop_cache(f) for f in files])
         nbytes, seconds = read_pass(files, block)
-        result["cold"] = round(bandwidth_gbs(nbytes, max(seconds, 1e-9)), 3)
+        result["cold"] = significant(bandwidth_gbs(nbytes, max(seconds, 1e-9)))
         result["cold_cache_dropped"] = dropped
         result["bytes"] = nbytes
     if cache in ("warm", "both"):
         if cache == "warm":
             read_pass(files, block)  # fill the cache first
         nbytes, seconds = read_pass(files, block)
-        result["warm"] = round(bandwidth_gbs(nbytes, max(seconds, 1e-9)), 3)
+        result["warm"] = significant(bandwidth_gbs(nbytes, max(seconds, 1e-9)))
         result["bytes"] = nbytes
     measured = "cold" if cache == "cold" else "warm"
     result["worst"] = result.get("cold", result.get("warm"))
