@@ -230,7 +230,7 @@ CASES = [
         [
             "facts/bad.yaml:10: fact 'x.one': expect: unknown operator 'equals' (known: eq, ne, "
             "gt, ge, lt, le, between, approx, contains, regex, one_of, exists, length, version, "
-            "each, all, any, not)"
+            "each, all, any, not, share, near_median)"
         ],
     ),
     (

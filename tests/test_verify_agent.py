@@ -270,6 +270,7 @@ def test_every_builtin_probe_loads_and_runs_on_older_pythons(python: Path, tmp_p
         args[name] = {"path": str(tmp_path)}
     for name in ("file.glob_count", "file.total_size"):
         args[name] = {"pattern": str(tmp_path / "*")}
+    args["measure.read"] = {"path": str(tmp_path)}
     args["tokenizer.token_id"] = {"path": str(tmp_path), "token": "a"}
     args["tokenizer.decode"] = {"path": str(tmp_path), "ids": [1]}
     calls = merge_calls([(n, n, args.get(n, {}), 20) for n in builtin_index()])

@@ -255,6 +255,62 @@ def _not(arg: Any, value: Any) -> Outcome:
     return Outcome(not inner.passed, f"not ({inner.reason})")
 
 
+# -- measured figures: against a stated limit, and against their peers ------------------------
+
+
+def _share_arg(arg: Any, where: str) -> list[str]:
+    if not isinstance(arg, dict) or not _is_number(arg.get("of")) or arg["of"] <= 0:
+        return [f"{where}: expected {{of: limit > 0, ge: fraction}} (and/or le)"]
+    bounds = set(arg) - {"of"}
+    if not bounds or bounds - {"ge", "le"} or not all(_is_number(arg[b]) for b in bounds):
+        return [f"{where}: keys are of and ge and/or le (fractions of the limit)"]
+    return []
+
+
+def _share(arg: Any, value: Any) -> Outcome:
+    """A measured figure against a physical or vendor limit, as a fraction of it."""
+    share = _num(value) / float(arg["of"])
+    wanted = " and ".join(
+        f"{'>=' if b == 'ge' else '<='} {arg[b]:.0%}" for b in ("ge", "le") if b in arg
+    )
+    held = share >= arg.get("ge", -math.inf) and share <= arg.get("le", math.inf)
+    verdict = "ok" if held else "expected"
+    return Outcome(
+        held, f"{verdict} share {wanted} of {arg['of']:g}, observed {_num(value):g} = {share:.1%}"
+    )
+
+
+def _fraction_arg(arg: Any, where: str) -> list[str]:
+    if _is_number(arg) and 0 <= arg < 1:
+        return []
+    return [f"{where}: expected a fraction between 0 and 1, got {arg!r}"]
+
+
+def _near_median(arg: Any, value: Any) -> Outcome:
+    """Every figure (per GPU, per link) within `arg` of their median: a drift names its GPU."""
+    named = value.items() if isinstance(value, dict) else enumerate(value)
+    figures = [(str(name), _num(v)) for name, v in named if v is not None]
+    if not figures:
+        return Outcome(False, "near_median: no figures observed")
+    ordered = sorted(v for _, v in figures)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    drifts = [
+        (name, v, (v - median) / median)
+        for name, v in figures
+        if median and abs(v - median) > arg * abs(median)
+    ]
+    if not drifts:
+        return Outcome(True, f"ok all {len(figures)} within {arg:.0%} of the median {median:g}")
+    name, v, off = max(drifts, key=lambda d: abs(d[2]))
+    side = "below" if off < 0 else "above"
+    more = f" (and {len(drifts) - 1} more)" if len(drifts) > 1 else ""
+    return Outcome(
+        False,
+        f"{name} {v:g} is {abs(off):.0%} {side} the median {median:g}, allowed {arg:.0%}{more}",
+    )
+
+
 OPERATORS: dict[str, Operator] = {
     op.name: op
     for op in (
@@ -276,5 +332,7 @@ OPERATORS: dict[str, Operator] = {
         Operator("all", _expectations_arg, _all),
         Operator("any", _expectations_arg, _any),
         Operator("not", problems_in, _not),
+        Operator("share", _share_arg, _share),
+        Operator("near_median", _fraction_arg, _near_median),
     )
 }

@@ -23,6 +23,7 @@ from ..atomic import write_text_atomic
 from ..kb import load_kb_with_problems
 from ..results import list_runs, load_latest
 from .markup import code, md
+from .measured import load_history
 from .pages import ALL_FACTS, CATEGORY_TITLES, HOME, RUNBOOKS, STATUS_DOCS, page_specs
 from .sources import (
     RUNBOOKS_GUIDE,
@@ -82,7 +83,7 @@ class Generator:
         kb, problems = load_kb_with_problems(root)
         latest = load_latest(root)
         loaded = time.perf_counter()
-        views = ViewBuilder(kb, latest)
+        views = ViewBuilder(kb, latest, load_history(root))
         runbooks = load_runbooks(root)
         status_docs = load_status_docs(docs, kb.milestones)
         guides = {g for g in (STATUS_GUIDE, RUNBOOKS_GUIDE) if docs and (docs / g).is_file()}

@@ -14,6 +14,7 @@ from ..model import Fact
 from ..outcomes import DRIFT, PASS
 from .badges import FactState, fact_state
 from .markup import code, expect_text, md, prose, rel_link, time_text
+from .measured import figure_text, is_measured, measured_rows
 
 # Category keys shown under a fact, in this order, with their label.
 EXTRA_LABELS = {
@@ -77,9 +78,15 @@ class FactView:
 class ViewBuilder:
     """Builds FactViews for any page; knows on which page each fact lives."""
 
-    def __init__(self, kb: KnowledgeBase, latest: dict[str, dict[str, dict[str, Any]]]) -> None:
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        latest: dict[str, dict[str, dict[str, Any]]],
+        history: dict[str, list[dict[str, Any]]] | None = None,
+    ) -> None:
         self.kb = kb
         self.latest = latest
+        self.history = history or {}  # measured facts' results over all runs
         self.page_of = {f.id: category_uri(f.category) for f in kb.facts.values()}
         self.inbound: dict[str, list[tuple[str, str]]] = {}
         for fact in kb.facts.values():
@@ -124,6 +131,8 @@ class ViewBuilder:
             rows.append(("Check", self._check_text(fact)))
         for record in state.results:
             rows.append(self._result_row(fact, record))
+        if is_measured(fact):
+            rows += measured_rows(fact, self.history.get(fact.id) or state.results)
         rows += self._time_rows(fact)
         if fact.tags:
             rows.append(("Tags", ", ".join(md(t) for t in fact.tags)))
@@ -175,6 +184,8 @@ class ViewBuilder:
         target = md(record.get("target", "?"))
         when = time_text(record.get("time"))
         observed = code(record.get("observed"))
+        if is_measured(fact) and "observed" in record:  # a whole report: show its figure
+            observed = figure_text(fact, record["observed"])
         reason = md(record.get("reason", ""))
         if outcome == DRIFT:
             checked = (record.get("extra") or {}).get("expect")  # what the run compared against

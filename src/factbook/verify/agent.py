@@ -7,7 +7,9 @@ Workers are reused for the next call (a fork per call costs more than most probe
 groups are killed when the batch ends, so nothing a probe started outlives the run. If the agent
 itself dies, every worker's group is killed too (Linux PR_SET_PDEATHSIG, else a watcher thread).
 Results stream to stdout as one JSON line each, flushed at once: a dropped connection keeps
-what arrived.
+what arrived. A call marked `exclusive` (a measurement) starts only when every other call has
+finished and nothing else starts while it runs; exclusive calls reuse one worker, so torch and
+CUDA are initialised once for all of them.
 
 Lines written:  {"agent": {...}}  then per call  {"id", "ok": true, "value", "duration_s"}
                 | {"id", "error"} | {"id", "skipped"}  and finally  {"done": n}; each line
@@ -183,6 +185,7 @@ class Worker:
         self.pid, self.calls_fd, self.results_fd = pid, calls_fd, results_fd
         self.buffer = bytearray()
         self.call: dict[str, Any] | None = None
+        self.measured = False  # has run an exclusive call (its torch is warm)
         self.started = 0.0
         self.deadline = 0.0
 
@@ -246,7 +249,8 @@ class Agent:
         self.probes = probes
         self.out = out or sys.stdout
         self.nonce = str(batch.get("nonce") or "")
-        self.pending = list(batch.get("calls", []))
+        # exclusive calls (measurements) after all others, each group in the order given
+        self.pending = sorted(batch.get("calls", []), key=lambda c: bool(c.get("exclusive")))
         self.jobs = min(MAX_JOBS, max(1, int(batch.get("jobs") or 16)))
         self.workers: list[Worker] = []
         self.emitted = 0
@@ -277,9 +281,21 @@ class Agent:
         worker.deadline = worker.started + float(call.get("timeout") or 60)
         return True
 
+    def _next_exclusive(self) -> bool:
+        """Whether the next pending call is exclusive (it may start only on an idle pool)."""
+        return bool(self.pending and self.pending[0].get("exclusive"))
+
     def _fill(self) -> None:
-        """Give pending calls to idle workers, starting workers up to `jobs`."""
+        """Give pending calls to idle workers, starting workers up to `jobs`; an exclusive
+        call waits for an idle pool and holds it until it ends."""
+        if any(w.call is not None and w.call.get("exclusive") for w in self.workers):
+            return
         while self.pending:
+            if self._next_exclusive():
+                if any(w.call is not None for w in self.workers):
+                    return
+                self._fill_exclusive()
+                return
             idle = next((w for w in self.workers if w.call is None), None)
             if idle is None:
                 if len(self.workers) >= self.jobs:
@@ -296,6 +312,24 @@ class Agent:
             call = self.pending.pop(0)
             if not self._assign(idle, call):
                 self.pending.insert(0, call)
+
+    def _fill_exclusive(self) -> None:
+        """Start the next exclusive call on the worker that measured before, or any idle one."""
+        idle = sorted(self.workers, key=lambda w: not w.measured)
+        worker = idle[0] if idle else None
+        if worker is None:
+            try:
+                worker = start_worker(self.probes, self.workers)
+            except OSError as exc:
+                call = self.pending.pop(0)
+                self.emit({"id": call["id"], "error": f"cannot start the probe: {exc}"})
+                return
+            self.workers.append(worker)
+        call = self.pending.pop(0)
+        if self._assign(worker, call):
+            worker.measured = True
+        else:
+            self.pending.insert(0, call)
 
     def run(self) -> None:
         try:

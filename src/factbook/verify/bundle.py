@@ -4,6 +4,10 @@ The script goes to `PYTHON -` on stdin, so nothing is installed on the box. Only
 modules a batch uses are included; a knowledge base's checks/*.py travel the same way.
 Identical calls (same probe, same arguments) are merged, so torch is imported once per batch
 however many facts read `torch.info`.
+
+Measurement probes (every probe named `measure.*`, built-in or in checks/) are exclusive: the
+agent runs them after the other calls, one at a time, never beside anything else, so one
+measurement's load never skews another's figure.
 """
 
 from __future__ import annotations
@@ -21,6 +25,12 @@ from ..probes.scan import custom_modules, scan_source
 _PACKAGE = Path(__file__).resolve().parent.parent
 DEFAULT_TIMEOUT = 60.0
 SLOW_FIRST = frozenset({"torch.info", "process.gpu_holders", "file.sha256", "file.size"})
+EXCLUSIVE_PREFIX = "measure."
+
+
+def is_exclusive(probe: str) -> bool:
+    """Whether a probe measures (and so runs alone, after the quick checks)."""
+    return probe.startswith(EXCLUSIVE_PREFIX)
 
 
 @dataclass
@@ -33,8 +43,15 @@ class Call:
     timeout: float
     keys: list[str] = field(default_factory=list)  # the checks answered by this call
 
+    @property
+    def exclusive(self) -> bool:
+        return is_exclusive(self.probe)
+
     def to_wire(self) -> dict[str, Any]:
-        return {"id": self.id, "probe": self.probe, "args": self.args, "timeout": self.timeout}
+        wire = {"id": self.id, "probe": self.probe, "args": self.args, "timeout": self.timeout}
+        if self.exclusive:
+            wire["exclusive"] = True
+        return wire
 
 
 @cache
@@ -86,8 +103,9 @@ def build_script(
         sources[f"factbook/probes/{module}.py"] = _source(_PACKAGE / "probes" / f"{module}.py")
     for path in sorted({custom[p] for p in needed if p in custom}):
         sources[f"checks/{path.name}"] = _source(path)
-    # Slow starters first, so they overlap everything else (torch + CUDA init take ~4 s).
-    ordered = sorted(calls, key=lambda c: c.probe not in SLOW_FIRST)
+    # Slow starters first, so they overlap everything else (torch + CUDA init take ~4 s);
+    # measurements last, in the order asked.
+    ordered = sorted(calls, key=lambda c: (c.exclusive, c.probe not in SLOW_FIRST))
     batch = {"jobs": jobs, "nonce": nonce, "calls": [c.to_wire() for c in ordered]}
     payload = {
         "agent": _source(_PACKAGE / "verify" / "agent.py"),

@@ -313,9 +313,10 @@ def _budget(calls: list[Call], jobs: int, grace: float) -> float:
     (a frozen box, a connection that neither delivers nor drops)."""
     if not calls:
         return grace
-    longest = max(c.timeout for c in calls)
-    waves = math.ceil(len(calls) / max(1, jobs))
-    return longest * waves + grace
+    quick = [c.timeout for c in calls if not c.exclusive]
+    waves = math.ceil(len(quick) / max(1, jobs))
+    serial = sum(c.timeout for c in calls if c.exclusive)  # measurements run one at a time
+    return max(quick, default=0.0) * waves + serial + grace
 
 
 def _lost_reason(stderr: str, status: int | None, done: bool, got: int, total: int) -> str:
