@@ -1,0 +1,196 @@
+"""No orphans: a `factbook run` ended by any signal leaves no server, kernel or helper behind.
+
+Real processes, real signals: a real `factbook run` subprocess runs a real runbook whose first
+step starts a managed HTTP server; while the next step sleeps, the test sends SIGTERM, SIGHUP
+or SIGKILL to the executor and then looks in /proc for anything the run started. SIGTERM and
+SIGHUP end the run like Ctrl-C (record interrupted, exit 130); SIGKILL is cleaned up by the
+run's watchdog; with the watchdog killed too, the next run finds the dead run and cleans it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from helpers import free_port, pid_alive, pids_with_cmdline
+from runbook_kit import FACTBOOK, make_kb, run_cli, runs, steps_of, write_runbook
+
+SERVE = """
+import sys
+from factbook.runbooks.api import server
+srv = server.start("web", [sys.executable, "-m", "http.server", "{port}", "--bind", "127.0.0.1",
+                           "--directory", {marker!r}], ready={port}, deadline=30)
+print("server up", srv.pid, flush=True)
+"""
+NAP = "print('napping', flush=True)\nimport time\ntime.sleep(120)"
+
+
+def start_run(root: Path, marker: Path) -> tuple[subprocess.Popen[str], int]:
+    """`factbook run nap` until its second step sleeps; the process and the server's pid."""
+    marker.mkdir(exist_ok=True)
+    write_runbook(
+        root,
+        "nap",
+        [
+            ({"name": "serve"}, SERVE.format(port=free_port(), marker=str(marker))),
+            ({"name": "nap", "timeout": 300}, NAP),
+            ({"name": "after"}, "print('after')"),
+        ],
+    )
+    proc = subprocess.Popen(
+        [FACTBOOK, "--root", str(root), "run", "nap"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    server_pid = None
+    for line in proc.stdout:
+        if line.startswith("server up"):
+            server_pid = int(line.split()[2])
+        if line.strip() == "napping":
+            break
+    else:
+        pytest.fail(f"the run ended early: {proc.wait()} {proc.stderr.read()}")  # type: ignore[union-attr]
+    assert server_pid is not None and pid_alive(server_pid)
+    return proc, server_pid
+
+
+def executor_info(root: Path) -> dict:
+    record = runs(root, "nap")[-1]
+    assert record["executor"]["pid"] > 0 and record["executor"]["started"]
+    return record
+
+
+def wait_gone(pids: list[int], seconds: float = 30) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
+        time.sleep(0.1)
+    return [p for p in pids if pid_alive(p)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_end_the_run_like_ctrl_c(tmp_path: Path, sig: signal.Signals) -> None:
+    root = make_kb(tmp_path)
+    marker = tmp_path / f"served-{sig.name}"
+    proc, server_pid = start_run(root, marker)
+    record = executor_info(root)
+    kernel_pid = record["executor"]["kernel"]["pid"]
+    watchdog_pid = record["executor"]["watchdog"]
+    # the running record already names the server with its start time
+    assert record["servers"][0]["pid"] == server_pid and record["servers"][0]["started"]
+    proc.send_signal(sig)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    record = runs(root, "nap")[-1]
+    assert record["status"] == "interrupted"
+    assert steps_of(record)["nap"]["status"] == "interrupted"
+    assert steps_of(record)["nap"]["error"] == sig.name
+    assert steps_of(record)["after"]["status"] == "pending"
+    assert record["servers"][0]["state"].startswith("stopped")
+    assert wait_gone([server_pid, kernel_pid, watchdog_pid], 10) == []
+    assert pids_with_cmdline(str(marker)) == []
+    assert "Traceback" not in err
+
+
+def test_sigkill_of_the_executor_is_cleaned_up_by_its_watchdog(tmp_path: Path) -> None:
+    root = make_kb(tmp_path)
+    marker = tmp_path / "served-kill"
+    proc, server_pid = start_run(root, marker)
+    record = executor_info(root)
+    kernel_pid = record["executor"]["kernel"]["pid"]
+    watchdog_pid = record["executor"]["watchdog"]
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert wait_gone([server_pid, kernel_pid, watchdog_pid]) == [], "something outlived the run"
+    assert pids_with_cmdline(str(marker)) == []
+    record = runs(root, "nap")[-1]
+    assert record["status"] == "interrupted"
+    assert "died" in record["error"] and str(record["executor"]["pid"]) in record["error"]
+    assert steps_of(record)["nap"]["status"] == "interrupted"
+    assert record["servers"][0]["pid"] == server_pid
+    assert record["servers"][0]["state"].startswith("stopped")
+    log = (Path(runs_dir(root, record)) / "watchdog.log").read_text()
+    assert f"server web on local (pid {server_pid}): stopped" in log
+
+
+def runs_dir(root: Path, record: dict) -> Path:
+    return root / "results" / "runbooks" / record["runbook"] / record["run_id"]
+
+
+def test_a_new_run_reports_and_cleans_a_dead_run_whose_watchdog_died_too(tmp_path: Path) -> None:
+    root = make_kb(tmp_path)
+    marker = tmp_path / "served-dead"
+    proc, server_pid = start_run(root, marker)
+    record = executor_info(root)
+    kernel_pid = record["executor"]["kernel"]["pid"]
+    os.kill(record["executor"]["watchdog"], signal.SIGKILL)  # the safety net gone as well
+    proc.kill()
+    proc.communicate(timeout=30)
+    time.sleep(0.5)
+    assert pid_alive(server_pid), "nothing should have stopped the server yet"
+    assert runs(root, "nap")[-1]["status"] == "running"
+    write_runbook(root, "other", [({"name": "one"}, "print('one')")])
+    done = run_cli(root, "run", "other")
+    assert done.returncode == 0, done.stderr
+    assert f"run {record['run_id']} of nap: its executor (pid {record['executor']['pid']})" in (
+        done.stderr
+    )
+    assert f"server web on local (pid {server_pid}): stopped" in done.stderr
+    assert wait_gone([server_pid, kernel_pid], 10) == []
+    assert pids_with_cmdline(str(marker)) == []
+    dead = runs(root, "nap")[-1]
+    assert dead["status"] == "interrupted" and dead["servers"][0]["state"].startswith("stopped")
+    # reported once: the next run has nothing left to clean
+    again = run_cli(root, "run", "other")
+    assert again.returncode == 0 and "died" not in again.stderr
+
+
+def test_a_reused_pid_is_never_killed(tmp_path: Path) -> None:
+    """A dead run whose server pid now names another process: that process is left alone."""
+    root = make_kb(tmp_path)
+    folder = root / "results" / "runbooks" / "old" / "20260101T000000000000Z-local-1"
+    folder.mkdir(parents=True)
+    bystander = subprocess.Popen(["sleep", "60"])
+    try:
+        stat = Path(f"/proc/{bystander.pid}/stat").read_text()
+        real_start = stat[stat.rfind(")") + 2 :].split()[19]
+        server = {
+            "event": "start",
+            "name": "web",
+            "target": "local",
+            "pid": bystander.pid,
+            "started": str(int(real_start) + 1),  # the server we started was another process
+            "log": str(folder / "web.log"),
+            "pidfile": None,
+            "step": "serve",
+        }
+        (folder / "servers.jsonl").write_text(json.dumps(server) + "\n")
+        dead_executor = {"pid": 999999999, "started": "1", "host": os.uname().nodename}
+        (folder / "record.json").write_text(
+            json.dumps(
+                {
+                    "runbook": "old",
+                    "run_id": folder.name,
+                    "target": "local",
+                    "status": "running",
+                    "steps": [],
+                    "executor": dead_executor,
+                }
+            )
+        )
+        write_runbook(root, "other", [({"name": "one"}, "print('one')")])
+        done = run_cli(root, "run", "other")
+        assert done.returncode == 0, done.stderr
+        assert "its pid now belongs to another process: left alone" in done.stderr
+        assert bystander.poll() is None
+        assert json.loads((folder / "record.json").read_text())["status"] == "interrupted"
+    finally:
+        bystander.kill()
+        bystander.wait()
