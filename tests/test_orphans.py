@@ -13,12 +13,21 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import free_port, pid_alive, pids_with_cmdline
+from helpers import fact, free_port, pid_alive, pids_with_cmdline
+from helpers import make_kb as make_verify_kb
 from runbook_kit import FACTBOOK, make_kb, run_cli, runs, steps_of, write_runbook
+
+from factbook.model import Target
+from factbook.transports.local import LocalTransport
+from factbook.verify.agent import descendants
+from factbook.verify.bundle import agent_argv, build_script, merge_calls
+
+LOCAL = Target(name="local", transport="local")
 
 SERVE = """
 import sys
@@ -194,3 +203,65 @@ def test_a_reused_pid_is_never_killed(tmp_path: Path) -> None:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+# --- the agent: a check's descendants never outlive it ------------------------------------
+
+
+def run_agent(calls: list[tuple[str, str, dict, float]]) -> list[dict]:
+    """One real agent batch through the local transport; its JSON lines."""
+    script = build_script(merge_calls(calls), jobs=4)
+    proc = LocalTransport(LOCAL).start(agent_argv(sys.executable), script.encode(), {})
+    lines = [json.loads(line) for line in proc.lines()]
+    assert proc.wait(30) == 0, proc.stderr_text()
+    return lines
+
+
+def wait_no_cmdline(marker: str, seconds: float = 5) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while pids_with_cmdline(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return pids_with_cmdline(marker)
+
+
+def test_setsid_daemon_started_by_a_check_does_not_outlive_it() -> None:
+    marker = f"sleep 654.{os.getpid()}1"
+    detach = f"setsid {marker} </dev/null >/dev/null 2>&1 &"
+    lines = run_agent([("detach", "cmd", {"argv": ["sh", "-c", detach], "shell": False}, 30)])
+    assert lines[1]["value"]["exit_code"] == 0  # the check itself finished at once
+    assert wait_no_cmdline(marker) == [], "a setsid daemon escaped the agent"
+
+
+def test_setsid_daemon_of_a_timed_out_check_dies_with_it() -> None:
+    marker = f"sleep 543.{os.getpid()}2"
+    script = f"setsid {marker} </dev/null >/dev/null 2>&1 & sleep 300"
+    started = time.monotonic()
+    lines = run_agent([("hang", "cmd", {"argv": ["sh", "-c", script]}, 1)])
+    assert "timed out after 1.0s" in lines[1]["error"]
+    assert time.monotonic() - started < 10
+    assert wait_no_cmdline(marker) == [], "a setsid daemon outlived its timed-out check"
+
+
+def test_killed_local_verify_stops_its_agent_at_once(tmp_path: Path) -> None:
+    marker = f"sleep 432.{os.getpid()}3"
+    slow = fact("x.slow", "cmd", {"path": "exit_code", "eq": 0}, args={"argv": marker.split()})
+    slow["check"]["timeout"] = 600
+    slow["target"] = "local"
+    root = make_verify_kb(tmp_path, [slow])
+    proc = subprocess.Popen(
+        [FACTBOOK, "--root", str(root), "verify", "x.slow"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while not pids_with_cmdline(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_with_cmdline(marker), "the check never started"
+    agents = [p for p in descendants(proc.pid) if "python" in Path(f"/proc/{p}/comm").read_text()]
+    assert agents, "no agent under verify-facts"
+    proc.kill()
+    proc.wait()
+    killed = time.monotonic()
+    assert wait_gone(agents, 5) == [] and wait_no_cmdline(marker, 5) == []
+    assert time.monotonic() - killed < 5  # not the check's 600 s timeout
