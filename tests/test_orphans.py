@@ -133,7 +133,7 @@ def runs_dir(root: Path, record: dict) -> Path:
     return root / "results" / "runbooks" / record["runbook"] / record["run_id"]
 
 
-def test_a_new_run_reports_and_cleans_a_dead_run_whose_watchdog_died_too(tmp_path: Path) -> None:
+def test_resume_reports_and_cleans_a_dead_run_whose_watchdog_died_too(tmp_path: Path) -> None:
     root = make_kb(tmp_path)
     marker = tmp_path / "served-dead"
     proc, server_pid = start_run(root, marker)
@@ -145,18 +145,25 @@ def test_a_new_run_reports_and_cleans_a_dead_run_whose_watchdog_died_too(tmp_pat
     time.sleep(0.5)
     assert pid_alive(server_pid), "nothing should have stopped the server yet"
     assert runs(root, "nap")[-1]["status"] == "running"
-    write_runbook(root, "other", [({"name": "one"}, "print('one')")])
-    done = run_cli(root, "run", "other")
+    write_runbook(  # the same steps, now quick
+        root,
+        "nap",
+        [({"name": "serve"}, "print('serving again')"), ({"name": "nap"}, "print('short nap')"),
+         ({"name": "after"}, "print('after')")],
+    )  # fmt: skip
+    done = run_cli(root, "run", "nap", "--resume")
     assert done.returncode == 0, done.stderr
-    assert f"run {record['run_id']} of nap: its executor (pid {record['executor']['pid']})" in (
-        done.stderr
-    )
+    executor = record["executor"]["pid"]
+    assert f"run {record['run_id']} of nap: its executor (pid {executor}) died" in done.stderr
     assert f"server web on local (pid {server_pid}): stopped" in done.stderr
+    assert "short nap" in done.stdout and "serving again" not in done.stdout
     assert wait_gone([server_pid, kernel_pid], 10) == []
     assert pids_with_cmdline(str(marker)) == []
-    dead = runs(root, "nap")[-1]
+    dead, resumed = runs(root, "nap")[-2:]
     assert dead["status"] == "interrupted" and dead["servers"][0]["state"].startswith("stopped")
+    assert resumed["resumed_from"] == dead["run_id"] and resumed["status"] == "ok"
     # reported once: the next run has nothing left to clean
+    write_runbook(root, "other", [({"name": "one"}, "print('one')")])
     again = run_cli(root, "run", "other")
     assert again.returncode == 0 and "died" not in again.stderr
 
@@ -203,6 +210,52 @@ def test_a_reused_pid_is_never_killed(tmp_path: Path) -> None:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+@pytest.mark.ssh
+def test_sigkill_tears_down_a_server_on_a_box_behind_a_jump(
+    tmp_path: Path, ssh_lab, ssh_targets: dict
+) -> None:
+    """The watchdog reaches the box through the same jump chain as the run did."""
+    targets = {
+        name: {
+            "host": t.host,
+            "port": t.port,
+            "user": t.user,
+            "identity_file": t.identity_file,
+            **({"jump": list(t.jump)} if t.jump else {}),
+        }
+        for name, t in ssh_targets.items()
+    }
+    root = make_kb(tmp_path, targets=targets)
+    marker = f"fbk-orphan-{os.getpid()}-{time.monotonic_ns()}"
+    serve = (
+        "from factbook.runbooks.api import server\n"
+        f"srv = server.start('sleeper', ['sh', '-c', 'sleep 300 # {marker}'], deadline=5)\n"
+        "print('server up', srv.pid, flush=True)"
+    )
+    write_runbook(root, "nap", [({"name": "serve"}, serve), ({"name": "nap"}, NAP)], target="box")
+    proc = subprocess.Popen(
+        [FACTBOOK, "--root", str(root), "run", "nap"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.strip() == "napping":
+            break
+    assert pids_with_cmdline(marker), "the server never started on the box"
+    watchdog = executor_info(root)["executor"]["watchdog"]
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert wait_no_cmdline(marker, 30) == [], "the box server outlived its executor"
+    assert wait_gone([watchdog], 30) == []  # done: the box's log copied, the record saved
+    record = runs(root, "nap")[-1]
+    assert record["status"] == "interrupted"
+    assert record["servers"][0]["target"] == "box"
+    assert record["servers"][0]["state"].startswith("stopped")
 
 
 # --- the agent: a check's descendants never outlive it ------------------------------------
