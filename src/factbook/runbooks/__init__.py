@@ -7,6 +7,8 @@ runlog    the run's bookkeeping: record, executed notebook, write-back, server t
 api       what cells import: fact(), box, server, record()
 remote    BoxClient: commands, servers and probes on a box through a transport
 servers   the run's registry of managed background processes and their teardown
+watchdog  the process that tears a run down when its executor dies without doing so
+reclaim   find runs whose executor died and stop what they left running
 record    the run record (record.json) and where runs live on disk
 dryrun    print steps with the facts they use resolved, without a kernel
 lint      the runbook linter registered into `factbook lint`

@@ -5,8 +5,10 @@ runlog.py) is apart from execution (kernel.py: the nbclient client, a top-level 
 module decides which steps run and what each outcome means. Unlike papermill it runs ranges
 (--step, --from/--until), resumes after the last successful step, asks before destructive
 steps, bounds each step and the whole run, and maps what can go wrong to distinct exits: a
-failed step 1, refused/invalid 2, a dead kernel 4 (KernelDied), Ctrl-C 130 (Interrupted,
-state saved).
+failed step 1, refused/invalid 2, a dead kernel 4 (KernelDied), Ctrl-C, SIGTERM or SIGHUP 130
+(Interrupted, state saved, servers torn down). A watchdog process (watchdog.py) tears the run
+down if this process dies without doing so itself, and every run first cleans up after runs
+whose executor died (reclaim.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..errors import (
     UsageError,
 )
 from ..kb import KnowledgeBase
+from . import reclaim
 from . import record as rec
 from .api import CONTEXT_ENV
 from .format import Runbook, Step, select_steps
@@ -100,6 +103,7 @@ class Executor:
 
     def run(self) -> int:
         """Execute; return the exit code. The record is saved whatever happens."""
+        reclaim.reclaim_dead_runs(self.kb, lambda line: self._say(line, err=True))
         steps, previous = self.plan()
         if not steps:
             self._say(f"nothing to run: every step of {self.runbook.name} already succeeded")
@@ -113,10 +117,16 @@ class Executor:
             )
             return EXIT_INVALID
         from .kernel import Interrupt
+        from .watchdog import Watchdog
 
         self.log.target = self.target
         self.log.open(steps, previous, vars(self.options))
-        assert self.log.record is not None
+        assert self.log.record is not None and self.log.folder is not None
+        self.log.record.executor = reclaim.identity()
+        watchdog = Watchdog(self.kb.root, self.log.folder)
+        watchdog.start()  # from here on, even SIGKILL of this process leaves no server behind
+        self.log.record.executor["watchdog"] = watchdog.pid
+        self.log.save()
         code = EXIT_FAILED
         started = time.monotonic()
         limit = self.options.timeout or self.runbook.timeout
@@ -127,7 +137,7 @@ class Executor:
             self._start_kernel()
             code = self._run_steps(steps, deadline)
         except KeyboardInterrupt:  # the second Ctrl-C
-            self.log.mark_interrupted()
+            self.log.mark_interrupted(self._interrupt.what)
             code = EXIT_INTERRUPTED
         except FactbookError as exc:
             self.log.fail(exc)
@@ -143,6 +153,7 @@ class Executor:
             if self.kernel is not None:
                 self.kernel.stop()
             self.log.close(time.monotonic() - started)
+            watchdog.done()
         return code
 
     # ---- the kernel ---------------------------------------------------------------------
@@ -158,8 +169,11 @@ class Executor:
         started = time.monotonic()
         self.kernel.start(env, str(self.kb.root))
         self._interrupt.kernel_pid = self.kernel.pid
+        if self.kernel.pid and self.log.record.executor is not None:  # the watchdog kills it
+            self.log.record.executor["kernel"] = reclaim.identity(self.kernel.pid)
         self.kernel.silent("import factbook.runbooks.api as __factbook_api")
         self.log.record.kernel_start_s = round(time.monotonic() - started, 3)
+        self.log.save()
 
     # ---- the steps ----------------------------------------------------------------------
 
@@ -171,7 +185,7 @@ class Executor:
                 self.log.record.status = status
                 return code
             if self._interrupt.requested:  # Ctrl-C arrived as the step finished
-                self.log.mark_interrupted()
+                self.log.mark_interrupted(self._interrupt.what)
                 return EXIT_INTERRUPTED
         self.log.record.status = "ok"
         return EXIT_OK
@@ -214,8 +228,9 @@ class Executor:
         )
         if self._interrupt.requested:  # Ctrl-C during the prompt or the requirement checks
             entry.status = "running"
-            self.log.mark_interrupted()
+            self.log.mark_interrupted(self._interrupt.what)
             return "interrupted", EXIT_INTERRUPTED
+        self.log.save()  # a run killed during this step is found with this step running
         cell = self.log.notebook.cells[step.index]
         began = time.monotonic()
         try:
@@ -228,7 +243,7 @@ class Executor:
         except CellExecutionError as exc:
             self.log.collect(entry, cell, began)
             if self._interrupt.requested:
-                self.log.mark_interrupted()
+                self.log.mark_interrupted(self._interrupt.what)
                 return "interrupted", EXIT_INTERRUPTED
             if exc.ename == STEP_TIMEOUT_ENAME:
                 run_out = deadline is not None and time.monotonic() >= deadline - 0.5

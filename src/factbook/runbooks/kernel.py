@@ -34,34 +34,47 @@ class LiveClient(NotebookClient):
         out = super().output(outs, msg, display_id, cell_index)
         if self.live and msg["msg_type"] == "stream":
             stream = sys.stderr if msg["content"].get("name") == "stderr" else sys.stdout
-            stream.write(msg["content"].get("text", ""))
-            stream.flush()
+            with contextlib.suppress(OSError):  # a hung-up terminal must not fail the step
+                stream.write(msg["content"].get("text", ""))
+                stream.flush()
         return out
 
 
 class Interrupt:
-    """SIGINT handling: first Ctrl-C interrupts the kernel, the second stops hard."""
+    """SIGINT, SIGTERM and SIGHUP: the first interrupts the kernel, the second stops hard.
+
+    A service manager's SIGTERM and a closed terminal's SIGHUP end a run as Ctrl-C does: the
+    step is interrupted, the record saved as interrupted and every server torn down.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self) -> None:
         self.requested = False
+        self.what = "Ctrl-C"  # the signal that asked, for the record
         self.kernel_pid: int | None = None
-        self._previous: Any = None
+        self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
-        try:
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-        except ValueError:  # not the main thread (embedded use): Ctrl-C stays default
-            self._previous = None
+        for sig in self.SIGNALS:
+            try:
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread (embedded use): signals stay default
+                return
 
     def uninstall(self) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()
 
     def _handle(self, signum: int, frame: Any) -> None:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
-        sys.stderr.write("\nfactbook: interrupting the step (Ctrl-C again to stop at once)\n")
+        self.what = what = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            sys.stderr.write(f"\nfactbook: {what}: interrupting the step (again to stop at once)\n")
+            sys.stderr.flush()
         if self.kernel_pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.kernel_pid, signal.SIGINT)

@@ -147,4 +147,3 @@ def _launch_linter() -> Callable[[KnowledgeBase, Runbook], list[Problem]] | None
             return None
         raise
     return getattr(module, "lint_runbook", None)
-

@@ -40,6 +40,7 @@ def new_run_id(target: str | None) -> str:
     (`../../x` cannot climb out of the runs folder)."""
     return stamps.new_run_id([slug(target or "none")])
 
+
 @dataclass
 class StepRecord:
     """One step's outcome."""
@@ -74,6 +75,9 @@ class RunRecord:
     error: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     kernel_start_s: float | None = None
+    # who runs it: {"pid", "started" (/proc start time), "host"}; a `running` record whose
+    # executor is gone is a dead run (reclaim.py)
+    executor: dict[str, Any] | None = None
 
     def step(self, name: str) -> StepRecord:
         for step in self.steps:

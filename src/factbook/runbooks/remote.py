@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import CommandFailed, TargetError
 from ..model import Target
 from ..transports.base import Transport, transport_for
+from ..transports.diagnose import explain
 from ..verify.bundle import agent_argv
 
 HELPER = Path(__file__).with_name("box_helper.py")
@@ -141,8 +142,12 @@ class BoxClient:
             raise failure[0]
         if result is None:
             stderr = process.stderr_text().strip()
+            status = process.wait(timeout=1)
+            label = self.transport().label
+            explained = explain(label, self.target.python, status, stderr) if status else None
             raise TargetError(
-                f"{self.name}: box helper gave no result"
+                explained
+                or f"{self.name}: box helper gave no result"
                 + (f": {stderr[-2000:]}" if stderr else "")
             )
         return result

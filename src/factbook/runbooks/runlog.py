@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from ..errors import FactbookError
 from ..kb import KnowledgeBase
+from ..outcomes import RUNNING
 from . import record as rec
 from . import servers
 from .api import RECORDS_FILE, RunContext
@@ -125,12 +126,13 @@ class RunLog:
         entry.duration_s = round(time.monotonic() - began, 4)
         entry.outputs = rec.truncate(outputs_text(cell.get("outputs", [])))
 
-    def mark_interrupted(self) -> None:
+    def mark_interrupted(self, what: str = "Ctrl-C") -> None:
+        """`what`: the signal that stopped the run (Ctrl-C, SIGTERM, SIGHUP)."""
         assert self.record is not None
         self.record.status = "interrupted"
         for entry in self.record.steps:
             if entry.status == "running":
-                entry.status, entry.error = "interrupted", "Ctrl-C"
+                entry.status, entry.error = "interrupted", what
         self.save()
 
     def fail(self, exc: FactbookError) -> None:
@@ -189,15 +191,9 @@ class RunLog:
         if self.folder is None or self.record is None:
             return
         boxes: dict[str, BoxClient] = {}
+        self.record.servers = []  # the running ones listed by save(), now with their fate
         for info in servers.registered(self.folder):
-            entry = {
-                "name": info.name,
-                "target": info.target,
-                "pid": info.pid,
-                "log": info.log,
-                "pidfile": info.pidfile,
-                "step": info.step,
-            }
+            entry = server_entry(info)
             if info.keep and success:
                 entry["state"] = "left running (keep=True)"
                 self.record.servers.append(entry)
@@ -228,6 +224,10 @@ class RunLog:
         """Save record.json (after every step: a killed executor loses at most one step) and,
         at the start and the end, executed.ipynb (serialising the notebook costs ~20 ms)."""
         assert self.folder is not None and self.record is not None
+        if self.record.status == RUNNING:  # what a dead run left, for whoever cleans up
+            self.record.servers = [
+                {**server_entry(info), "state": RUNNING} for info in servers.registered(self.folder)
+            ]
         rec.save(self.record, self.folder)
         if notebook and self.notebook is not None:
             import nbformat
@@ -253,14 +253,30 @@ class RunLog:
 
     def say(self, text: str, *, err: bool = False) -> None:
         stream = sys.stderr if err else self.out
-        stream.write(text + "\n")
-        stream.flush()
+        try:
+            stream.write(text + "\n")
+            stream.flush()
+        except OSError:  # a hung-up terminal (SIGHUP): the record still says it all
+            pass
 
     def display(self, path: Path) -> str:
         try:
             return path.relative_to(self.kb.root).as_posix()
         except ValueError:
             return str(path)
+
+
+def server_entry(info: servers.ServerInfo) -> dict[str, Any]:
+    """A server as the run record lists it: pid + start time identify the process."""
+    return {
+        "name": info.name,
+        "target": info.target,
+        "pid": info.pid,
+        "started": info.started,
+        "log": info.log,
+        "pidfile": info.pidfile,
+        "step": info.step,
+    }
 
 
 def outputs_text(outputs: list[Any]) -> str:

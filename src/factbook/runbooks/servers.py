@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FactbookError, ServerNotReady, TargetError
+from ..names import check_name
 from ..sglang.launch import preflight
 from ..sglang.reference import local_sglang_python
-from ..names import check_name
 from .remote import BoxClient
 
 REGISTRY = "servers.jsonl"

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from ..errors import UnreachableError
 from .base import AgentProcess, BoundedStderr, Transport, bounded_lines
+from .diagnose import explain
 
 
 class LocalProcess(AgentProcess):
@@ -78,5 +79,6 @@ class LocalTransport(Transport):
                 start_new_session=True,
             )
         except OSError as exc:
-            raise UnreachableError(f"{self.label}: cannot start {argv[0]}: {exc}") from exc
+            why = explain(self.label, argv[0], None, str(exc))
+            raise UnreachableError(why or f"{self.label}: cannot start {argv[0]}: {exc}") from None
         return LocalProcess(proc, stdin)

@@ -17,6 +17,7 @@ import base64
 import contextlib
 import getpass
 import hashlib
+import logging
 import os
 import socket
 import threading
@@ -33,6 +34,11 @@ from .base import TransportOptions
 
 MAX_HOPS = 16
 _KNOWN_HOSTS_WRITE = threading.Lock()
+# paramiko logs its transport threads' failures (a missing banner, a dropped hop) as ERROR
+# tracebacks; with no handler configured, Python's last-resort handler prints them on stderr
+# beside our own one-line message. Every such failure is mapped below, so the library's own
+# account stays out of the terminal unless the application configures logging itself.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 @dataclass
@@ -322,11 +328,13 @@ def _login(hop: Hop, sock: Any, known: KnownHosts, keepalive: float) -> paramiko
     client = paramiko.SSHClient()
     client.set_missing_host_key_policy(_Policy(known, hop))
     preferred = _rsa(known.known_types(hop))
+    made: list[paramiko.Transport] = []
 
     def factory(sock: Any, **kw: Any) -> paramiko.Transport:
         # Offer the key types known_hosts holds first, as OpenSSH does, so a host that also has
         # a newer key type is not mistaken for a changed key.
         t = _Transport(sock, **kw)
+        made.append(t)
         opts = t.get_security_options()
         ours = [k for k in preferred if k in opts.key_types]
         opts.key_types = ours + [k for k in opts.key_types if k not in ours]
@@ -356,14 +364,36 @@ def _login(hop: Hop, sock: Any, known: KnownHosts, keepalive: float) -> paramiko
         client.close()
         if "authentication methods" in str(exc):
             raise AuthError(_auth_message(hop, exc)) from None
-        raise UnreachableError(f"{hop.describe()}: SSH handshake failed: {exc}") from None
+        raise UnreachableError(_no_banner(hop, made) or _handshake(hop, exc)) from None
     except (EOFError, OSError) as exc:
         client.close()
-        raise UnreachableError(f"{hop.describe()}: connection lost: {exc or 'EOF'}") from None
+        raise UnreachableError(
+            _no_banner(hop, made) or f"{hop.describe()}: connection lost: {exc or 'EOF'}"
+        ) from None
     transport = client.get_transport()
     if transport is not None and keepalive > 0:
         transport.set_keepalive(max(1, int(keepalive)))
     return client
+
+
+def _no_banner(hop: Hop, made: list[paramiko.Transport]) -> str | None:
+    """The message for a host that took the TCP connection but never spoke SSH, else None.
+
+    paramiko reports it as "No existing session" or "Error reading SSH protocol banner"; the
+    telling fact is that no version line (`SSH-2.0-...`) ever arrived.
+    """
+    if not made or made[-1].remote_version:
+        return None
+    return (
+        f"{hop.describe()}: {hop.address} accepted the connection but sent no SSH banner "
+        f"within {hop.connect_timeout:g} s: no sshd answers on that port (another service, a "
+        f"hung sshd or a firewall holding the connection); check the host and port, e.g. "
+        f"`ssh -v -p {hop.port} {hop.host}`"
+    )
+
+
+def _handshake(hop: Hop, exc: Exception) -> str:
+    return f"{hop.describe()}: SSH handshake failed: {exc}"
 
 
 def _auth_message(hop: Hop, exc: Exception) -> str:

@@ -10,6 +10,13 @@ Results stream to stdout as one JSON line each, flushed at once: a dropped conne
 what arrived. A call marked `exclusive` (a measurement) starts only when every other call has
 finished and nothing else starts while it runs; exclusive calls reuse one worker, so torch and
 CUDA are initialised once for all of them.
+Descendants:    a call that runs `setsid` (or double-forks) leaves its worker's group, so on
+                Linux the agent makes itself a child subreaper (PR_SET_CHILD_SUBREAPER): what
+                a call detached is re-parented to the agent instead of init. Processes a call
+                left under its worker are killed when its result arrives, a timed-out worker
+                is killed with its whole tree, orphans re-parented to the agent are killed
+                whenever no call is in flight, and everything is killed at the end. The agent
+                also stops when its parent goes (a killed `verify-facts`, a closed channel).
 
 Lines written:  {"agent": {...}}  then per call  {"id", "ok": true, "value", "duration_s"}
                 | {"id", "error"} | {"id", "skipped"}  and finally  {"done": n}; each line
@@ -41,6 +48,7 @@ RESULT_CAP = 16 * 1024 * 1024
 # select() handles fds below 1024: far more than useful concurrency on one box.
 MAX_JOBS = 256
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 # Probe modules that failed to load, by file name: named in the errors of their probes.
 BROKEN: dict[str, str] = {}
 PRCTL: list[Any] = []  # libc prctl (or None), looked up once before the first fork
@@ -146,6 +154,69 @@ def _prctl() -> Any:
         return None
 
 
+def children(pid: int) -> list[int]:
+    """Direct children of `pid` (every thread's), from /proc/PID/task/*/children."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as handle:
+                out.extend(int(p) for p in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (a /proc scan: only on the paths that kill something)."""
+    kids: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                data = handle.read()
+            ppid = int(data[data.rfind(")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill_trees(pids: list[int]) -> None:
+    """SIGKILL each pid and everything below it (whatever session or group it moved to)."""
+    for pid in pids:
+        for victim in [pid, *descendants(pid)]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(victim, signal.SIGKILL)
+
+
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants (Linux >= 3.4), so a `setsid` in a probe cannot escape."""
+    prctl = PRCTL[0] if PRCTL else None
+    return prctl is not None and prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def watch_own_parent(on_gone: Any) -> None:
+    """Call `on_gone` when the agent's parent dies (a killed `verify-facts` or supervisor)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        on_gone()
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def watch_parent(agent_pid: int) -> None:
     """If the agent dies (connection dropped, agent killed), kill this worker's whole group."""
     signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL))
@@ -232,9 +303,11 @@ def start_worker(probes: dict[str, Any], others: list[Worker]) -> Worker:
 
 
 def stop_worker(worker: Worker) -> None:
-    """Kill the worker's whole group (whatever its calls left behind too), then collect it."""
+    """Kill the worker's whole group and tree (whatever its calls left behind), collect it."""
+    below = descendants(worker.pid)  # before the kill: afterwards they are re-parented
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(worker.pid, signal.SIGKILL)
+    kill_trees(below)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(worker.pid, 0)
     for fd in (worker.calls_fd, worker.results_fd):
@@ -262,10 +335,29 @@ class Agent:
         self.emitted += 1
 
     def kill_all(self, *_: Any) -> None:
+        below = descendants(os.getpid())
         for worker in self.workers:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(worker.pid, signal.SIGKILL)
+        kill_trees(below)
         os._exit(143)
+
+    def sweep_leftovers(self, worker: Worker) -> None:
+        """Kill what the worker's finished call left running below it (its probe returned)."""
+        left = children(worker.pid)
+        if left:
+            kill_trees(left)
+
+    def sweep_orphans(self) -> None:
+        """Kill processes re-parented to the agent (a call's detached daemons), reap them."""
+        mine = {w.pid for w in self.workers}
+        orphans = [pid for pid in children(os.getpid()) if pid not in mine]
+        if not orphans:
+            return
+        kill_trees(orphans)
+        for pid in orphans:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
 
     def _retire(self, worker: Worker) -> None:
         self.workers.remove(worker)
@@ -337,12 +429,15 @@ class Agent:
         finally:
             for worker in list(self.workers):
                 self._retire(worker)
+            kill_trees(descendants(os.getpid()))  # no worker left: everything is a leftover
+            self.sweep_orphans()  # reaps the ones that were our direct children
 
     def _loop(self) -> None:
         while True:
             self._fill()
             busy = [w for w in self.workers if w.call is not None]
             if not busy:
+                self.sweep_orphans()  # no call in flight: every orphan is a leftover
                 if not self.pending:
                     return
                 continue
@@ -380,6 +475,7 @@ class Agent:
         result["duration_s"] = round(time.monotonic() - worker.started, 4)
         worker.call = None
         self.emit(result)
+        self.sweep_leftovers(worker)
 
 
 def main(
@@ -391,10 +487,12 @@ def main(
     probes, broken = load_probes(sources)
     BROKEN.update(broken)
     PRCTL.append(_prctl())
+    become_subreaper()
     os.environ["FACTBOOK_AGENT_PID"] = str(os.getpid())  # probes tell our processes apart
     agent = Agent(probes, batch, out)
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, agent.kill_all)
+    watch_own_parent(agent.kill_all)
     agent.emit(
         {
             "agent": {

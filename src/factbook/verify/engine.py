@@ -25,6 +25,7 @@ from ..outcomes import DRIFT, ERROR, NOT_OK, PASS, SKIPPED
 from ..results import ResultRecord
 from ..stamps import now_iso
 from ..transports.base import AgentProcess, Transport, TransportOptions, transport_for
+from ..transports.diagnose import explain
 from .bundle import DEFAULT_TIMEOUT, Call, agent_argv, build_script, merge_calls
 from .targets import PlannedCheck
 
@@ -261,7 +262,7 @@ class Engine:
         watchdog.daemon = True
         watchdog.start()
         by_call = {c.id: c for c in calls}
-        done = False
+        done = started = False
         try:
             for line in proc.lines():
                 message = _parse(line)
@@ -269,6 +270,7 @@ class Engine:
                     continue
                 if "agent" in message:
                     self.agents[target.name] = message["agent"]
+                    started = True
                 elif "done" in message:
                     done = True
                 elif message.get("id") in by_call:
@@ -291,6 +293,8 @@ class Engine:
         lost = [c for c in checks if c.key not in records]
         if lost:
             why = _lost_reason(stderr, status, done, len(records), len(checks))
+            if not started and status is not None:  # the interpreter itself failed
+                why = explain(transport.label, target.python, status, stderr) or why
             if expired.is_set():
                 why = f"no result within the run's {budget:.0f}s bound; agent stopped"
             for check in lost:

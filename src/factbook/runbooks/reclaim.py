@@ -1,0 +1,144 @@
+"""Runs whose executor died: find them, stop the servers they left, and say so in their record.
+
+An executor killed hard (SIGKILL, the OOM killer, a closed laptop) cannot tear its servers
+down; its record still says `running`. Two things clean up after it: its watchdog
+(watchdog.py, which notices at once) and, should the watchdog have died too, the next
+`factbook run` or `--resume` of any runbook in the knowledge base, which calls
+`reclaim_dead_runs`. A run is dead when its record says `running` and the process named in
+`record.executor` (pid + /proc start time + host) no longer exists on this host: a reused pid
+has another start time, and a run recorded on another host is never judged from here.
+Servers are stopped by `servers.stop`, which checks on the box that the pid still has the
+start time it had when it was spawned before signalling it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..kb import KnowledgeBase
+from ..outcomes import INTERRUPTED, RUNNING
+from . import record as rec
+from . import servers
+from .remote import BoxClient
+from .runlog import server_entry
+
+
+def start_time(pid: int) -> str | None:
+    """Field 22 of /proc/PID/stat (clock ticks after boot): a pid plus this is one process."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = data[data.rfind(")") + 2 :].split()
+    if len(fields) < 20 or fields[0] in ("Z", "X"):  # a zombie has finished already
+        return None
+    return fields[19]
+
+
+def identity(pid: int | None = None) -> dict[str, Any]:
+    """What a record stores to find its executor again (this process by default)."""
+    pid = os.getpid() if pid is None else pid
+    return {"pid": pid, "started": start_time(pid), "host": socket.gethostname()}
+
+
+def is_alive(ident: dict[str, Any] | None) -> bool | None:
+    """True/False for a process of this host; None when it cannot be judged from here."""
+    if not isinstance(ident, dict) or ident.get("host") != socket.gethostname():
+        return None
+    try:
+        pid = int(ident["pid"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    now = start_time(pid)
+    return now is not None and now == ident.get("started")
+
+
+def kill_local(ident: dict[str, Any] | None, sig: int = signal.SIGKILL) -> bool:
+    """Signal a process of this host if it is still the one `ident` names (never a reused pid)."""
+    if is_alive(ident) is not True:
+        return False
+    assert ident is not None
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(int(ident["pid"]), sig)
+        return True
+    return False
+
+
+def dead_runs(root: Path) -> list[Path]:
+    """Run folders (any runbook) whose record says running while their executor is gone."""
+    out = []
+    for path in sorted(rec.runs_root(root).glob(f"*/*/{rec.RECORD_FILE}")):
+        try:
+            record = rec.load(path.parent)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            continue  # an unreadable record is lint's business, not a reason to stop a run
+        if record.status == RUNNING and is_alive(record.executor) is False:
+            out.append(path.parent)
+    return out
+
+
+def reclaim_run(kb: KnowledgeBase, folder: Path, why: str) -> list[str]:
+    """Stop what the run in `folder` left running; mark it interrupted. Lines to report."""
+    record = rec.load(folder)
+    said: list[str] = []
+    kernel = record.executor.get("kernel") if isinstance(record.executor, dict) else None
+    if kill_local(kernel):
+        said.append(f"killed its kernel (pid {kernel['pid']})")  # type: ignore[index]
+    boxes: dict[str, BoxClient] = {}
+    try:
+        for info in servers.registered(folder):
+            entry = server_entry(info)
+            target = kb.targets.get(info.target)
+            if target is None:
+                entry["state"] = f"unknown target {info.target}: not stopped"
+            else:
+                box = boxes.setdefault(info.target, BoxClient(target, kb.targets))
+                try:
+                    result = servers.stop(box, info, run_dir=folder, grace=5)
+                    entry["state"] = _state(result)
+                except Exception as exc:  # one unreachable box must not stop the others
+                    entry["state"] = f"teardown failed: {exc}"
+            said.append(f"server {info.name} on {info.target} (pid {info.pid}): {entry['state']}")
+            record.servers = [s for s in record.servers if s.get("name") != info.name]
+            record.servers.append(entry)
+    finally:
+        for box in boxes.values():
+            box.close()
+    fresh = rec.load(folder)  # the executor may have finished after all: never undo its record
+    if fresh.status == RUNNING:
+        record.status, record.error = INTERRUPTED, why
+        record.finished = record.finished or rec.now_iso()
+        for step in record.steps:
+            if step.status == RUNNING:
+                step.status, step.error = INTERRUPTED, why
+        rec.save(record, folder)
+    return said
+
+
+def reclaim_dead_runs(kb: KnowledgeBase, say: Callable[[str], None]) -> int:
+    """Clean every dead run of the knowledge base; report each on `say`. How many there were."""
+    folders = dead_runs(kb.root)
+    for folder in folders:
+        record = rec.load(folder)
+        pid = (record.executor or {}).get("pid")
+        why = f"its executor (pid {pid}) died while the run was {RUNNING}"
+        lines = reclaim_run(kb, folder, why)
+        say(
+            f"factbook: run {record.run_id} of {record.runbook}: {why}; cleaned up"
+            + "".join(f"\n  {line}" for line in lines)
+        )
+    return len(folders)
+
+
+def _state(result: dict[str, Any]) -> str:
+    if result.get("pid_reused"):
+        return "gone (its pid now belongs to another process: left alone)"
+    if not result.get("was_running"):
+        return "already gone"
+    return "stopped" + (" (SIGKILL)" if result.get("killed") else "")
