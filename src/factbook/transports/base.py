@@ -75,6 +75,10 @@ def transport_for(
         from .local import LocalTransport
 
         return LocalTransport(target)
+    if target.transport == "openssh":
+        from .openssh import OpenSSHTransport
+
+        return OpenSSHTransport(target, targets, options)
     from .ssh import SSHTransport
 
     return SSHTransport(target, targets, options)

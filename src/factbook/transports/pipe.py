@@ -1,0 +1,116 @@
+"""A local command that carries the agent somewhere else: `ssh`, `docker exec`, `srun`, ...
+
+The command's stdin gets the payload and then stays OPEN: it is the lifeline of the supervisor
+at the far end (see _supervisor.py), which kills the agent's tree when it reads EOF. `kill()`
+therefore closes stdin first (the far end cleans up), then, after a grace period, kills the
+local command's process group. stdout streams as lines; stderr is drained by a thread so no
+pipe can fill and deadlock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+
+from ..errors import UnreachableError
+
+KILL_GRACE = 3.0  # seconds the far end gets to clean up after its lifeline closes
+
+
+class PipeProcess:
+    """`argv` started here, fed `payload` on a stdin that stays open until kill() or exit."""
+
+    def __init__(self, argv: list[str], payload: bytes, label: str, env: dict[str, str]):
+        self.label = label
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise UnreachableError(f"{label}: cannot start {argv[0]}: {exc}") from None
+        self._stderr = bytearray()
+        self._stderr_lock = threading.Lock()
+        self._stderr_done = threading.Event()
+        self._watchers: list[Callable[[bytes, bool], None]] = []
+        self._closed = threading.Lock()
+        threading.Thread(target=self._feed, args=(payload,), daemon=True).start()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _feed(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError, ValueError):
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        try:
+            for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+                with self._stderr_lock:
+                    self._stderr += chunk
+                    text = bytes(self._stderr)
+                for watch in list(self._watchers):
+                    watch(text, False)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self._stderr_done.set()
+            with self._stderr_lock:
+                text = bytes(self._stderr)
+            for watch in list(self._watchers):
+                watch(text, True)
+
+    def watch_stderr(self, watcher: Callable[[bytes, bool], None]) -> None:
+        """Call `watcher(stderr so far, ended)` now and on every chunk; ended once at EOF."""
+        with self._stderr_lock:
+            self._watchers.append(watcher)
+            text = bytes(self._stderr)
+        watcher(text, self._stderr_done.is_set())
+
+    def stderr_bytes(self, wait: float = 5.0) -> bytes:
+        self._stderr_done.wait(wait)
+        with self._stderr_lock:
+            return bytes(self._stderr)
+
+    def lines(self) -> Iterator[str]:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            yield raw.decode("utf-8", "replace").rstrip("\n")
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        try:
+            status = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._close_stdin()
+        return status
+
+    def _close_stdin(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+
+    def kill(self) -> None:
+        """Close the lifeline, give the far end KILL_GRACE to clean up, then kill here."""
+        if self.proc.poll() is not None:
+            self._close_stdin()
+            return
+        self._close_stdin()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(KILL_GRACE)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if self.proc.poll() is not None:
+                break
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(1.0)
