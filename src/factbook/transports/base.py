@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..errors import TargetError
 from ..model import Target
 
 
@@ -50,6 +51,11 @@ class Transport(ABC):
     def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
         """Run argv (already quoted per element) with stdin, extra env; stream its output."""
 
+    def start_command(self, command: str, stdin: bytes) -> AgentProcess:
+        """Run a shell line on the box as it is (no supervisor), `stdin` fed and then kept
+        open; transports that reach a remote shell (ssh, openssh) implement it, for `via`."""
+        raise TargetError(f"{self.label}: transport {self.target.transport} cannot carry `via`")
+
     def close(self) -> None:  # noqa: B027 - optional for transports holding no connection
         """Release the connection."""
 
@@ -75,6 +81,10 @@ def transport_for(
         from .local import LocalTransport
 
         return LocalTransport(target)
+    if target.transport == "exec":
+        from .exec import ExecTransport
+
+        return ExecTransport(target, targets, options)
     if target.transport == "openssh":
         from .openssh import OpenSSHTransport
 

@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import os
 import re
-import threading
-from collections.abc import Iterator
 
 from ..errors import AuthError, HostKeyError, TargetError, UnreachableError, UsageError
 from ..model import Target
 from .base import AgentProcess, Transport, TransportOptions
-from .pipe import PipeProcess
+from .pipe import announce, start_marked
 from .remote import remote_command, shell_join
 
-MARK = "factbook-openssh-connected"
 MAX_HOPS = 16
 # Host and user words are checked before they reach ssh: ssh substitutes %h/%r unquoted into
 # a ProxyCommand, and a leading "-" would be read as an option.
@@ -136,49 +133,16 @@ class OpenSSHTransport(Transport):
 
     def start_command(self, command: str, stdin: bytes) -> AgentProcess:
         """Run a shell line on the box; returns once ssh is logged in (else raises)."""
-        line = f"echo {MARK} >&2; {command}"
-        pipe = PipeProcess([*self.argv, line], stdin, self.label, dict(os.environ))
-        proc = OpenSSHProcess(pipe)
         hops = 1 + len(self.target.jump)
         limit = (self.target.connect_timeout or self.options.connect_timeout) * hops + 5
-        if not proc.settled.wait(limit):
-            proc.kill()
-            raise UnreachableError(f"{self.label} is unreachable: no login within {limit:g} s")
-        if not proc.connected.is_set():
-            proc.kill()
-            raise ssh_error(self.label, proc.stderr_text())
-        return proc
-
-
-class OpenSSHProcess(AgentProcess):
-    """An `ssh` child: `connected` is set once the box's shell wrote the marker to stderr."""
-
-    def __init__(self, pipe: PipeProcess):
-        self.pipe = pipe
-        self.connected = threading.Event()
-        self.settled = threading.Event()  # logged in, or ssh's stderr ended first
-        pipe.watch_stderr(self._seen)
-
-    def _seen(self, text: bytes, ended: bool) -> None:
-        if MARK.encode() in text:
-            self.connected.set()
-        if ended or self.connected.is_set():
-            self.settled.set()
-
-    def lines(self) -> Iterator[str]:
-        return self.pipe.lines()
-
-    def stderr_text(self) -> str:
-        text = self.pipe.stderr_bytes().decode("utf-8", "replace")
-        return "".join(line for line in text.splitlines(True) if line.strip() != MARK)
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        """Exit status; None when ssh itself failed (255: the connection dropped)."""
-        status = self.pipe.wait(timeout)
-        return None if status == 255 else status
-
-    def kill(self) -> None:
-        self.pipe.kill()
+        return start_marked(
+            [*self.argv, f"{announce()}; {command}"],
+            stdin,
+            self.label,
+            limit=limit,
+            failure=lambda stderr: ssh_error(self.label, stderr),
+            dropped_status=255,  # ssh's own failure: the connection dropped
+        )
 
 
 _CHANGED = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "HOST KEY HAS CHANGED", "has changed")

@@ -16,9 +16,16 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator
 
-from ..errors import UnreachableError
+from ..errors import TargetError, UnreachableError
+from .base import AgentProcess
 
 KILL_GRACE = 3.0  # seconds the far end gets to clean up after its lifeline closes
+MARK = "factbook-pipe-connected"  # written to stderr by the far end's shell: we got there
+
+
+def announce() -> str:
+    """The shell words that tell start_marked() the far end's shell is running."""
+    return f"echo {MARK} >&2"
 
 
 class PipeProcess:
@@ -114,3 +121,58 @@ class PipeProcess:
                 os.killpg(self.proc.pid, sig)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(1.0)
+
+
+class MarkedProcess(AgentProcess):
+    """A PipeProcess whose far end announces itself on stderr (see announce())."""
+
+    def __init__(self, pipe: PipeProcess, dropped_status: int | None):
+        self.pipe = pipe
+        self.dropped_status = dropped_status
+        self.connected = threading.Event()
+        self.settled = threading.Event()  # connected, or stderr ended first
+        pipe.watch_stderr(self._seen)
+
+    def _seen(self, text: bytes, ended: bool) -> None:
+        if MARK.encode() in text:
+            self.connected.set()
+        if ended or self.connected.is_set():
+            self.settled.set()
+
+    def lines(self) -> Iterator[str]:
+        return self.pipe.lines()
+
+    def stderr_text(self) -> str:
+        text = self.pipe.stderr_bytes().decode("utf-8", "replace")
+        return "".join(line for line in text.splitlines(True) if line.strip() != MARK)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Exit status; None when the carrier itself failed (the connection dropped)."""
+        status = self.pipe.wait(timeout)
+        return None if status is not None and status == self.dropped_status else status
+
+    def kill(self) -> None:
+        self.pipe.kill()
+
+
+def start_marked(
+    argv: list[str],
+    payload: bytes,
+    label: str,
+    *,
+    limit: float,
+    failure: Callable[[str], TargetError],
+    dropped_status: int | None = None,
+    env: dict[str, str] | None = None,
+) -> MarkedProcess:
+    """Start argv and return once the far end announced itself; else raise `failure(stderr)`
+    (or UnreachableError after `limit` seconds), with nothing left running."""
+    pipe = PipeProcess(argv, payload, label, dict(os.environ) if env is None else env)
+    proc = MarkedProcess(pipe, dropped_status)
+    if not proc.settled.wait(limit):
+        proc.kill()
+        raise UnreachableError(f"{label} is unreachable: no answer within {limit:g} s")
+    if not proc.connected.is_set():
+        proc.kill()
+        raise failure(proc.stderr_text())
+    return proc

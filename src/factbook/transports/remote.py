@@ -26,7 +26,12 @@ def remote_command(
 
 
 def supervised_argv(
-    argv: list[str], stdin_size: int, env: dict[str, str], python: str | None = None
+    argv: list[str],
+    stdin_size: int,
+    env: dict[str, str],
+    python: str | None = None,
+    *,
+    preamble: str = "",
 ) -> list[str]:
     """`["sh", "-c", SCRIPT]`: argv run behind the supervisor, fed the first N stdin bytes.
 
@@ -44,10 +49,11 @@ def supervised_argv(
     words = ["exec", "env", "--", *pairs, '"$p"']  # `--`: no key is ever read as an option
     words += ["-c", '"$s"', str(stdin_size), *(_quote(a) for a in argv)]
     script = (
-        f"s={shlex.quote(SUPERVISOR)}; "
-        f"for p in {' '.join(_quote(c) for c in dict.fromkeys(candidates))}; do "
-        f'if command -v "$p" >/dev/null 2>&1; then {" ".join(words)}; fi; done; '
-        'echo "factbook: no python3 on the box" >&2; exit 127'
+        (f"{preamble}; " if preamble else "")
+        + f"s={shlex.quote(SUPERVISOR)}; "
+        + f"for p in {' '.join(_quote(c) for c in dict.fromkeys(candidates))}; do "
+        + f'if command -v "$p" >/dev/null 2>&1; then {" ".join(words)}; fi; done; '
+        + 'echo "factbook: no python3 on the box" >&2; exit 127'
     )
     return ["sh", "-c", script]
 
