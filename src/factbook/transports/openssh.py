@@ -17,6 +17,7 @@ ssh's own errors (exit 255) are mapped to the same error classes and wording as 
 from __future__ import annotations
 
 import os
+import pwd
 import re
 
 from ..errors import AuthError, HostKeyError, TargetError, UnreachableError, UsageError
@@ -48,6 +49,28 @@ def _option(key: str, value: str) -> list[str]:
     if '"' in value or "\n" in value:
         raise UsageError(f"ssh option {key}: a value with a double quote or newline: {value!r}")
     return ["-o", f'{key}="{value}"' if any(c.isspace() for c in value) else f"{key}={value}"]
+
+
+def _home_files(options: TransportOptions) -> tuple[str | None, str | None]:
+    """The ssh config and known_hosts to name on the command line, if any.
+
+    Explicit options win. Otherwise OpenSSH finds its files itself, from the passwd home
+    directory; when $HOME points elsewhere (the paramiko transport reads $HOME), the files
+    there are named, so both transports see the same setup.
+    """
+    config = os.path.expanduser(options.ssh_config) if options.ssh_config else None
+    known = os.path.expanduser(options.known_hosts) if options.known_hosts else None
+    home = os.path.expanduser("~")
+    try:
+        passwd_home = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        passwd_home = home
+    if os.path.realpath(home) != os.path.realpath(passwd_home):
+        if config is None and os.path.isfile(os.path.join(home, ".ssh", "config")):
+            config = os.path.join(home, ".ssh", "config")
+        if known is None:
+            known = os.path.join(home, ".ssh", "known_hosts")
+    return config, known
 
 
 class OpenSSHTransport(Transport):
@@ -94,10 +117,11 @@ class OpenSSHTransport(Transport):
         if o.keepalive > 0:
             words += ["-o", f"ServerAliveInterval={max(1, round(o.keepalive))}"]
             words += ["-o", "ServerAliveCountMax=3"]
-        if o.ssh_config:
-            words += ["-F", os.path.expanduser(o.ssh_config)]
-        if o.known_hosts:
-            words += _option("UserKnownHostsFile", _escape(os.path.expanduser(o.known_hosts)))
+        config, known = _home_files(o)
+        if config:
+            words += ["-F", config]
+        if known:
+            words += _option("UserKnownHostsFile", _escape(known))
         if target.port:
             words += ["-p", str(int(target.port))]
         if target.user:

@@ -51,6 +51,13 @@ class PipeProcess:
         self._closed = threading.Lock()
         threading.Thread(target=self._feed, args=(payload,), daemon=True).start()
         threading.Thread(target=self._drain, daemon=True).start()
+        threading.Thread(target=self._reap, daemon=True).start()
+
+    def _reap(self) -> None:
+        """The carrier died (killed, crashed): close the lifeline, since a far end that is
+        still attached to our stdin (nsenter's child, a container) must stop as well."""
+        self.proc.wait()
+        self._close_stdin()
 
     def _feed(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -147,9 +154,11 @@ class MarkedProcess(AgentProcess):
         return "".join(line for line in text.splitlines(True) if line.strip() != MARK)
 
     def wait(self, timeout: float | None = None) -> int | None:
-        """Exit status; None when the carrier itself failed (the connection dropped)."""
+        """Exit status; None when the carrier itself failed or was killed (the pipe died)."""
         status = self.pipe.wait(timeout)
-        return None if status is not None and status == self.dropped_status else status
+        if status is None or status < 0 or status == self.dropped_status:
+            return None
+        return status
 
     def kill(self) -> None:
         self.pipe.kill()
