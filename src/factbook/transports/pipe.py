@@ -136,6 +136,7 @@ class MarkedProcess(AgentProcess):
     def __init__(self, pipe: PipeProcess, dropped_status: int | None):
         self.pipe = pipe
         self.dropped_status = dropped_status
+        self.killed = False
         self.connected = threading.Event()
         self.settled = threading.Event()  # connected, or stderr ended first
         pipe.watch_stderr(self._seen)
@@ -156,11 +157,12 @@ class MarkedProcess(AgentProcess):
     def wait(self, timeout: float | None = None) -> int | None:
         """Exit status; None when the carrier itself failed or was killed (the pipe died)."""
         status = self.pipe.wait(timeout)
-        if status is None or status < 0 or status == self.dropped_status:
+        if status is None or status < 0 or status == self.dropped_status or self.killed:
             return None
         return status
 
     def kill(self) -> None:
+        self.killed = True
         self.pipe.kill()
 
 
