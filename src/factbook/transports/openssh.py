@@ -132,7 +132,8 @@ class OpenSSHTransport(Transport):
                 raise TargetError(
                     f"target {target.name}: identity file {target.identity_file} does not exist"
                 )
-            words += ["-i", _escape(path)]
+            # -o, not -i: ssh stat()s an -i path before expanding %% in it
+            words += _option("IdentityFile", _escape(path))
         return words
 
     def _destination(self, target: Target) -> str:
