@@ -85,6 +85,10 @@ def transport_for(
         from .exec import ExecTransport
 
         return ExecTransport(target, targets, options)
+    if target.transport == "slurm":
+        from .slurm import SlurmTransport
+
+        return SlurmTransport(target, targets, options)
     if target.transport == "openssh":
         from .openssh import OpenSSHTransport
 

@@ -152,7 +152,7 @@ class MarkedProcess(AgentProcess):
 
     def stderr_text(self) -> str:
         text = self.pipe.stderr_bytes().decode("utf-8", "replace")
-        return "".join(line for line in text.splitlines(True) if line.strip() != MARK)
+        return "".join(line for line in text.splitlines(True) if MARK not in line)
 
     def wait(self, timeout: float | None = None) -> int | None:
         """Exit status; None when the carrier itself failed or was killed (the pipe died)."""
