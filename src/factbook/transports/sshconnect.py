@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import getpass
 import hashlib
 import os
 import socket
@@ -30,6 +29,7 @@ import paramiko
 from ..errors import AuthError, HostKeyError, UnreachableError, UsageError
 from ..model import Target
 from .base import TransportOptions
+from .sshconfig import Resolved, SSHConfigFile
 
 MAX_HOPS = 16
 _KNOWN_HOSTS_WRITE = threading.Lock()
@@ -47,6 +47,9 @@ class Hop:
     identity_files: list[str] = field(default_factory=list)
     known_hosts: str = "~/.ssh/known_hosts"
     connect_timeout: float = 10.0
+    proxy_command: str | None = None  # ssh_config ProxyCommand, tokens expanded
+    identities_only: bool = False  # IdentitiesOnly yes: only identity_files, no agent/defaults
+    host_key_alias: str | None = None  # HostKeyAlias: the known_hosts name to use
 
     @property
     def address(self) -> str:
@@ -54,8 +57,10 @@ class Hop:
 
     @property
     def known_hosts_name(self) -> str:
-        """How known_hosts names this host: `host` on port 22, `[host]:port` otherwise."""
-        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+        """How known_hosts names this host: `host` on port 22, `[host]:port` otherwise
+        (HostKeyAlias replaces the host, as in OpenSSH)."""
+        host = self.host_key_alias or self.host
+        return host if self.port == 22 else f"[{host}]:{self.port}"
 
     def describe(self) -> str:
         return f"{self.role} {self.name} ({self.user}@{self.address})"
@@ -76,18 +81,13 @@ def split_jump_spec(spec: str) -> tuple[str | None, str, int | None]:
 
 
 class ChainResolver:
-    """Turns a target into its hops using targets.yaml and the ssh config."""
+    """Turns a target into its hops using targets.yaml and the ssh config (sshconfig.py)."""
 
     def __init__(self, targets: dict[str, Target], options: TransportOptions):
         self.targets = targets
         self.options = options
         path = Path(os.path.expanduser(options.ssh_config or "~/.ssh/config"))
-        self.config = paramiko.SSHConfig()
-        if path.is_file():
-            try:
-                self.config = paramiko.SSHConfig.from_path(str(path))
-            except (OSError, paramiko.ConfigParseError) as exc:
-                raise UsageError(f"{path}: cannot read ssh config: {exc}") from None
+        self.config = SSHConfigFile(path if path.is_file() else None)
 
     def resolve(self, target: Target) -> list[Hop]:
         return self._resolve(target, "box", 0)
@@ -102,29 +102,31 @@ class ChainResolver:
         if depth > MAX_HOPS:
             raise UsageError(f"target {target.name}: jump chain longer than {MAX_HOPS} (a loop?)")
         alias = target.host or target.name
-        cfg: dict[str, Any] = self.config.lookup(alias)
-        user = target.user or cfg.get("user") or getpass.getuser()
+        cfg = self.config.lookup(alias, user=target.user, port=target.port)
         if target.identity_file and not os.path.isfile(os.path.expanduser(target.identity_file)):
             raise UsageError(
                 f"target {target.name}: identity file {target.identity_file} does not exist"
             )
         idents = [target.identity_file] if target.identity_file else []
-        idents += cfg.get("identityfile", [])  # ssh skips missing ones silently; so do we
-        idents = [os.path.expanduser(p) for p in idents]
-        known = (
-            self.options.known_hosts
-            or (str(cfg.get("userknownhostsfile") or "").split() or ["~/.ssh/known_hosts"])[0]
+        if cfg.identity_files_set:
+            idents += [cfg.expand(p) for p in cfg.identity_files]
+        idents = [os.path.expanduser(p) for p in idents]  # ssh skips missing ones; so do we
+        known = self.options.known_hosts or cfg.expand(
+            (cfg.get("userknownhostsfile") or "~/.ssh/known_hosts").split()[0]
         )
         timeout = target.connect_timeout or _float(cfg.get("connecttimeout"))
+        alias_key = cfg.get("hostkeyalias")
         hop = Hop(
             role=role,
             name=target.name,
-            host=cfg.get("hostname", alias),
-            port=target.port or int(cfg.get("port", 22)),
-            user=user,
+            host=cfg.hostname,
+            port=cfg.port,
+            user=cfg.user,
             identity_files=[p for p in dict.fromkeys(idents) if os.path.isfile(p)],
             known_hosts=known,
             connect_timeout=timeout or self.options.connect_timeout,
+            identities_only=(cfg.get("identitiesonly") or "no").lower() == "yes",
+            host_key_alias=cfg.expand(alias_key) if alias_key else None,
         )
         jumps: list[Target] = []
         if not own_jumps:
@@ -135,16 +137,32 @@ class ChainResolver:
                 if jt is None:
                     raise UsageError(f"target {target.name}: jump {name!r} is not a known target")
                 jumps.append(jt)
-        else:
-            proxy = cfg.get("proxyjump")
-            if proxy and proxy.strip().lower() != "none":
-                for spec in proxy.split(","):
-                    juser, jhost, jport = split_jump_spec(spec)
-                    jumps.append(Target(name=spec.strip(), host=jhost, port=jport, user=juser))
+        elif cfg.proxy_jump:
+            for spec in cfg.proxy_jump.split(","):
+                juser, jhost, jport = split_jump_spec(spec)
+                if jhost.lower() == alias.lower():  # as OpenSSH: `Host *` ProxyJump j, on j
+                    raise UsageError(f"target {target.name}: jumphost loop via {jhost}")
+                jumps.append(Target(name=spec.strip(), host=jhost, port=jport, user=juser))
+        elif cfg.proxy_command:
+            hop.proxy_command = _proxy_tokens(cfg.proxy_command, cfg)
         before: list[Hop] = []
         for i, jt in enumerate(jumps):
             before += self._resolve(jt, "jump host", depth + 1, own_jumps=i == 0)
         return [*before, hop]
+
+
+def _proxy_tokens(command: str, cfg: Resolved) -> str:
+    """ProxyCommand's %h, %p, %r, %n, %% (OpenSSH expands these; the shell runs the rest)."""
+    out, i = [], 0
+    tokens = {"h": cfg.hostname, "p": str(cfg.port), "r": cfg.user, "n": cfg.host, "%": "%"}
+    while i < len(command):
+        if command[i] == "%" and i + 1 < len(command) and command[i + 1] in tokens:
+            out.append(tokens[command[i + 1]])
+            i += 2
+        else:
+            out.append(command[i])
+            i += 1
+    return "".join(out)
 
 
 def _float(value: Any) -> float | None:
@@ -275,6 +293,14 @@ def _tcp(hop: Hop, keepalive: float) -> socket.socket:
     raise UnreachableError(f"{hop.describe()} is unreachable: {why}")
 
 
+def _proxy(hop: Hop) -> paramiko.ProxyCommand:
+    """The first hop through ssh_config's ProxyCommand (bastion wrappers, IAP, SSM...)."""
+    try:
+        return paramiko.ProxyCommand(hop.proxy_command)
+    except (paramiko.SSHException, OSError) as exc:
+        raise UnreachableError(f"{hop.describe()}: ProxyCommand failed to start: {exc}") from None
+
+
 def _tcp_keepalive(sock: socket.socket, keepalive: float) -> None:
     """Let the kernel notice a silently dead first hop (paramiko's keepalive only sends)."""
     if keepalive <= 0:
@@ -341,8 +367,10 @@ def _login(hop: Hop, sock: Any, known: KnownHosts, keepalive: float) -> paramiko
             timeout=hop.connect_timeout,
             banner_timeout=hop.connect_timeout,
             auth_timeout=hop.connect_timeout,
-            allow_agent=True,
-            look_for_keys=True,
+            # IdentitiesOnly yes: the configured files only (OpenSSH would still take an agent
+            # key matching one of them; the file itself is enough here)
+            allow_agent=not hop.identities_only,
+            look_for_keys=not hop.identities_only,
             sock=sock,
             transport_factory=factory,
         )
@@ -380,9 +408,12 @@ def connect_chain(hops: list[Hop], options: TransportOptions) -> list[paramiko.S
     try:
         for i, hop in enumerate(hops):
             known = KnownHosts(hop.known_hosts, options.accept_new_host_keys)
-            sock = (
-                _tcp(hop, options.keepalive) if i == 0 else _forward(clients[-1], hops[i - 1], hop)
-            )
+            if i > 0:
+                sock = _forward(clients[-1], hops[i - 1], hop)
+            elif hop.proxy_command:
+                sock = _proxy(hop)
+            else:
+                sock = _tcp(hop, options.keepalive)
             clients.append(_login(hop, sock, known, options.keepalive))
     except BaseException:
         for client in reversed(clients):
