@@ -180,6 +180,10 @@ def ssh_error(label: str, stderr: str) -> TargetError:
     lines = [s.strip() for s in stderr.splitlines() if s.strip() and not s.startswith("@@@")]
     detail = " | ".join(lines[-3:]) or "ssh exited before logging in"
     said = f"(OpenSSH: {detail})"
+    if "REVOKED" in stderr or "has been revoked" in stderr:
+        return HostKeyError(
+            f"host key for {label} is REVOKED {said}. Revoked keys are never accepted."
+        )
     if any(p in stderr for p in _CHANGED):
         return HostKeyError(
             f"host key for {label} has CHANGED {said}. Someone may be intercepting the "

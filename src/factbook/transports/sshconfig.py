@@ -51,6 +51,7 @@ class Line:
     where: str  # file:line
     raw: str = ""  # the value as written (ProxyCommand keeps its quotes)
 
+
 RAW = frozenset({"proxycommand", "localcommand", "remotecommand", "knownhostscommand"})
 
 

@@ -28,6 +28,7 @@ import paramiko
 
 from ..errors import AuthError, HostKeyError, UnreachableError, UsageError
 from ..model import Target
+from . import knownhosts
 from .base import TransportOptions
 from .sshconfig import Resolved, SSHConfigFile
 
@@ -57,10 +58,11 @@ class Hop:
 
     @property
     def known_hosts_name(self) -> str:
-        """How known_hosts names this host: `host` on port 22, `[host]:port` otherwise
-        (HostKeyAlias replaces the host, as in OpenSSH)."""
-        host = self.host_key_alias or self.host
-        return host if self.port == 22 else f"[{host}]:{self.port}"
+        """How known_hosts names this host: `host` on port 22, `[host]:port` otherwise; a
+        HostKeyAlias as it is, whatever the port (as OpenSSH 9 looks it up)."""
+        if self.host_key_alias:
+            return self.host_key_alias
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
 
     def describe(self) -> str:
         return f"{self.role} {self.name} ({self.user}@{self.address})"
@@ -174,42 +176,57 @@ def _float(value: Any) -> float | None:
 
 def fingerprint(key: paramiko.PKey) -> str:
     """OpenSSH's `SHA256:...` fingerprint, so messages match `ssh-keygen -lf`."""
-    digest = hashlib.sha256(key.asbytes()).digest()
-    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+    return _fingerprint(key.asbytes())
 
 
 class KnownHosts:
-    """known_hosts checking like StrictHostKeyChecking=yes, or =accept-new when asked."""
+    """known_hosts checking like StrictHostKeyChecking=yes, or =accept-new when asked
+    (knownhosts.py reads the files as OpenSSH does: patterns, hashes, markers)."""
 
     def __init__(self, path: str, accept_new: bool):
         self.path = Path(os.path.expanduser(path))
         self.accept_new = accept_new
-        self.keys = paramiko.HostKeys()
+        self.lines: list[knownhosts.HostLine] = []
         for source in (Path("/etc/ssh/ssh_known_hosts"), self.path):
-            if source.is_file():
-                try:
-                    self.keys.load(str(source))
-                except (OSError, paramiko.SSHException) as exc:
-                    raise HostKeyError(f"cannot read {source}: {exc}") from None
+            try:
+                self.lines += knownhosts.load(source)
+            except OSError as exc:
+                raise HostKeyError(f"cannot read {source}: {exc}") from None
+
+    def _plain(self, name: str) -> list[knownhosts.HostLine]:
+        return [e for e in self.lines if e.marker is None and e.matches(name)]
 
     def known_types(self, hop: Hop) -> list[str]:
-        entry = self.keys.lookup(hop.known_hosts_name)
-        return list(entry.keys()) if entry else []
+        return list(dict.fromkeys(e.key_type for e in self._plain(hop.known_hosts_name)))
 
     def check(self, hop: Hop, key: paramiko.PKey) -> None:
-        """Accept a known key, refuse a changed one, add an unknown one only if allowed."""
+        """Accept a known key, refuse a changed or revoked one, add an unknown one if allowed."""
         name, offered = hop.known_hosts_name, f"{key.get_name()} {fingerprint(key)}"
-        entry = self.keys.lookup(name)
-        if entry:
-            known = entry.get(key.get_name())
-            if known is not None and known == key:
-                return
-            held = ", ".join(f"{t} {fingerprint(k)}" for t, k in entry.items())
+        blob = key.asbytes()
+        for entry in self.lines:
+            if entry.marker == "@revoked" and entry.blob == blob:
+                raise HostKeyError(
+                    f"host key for {hop.address} ({hop.role} {hop.name}) is REVOKED by "
+                    f"{entry.where}: {offered}. Revoked keys are never accepted."
+                )
+        entries = self._plain(name)
+        if any(e.blob == blob for e in entries):
+            return
+        if entries:
+            held = ", ".join(f"{e.key_type} {_fingerprint(e.blob)} ({e.where})" for e in entries)
             raise HostKeyError(
                 f"host key for {hop.address} ({hop.role} {hop.name}) has CHANGED: "
                 f"{self.path} holds {held}, the host offers {offered}. Someone may be "
                 f"intercepting the connection, or the host was reinstalled: check, then remove "
                 f"the old key (ssh-keygen -R '{name}'). Changed keys are never accepted."
+            )
+        authorities = [e for e in self.lines if e.marker == "@cert-authority" and e.matches(name)]
+        if authorities:
+            raise HostKeyError(
+                f"{authorities[0].where}: @cert-authority vouches for {hop.address} "
+                f"({hop.role} {hop.name}), but the paramiko transport cannot check host "
+                f"certificates: use `transport: openssh` for {hop.name}, or add its host key "
+                f"({offered})"
             )
         if not self.accept_new:
             raise HostKeyError(
@@ -217,7 +234,6 @@ class KnownHosts:
                 f"verify it ({offered}) and add it (ssh-keyscan -p {hop.port} {hop.host}) or pass "
                 f"--accept-new-host-keys"
             )
-        self.keys.add(name, key.get_name(), key)
         line = f"{name} {key.get_name()} {key.get_base64()}\n"
         with _KNOWN_HOSTS_WRITE:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -226,6 +242,11 @@ class KnownHosts:
                 os.write(fd, line.encode())
             finally:
                 os.close(fd)
+        self.lines += knownhosts.parse(line, str(self.path))
+
+
+def _fingerprint(blob: bytes) -> str:
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
 
 
 class _Policy(paramiko.MissingHostKeyPolicy):
