@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sshd import Lab
 
-from factbook.errors import HostKeyError, TargetError
+from factbook.errors import AuthError, HostKeyError, TargetError
 from factbook.model import Target
 from factbook.transports.base import transport_for
 from factbook.transports.openssh import OpenSSHTransport
@@ -66,15 +66,22 @@ def test_shell_words_in_target_fields_are_refused(ssh_lab: Lab, ssh_options, fie
         transport_for(target, {}, ssh_options)
 
 
-def test_config_alone_reaches_the_box(ssh_lab: Lab, ssh_home: Path, ssh_options) -> None:
-    """An Include'd file, a ProxyCommand wrapper and Match: whatever ssh understands."""
+@pytest.mark.parametrize("kind", ["ssh", "openssh"])
+@pytest.mark.parametrize("route", ["ProxyCommand", "ProxyJump"])
+def test_config_alone_reaches_the_box(
+    ssh_lab: Lab, ssh_home: Path, ssh_options, kind: str, route: str
+) -> None:
+    """A host defined only in an Include'd file, reached by its ProxyCommand or ProxyJump, with
+    user and key from a Match block: on paramiko (issue 13.2) as with the system ssh."""
     ssh = ssh_home / ".ssh"
     (ssh / "config.d").mkdir()
+    via = (
+        f"ProxyCommand ssh -F {ssh / 'config'} -W %h:%p jump"
+        if route == "ProxyCommand"
+        else "ProxyJump jump"
+    )
     (ssh / "config.d" / "lab.conf").write_text(
-        "Host hidden-box\n"
-        f"  HostName {ssh_lab.box.host}\n"
-        f"  Port {ssh_lab.box.port}\n"
-        f"  ProxyCommand ssh -F {ssh / 'config'} -W %h:%p jump\n"
+        f"Host hidden-box\n  HostName {ssh_lab.box.host}\n  Port {ssh_lab.box.port}\n  {via}\n"
     )
     config = ssh / "config"
     config.write_text(f"Include {ssh / 'config.d'}/*.conf\n" + config.read_text())
@@ -84,10 +91,40 @@ def test_config_alone_reaches_the_box(ssh_lab: Lab, ssh_home: Path, ssh_options)
         f"  UserKnownHostsFile {ssh / 'known_hosts'}\n"
     )
     before = _forwards(ssh_lab)
-    target = Target(name="b", transport="openssh", host="hidden-box")
+    target = Target(name="b", transport=kind, host="hidden-box")
     transport = transport_for(target, {}, replace(ssh_options, known_hosts=None))
-    assert _run(transport, "print('via include')") == (["via include"], 0)
+    try:
+        assert _run(transport, "print('via include')") == (["via include"], 0)
+    finally:
+        transport.close()
     assert _forwards(ssh_lab) == before + 1
+
+
+@pytest.mark.parametrize("kind", ["ssh", "openssh"])
+def test_identities_only_is_honoured(
+    ssh_lab: Lab, ssh_home: Path, ssh_options, kind: str, tmp_path: Path
+) -> None:
+    """IdentitiesOnly yes + a key the box does not accept: the default key that WOULD work
+    (~/.ssh/id_ed25519) must not be tried, so authentication fails."""
+    import subprocess
+
+    other = tmp_path / "other_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    config = ssh_home / ".ssh" / "config"
+    text = config.read_text().replace(str(ssh_home / ".ssh" / "id_ed25519"), str(other))
+    config.write_text(text)
+    assert "IdentitiesOnly yes" in text
+    transport = transport_for(Target(name="box", transport=kind, host="box"), {}, ssh_options)
+    with pytest.raises(AuthError, match="authentication failed"):
+        transport.start(["python3", "-"], b"print(1)", {})
+    transport.close()
+    config.write_text(text.replace("IdentitiesOnly yes", "IdentitiesOnly no"))
+    if kind == "ssh":  # paramiko then also tries ~/.ssh/id_ed25519, as ssh would
+        transport = transport_for(Target(name="box", transport=kind, host="box"), {}, ssh_options)
+        try:
+            assert _run(transport, "print(2)") == (["2"], 0)
+        finally:
+            transport.close()
 
 
 def test_unknown_key_refused_unless_accept_new(ssh_lab: Lab, ssh_home: Path, ssh_options) -> None:
