@@ -180,3 +180,23 @@ def test_pipe_dies_mid_run(
     assert got["t.slow"]["outcome"] == "error"
     assert "connection dropped after 1 of 2 results" in got["t.slow"]["reason"]
     assert _wait_gone(marker) == []
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_no_target_field_reaches_a_shell_unquoted(
+    kind: str, ssh_lab: Lab, ssh_home: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Shell syntax in python, env values and exec words is passed on as data, never run."""
+    canary = tmp_path / "canary"
+    boom = f"$(touch {canary})`touch {canary}`;touch {canary}"
+    targets, name = inventory(kind, ssh_lab, ssh_home, _lab_or_container(kind, request))
+    target = targets["targets"][name]
+    target["python"] = f"/nonexistent/{boom}/python3"
+    target["env"] = {"FB_ODD": boom}
+    if "exec" in target:
+        target["exec"] = [*target["exec"], "env", f"FB_WORD={boom}"]
+    check = ["sh", "-c", 'printf %s "$FB_ODD"']
+    facts = [fact("t.env", "cmd", {"path": "stdout", "eq": boom}, args={"argv": check})]
+    code, got = _verify(_kb(tmp_path / "kb", targets, facts), name)
+    assert code == 0, got
+    assert not canary.exists()

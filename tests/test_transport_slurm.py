@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import cli, fact, make_kb
+from helpers import cli, fact, make_kb, pids_with_cmdline
 from slurm import Cluster, slurm_missing_reason, start_cluster
 from sshd import processes_with
 
@@ -137,3 +140,63 @@ def test_healthcheck_drains_a_node_whose_facts_drift(slurm_env: Cluster, tmp_pat
     finally:
         slurm_env.resume("n3")
     assert slurm_env.node_state("n3").startswith("idle")  # `idle*` until slurmd answers again
+
+
+def test_no_target_field_reaches_a_shell_unquoted(slurm_env: Cluster, tmp_path: Path) -> None:
+    canary = tmp_path / "canary"
+    boom = f"$(touch {canary})`touch {canary}`;touch {canary}"
+    target = {
+        "transport": "slurm",
+        "nodes": "n[1-2]",
+        "python": f"/nonexistent/{boom}/python3",
+        "env": {"FB_ODD": boom},
+        "srun_args": [f"--comment={boom}"],
+    }
+    check = ["sh", "-c", 'printf %s "$FB_ODD"']
+    facts = [fact("t.env", "cmd", {"path": "stdout", "eq": boom}, args={"argv": check})]
+    root = make_kb(tmp_path / "kb", facts, targets={"targets": {"cluster": target}})
+    code, results = _verify(root, "cluster")
+    assert code == 0, results
+    assert len(results) == 2 and not canary.exists()
+
+
+def test_srun_dying_mid_run_keeps_results_and_leaves_nothing(
+    slurm_env: Cluster, tmp_path: Path
+) -> None:
+    """srun killed while a check runs: the quick results stay, the slow one errors as a
+    dropped connection on every node, and no agent survives on any node."""
+    marker = f"fbmark-{uuid.uuid4().hex}"
+    sleeper = ["python3", "-c", "import time; time.sleep(1000)", marker]
+    facts = [
+        fact("t.slow", "cmd", OK, args={"argv": sleeper}, timeout=60),
+        fact("t.quick", "cmd", OK, args={"argv": ["true"]}),
+    ]
+    targets = {"targets": {"cluster": {"transport": "slurm", "nodes": "n[1-2]"}}}
+    root = make_kb(tmp_path / "kb", facts, targets=targets)
+    argv = [sys.executable, "-c", "from factbook.cli import main; main()", "--root", str(root)]
+    argv += ["verify", "--target", "cluster", "--format", "json", "--no-save"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while len(processes_with(marker)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(processes_with(marker)) == 2, "the slow check did not start on both nodes"
+        time.sleep(0.3)
+        sruns = [p for p in pids_with_cmdline("--job-name=factbook-verify") if p != proc.pid]
+        assert sruns
+        for pid in sruns:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, err
+    got = {(r["fact"], r["target"]): r for r in json.loads(out)["results"]}
+    for node in ("cluster.n1", "cluster.n2"):
+        assert got[("t.quick", node)]["outcome"] == "pass"
+        assert "connection dropped after 1 of 2 results" in got[("t.slow", node)]["reason"]
+    deadline = time.monotonic() + 10
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_with(marker) == []

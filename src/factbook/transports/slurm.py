@@ -16,10 +16,11 @@ scheduler and accounting instead of N SSH sessions.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..errors import TargetError, UnreachableError
 from ..model import Target
@@ -36,10 +37,15 @@ _NODE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 class SlurmStep(AgentProcess):
     """One srun step; `by_node()` yields (node, line) for every task's stdout line."""
 
-    def __init__(self, proc: AgentProcess, nodes: list[str]):
+    def __init__(
+        self, proc: AgentProcess, nodes: list[str], cancel: Callable[[str], None] | None = None
+    ):
         self.proc = proc
         self.nodes = nodes
         self.task_node: dict[int, str] = {}
+        self.job: str | None = None  # "JOBID.STEPID" as the tasks announced it
+        self._cancel = cancel
+        self._cancelled = False
 
     def by_node(self) -> Iterator[tuple[str, str]]:
         for raw in self.proc.lines():
@@ -49,8 +55,9 @@ class SlurmStep(AgentProcess):
             task, text = int(match.group(1)), match.group(2)
             if text.startswith(NODE_LINE + " ") and task not in self.task_node:
                 words = text.split()
-                if len(words) == 3:
+                if len(words) == 4:
                     self.task_node[task] = words[2]
+                    self.job = self.job or words[3]
                 continue
             node = self.task_node.get(task)
             if node is not None:
@@ -64,10 +71,21 @@ class SlurmStep(AgentProcess):
         return self.proc.stderr_text()
 
     def wait(self, timeout: float | None = None) -> int | None:
-        return self.proc.wait(timeout)
+        status = self.proc.wait(timeout)
+        if status is None:
+            self.cancel()  # srun died or was killed: its tasks may live on
+        return status
 
     def kill(self) -> None:
         self.proc.kill()
+        self.cancel()
+
+    def cancel(self) -> None:
+        """scancel the step: when srun dies, slurmd keeps its tasks running (their stdin
+        does not close), so only the scheduler can end them."""
+        if self._cancel is not None and self.job and not self._cancelled:
+            self._cancelled = True
+            self._cancel(self.job)
 
 
 class SlurmTransport(Transport):
@@ -140,13 +158,18 @@ class SlurmTransport(Transport):
         self, nodes: list[str], argv: list[str], stdin: bytes, env: dict[str, str]
     ) -> SlurmStep:
         """One srun step over `nodes`; returns once a task has started (else raises)."""
-        node_line = f'echo "{NODE_LINE} $SLURM_PROCID ${{SLURMD_NODENAME:-$(hostname)}}"'
+        node_line = (
+            f'echo "{NODE_LINE} $SLURM_PROCID ${{SLURMD_NODENAME:-$(hostname)}} '
+            '${SLURM_JOB_ID}.${SLURM_STEP_ID}"'
+        )
         inner = supervised_argv(
             argv, len(stdin), env, self.target.python, preamble=f"{announce()}; {node_line}"
         )
         command = self.srun_argv(nodes, inner)
         if self.via is not None:
-            return SlurmStep(self.via.start_command(shell_join(command), stdin), nodes)
+            return SlurmStep(
+                self.via.start_command(shell_join(command), stdin), nodes, self._scancel
+            )
         proc: MarkedProcess = start_marked(
             command,
             stdin,
@@ -155,7 +178,13 @@ class SlurmTransport(Transport):
             failure=self._failure,
             env={**os.environ, **self.target.env},
         )
-        return SlurmStep(proc, nodes)
+        return SlurmStep(proc, nodes, self._scancel)
+
+    def _scancel(self, job: str) -> None:
+        if not re.fullmatch(r"\d+(\.\d+)?", job):
+            return
+        with contextlib.suppress(TargetError):
+            self._capture(["scancel", "--quiet", job])
 
     def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
         return self.start_step(self.node_names(), argv, stdin, env)
