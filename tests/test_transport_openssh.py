@@ -162,3 +162,18 @@ def test_control_master_from_the_user_config_is_reused(
 
         subprocess.run(["ssh", "-F", str(config), "-O", "exit", "box"], capture_output=True)
         shutil.rmtree(sockets, ignore_errors=True)
+
+
+def test_openssh_url_target(ssh_lab: Lab, ssh_home: Path, tmp_path: Path) -> None:
+    """`--target openssh://user@host:port?jump=...`: the URL form of transport: openssh."""
+    from helpers import cli, fact, make_kb
+
+    url = ssh_lab.box_url().replace("ssh://", "openssh://", 1)
+    facts = [fact("t.cmd", "cmd", {"path": "stdout", "eq": "hi\n"}, args={"argv": ["echo", "hi"]})]
+    root = make_kb(tmp_path / "kb", facts, targets={"targets": {}})
+    before = _forwards(ssh_lab)
+    code, out, err = cli(root, "verify", "--target", url, "--no-save")
+    assert code == 0, out + err
+    assert _forwards(ssh_lab) == before + 1
+    code, out, err = cli(root, "verify", "--target", "ftp://x", "--no-save")
+    assert code == 2 and "use ssh:// or openssh://" in err

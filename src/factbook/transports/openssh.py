@@ -25,6 +25,7 @@ from ..model import Target
 from .base import AgentProcess, Transport, TransportOptions
 from .pipe import announce, start_marked
 from .remote import remote_command, shell_join
+from .sshconfig import DEFAULT_IDENTITIES, SSHConfigFile
 
 MAX_HOPS = 16
 # Host and user words are checked before they reach ssh: ssh substitutes %h/%r unquoted into
@@ -51,8 +52,8 @@ def _option(key: str, value: str) -> list[str]:
     return ["-o", f'{key}="{value}"' if any(c.isspace() for c in value) else f"{key}={value}"]
 
 
-def _home_files(options: TransportOptions) -> tuple[str | None, str | None]:
-    """The ssh config and known_hosts to name on the command line, if any.
+def _home_files(options: TransportOptions) -> tuple[str | None, str | None, list[str]]:
+    """The ssh config, known_hosts and default keys to name on the command line, if any.
 
     Explicit options win. Otherwise OpenSSH finds its files itself, from the passwd home
     directory; when $HOME points elsewhere (the paramiko transport reads $HOME), the files
@@ -65,12 +66,26 @@ def _home_files(options: TransportOptions) -> tuple[str | None, str | None]:
         passwd_home = pwd.getpwuid(os.getuid()).pw_dir
     except KeyError:
         passwd_home = home
+    keys: list[str] = []
     if os.path.realpath(home) != os.path.realpath(passwd_home):
         if config is None and os.path.isfile(os.path.join(home, ".ssh", "config")):
             config = os.path.join(home, ".ssh", "config")
         if known is None:
             known = os.path.join(home, ".ssh", "known_hosts")
-    return config, known
+        defaults = (os.path.expanduser(p) for p in DEFAULT_IDENTITIES)
+        keys = [p for p in defaults if os.path.isfile(p)]
+    return config, known, keys
+
+
+def _config_sets_identity(config: str | None, target: Target) -> bool:
+    """Does the config give this host an IdentityFile (then $HOME's default keys stay out)?"""
+    if not config:
+        return False
+    try:
+        found = SSHConfigFile(config).lookup(target.host or target.name, user=target.user)
+    except UsageError:
+        return True  # a config we cannot evaluate here: leave the keys to it
+    return found.identity_files_set
 
 
 class OpenSSHTransport(Transport):
@@ -117,11 +132,14 @@ class OpenSSHTransport(Transport):
         if o.keepalive > 0:
             words += ["-o", f"ServerAliveInterval={max(1, round(o.keepalive))}"]
             words += ["-o", "ServerAliveCountMax=3"]
-        config, known = _home_files(o)
+        config, known, keys = _home_files(o)
         if config:
             words += ["-F", config]
         if known:
             words += _option("UserKnownHostsFile", _escape(known))
+        if keys and not target.identity_file and not _config_sets_identity(config, target):
+            for key in keys:
+                words += _option("IdentityFile", _escape(key))
         if target.port:
             words += ["-p", str(int(target.port))]
         if target.user:
