@@ -10,6 +10,9 @@ commands, pip package versions, values in JSON files) with the expected values c
 and times, in one run:
 
   factbook ssh     `factbook verify --target box` (a CLI process; ~/.ssh/config: ProxyJump)
+  factbook openssh the same through the system ssh binary (`transport: openssh`)
+  openssh + CM     the same with ControlMaster/ControlPersist in ~/.ssh/config: after the
+                   first run every run rides the already logged-in master connection
   testinfra        pytest-testinfra's paramiko backend, the same checks with its idioms
                    (host.file().sha256sum, host.run(), host.pip().version,
                    host.file().content_string + json), one process. Its paramiko backend ignores
@@ -132,11 +135,24 @@ def write_kb(root: Path, checks: list[dict[str, Any]], python: str) -> None:
     (root / "facts").mkdir(parents=True)
     targets = {
         "box": {"host": "box", "python": python, "description": "the lab box, via ~/.ssh/config"},
+        "box-openssh": {"host": "box", "transport": "openssh", "python": python},
+        "box-cm": {"host": "box-cm", "transport": "openssh", "python": python},
         "local": {"transport": "local", "python": python},
     }
     (root / "targets.yaml").write_text(yaml.safe_dump({"targets": targets}))
     facts = [fact_of(i, c) for i, c in enumerate(checks)]
     (root / "facts" / "bench.yaml").write_text(yaml.safe_dump({"facts": facts}, sort_keys=False))
+
+
+def add_control_master(lab: Lab, work: Path) -> Path:
+    """A `box-cm` alias in the lab's ssh config: the box with ControlMaster/ControlPersist."""
+    sockets = work / "cm"
+    sockets.mkdir()
+    text = lab.ssh_config.read_text()
+    box = text[text.index("Host box\n") :].replace("Host box\n", "Host box-cm\n", 1)
+    extra = f"  ControlMaster auto\n  ControlPath {sockets}/%C\n  ControlPersist 120\n"
+    lab.ssh_config.write_text(text + "\n" + box.rstrip("\n") + "\n" + extra)
+    return sockets
 
 
 def ssh_out(lab: Lab, *remote: str) -> str:
@@ -260,14 +276,24 @@ def main() -> None:
 
         # The fast contenders run `--repeat` times, interleaved so that they share the machine's
         # load at the time (medians reported); the slow ones once.
-        fast: dict[str, list[tuple[float, int, int]]] = {"ssh": [], "local": [], "bare": []}
+        add_control_master(lab, work)
+        fast: dict[str, list[tuple[float, int, int]]] = {
+            k: [] for k in ("ssh", "openssh", "cm", "local", "bare")
+        }
         for _ in range(args.repeat):
             fast["bare"].append((time_bare_ssh(lab, 1), 0, 0))
             fast["ssh"].append(time_factbook(work / "kb", "box", env, args.jobs))
+            fast["openssh"].append(time_factbook(work / "kb", "box-openssh", env, args.jobs))
+            fast["cm"].append(time_factbook(work / "kb", "box-cm", env, args.jobs))
             fast["local"].append(time_factbook(work / "kb", "local", env, args.jobs))
+        subprocess.run(
+            ["ssh", "-F", str(lab.ssh_config), "-O", "exit", "box-cm"], capture_output=True
+        )
         for key, name in (
             ("bare", "ssh box true (via jump)"),
             ("ssh", "factbook ssh (via jump)"),
+            ("openssh", "factbook openssh (via jump)"),
+            ("cm", "factbook openssh + CM (warm)"),
             ("local", "factbook local"),
         ):
             samples = [t for t, _, _ in fast[key]]

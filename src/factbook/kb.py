@@ -408,6 +408,7 @@ def _load_targets(kb: KnowledgeBase) -> list[Problem]:
         transport = raw.get("transport", "ssh")
         if transport == "ssh" and not raw.get("host"):
             problems.append(doc.problem(("targets", name), f"target '{name}': ssh needs 'host'"))
+        problems += _transport_problems(doc, str(name), transport, raw)
         kb.targets[str(name)] = Target(
             name=str(name),
             transport=transport,
@@ -421,8 +422,16 @@ def _load_targets(kb: KnowledgeBase) -> list[Problem]:
             description=raw.get("description"),
             tags=tuple(raw.get("tags") or ()),
             connect_timeout=raw.get("connect_timeout"),
+            exec=tuple(str(w) for w in raw.get("exec") or ()),
+            via=raw.get("via"),
+            nodes=raw.get("nodes"),
+            partition=raw.get("partition"),
+            srun_args=tuple(str(w) for w in raw.get("srun_args") or ()),
         )
     for name, target in kb.targets.items():
+        if target.via is not None and target.via not in kb.targets:
+            why = f"target '{name}': unknown via '{target.via}'"
+            problems.append(doc.problem(("targets", name, "via"), why))
         for hop in target.jump:
             if hop not in kb.targets:
                 problems.append(
@@ -440,3 +449,14 @@ def _load_targets(kb: KnowledgeBase) -> list[Problem]:
                 seen.add(hop)
                 current.extend(kb.targets[hop].jump)
     return problems
+
+
+def _transport_problems(doc: Any, name: str, transport: str, raw: dict[str, Any]) -> list[Any]:
+    """Fields a transport needs (exec: the argv prefix; slurm: nodes or a partition)."""
+    if transport == "exec" and not raw.get("exec"):
+        return [doc.problem(("targets", name), f"target '{name}': exec needs 'exec' (an argv)")]
+    if transport == "slurm" and not (raw.get("nodes") or raw.get("partition")):
+        return [
+            doc.problem(("targets", name), f"target '{name}': slurm needs 'nodes' or 'partition'")
+        ]
+    return []

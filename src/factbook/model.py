@@ -80,6 +80,14 @@ class Target:
     description: str | None = None
     tags: tuple[str, ...] = ()
     connect_timeout: float | None = None
+    # transport: exec -- the argv prefix that reaches a Python on the box (`docker exec -i c`)
+    exec: tuple[str, ...] = ()
+    # transport: exec / slurm -- the target (ssh/openssh) on which that command runs
+    via: str | None = None
+    # transport: slurm -- the nodes (a Slurm node list) or partition to check, srun options
+    nodes: str | None = None
+    partition: str | None = None
+    srun_args: tuple[str, ...] = ()
 
 
 @dataclass

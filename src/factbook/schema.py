@@ -153,7 +153,10 @@ TARGET_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "transport": {"type": "string", "enum": ["ssh", "local"]},
+        "transport": {
+            "type": "string",
+            "enum": ["ssh", "openssh", "local", "exec", "slurm"],
+        },
         "host": _STR,
         "port": {"type": "integer", "minimum": 1, "maximum": 65535},
         "user": _STR,
@@ -167,6 +170,11 @@ TARGET_SCHEMA = {
         "description": _STR,
         "tags": {"type": "array", "items": _STR},
         "connect_timeout": {"type": "number", "exclusiveMinimum": 0},
+        "exec": {"type": "array", "items": _STR, "minItems": 1},
+        "via": _STR,
+        "nodes": _STR,
+        "partition": _STR,
+        "srun_args": {"type": "array", "items": _STR},
     },
 }
 

@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..errors import TargetError
 from ..model import Target
 
 # What a box may make us hold. The agent caps one result at 16 MiB; a line longer than this
@@ -43,13 +44,13 @@ class BoundedStderr:
             del self._tail[:excess]
             self.dropped += excess
 
-    def text(self) -> str:
+    def snapshot(self) -> bytes:
+        """What is kept: the head, a note of what was dropped, the tail."""
         gap = f"\n[... {self.dropped} bytes of stderr dropped ...]\n" if self.dropped else ""
-        return (
-            bytes(self._head).decode("utf-8", "replace")
-            + gap
-            + bytes(self._tail).decode("utf-8", "replace")
-        )
+        return bytes(self._head) + gap.encode() + bytes(self._tail)
+
+    def text(self) -> str:
+        return self.snapshot().decode("utf-8", "replace")
 
 
 def bounded_lines(chunks: Iterator[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[str]:
@@ -110,6 +111,11 @@ class Transport(ABC):
     def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
         """Run argv (already quoted per element) with stdin, extra env; stream its output."""
 
+    def start_command(self, command: str, stdin: bytes) -> AgentProcess:
+        """Run a shell line on the box as it is (no supervisor), `stdin` fed and then kept
+        open; transports that reach a remote shell (ssh, openssh) implement it, for `via`."""
+        raise TargetError(f"{self.label}: transport {self.target.transport} cannot carry `via`")
+
     def close(self) -> None:  # noqa: B027 - optional for transports holding no connection
         """Release the connection."""
 
@@ -135,6 +141,18 @@ def transport_for(
         from .local import LocalTransport
 
         return LocalTransport(target)
+    if target.transport == "exec":
+        from .exec import ExecTransport
+
+        return ExecTransport(target, targets, options)
+    if target.transport == "slurm":
+        from .slurm import SlurmTransport
+
+        return SlurmTransport(target, targets, options)
+    if target.transport == "openssh":
+        from .openssh import OpenSSHTransport
+
+        return OpenSSHTransport(target, targets, options)
     from .ssh import SSHTransport
 
     return SSHTransport(target, targets, options)

@@ -15,24 +15,19 @@ Connecting, host keys and error mapping live in sshconnect.py; target URLs in th
 
 from __future__ import annotations
 
-import os
-import shlex
 import threading
 import urllib.parse
 from collections.abc import Iterator
-from pathlib import Path
 
 import paramiko
 
 from ..errors import TargetError, UnreachableError, UsageError
 from ..model import Target
-from ..names import check_name
 from .base import AgentProcess, BoundedStderr, Transport, TransportOptions, bounded_lines
+from .remote import remote_command
 from .sshconnect import ChainResolver, Hop, connect_chain, split_jump_spec
 
-SUPERVISOR = (Path(__file__).with_name("_supervisor.py")).read_text()
 URL_KEYS = ("jump", "python", "identity_file", "timeout")
-FAST_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
 
 
 def parse_target_url(
@@ -89,40 +84,6 @@ def parse_target_url(
         connect_timeout=connect_timeout,
     )
     return target, jumps
-
-
-def remote_command(
-    argv: list[str], stdin_size: int, env: dict[str, str], python: str | None = None
-) -> str:
-    """The shell command sshd runs: `sh -c '... exec env K=V PY -c SUPERVISOR N ARGV...'`.
-
-    The supervisor needs any Python >= 3.6, and it starts on every run: a system python3 starts
-    in ~20 ms where a pyenv shim takes ~0.27 s (measured here), so the system ones are tried
-    first, then argv[0] when it is a python, the target's `python`, and python3 from PATH.
-    Every word is quoted; `~/` stays expandable.
-    """
-    candidates = list(FAST_PYTHONS)
-    if os.path.basename(argv[0]).startswith("python"):
-        candidates.append(argv[0])
-    candidates += [python] if python else []
-    candidates.append("python3")
-    pairs = [shlex.quote(f"{check_name('env key', k)}={v}") for k, v in env.items()]
-    words = ["exec", "env", "--", *pairs, '"$p"']  # `--`: no key is ever read as an option
-    words += ["-c", '"$s"', str(stdin_size), *(_quote(a) for a in argv)]
-    script = (
-        f"s={shlex.quote(SUPERVISOR)}; "
-        f"for p in {' '.join(_quote(c) for c in dict.fromkeys(candidates))}; do "
-        f'if command -v "$p" >/dev/null 2>&1; then {" ".join(words)}; fi; done; '
-        'echo "factbook: no python3 on the box" >&2; exit 127'
-    )
-    return "sh -c " + shlex.quote(script)
-
-
-def _quote(word: str) -> str:
-    """shlex.quote, but `~/x` keeps its tilde outside the quotes so the box's shell expands it."""
-    if word.startswith("~/"):
-        return "~/" + shlex.quote(word[2:])
-    return shlex.quote(word)
 
 
 class SSHAgentProcess(AgentProcess):
@@ -206,8 +167,12 @@ class SSHTransport(Transport):
             return transport
 
     def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
+        return self.start_command(remote_command(argv, len(stdin), env, self.target.python), stdin)
+
+    def start_command(self, command: str, stdin: bytes) -> AgentProcess:
+        """Run a shell line as it is (no supervisor): the channel's stdin stays open after
+        `stdin`, so a supervisor further down (exec transport) still has its lifeline."""
         transport = self.connect()
-        command = remote_command(argv, len(stdin), env, self.target.python)
         try:
             channel = transport.open_session(timeout=self.hops[-1].connect_timeout)
             channel.exec_command(command)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import getpass
 import hashlib
 import logging
 import os
@@ -30,7 +29,9 @@ import paramiko
 
 from ..errors import AuthError, HostKeyError, UnreachableError, UsageError
 from ..model import Target
+from . import knownhosts
 from .base import TransportOptions
+from .sshconfig import Resolved, SSHConfigFile
 
 MAX_HOPS = 16
 _KNOWN_HOSTS_WRITE = threading.Lock()
@@ -53,6 +54,9 @@ class Hop:
     identity_files: list[str] = field(default_factory=list)
     known_hosts: str = "~/.ssh/known_hosts"
     connect_timeout: float = 10.0
+    proxy_command: str | None = None  # ssh_config ProxyCommand, tokens expanded
+    identities_only: bool = False  # IdentitiesOnly yes: only identity_files, no agent/defaults
+    host_key_alias: str | None = None  # HostKeyAlias: the known_hosts name to use
 
     @property
     def address(self) -> str:
@@ -60,7 +64,10 @@ class Hop:
 
     @property
     def known_hosts_name(self) -> str:
-        """How known_hosts names this host: `host` on port 22, `[host]:port` otherwise."""
+        """How known_hosts names this host: `host` on port 22, `[host]:port` otherwise; a
+        HostKeyAlias as it is, whatever the port (as OpenSSH 9 looks it up)."""
+        if self.host_key_alias:
+            return self.host_key_alias
         return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
 
     def describe(self) -> str:
@@ -82,18 +89,13 @@ def split_jump_spec(spec: str) -> tuple[str | None, str, int | None]:
 
 
 class ChainResolver:
-    """Turns a target into its hops using targets.yaml and the ssh config."""
+    """Turns a target into its hops using targets.yaml and the ssh config (sshconfig.py)."""
 
     def __init__(self, targets: dict[str, Target], options: TransportOptions):
         self.targets = targets
         self.options = options
         path = Path(os.path.expanduser(options.ssh_config or "~/.ssh/config"))
-        self.config = paramiko.SSHConfig()
-        if path.is_file():
-            try:
-                self.config = paramiko.SSHConfig.from_path(str(path))
-            except (OSError, paramiko.ConfigParseError) as exc:
-                raise UsageError(f"{path}: cannot read ssh config: {exc}") from None
+        self.config = SSHConfigFile(path if path.is_file() else None)
 
     def resolve(self, target: Target) -> list[Hop]:
         return self._resolve(target, "box", 0)
@@ -108,29 +110,31 @@ class ChainResolver:
         if depth > MAX_HOPS:
             raise UsageError(f"target {target.name}: jump chain longer than {MAX_HOPS} (a loop?)")
         alias = target.host or target.name
-        cfg: dict[str, Any] = self.config.lookup(alias)
-        user = target.user or cfg.get("user") or getpass.getuser()
+        cfg = self.config.lookup(alias, user=target.user, port=target.port)
         if target.identity_file and not os.path.isfile(os.path.expanduser(target.identity_file)):
             raise UsageError(
                 f"target {target.name}: identity file {target.identity_file} does not exist"
             )
         idents = [target.identity_file] if target.identity_file else []
-        idents += cfg.get("identityfile", [])  # ssh skips missing ones silently; so do we
-        idents = [os.path.expanduser(p) for p in idents]
-        known = (
-            self.options.known_hosts
-            or (str(cfg.get("userknownhostsfile") or "").split() or ["~/.ssh/known_hosts"])[0]
+        if cfg.identity_files_set:
+            idents += [cfg.expand(p) for p in cfg.identity_files]
+        idents = [os.path.expanduser(p) for p in idents]  # ssh skips missing ones; so do we
+        known = self.options.known_hosts or cfg.expand(
+            (cfg.get("userknownhostsfile") or "~/.ssh/known_hosts").split()[0]
         )
         timeout = target.connect_timeout or _float(cfg.get("connecttimeout"))
+        alias_key = cfg.get("hostkeyalias")
         hop = Hop(
             role=role,
             name=target.name,
-            host=cfg.get("hostname", alias),
-            port=target.port or int(cfg.get("port", 22)),
-            user=user,
+            host=cfg.hostname,
+            port=cfg.port,
+            user=cfg.user,
             identity_files=[p for p in dict.fromkeys(idents) if os.path.isfile(p)],
             known_hosts=known,
             connect_timeout=timeout or self.options.connect_timeout,
+            identities_only=(cfg.get("identitiesonly") or "no").lower() == "yes",
+            host_key_alias=cfg.expand(alias_key) if alias_key else None,
         )
         jumps: list[Target] = []
         if not own_jumps:
@@ -141,16 +145,32 @@ class ChainResolver:
                 if jt is None:
                     raise UsageError(f"target {target.name}: jump {name!r} is not a known target")
                 jumps.append(jt)
-        else:
-            proxy = cfg.get("proxyjump")
-            if proxy and proxy.strip().lower() != "none":
-                for spec in proxy.split(","):
-                    juser, jhost, jport = split_jump_spec(spec)
-                    jumps.append(Target(name=spec.strip(), host=jhost, port=jport, user=juser))
+        elif cfg.proxy_jump:
+            for spec in cfg.proxy_jump.split(","):
+                juser, jhost, jport = split_jump_spec(spec)
+                if jhost.lower() == alias.lower():  # as OpenSSH: `Host *` ProxyJump j, on j
+                    raise UsageError(f"target {target.name}: jumphost loop via {jhost}")
+                jumps.append(Target(name=spec.strip(), host=jhost, port=jport, user=juser))
+        elif cfg.proxy_command:
+            hop.proxy_command = _proxy_tokens(cfg.proxy_command, cfg)
         before: list[Hop] = []
         for i, jt in enumerate(jumps):
             before += self._resolve(jt, "jump host", depth + 1, own_jumps=i == 0)
         return [*before, hop]
+
+
+def _proxy_tokens(command: str, cfg: Resolved) -> str:
+    """ProxyCommand's %h, %p, %r, %n, %% (OpenSSH expands these; the shell runs the rest)."""
+    out, i = [], 0
+    tokens = {"h": cfg.hostname, "p": str(cfg.port), "r": cfg.user, "n": cfg.host, "%": "%"}
+    while i < len(command):
+        if command[i] == "%" and i + 1 < len(command) and command[i + 1] in tokens:
+            out.append(tokens[command[i + 1]])
+            i += 2
+        else:
+            out.append(command[i])
+            i += 1
+    return "".join(out)
 
 
 def _float(value: Any) -> float | None:
@@ -162,42 +182,57 @@ def _float(value: Any) -> float | None:
 
 def fingerprint(key: paramiko.PKey) -> str:
     """OpenSSH's `SHA256:...` fingerprint, so messages match `ssh-keygen -lf`."""
-    digest = hashlib.sha256(key.asbytes()).digest()
-    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+    return _fingerprint(key.asbytes())
 
 
 class KnownHosts:
-    """known_hosts checking like StrictHostKeyChecking=yes, or =accept-new when asked."""
+    """known_hosts checking like StrictHostKeyChecking=yes, or =accept-new when asked
+    (knownhosts.py reads the files as OpenSSH does: patterns, hashes, markers)."""
 
     def __init__(self, path: str, accept_new: bool):
         self.path = Path(os.path.expanduser(path))
         self.accept_new = accept_new
-        self.keys = paramiko.HostKeys()
+        self.lines: list[knownhosts.HostLine] = []
         for source in (Path("/etc/ssh/ssh_known_hosts"), self.path):
-            if source.is_file():
-                try:
-                    self.keys.load(str(source))
-                except (OSError, paramiko.SSHException) as exc:
-                    raise HostKeyError(f"cannot read {source}: {exc}") from None
+            try:
+                self.lines += knownhosts.load(source)
+            except OSError as exc:
+                raise HostKeyError(f"cannot read {source}: {exc}") from None
+
+    def _plain(self, name: str) -> list[knownhosts.HostLine]:
+        return [e for e in self.lines if e.marker is None and e.matches(name)]
 
     def known_types(self, hop: Hop) -> list[str]:
-        entry = self.keys.lookup(hop.known_hosts_name)
-        return list(entry.keys()) if entry else []
+        return list(dict.fromkeys(e.key_type for e in self._plain(hop.known_hosts_name)))
 
     def check(self, hop: Hop, key: paramiko.PKey) -> None:
-        """Accept a known key, refuse a changed one, add an unknown one only if allowed."""
+        """Accept a known key, refuse a changed or revoked one, add an unknown one if allowed."""
         name, offered = hop.known_hosts_name, f"{key.get_name()} {fingerprint(key)}"
-        entry = self.keys.lookup(name)
-        if entry:
-            known = entry.get(key.get_name())
-            if known is not None and known == key:
-                return
-            held = ", ".join(f"{t} {fingerprint(k)}" for t, k in entry.items())
+        blob = key.asbytes()
+        for entry in self.lines:
+            if entry.marker == "@revoked" and entry.blob == blob:
+                raise HostKeyError(
+                    f"host key for {hop.address} ({hop.role} {hop.name}) is REVOKED by "
+                    f"{entry.where}: {offered}. Revoked keys are never accepted."
+                )
+        entries = self._plain(name)
+        if any(e.blob == blob for e in entries):
+            return
+        if entries:
+            held = ", ".join(f"{e.key_type} {_fingerprint(e.blob)} ({e.where})" for e in entries)
             raise HostKeyError(
                 f"host key for {hop.address} ({hop.role} {hop.name}) has CHANGED: "
                 f"{self.path} holds {held}, the host offers {offered}. Someone may be "
                 f"intercepting the connection, or the host was reinstalled: check, then remove "
                 f"the old key (ssh-keygen -R '{name}'). Changed keys are never accepted."
+            )
+        authorities = [e for e in self.lines if e.marker == "@cert-authority" and e.matches(name)]
+        if authorities:
+            raise HostKeyError(
+                f"{authorities[0].where}: @cert-authority vouches for {hop.address} "
+                f"({hop.role} {hop.name}), but the paramiko transport cannot check host "
+                f"certificates: use `transport: openssh` for {hop.name}, or add its host key "
+                f"({offered})"
             )
         if not self.accept_new:
             raise HostKeyError(
@@ -205,7 +240,6 @@ class KnownHosts:
                 f"verify it ({offered}) and add it (ssh-keyscan -p {hop.port} {hop.host}) or pass "
                 f"--accept-new-host-keys"
             )
-        self.keys.add(name, key.get_name(), key)
         line = f"{name} {key.get_name()} {key.get_base64()}\n"
         with _KNOWN_HOSTS_WRITE:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -214,6 +248,11 @@ class KnownHosts:
                 os.write(fd, line.encode())
             finally:
                 os.close(fd)
+        self.lines += knownhosts.parse(line, str(self.path))
+
+
+def _fingerprint(blob: bytes) -> str:
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
 
 
 class _Policy(paramiko.MissingHostKeyPolicy):
@@ -279,6 +318,14 @@ def _tcp(hop: Hop, keepalive: float) -> socket.socket:
     else:
         why = str(last)
     raise UnreachableError(f"{hop.describe()} is unreachable: {why}")
+
+
+def _proxy(hop: Hop) -> paramiko.ProxyCommand:
+    """The first hop through ssh_config's ProxyCommand (bastion wrappers, IAP, SSM...)."""
+    try:
+        return paramiko.ProxyCommand(hop.proxy_command)
+    except (paramiko.SSHException, OSError) as exc:
+        raise UnreachableError(f"{hop.describe()}: ProxyCommand failed to start: {exc}") from None
 
 
 def _tcp_keepalive(sock: socket.socket, keepalive: float) -> None:
@@ -349,8 +396,10 @@ def _login(hop: Hop, sock: Any, known: KnownHosts, keepalive: float) -> paramiko
             timeout=hop.connect_timeout,
             banner_timeout=hop.connect_timeout,
             auth_timeout=hop.connect_timeout,
-            allow_agent=True,
-            look_for_keys=True,
+            # IdentitiesOnly yes: the configured files only (OpenSSH would still take an agent
+            # key matching one of them; the file itself is enough here)
+            allow_agent=not hop.identities_only,
+            look_for_keys=not hop.identities_only,
             sock=sock,
             transport_factory=factory,
         )
@@ -410,9 +459,12 @@ def connect_chain(hops: list[Hop], options: TransportOptions) -> list[paramiko.S
     try:
         for i, hop in enumerate(hops):
             known = KnownHosts(hop.known_hosts, options.accept_new_host_keys)
-            sock = (
-                _tcp(hop, options.keepalive) if i == 0 else _forward(clients[-1], hops[i - 1], hop)
-            )
+            if i > 0:
+                sock = _forward(clients[-1], hops[i - 1], hop)
+            elif hop.proxy_command:
+                sock = _proxy(hop)
+            else:
+                sock = _tcp(hop, options.keepalive)
             clients.append(_login(hop, sock, known, options.keepalive))
     except BaseException:
         for client in reversed(clients):

@@ -138,7 +138,10 @@ class Engine:
         """The final records known so far, in plan order (after Ctrl-C: what arrived)."""
         with self._lock:
             found = dict(self._found)
-        return [found[c.key] for c in plan if c.key in found]
+        planned = {c.key for c in plan}
+        # a slurm target's checks fan out to one record per node (slurmrun.py)
+        fanned = [r for key, r in found.items() if key not in planned]
+        return [found[c.key] for c in plan if c.key in found] + fanned
 
     def stop(self) -> None:
         """Kill every agent still running."""
@@ -170,6 +173,10 @@ class Engine:
         self, name: str, checks: list[PlannedCheck], found: dict[str, ResultRecord]
     ) -> None:
         target = self.targets[name]
+        if target.transport == "slurm":
+            from .slurmrun import run_slurm
+
+            return run_slurm(self, name, checks, found)
         try:
             transport = self._connect(target)
         except TargetError as exc:

@@ -6,6 +6,7 @@
 --target ssh://u@h:p?jump=u@j:p[&python=...][#name]
                           an ad-hoc box: every selected fact runs on it; with #name it
                           stands in for that target name instead
+--target openssh://...    the same through the system ssh binary (transport: openssh)
 (none)                    every fact on its own target; untargeted facts are skipped
 """
 
@@ -58,16 +59,21 @@ def parse_target_url(
         raise UsageError(f"{url!r}: {bad}")
     if parts.scheme == "local":
         return Target(name=parts.fragment or "local", transport="local"), {}
-    if parts.scheme != "ssh":
-        raise UsageError(f"unsupported target URL scheme {parts.scheme!r} in {url!r} (use ssh://)")
+    if parts.scheme not in ("ssh", "openssh"):
+        raise UsageError(
+            f"unsupported target URL scheme {parts.scheme!r} in {url!r} (use ssh:// or openssh://)"
+        )
     try:
         from ..transports.ssh import parse_target_url as parse_ssh_url
     except ImportError as exc:
         raise UsageError(f"ssh:// targets need the SSH transport: {exc}") from exc
+    bare = "ssh://" + url.split("#", 1)[0].split("://", 1)[1]
     try:
-        target, jumps = parse_ssh_url(url.split("#", 1)[0], known or {})
+        target, jumps = parse_ssh_url(bare, known or {})
     except ValueError as exc:  # urllib's own errors inside jump specs
         raise UsageError(f"bad target URL {url!r}: {exc}") from None
+    if parts.scheme == "openssh":
+        target = replace(target, transport="openssh")
     if parts.fragment:
         target = replace(target, name=parts.fragment)
     return target, {j.name: j for j in jumps}
