@@ -15,7 +15,9 @@ from typing import Any
 
 from . import schema
 from .errors import LintFailed, Problem, UsageError
-from .expectations import problems_in
+from .expectations import UnboundVar, bind_vars, problems_in, var_refs
+from .fleet.inventory import Group, Inventory
+from .fleet.load import load_targets_file
 from .model import Check, Fact, HistoryEntry, Milestone, Source, Target
 from .names import name_problem
 from .probes.catalog import builtin_probes
@@ -37,6 +39,20 @@ class KnowledgeBase:
     milestones: dict[str, Milestone] = field(default_factory=dict)
     targets: dict[str, Target] = field(default_factory=dict)
     probes: dict[str, ProbeSpec] = field(default_factory=dict)
+    groups: dict[str, Group] = field(default_factory=dict)
+
+    @property
+    def inventory(self) -> Inventory:
+        """Targets and groups together, for host patterns and group membership."""
+        return Inventory(self.targets, self.groups)
+
+    def covered(self, name: str | None) -> list[str]:
+        """The targets a fact's `target:` covers: itself, or every member of a group."""
+        if name is None:
+            return []
+        if name in self.targets:
+            return [name]
+        return self.inventory.members(name) if name in self.groups else []
 
     def get(self, fact_id: str) -> Fact:
         try:
@@ -284,8 +300,10 @@ def _cross_check(
         (("target",), raw.get("target")),
         (("check", "target"), (raw.get("check") or {}).get("target")),
     ):
-        if name is not None and name not in kb.targets:
-            add(path, f"unknown target '{name}' (known: {', '.join(kb.targets)})")
+        if name is not None and name not in kb.targets and name not in kb.groups:
+            known = ", ".join([*kb.targets, *(f"@{g}" for g in kb.groups)])
+            what = "target or group" if kb.groups else "target"
+            add(path, f"unknown {what} '{name}' (known: {known})")
     machine = raw.get("machine")
     if fact.category == "inventory" and machine is not None and machine not in kb.targets:
         add(("machine",), f"unknown target '{machine}' (known: {', '.join(kb.targets)})")
@@ -334,7 +352,40 @@ def _check_problems(
     if fact.check.expect is not None:
         for message in problems_in(fact.check.expect):
             out.append(doc.problem((*at, "expect"), f"fact '{fact.id}': {message}"))
+        for message in _var_problems(kb, fact):
+            out.append(doc.problem((*at, "expect"), f"fact '{fact.id}': {message}"))
     return out
+
+
+def _var_problems(kb: KnowledgeBase, fact: Fact) -> list[str]:
+    """Every `{var: NAME}` must resolve on every target the fact covers, and the expectation
+    it makes there must be valid. (A fact naming no target is checked when it runs.)"""
+    assert fact.check is not None
+    expect = fact.check.expect
+    if not var_refs(expect):
+        return []
+    unbound: dict[str, list[str]] = {}
+    invalid: dict[str, list[str]] = {}
+    for name in kb.covered(fact.check_target()):
+        try:
+            bound = bind_vars(expect, kb.targets[name].vars)
+        except UnboundVar as exc:
+            unbound.setdefault(exc.name, []).append(name)
+            continue
+        for message in problems_in(bound):
+            invalid.setdefault(message, []).append(name)
+    out = [
+        f"expect refers to var '{var}', which is not set for {_names(names)}"
+        for var, names in unbound.items()
+    ]
+    out += [f"{message} (with the vars of {_names(names)})" for message, names in invalid.items()]
+    return out
+
+
+def _names(names: list[str], limit: int = 6) -> str:
+    head = ", ".join(names[:limit])
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return f"target{'s' if len(names) > 1 else ''} {head}{more}"
 
 
 def _load_milestones(kb: KnowledgeBase) -> list[Problem]:
@@ -367,57 +418,6 @@ def _load_targets(kb: KnowledgeBase) -> list[Problem]:
     path = kb.root / TARGETS_FILE
     if not path.exists():
         return []
-    doc, problems = load_located(path, TARGETS_FILE)
-    if doc.data is None:
-        return problems
-    found = schema.validate(doc.data, schema.TARGETS_SCHEMA, doc)
-    problems += found
-    raw_targets = (doc.data or {}).get("targets") if isinstance(doc.data, dict) else None
-    if not isinstance(raw_targets, dict):
-        return problems
-    for name, raw in raw_targets.items():
-        if not isinstance(raw, dict):
-            continue
-        bad = [name_problem("target name", name)]
-        env = raw.get("env") if isinstance(raw.get("env"), dict) else {}
-        bad += [name_problem("env key", k) for k in env]  # `-S cmd` would be an env option
-        if any(bad):
-            problems += [doc.problem(("targets", name), f"target: {b}") for b in bad if b]
-            continue
-        jump = raw.get("jump") or ()
-        jumps = (jump,) if isinstance(jump, str) else tuple(jump)
-        transport = raw.get("transport", "ssh")
-        if transport == "ssh" and not raw.get("host"):
-            problems.append(doc.problem(("targets", name), f"target '{name}': ssh needs 'host'"))
-        kb.targets[str(name)] = Target(
-            name=str(name),
-            transport=transport,
-            host=raw.get("host"),
-            port=int(raw["port"]) if isinstance(raw.get("port"), float) else raw.get("port"),
-            user=raw.get("user"),
-            jump=jumps,
-            python=raw.get("python"),
-            identity_file=raw.get("identity_file"),
-            env={str(k): str(v) for k, v in (raw.get("env") or {}).items()},
-            description=raw.get("description"),
-            tags=tuple(raw.get("tags") or ()),
-            connect_timeout=raw.get("connect_timeout"),
-        )
-    for name, target in kb.targets.items():
-        for hop in target.jump:
-            if hop not in kb.targets:
-                problems.append(
-                    doc.problem(("targets", name, "jump"), f"target '{name}': unknown jump '{hop}'")
-                )
-        seen, current = {name}, list(target.jump)
-        while current:
-            hop = current.pop()
-            if hop == name:
-                problems.append(
-                    doc.problem(("targets", name, "jump"), f"target '{name}': jump loop")
-                )
-                break
-            if hop in kb.targets and hop not in seen:
-                seen.add(hop)
-                current.extend(kb.targets[hop].jump)
+    inventory, problems = load_targets_file(path, TARGETS_FILE, kb.root)
+    kb.targets, kb.groups = inventory.finish(), inventory.groups
     return problems

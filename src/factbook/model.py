@@ -80,6 +80,8 @@ class Target:
     description: str | None = None
     tags: tuple[str, ...] = ()
     connect_timeout: float | None = None
+    groups: tuple[str, ...] = ()  # every group it belongs to, directly or through children
+    vars: dict[str, Any] = field(default_factory=dict)  # merged: all < groups < the target's own
 
 
 @dataclass

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from ..cli_options import add_target_options, transport_options
 from ..errors import EXIT_OK, UsageError
+from ..fleet.load import add_inventories
 from ..kb import load_kb_with_problems
 from ..schema import CATEGORIES, STATUSES
-from ..verify.engine import VerifyOptions
+from ..verify.engine import VerifyOptions, default_forks
 from ..verify.report import FORMATS, Progress, render, render_plan, summary_line
 from ..verify.run import Selection, VerifySettings, refuse_broken, run_verify, select_facts
 from ..verify.targets import plan_checks
@@ -35,6 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-s", "--status", action="append", default=[], choices=STATUSES)
     add_target_options(p)
     p.add_argument("-j", "--jobs", type=int, default=16, help="checks at once per target (16)")
+    p.add_argument(
+        "-f",
+        "--forks",
+        type=int,
+        default=default_forks(),
+        help=f"targets at once (default {default_forks()} on this machine)",
+    )
     p.add_argument("--timeout", type=float, help="seconds per check that sets none (60)")
     p.add_argument("--retry", type=int, default=0, metavar="N", help="rerun failed checks N times")
     p.add_argument("--retry-delay", type=float, default=0.0, metavar="S")
@@ -65,8 +73,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if args.jobs < 1 or args.retry < 0 or args.retry_delay < 0:
-        raise UsageError("--jobs must be >= 1, --retry and --retry-delay >= 0")
+    if args.jobs < 1 or args.forks < 1 or args.retry < 0 or args.retry_delay < 0:
+        raise UsageError("--jobs and --forks must be >= 1, --retry and --retry-delay >= 0")
     kb, problems = load_kb_with_problems(Path(args.root))
     selection = Selection(args.patterns, args.category, args.tag, args.status, args.failed)
     facts = select_facts(kb, selection)
@@ -76,7 +84,8 @@ def handle(args: argparse.Namespace) -> int:
             f"warning: {elsewhere} lint problem(s) in facts not selected; run `factbook lint`",
             file=sys.stderr,
         )
-    plan = plan_checks(kb, facts, args.target)
+    add_inventories(kb, args.inventory)
+    plan = plan_checks(kb, facts, args.target, limit=args.limit, exclude=args.exclude)
     reports = _parse_reports(args.report)
     if args.dry_run:
         sys.stdout.write(render_plan(plan))
@@ -90,6 +99,7 @@ def handle(args: argparse.Namespace) -> int:
     settings = VerifySettings(
         options=VerifyOptions(
             jobs=args.jobs,
+            forks=args.forks,
             timeout=args.timeout,
             retry=args.retry,
             retry_delay=args.retry_delay,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..model import Target
 
@@ -64,6 +65,14 @@ class TransportOptions:
     connect_timeout: float = 10.0
     keepalive: float = 15.0
     extra: dict[str, str] = field(default_factory=dict)
+    # Connections the transports of one run share (the SSH jump pool); close_shared() ends them.
+    shared: dict[str, Any] = field(default_factory=dict)
+
+    def close_shared(self) -> None:
+        """Close what the run's transports shared (call once every transport is closed)."""
+        for item in self.shared.values():
+            item.close()
+        self.shared.clear()
 
 
 def transport_for(

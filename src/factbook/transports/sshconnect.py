@@ -132,8 +132,11 @@ class ChainResolver:
         elif target.jump:
             for name in target.jump:
                 jt = self.targets.get(name)
-                if jt is None:
+                if jt is None and not _looks_like_spec(name):
                     raise UsageError(f"target {target.name}: jump {name!r} is not a known target")
+                if jt is None:  # `user@host:port` from an inventory's ProxyJump / -J
+                    juser, jhost, jport = split_jump_spec(name)
+                    jt = Target(name=name, host=jhost, port=jport, user=juser)
                 jumps.append(jt)
         else:
             proxy = cfg.get("proxyjump")
@@ -145,6 +148,10 @@ class ChainResolver:
         for i, jt in enumerate(jumps):
             before += self._resolve(jt, "jump host", depth + 1, own_jumps=i == 0)
         return [*before, hop]
+
+
+def _looks_like_spec(name: str) -> bool:
+    return "@" in name or ":" in name or "." in name
 
 
 def _float(value: Any) -> float | None:
@@ -372,6 +379,76 @@ def _auth_message(hop: Hop, exc: Exception) -> str:
         f"authentication failed for {hop.user}@{hop.address} ({hop.role} {hop.name}): "
         f"{exc}; tried {tried}, ~/.ssh/id_* and the ssh agent"
     )
+
+
+def _hop_key(hop: Hop) -> tuple[Any, ...]:
+    return (hop.host, hop.port, hop.user, tuple(hop.identity_files), hop.known_hosts)
+
+
+class JumpPool:
+    """Jump-host connections shared by every target of one run: one TCP connection and one
+    login per jump chain, each box reached through its own direct-tcpip channel on it.
+
+    Sixty-four boxes behind one bastion cost the bastion one handshake instead of sixty-four.
+    A chain that failed to connect is remembered for the run, so the targets behind a dead
+    jump fail at once with its error instead of each waiting out the connect timeout.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._chains: dict[tuple[Any, ...], list[paramiko.SSHClient]] = {}
+        self._failed: dict[tuple[Any, ...], Exception] = {}
+        self._locks: dict[tuple[Any, ...], threading.Lock] = {}
+        self.logins = 0  # jump logins made (tests and the benchmark read it)
+
+    @classmethod
+    def of(cls, options: TransportOptions) -> JumpPool:
+        """The pool kept in `options.shared` (made on first use)."""
+        return options.shared.setdefault("ssh-jumps", cls())  # type: ignore[no-any-return]
+
+    def jumps(self, hops: list[Hop], options: TransportOptions) -> list[paramiko.SSHClient]:
+        """Logged-in clients for `hops` (jump hosts, outermost first), shared and reused."""
+        key = tuple(_hop_key(h) for h in hops)
+        with self._lock:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key in self._failed:
+                raise self._failed[key]
+            clients = self._chains.get(key)
+            transport = clients[-1].get_transport() if clients else None
+            if clients and transport is not None and transport.is_active():
+                return clients
+            try:
+                clients = connect_chain(hops, options)
+            except (UnreachableError, AuthError, HostKeyError) as exc:
+                self._failed[key] = exc
+                raise
+            self.logins += len(hops)
+            self._chains[key] = clients
+            return clients
+
+    def close(self) -> None:
+        with self._lock:
+            chains, self._chains = list(self._chains.values()), {}
+        for clients in chains:
+            for client in reversed(clients):
+                client.close()
+
+
+def connect_box(hops: list[Hop], options: TransportOptions) -> list[paramiko.SSHClient]:
+    """Log in to the box (`hops[-1]`); its jumps come from the run's JumpPool, so the clients
+    returned are the caller's own (the box's), never the shared jumps."""
+    if len(hops) == 1:
+        return connect_chain(hops, options)
+    jumps = JumpPool.of(options).jumps(hops[:-1], options)
+    box = hops[-1]
+    sock = _forward(jumps[-1], hops[-2], box)
+    try:
+        known = KnownHosts(box.known_hosts, options.accept_new_host_keys)
+        return [_login(box, sock, known, options.keepalive)]
+    except BaseException:
+        sock.close()
+        raise
 
 
 def connect_chain(hops: list[Hop], options: TransportOptions) -> list[paramiko.SSHClient]:
