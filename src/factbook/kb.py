@@ -350,9 +350,8 @@ def _check_problems(
                     )
                 )
     if fact.check.expect is not None:
-        for message in problems_in(fact.check.expect):
-            out.append(doc.problem((*at, "expect"), f"fact '{fact.id}': {message}"))
-        for message in _var_problems(kb, fact):
+        messages = problems_in(fact.check.expect) or _var_problems(kb, fact)
+        for message in messages:
             out.append(doc.problem((*at, "expect"), f"fact '{fact.id}': {message}"))
     return out
 

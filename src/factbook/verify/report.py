@@ -18,6 +18,8 @@ from typing import Any, TextIO
 from xml.etree import ElementTree as ET
 
 from ..errors import EXIT_ERRORED, EXIT_FAILED, EXIT_OK
+from ..fleet.outliers import summary, value_groups
+from ..fleet.outliers import to_json as fleet_json
 from ..outcomes import DRIFT, ERROR, OUTCOMES, PASS, SKIPPED
 from ..results import ResultRecord
 from ..sanitize import for_line, for_markdown_cell, for_terminal, for_xml, json_safe
@@ -99,14 +101,25 @@ COLLAPSE_AT = 4
 _LOCATION = re.compile(r" \[[^\]]+:\d+\]$")
 
 
-def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = True) -> str:
+# Past this many targets a run is a fleet: passing checks are summed up per fact by value
+# (fleet/outliers.py) instead of listed one line each.
+FLEET_AT = 5
+
+
+def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool | None = None) -> str:
     """The human summary: failures first with their reasons, then a count line.
+
+    Over FLEET_AT targets or more, passing checks are not listed; each fact checked on two or
+    more targets gets one line grouping its targets by observed value, outliers named.
 
     Errors with the same cause on one target (an unreachable box: 116 times 'cannot
     resolve llm-two') show once, with how many checks they hit. Everything from a box is
     shown escaped (an ESC sequence in an error reads `\\x1b[31m`, it does not recolour).
     """
     order = {DRIFT: 0, ERROR: 1, SKIPPED: 2, PASS: 3}
+    fleet = len({r.target for r in records}) >= FLEET_AT
+    if show_passed is None:
+        show_passed = not fleet
     shown = [_TableRow(r) for r in records if show_passed or r.outcome != PASS]
     shown.sort(key=lambda r: (order[r.outcome], r.target, r.fact))
     causes = Counter((r.target, r.cause) for r in shown if r.outcome == ERROR)
@@ -130,6 +143,12 @@ def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = Tr
         if r.outcome == PASS and len(head) + len(reason) > width:
             reason = reason[: max(10, width - len(head) - 3)] + "..."
         lines.append(head + reason)
+    groups = value_groups(records)
+    if groups and (fleet or any(len(g) > 1 for g in groups.values())):
+        lines.append("by value:")
+        for fact, found in groups.items():
+            line = f"  {for_terminal(fact, limit=200)}: {for_terminal(summary(found))}"
+            lines.append(line if len(line) <= 4 * width else line[: 4 * width - 3] + "...")
     lines.append(summary_line(records, elapsed))
     return "\n".join(lines) + "\n"
 
@@ -153,6 +172,7 @@ def to_json(records: list[ResultRecord], header: dict[str, Any]) -> str:
     document = {
         "run": json_safe(header),
         "summary": counts(records),
+        "fleet": json_safe(fleet_json(records)),
         "results": [json_safe({**asdict(r), "duration_s": _duration(r)}) for r in records],
     }
     return json.dumps(document, indent=1, allow_nan=False) + "\n"

@@ -161,8 +161,8 @@ def _filter(
     dropped = {t for pattern in exclude for t in _excluded(inventory, pattern)}
     known = kb.targets
     return lambda name: (
-        allowed is None or name in allowed or name not in known
-    ) and name not in dropped
+        (allowed is None or name in allowed or name not in known) and name not in dropped
+    )
 
 
 def _excluded(inventory: Inventory, pattern: str) -> list[str]:
