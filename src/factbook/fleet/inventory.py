@@ -46,8 +46,13 @@ class Inventory:
     groups: dict[str, Group] = field(default_factory=dict)
 
     def add(self, other: Inventory) -> None:
-        """Targets of `other` replace same-named ones; groups are merged."""
-        self.targets.update(other.targets)
+        """Targets of `other` replace same-named ones (their vars merged, `other`'s winning);
+        groups are merged."""
+        for name, target in other.targets.items():
+            old = self.targets.get(name)
+            self.targets[name] = (
+                replace(target, vars={**old.vars, **target.vars}) if old is not None else target
+            )
         for name, group in other.groups.items():
             if name in self.groups:
                 self.groups[name].absorb(group)
