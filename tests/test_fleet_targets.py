@@ -3,6 +3,7 @@ group, and `{var: NAME}` expectations, run for real on local targets."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from factbook.fleet.inventory import Group, Inventory
 from factbook.fleet.patterns import match, split_terms
 from factbook.kb import load_kb, load_kb_with_problems
 from factbook.model import Target
+from factbook.results import ResultRecord
+from factbook.verify.report import Progress
 from factbook.verify.targets import plan_checks
 
 
@@ -210,3 +213,17 @@ def test_inventory_depths_put_all_first() -> None:
     )
     assert inv.depths() == {"all": 0, "outer": 1, "inner": 2, "side": 1}
     assert inv.finish()["a"].vars == {"x": 2, "y": 3}
+
+
+def test_progress_counts_targets_done() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    progress = Progress(4, stream=stream, per_target={"a": 2, "b": 2})
+    seen = []
+    for target in "abab":
+        progress.result(ResultRecord("x", target, "pass", "", "", "r"))
+        seen.append(stream.getvalue().rsplit("\r\x1b[K", 1)[-1])
+    assert [s.split(", targets ")[1].split()[0] for s in seen] == ["0/2", "0/2", "1/2", "2/2"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
 from ..cli_options import add_target_options, transport_options
@@ -94,7 +95,8 @@ def handle(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_OK
-    progress = Progress(len(plan.checks), verbose=args.verbose)
+    per_target = Counter(c.target for c in plan.checks)
+    progress = Progress(len(plan.checks), verbose=args.verbose, per_target=dict(per_target))
     quiet = args.quiet or (not progress.tty and not args.verbose)
     settings = VerifySettings(
         options=VerifyOptions(

@@ -55,17 +55,36 @@ def summary_line(records: list[ResultRecord], elapsed: float) -> str:
 class Progress:
     """Live progress on stderr: one rewritten line on a TTY, a line per result when verbose."""
 
-    def __init__(self, total: int, *, stream: TextIO | None = None, verbose: bool = False):
+    def __init__(
+        self,
+        total: int,
+        *,
+        stream: TextIO | None = None,
+        verbose: bool = False,
+        per_target: dict[str, int] | None = None,
+    ):
         self.total, self.verbose = total, verbose
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.seen: Counter[str] = Counter()
         self.lock = threading.Lock()
+        self.left = dict(per_target or {})  # checks still due per target
+        self.targets_done = 0
+
+    def _targets(self, record: ResultRecord) -> str:
+        """` targets 12/64` once a run spans several targets."""
+        if len(self.left) < 2 or record.target not in self.left:
+            return ""
+        self.left[record.target] -= 1
+        if self.left[record.target] == 0:
+            self.targets_done += 1
+        return f", targets {self.targets_done}/{len(self.left)}"
 
     def result(self, record: ResultRecord) -> None:
         with self.lock:
             self.seen[record.outcome] += 1
             done = sum(self.seen.values())
+            across = self._targets(record)
             if self.verbose:
                 prefix = "\r\x1b[K" if self.tty else ""
                 self.stream.write(
@@ -76,7 +95,7 @@ class Progress:
             if self.tty:
                 bad = self.seen[DRIFT] + self.seen[ERROR]
                 self.stream.write(
-                    f"\r\x1b[K[{done}/{self.total}] {self.seen[PASS]} ok, {bad} not ok  "
+                    f"\r\x1b[K[{done}/{self.total}] {self.seen[PASS]} ok, {bad} not ok{across}  "
                     f"{for_terminal(record.fact)}@{for_terminal(record.target)}"[: _width()]
                 )
             self.stream.flush()
