@@ -65,7 +65,10 @@ class TransportOptions:
     connect_timeout: float = 10.0
     keepalive: float = 15.0
     extra: dict[str, str] = field(default_factory=dict)
-    # Connections the transports of one run share (the SSH jump pool); close_shared() ends them.
+    # While `sharing` is set (the verify engine sets it for a run and calls close_shared()
+    # after), transports share connections here: the SSH jump pool. Otherwise each transport
+    # opens and closes all of its own.
+    sharing: bool = False
     shared: dict[str, Any] = field(default_factory=dict)
 
     def close_shared(self) -> None:
@@ -73,6 +76,7 @@ class TransportOptions:
         for item in self.shared.values():
             item.close()
         self.shared.clear()
+        self.sharing = False
 
 
 def transport_for(

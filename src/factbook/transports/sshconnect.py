@@ -313,16 +313,56 @@ def _forward(prev: paramiko.SSHClient, prev_hop: Hop, hop: Hop) -> paramiko.Chan
         raise UnreachableError(
             f"{hop.describe()}: {prev_hop.describe()} could not forward: {exc or 'timeout'}"
         ) from None
-    raw_close = channel.close
+    return _GuardedChannel(channel)  # type: ignore[return-value]
 
-    def quiet_close() -> None:
-        # The next hop's transport thread closes this channel when it stops; when the outer
-        # connection died first, paramiko would print an EOFError traceback from that thread.
-        with contextlib.suppress(EOFError, OSError, paramiko.SSHException):
-            raw_close()
 
-    channel.close = quiet_close  # type: ignore[method-assign]
-    return channel
+class _GuardedChannel:
+    """The direct-tcpip channel a box's own SSH connection rides on, as that connection's socket.
+
+    paramiko's Channel.send checks "not closed" under its lock but transmits after releasing
+    it, so a send racing close() can put a DATA message on the wire after our CLOSE. OpenSSH
+    frees the channel once both CLOSEs are seen and answers late DATA by dropping the whole
+    connection ("data packet referred to nonexistent channel"): with the jump shared by every
+    box, one box finishing would cut off all the others (seen here at 48 boxes). Here a send
+    and the close never overlap, and nothing is sent after the close.
+    """
+
+    def __init__(self, channel: paramiko.Channel):
+        self._channel = channel
+        self._lock = threading.Lock()
+        self._done = False
+
+    def send(self, data: bytes) -> int:
+        with self._lock:
+            if self._done:
+                raise OSError("forwarded channel closed")
+            return self._channel.send(data)
+
+    def recv(self, size: int) -> bytes:
+        return self._channel.recv(size)
+
+    def settimeout(self, timeout: float | None) -> None:
+        self._channel.settimeout(timeout)
+
+    @property
+    def _closed(self) -> bool:  # paramiko's Transport.stop_thread reads it
+        return self._done or self._channel.closed
+
+    def close(self) -> None:
+        # A send blocked on a full window must not hold the close forever: after 5 s close
+        # anyway (the box is then stuck, and the jump drops only what it must).
+        got = self._lock.acquire(timeout=5)
+        try:
+            if self._done:
+                return
+            self._done = True
+            # The next hop's transport thread closes this channel when it stops; when the
+            # outer connection died first, paramiko would print an EOFError from that thread.
+            with contextlib.suppress(EOFError, OSError, paramiko.SSHException):
+                self._channel.close()
+        finally:
+            if got:
+                self._lock.release()
 
 
 def _login(hop: Hop, sock: Any, known: KnownHosts, keepalive: float) -> paramiko.SSHClient:
@@ -399,6 +439,7 @@ class JumpPool:
         self._chains: dict[tuple[Any, ...], list[paramiko.SSHClient]] = {}
         self._failed: dict[tuple[Any, ...], Exception] = {}
         self._locks: dict[tuple[Any, ...], threading.Lock] = {}
+        self._known: dict[tuple[str, bool], KnownHosts] = {}
         self.logins = 0  # jump logins made (tests and the benchmark read it)
 
     @classmethod
@@ -427,6 +468,14 @@ class JumpPool:
             self._chains[key] = clients
             return clients
 
+    def known_hosts(self, path: str, accept_new: bool) -> KnownHosts:
+        """known_hosts read once per run and file (parsing 64 keys took ~13 ms per box)."""
+        with self._lock:
+            key = (path, accept_new)
+            if key not in self._known:
+                self._known[key] = KnownHosts(path, accept_new)
+            return self._known[key]
+
     def close(self) -> None:
         with self._lock:
             chains, self._chains = list(self._chains.values()), {}
@@ -436,15 +485,18 @@ class JumpPool:
 
 
 def connect_box(hops: list[Hop], options: TransportOptions) -> list[paramiko.SSHClient]:
-    """Log in to the box (`hops[-1]`); its jumps come from the run's JumpPool, so the clients
-    returned are the caller's own (the box's), never the shared jumps."""
-    if len(hops) == 1:
+    """Log in to the box (`hops[-1]`) and return the clients the caller owns and closes.
+
+    While options.sharing, the jumps come from the run's JumpPool and only the box's client
+    is returned; otherwise every hop is logged in for this caller alone (connect_chain)."""
+    if len(hops) == 1 or not options.sharing:
         return connect_chain(hops, options)
-    jumps = JumpPool.of(options).jumps(hops[:-1], options)
+    pool = JumpPool.of(options)
+    jumps = pool.jumps(hops[:-1], options)
     box = hops[-1]
     sock = _forward(jumps[-1], hops[-2], box)
     try:
-        known = KnownHosts(box.known_hosts, options.accept_new_host_keys)
+        known = pool.known_hosts(box.known_hosts, options.accept_new_host_keys)
         return [_login(box, sock, known, options.keepalive)]
     except BaseException:
         sock.close()

@@ -158,6 +158,7 @@ class Engine:
                 self._guarded(name, checks, found)
 
         forks = max(1, min(self.options.forks, len(by_target)))
+        self.options.transport.sharing = True  # jump connections shared until the run ends
         threads = [
             threading.Thread(target=worker, name=f"verify-fork-{i}", daemon=True)
             for i in range(forks)
