@@ -227,3 +227,16 @@ def test_progress_counts_targets_done() -> None:
         progress.result(ResultRecord("x", target, "pass", "", "", "r"))
         seen.append(stream.getvalue().rsplit("\r\x1b[K", 1)[-1])
     assert [s.split(", targets ")[1].split()[0] for s in seen] == ["0/2", "0/2", "1/2", "2/2"]
+
+
+def test_list_takes_groups_and_patterns(tmp_path: Path) -> None:
+    facts = [
+        fact("hw.gpus", "env.var", args={"name": "G"}, target="gpu"),
+        fact("hw.one", "env.var", args={"name": "G"}, target="node-03"),
+        fact("hw.none", "env.var", args={"name": "G"}),
+    ]
+    root = make_kb(tmp_path, facts, targets=FLEET)
+    code, out, _ = cli(root, "list", "--target", "node-03", "--format", "ids")
+    assert (code, out.split()) == (0, ["hw.gpus", "hw.one"])
+    code, out, _ = cli(root, "list", "--target", "@h100", "--format", "ids")
+    assert (code, out.split()) == (0, ["hw.gpus"])

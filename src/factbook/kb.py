@@ -18,6 +18,7 @@ from .errors import LintFailed, Problem, UsageError
 from .expectations import UnboundVar, bind_vars, problems_in, var_refs
 from .fleet.inventory import Group, Inventory
 from .fleet.load import load_targets_file
+from .fleet.patterns import is_pattern, match
 from .model import Check, Fact, HistoryEntry, Milestone, Source, Target
 from .names import name_problem
 from .probes.catalog import builtin_probes
@@ -129,8 +130,13 @@ class KnowledgeBase:
                 raise UsageError(
                     f"unknown category '{category}' (known: {', '.join(schema.CATEGORIES)})"
                 )
+        chosen: set[str] = set()
         for name in targets:
-            if name not in self.targets:
+            if name in self.targets:
+                chosen.add(name)
+            elif name in self.groups or is_pattern(name):
+                chosen.update(match(self.inventory, name))
+            else:
                 raise UsageError(f"unknown target '{name}' (known: {', '.join(self.targets)})")
         out = []
         for fact in self.facts.values():
@@ -144,7 +150,7 @@ class KnowledgeBase:
                 continue
             if statuses and self.status_as_of(fact, as_of) not in statuses:
                 continue
-            if targets and fact.check_target() not in targets:
+            if targets and not chosen.intersection(self.covered(fact.check_target())):
                 continue
             out.append(fact)
         return out
