@@ -35,7 +35,11 @@ def _label(record: ResultRecord) -> tuple[str, Any]:
         return "(error)", None
     if record.outcome == SKIPPED:
         return "(skipped)", None
-    value = json_safe(record.observed)
+    value = record.observed
+    if isinstance(value, str):
+        return value, value
+    if not (isinstance(value, int) and -(2**53) < value < 2**53):  # NaN, huge ints: json_safe
+        value = json_safe(value)
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text, value
 

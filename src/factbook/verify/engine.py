@@ -54,6 +54,14 @@ def default_forks() -> int:
 
 
 def _stored(value: Any) -> Any:
+    if (
+        value is None
+        or isinstance(value, bool)
+        or (isinstance(value, int) and -(2**53) < value < 2**53)
+    ):
+        return value
+    if isinstance(value, str) and len(value) * 6 <= STORED_OBSERVED_CAP:  # \uXXXX at worst
+        return value
     text = json.dumps(value, default=repr)
     if len(text) <= STORED_OBSERVED_CAP:
         return value
@@ -61,16 +69,25 @@ def _stored(value: Any) -> Any:
 
 
 def evaluate_result(
-    fact: Fact, target: str, raw: dict[str, Any], run: str, variables: dict[str, Any] | None = None
+    fact: Fact,
+    target: str,
+    raw: dict[str, Any],
+    run: str,
+    variables: dict[str, Any] | None = None,
+    *,
+    uses_vars: bool | None = None,
 ) -> ResultRecord:
     """Turn one agent result into an outcome, with expected vs observed and file:line.
 
-    `{var: NAME}` in the expectation takes the target's value of NAME (`variables`)."""
+    `{var: NAME}` in the expectation takes the target's value of NAME (`variables`);
+    `uses_vars` says whether it has any (the engine knows it once per fact, not per result)."""
     check = fact.check
     assert check is not None
     expect = check.expect
     unbound = None
-    if expect is not None and var_refs(expect):
+    if uses_vars is None:
+        uses_vars = expect is not None and bool(var_refs(expect))
+    if uses_vars:
         try:
             expect = bind_vars(expect, variables or {})
         except UnboundVar as exc:
@@ -138,6 +155,7 @@ class Engine:
         self._found: dict[str, ResultRecord] = {}
         self.unreachable: dict[str, str] = {}  # target -> why it could not be reached
         self._stopping = threading.Event()
+        self._var_facts: set[str] = set()  # facts whose expectation reads target variables
 
     def run(self, plan: list[PlannedCheck]) -> list[ResultRecord]:
         """Every planned check's final record, in plan order."""
@@ -145,6 +163,9 @@ class Engine:
         for check in plan:
             by_target.setdefault(check.target, []).append(check)
         found = self._found = {}
+        self._var_facts = {
+            c.fact.id for c in plan if c.fact.check is not None and var_refs(c.fact.check.expect)
+        }
         todo: queue.SimpleQueue[tuple[str, list[PlannedCheck]]] = queue.SimpleQueue()
         for item in by_target.items():
             todo.put(item)
@@ -325,7 +346,12 @@ class Engine:
                     for key in by_call[message["id"]].keys:
                         check = by_key[key]
                         record = evaluate_result(
-                            check.fact, target.name, message, self.run_id, target.vars
+                            check.fact,
+                            target.name,
+                            message,
+                            self.run_id,
+                            target.vars,
+                            uses_vars=check.fact.id in self._var_facts,
                         )
                         settle(check, record)
         except TargetError as exc:
