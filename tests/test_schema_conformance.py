@@ -7,6 +7,7 @@ jsonschema with the published schema/*.schema.json, factbook with its in-code sc
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
@@ -108,15 +109,15 @@ def _mutate(value: Any, rng: random.Random) -> Any:
     last = path[-1]
     action = rng.random()
     if action < 0.6:
-        parent[last] = rng.choice(ODD_VALUES)
+        parent[last] = copy.deepcopy(rng.choice(ODD_VALUES))  # shared, a later edit would loop
     elif action < 0.75 and isinstance(parent, dict):
         del parent[last]
     elif action < 0.9 and isinstance(parent, dict):
-        parent[rng.choice(["bogus", "Title", 3])] = rng.choice(ODD_VALUES)
+        parent[rng.choice(["bogus", "Title", 3])] = copy.deepcopy(rng.choice(ODD_VALUES))
     elif isinstance(parent[last], list):
         parent[last] = []
     else:
-        parent[last] = rng.choice(ODD_VALUES)
+        parent[last] = copy.deepcopy(rng.choice(ODD_VALUES))
     return value
 
 

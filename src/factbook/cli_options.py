@@ -15,7 +15,36 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="T",
-        help="target name(s), comma separated or repeated, 'all', or ssh://user@host:port?jump=...",
+        help=(
+            "target name(s), comma separated or repeated, 'all', groups (@gpu-nodes), globs "
+            "(node-*), tag:NAME, Ansible combinations (gpu:&h100:!node-17), "
+            "or ssh://user@host:port?jump=..."
+        ),
+    )
+    p.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="only targets this host pattern selects (as ansible --limit)",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="leave out the targets this host pattern selects",
+    )
+    p.add_argument(
+        "--inventory",
+        "-i",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help=(
+            "also read targets and groups from an Ansible inventory (INI, YAML, JSON of "
+            "ansible-inventory --list, or a directory) or an ssh config (repeatable)"
+        ),
     )
     p.add_argument(
         "--accept-new-host-keys",

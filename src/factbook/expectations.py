@@ -66,8 +66,64 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+# -- target variables: `{var: gpu_count}` in place of a value --------------------------------
+
+VAR = "var"
+
+
+class UnboundVar(LookupError):
+    """An expectation refers to a variable the target does not set (lint and the engine say so)."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+def _is_ref(node: Any) -> bool:
+    return isinstance(node, dict) and len(node) == 1 and VAR in node
+
+
+def _raw_refs(expect: Any) -> list[Any]:
+    if _is_ref(expect):
+        return [expect[VAR]]
+    if isinstance(expect, dict):
+        return [r for sub in expect.values() for r in _raw_refs(sub)]
+    if isinstance(expect, list):
+        return [r for sub in expect for r in _raw_refs(sub)]
+    return []
+
+
+def var_refs(expect: Any) -> list[str]:
+    """The variable names an expectation refers to (`{var: NAME}` anywhere in it), in order."""
+    return list(dict.fromkeys(str(r) for r in _raw_refs(expect)))
+
+
+def bind_vars(expect: Any, variables: dict[str, Any]) -> Any:
+    """A copy of `expect` with every `{var: NAME}` replaced by the target's value; a dotted
+    NAME reads into a structured variable (`{var: gpus.count}`). UnboundVar when one is unset."""
+    if _is_ref(expect):
+        name = str(expect[VAR])
+        try:
+            return get_path(variables, name) if "." in name else variables[name]
+        except (KeyError, PathMissing):
+            raise UnboundVar(name) from None
+    if isinstance(expect, dict):
+        return {k: bind_vars(v, variables) for k, v in expect.items()}
+    if isinstance(expect, list):
+        return [bind_vars(v, variables) for v in expect]
+    return expect
+
+
 def problems_in(expect: Any, where: str = "expect") -> list[str]:
-    """Structural problems of an expectation, as messages (empty when valid)."""
+    """Structural problems of an expectation, as messages (empty when valid).
+
+    An expectation holding `{var: ...}` is checked here for its operators and variable names
+    only; its arguments are checked once bound, per target (kb lint does both)."""
+    refs = _raw_refs(expect)
+    if any(not isinstance(r, str) or not r.strip(".") for r in refs):
+        return [f"{where}: a variable reference is {{var: NAME}}, NAME a non-empty string"]
+    if refs:
+        return _operators_only(expect, where)
     if not isinstance(expect, dict):
         return [f"{where}: expected a mapping with one operator, got {type(expect).__name__}"]
     ops = [k for k in expect if k != "path"]
@@ -80,6 +136,18 @@ def problems_in(expect: Any, where: str = "expect") -> list[str]:
         return [f"{where}.path: expected a string"]
     op = ops[0]
     return OPERATORS[op].check_args(expect[op], f"{where}.{op}")
+
+
+def _operators_only(expect: Any, where: str) -> list[str]:
+    if not isinstance(expect, dict):
+        return [f"{where}: expected a mapping with one operator, got {type(expect).__name__}"]
+    ops = [k for k in expect if k != "path"]
+    unknown = [k for k in ops if k not in OPERATORS]
+    if unknown:
+        return [f"{where}: unknown operator '{unknown[0]}' (known: {', '.join(OPERATORS)})"]
+    if len(ops) != 1:
+        return [f"{where}: needs exactly one operator, found {len(ops)}"]
+    return []
 
 
 def _is_number(value: Any) -> bool:

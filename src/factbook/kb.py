@@ -15,7 +15,10 @@ from typing import Any
 
 from . import schema
 from .errors import LintFailed, Problem, UsageError
-from .expectations import problems_in
+from .expectations import UnboundVar, bind_vars, problems_in, var_refs
+from .fleet.inventory import Group, Inventory
+from .fleet.load import load_targets_file
+from .fleet.patterns import is_pattern, match
 from .model import Check, Fact, HistoryEntry, Milestone, Source, Target
 from .names import name_problem
 from .probes.catalog import builtin_probes
@@ -37,6 +40,20 @@ class KnowledgeBase:
     milestones: dict[str, Milestone] = field(default_factory=dict)
     targets: dict[str, Target] = field(default_factory=dict)
     probes: dict[str, ProbeSpec] = field(default_factory=dict)
+    groups: dict[str, Group] = field(default_factory=dict)
+
+    @property
+    def inventory(self) -> Inventory:
+        """Targets and groups together, for host patterns and group membership."""
+        return Inventory(self.targets, self.groups)
+
+    def covered(self, name: str | None) -> list[str]:
+        """The targets a fact's `target:` covers: itself, or every member of a group."""
+        if name is None:
+            return []
+        if name in self.targets:
+            return [name]
+        return self.inventory.members(name) if name in self.groups else []
 
     def get(self, fact_id: str) -> Fact:
         try:
@@ -113,8 +130,13 @@ class KnowledgeBase:
                 raise UsageError(
                     f"unknown category '{category}' (known: {', '.join(schema.CATEGORIES)})"
                 )
+        chosen: set[str] = set()
         for name in targets:
-            if name not in self.targets:
+            if name in self.targets:
+                chosen.add(name)
+            elif name in self.groups or is_pattern(name):
+                chosen.update(match(self.inventory, name))
+            else:
                 raise UsageError(f"unknown target '{name}' (known: {', '.join(self.targets)})")
         out = []
         for fact in self.facts.values():
@@ -128,7 +150,7 @@ class KnowledgeBase:
                 continue
             if statuses and self.status_as_of(fact, as_of) not in statuses:
                 continue
-            if targets and fact.check_target() not in targets:
+            if targets and not chosen.intersection(self.covered(fact.check_target())):
                 continue
             out.append(fact)
         return out
@@ -295,8 +317,10 @@ def _cross_check(
         (("target",), raw.get("target")),
         (("check", "target"), fact.check.target if fact.check else None),
     ):
-        if name is not None and name not in kb.targets:
-            add(path, f"unknown target '{name}' (known: {', '.join(kb.targets)})")
+        if name is not None and name not in kb.targets and name not in kb.groups:
+            known = ", ".join([*kb.targets, *(f"@{g}" for g in kb.groups)])
+            what = "target or group" if kb.groups else "target"
+            add(path, f"unknown {what} '{name}' (known: {known})")
     machine = raw.get("machine")
     if fact.category == "inventory" and machine is not None and machine not in kb.targets:
         add(("machine",), f"unknown target '{machine}' (known: {', '.join(kb.targets)})")
@@ -343,7 +367,8 @@ def _check_problems(
                     )
                 )
     if fact.check.expect is not None:
-        for message in problems_in(fact.check.expect):
+        messages = problems_in(fact.check.expect) or _var_problems(kb, fact)
+        for message in messages:
             out.append(doc.problem((*at, "expect"), f"fact '{fact.id}': {message}"))
     return out
 
@@ -351,6 +376,37 @@ def _check_problems(
 def _present(path: Path) -> bool:
     """Exists, or is a dangling or looping link (which load_located then reports)."""
     return path.exists() or path.is_symlink()
+
+
+def _var_problems(kb: KnowledgeBase, fact: Fact) -> list[str]:
+    """Every `{var: NAME}` must resolve on every target the fact covers, and the expectation
+    it makes there must be valid. (A fact naming no target is checked when it runs.)"""
+    assert fact.check is not None
+    expect = fact.check.expect
+    if not var_refs(expect):
+        return []
+    unbound: dict[str, list[str]] = {}
+    invalid: dict[str, list[str]] = {}
+    for name in kb.covered(fact.check_target()):
+        try:
+            bound = bind_vars(expect, kb.targets[name].vars)
+        except UnboundVar as exc:
+            unbound.setdefault(exc.name, []).append(name)
+            continue
+        for message in problems_in(bound):
+            invalid.setdefault(message, []).append(name)
+    out = [
+        f"expect refers to var '{var}', which is not set for {_names(names)}"
+        for var, names in unbound.items()
+    ]
+    out += [f"{message} (with the vars of {_names(names)})" for message, names in invalid.items()]
+    return out
+
+
+def _names(names: list[str], limit: int = 6) -> str:
+    head = ", ".join(names[:limit])
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return f"target{'s' if len(names) > 1 else ''} {head}{more}"
 
 
 def _load_milestones(kb: KnowledgeBase) -> list[Problem]:
@@ -387,76 +443,6 @@ def _load_targets(kb: KnowledgeBase) -> list[Problem]:
     path = kb.root / TARGETS_FILE
     if not _present(path):
         return []
-    doc, problems = load_located(path, TARGETS_FILE)
-    if doc.data is None:
-        return problems
-    problems += schema.validate(doc.data, schema.TARGETS_SCHEMA, doc)
-    top = doc.data if isinstance(doc.data, dict) else {}
-    raw_targets = top.get("targets") if isinstance(top.get("targets"), dict) else {}
-    for name, found in raw_targets.items():
-        raw = schema.conform(found, schema.TARGET_SCHEMA)
-        if raw is schema.INVALID:
-            continue
-        bad = [name_problem("target name", name)]
-        env = raw.get("env") if isinstance(raw.get("env"), dict) else {}
-        bad += [name_problem("env key", k) for k in env]  # `-S cmd` would be an env option
-        if any(bad):
-            problems += [doc.problem(("targets", name), f"target: {b}") for b in bad if b]
-            continue
-        jump = raw.get("jump") or ()
-        jumps = (jump,) if isinstance(jump, str) else tuple(jump)
-        transport = raw.get("transport", "ssh")
-        if transport == "ssh" and not raw.get("host"):
-            problems.append(doc.problem(("targets", name), f"target '{name}': ssh needs 'host'"))
-        problems += _transport_problems(doc, str(name), transport, raw)
-        kb.targets[str(name)] = Target(
-            name=str(name),
-            transport=transport,
-            host=raw.get("host"),
-            port=int(raw["port"]) if isinstance(raw.get("port"), float) else raw.get("port"),
-            user=raw.get("user"),
-            jump=jumps,
-            python=raw.get("python"),
-            identity_file=raw.get("identity_file"),
-            env={str(k): str(v) for k, v in (raw.get("env") or {}).items()},
-            description=raw.get("description"),
-            tags=tuple(raw.get("tags") or ()),
-            connect_timeout=raw.get("connect_timeout"),
-            exec=tuple(str(w) for w in raw.get("exec") or ()),
-            via=raw.get("via"),
-            nodes=raw.get("nodes"),
-            partition=raw.get("partition"),
-            srun_args=tuple(str(w) for w in raw.get("srun_args") or ()),
-        )
-    for name, target in kb.targets.items():
-        if target.via is not None and target.via not in kb.targets:
-            why = f"target '{name}': unknown via '{target.via}'"
-            problems.append(doc.problem(("targets", name, "via"), why))
-        for hop in target.jump:
-            if hop not in kb.targets:
-                problems.append(
-                    doc.problem(("targets", name, "jump"), f"target '{name}': unknown jump '{hop}'")
-                )
-        seen, current = {name}, list(target.jump)
-        while current:
-            hop = current.pop()
-            if hop == name:
-                problems.append(
-                    doc.problem(("targets", name, "jump"), f"target '{name}': jump loop")
-                )
-                break
-            if hop in kb.targets and hop not in seen:
-                seen.add(hop)
-                current.extend(kb.targets[hop].jump)
+    inventory, problems = load_targets_file(path, TARGETS_FILE, kb.root)
+    kb.targets, kb.groups = inventory.finish(), inventory.groups
     return problems
-
-
-def _transport_problems(doc: Any, name: str, transport: str, raw: dict[str, Any]) -> list[Any]:
-    """Fields a transport needs (exec: the argv prefix; slurm: nodes or a partition)."""
-    if transport == "exec" and not raw.get("exec"):
-        return [doc.problem(("targets", name), f"target '{name}': exec needs 'exec' (an argv)")]
-    if transport == "slurm" and not (raw.get("nodes") or raw.get("partition")):
-        return [
-            doc.problem(("targets", name), f"target '{name}': slurm needs 'nodes' or 'partition'")
-        ]
-    return []

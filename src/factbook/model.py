@@ -88,6 +88,8 @@ class Target:
     nodes: str | None = None
     partition: str | None = None
     srun_args: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()  # every group it belongs to, directly or through children
+    vars: dict[str, Any] = field(default_factory=dict)  # merged: all < groups < the target's own
 
 
 @dataclass

@@ -175,14 +175,29 @@ TARGET_SCHEMA = {
         "nodes": _STR,
         "partition": _STR,
         "srun_args": {"type": "array", "items": _STR},
+        "vars": {"type": "object"},
+    },
+}
+
+GROUP_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "targets": {"type": "array", "items": _STR},
+        "children": {"type": "array", "items": _STR},
+        "vars": {"type": "object"},
+        "description": _STR,
     },
 }
 
 TARGETS_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
-    "required": ["targets"],
-    "properties": {"targets": {"type": "object", "additionalProperties": TARGET_SCHEMA}},
+    "properties": {
+        "targets": {"type": "object", "additionalProperties": TARGET_SCHEMA},
+        "groups": {"type": "object", "additionalProperties": GROUP_SCHEMA},
+        "inventory": {"type": ["string", "array"], "items": _STR},
+    },
 }
 
 _FRIENDLY = {"object": "mapping", "array": "list"}

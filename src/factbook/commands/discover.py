@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..cli_options import add_target_options, transport_options
 from ..errors import EXIT_ERRORED, EXIT_OK, UsageError
+from ..fleet.load import add_inventories
 from ..kb import load_kb
 from ..stamps import new_run_id
 from ..verify.discover import apply, discover, render
@@ -41,7 +42,8 @@ def handle(args: argparse.Namespace) -> int:
     kb = load_kb(args.root, strict=False)
     if not args.target:
         raise UsageError("discover needs --target NAME (or ssh://user@host)")
-    targets, names = resolve_targets(kb, args.target)
+    add_inventories(kb, args.inventory)
+    targets, names = resolve_targets(kb, args.target, limit=args.limit, exclude=args.exclude)
     run_id = new_run_id(names, suffix="discover")
     options = VerifyOptions(jobs=args.jobs, timeout=args.timeout, transport=transport_options(args))
     proposals = discover(kb, targets, names, options, run_id=run_id)

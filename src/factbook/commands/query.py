@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..fleet.load import add_inventories
 from ..kb import KnowledgeBase, load_kb_with_problems
 from ..model import Fact
 from ..results import latest_for
@@ -27,7 +28,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-c", "--category", action="append", default=[], choices=CATEGORIES)
     p.add_argument("-t", "--tag", action="append", default=[])
     p.add_argument("-s", "--status", action="append", default=[], choices=STATUSES)
-    p.add_argument("--target", action="append", default=[], help="facts checked on this target")
+    p.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        help="facts checked on this target (a name, @group, glob, tag:NAME or a:&b:!c)",
+    )
+    p.add_argument(
+        "--inventory", "-i", action="append", default=[], metavar="FILE",
+        help="also read targets and groups from an Ansible inventory or ssh config",
+    )  # fmt: skip
     p.add_argument(
         "--as-of", metavar="MILESTONE", help="what was known then (e.g. 3157, 3478, 4504)"
     )
@@ -64,6 +74,7 @@ def _value_text(fact: Fact) -> str:
 
 def handle_list(args: argparse.Namespace) -> int:
     kb = _load(args.root)
+    add_inventories(kb, args.inventory)
     as_of = kb.milestone(args.as_of)
     facts = kb.select(
         patterns=args.patterns,

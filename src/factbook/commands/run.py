@@ -54,6 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--yes", "-y", action="store_true", help="run destructive steps without asking (CI)"
     )
     p.add_argument("--target", help="run on this target instead of the runbook's")
+    p.add_argument(
+        "--inventory", "-i", action="append", default=[], metavar="FILE",
+        help="also read targets from an Ansible inventory or ssh config",
+    )  # fmt: skip
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit for the whole run")
     p.add_argument(
         "--skip-requires", action="store_true", help="do not verify the steps' required facts first"
@@ -63,6 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from ..fleet.load import add_inventories
     from ..kb import load_kb_with_problems
     from ..runbooks.dryrun import print_dry_run
     from ..runbooks.executor import Executor, RunOptions
@@ -71,6 +76,7 @@ def handle(args: argparse.Namespace) -> int:
 
     root = Path(args.root).resolve()
     kb, kb_problems = load_kb_with_problems(root)
+    add_inventories(kb, args.inventory)
     if args.list or not args.runbook:
         return _list(kb)
     runbook = load_runbook(find_runbook(root, args.runbook), root)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 
 from ..cli_options import add_target_options, transport_options
 from ..errors import EXIT_OK, UsageError
 from ..schema import CATEGORIES, STATUSES
-from ..verify.engine import VerifyOptions
+from ..verify.engine import VerifyOptions, default_forks
 from ..verify.report import FORMATS, Progress, render, render_plan, summary_line
 from ..verify.run import Selection, VerifySettings, prepare_verify, run_verify
 
@@ -33,6 +34,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-s", "--status", action="append", default=[], choices=STATUSES)
     add_target_options(p)
     p.add_argument("-j", "--jobs", type=int, default=16, help="checks at once per target (16)")
+    p.add_argument(
+        "-f",
+        "--forks",
+        type=int,
+        default=default_forks(),
+        help=f"targets at once (default {default_forks()} on this machine)",
+    )
     p.add_argument("--timeout", type=float, help="seconds per check that sets none (60)")
     p.add_argument("--retry", type=int, default=0, metavar="N", help="rerun failed checks N times")
     p.add_argument("--retry-delay", type=float, default=0.0, metavar="S")
@@ -63,10 +71,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if args.jobs < 1 or args.retry < 0 or args.retry_delay < 0:
-        raise UsageError("--jobs must be >= 1, --retry and --retry-delay >= 0")
+    if args.jobs < 1 or args.forks < 1 or args.retry < 0 or args.retry_delay < 0:
+        raise UsageError("--jobs and --forks must be >= 1, --retry and --retry-delay >= 0")
     selection = Selection(args.patterns, args.category, args.tag, args.status, args.failed)
-    prepared = prepare_verify(Path(args.root), selection, args.target)
+    prepared = prepare_verify(
+        Path(args.root),
+        selection,
+        args.target,
+        inventories=args.inventory,
+        limit=args.limit,
+        exclude=args.exclude,
+    )
     kb, plan = prepared.kb, prepared.plan
     if prepared.problems_elsewhere:
         print(
@@ -82,11 +97,13 @@ def handle(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_OK
-    progress = Progress(len(plan.checks), verbose=args.verbose)
+    per_target = Counter(c.target for c in plan.checks)
+    progress = Progress(len(plan.checks), verbose=args.verbose, per_target=dict(per_target))
     quiet = args.quiet or (not progress.tty and not args.verbose)
     settings = VerifySettings(
         options=VerifyOptions(
             jobs=args.jobs,
+            forks=args.forks,
             timeout=args.timeout,
             retry=args.retry,
             retry_delay=args.retry_delay,

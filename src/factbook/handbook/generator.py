@@ -22,6 +22,7 @@ import jinja2
 from ..atomic import write_text_atomic
 from ..kb import load_kb_with_problems
 from ..results import list_runs, load_latest
+from .fleet_view import FLEET
 from .markup import code, md
 from .measured import load_history
 from .pages import ALL_FACTS, CATEGORY_TITLES, HOME, RUNBOOKS, STATUS_DOCS, page_specs
@@ -121,7 +122,7 @@ class Generator:
             pages=pages,
             assets={CSS_URI: css},
             titles=titles,
-            nav=build_nav(status_docs, guides, guide_pages(docs, set(pages))),
+            nav=build_nav(status_docs, guides, guide_pages(docs, set(pages)), fleet=FLEET in pages),
             rendered=rendered,
             lint_problems=[str(p) for p in problems],
             seconds={
@@ -152,13 +153,15 @@ def _stable_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=_plain, ensure_ascii=False)
 
 
-def build_nav(status_docs: list[Any], section_guides: set[str], guides: list[str]) -> list[Any]:
+def build_nav(
+    status_docs: list[Any], section_guides: set[str], guides: list[str], *, fleet: bool = False
+) -> list[Any]:
     """MkDocs navigation: home, facts by category, runbooks, status documents, guides.
 
     The runbook runner's and the status command's own guide pages, when present, sit in their
     section next to the generated page.
     """
-    facts = [{"All facts": ALL_FACTS}]
+    facts = [{"All facts": ALL_FACTS}] + ([{"Fleet": FLEET}] if fleet else [])
     facts += [{CATEGORY_TITLES[c]: category_uri(c)} for c in CATEGORY_TITLES]
     runbooks: list[Any] = [{"Steps and last runs": RUNBOOKS}]
     if RUNBOOKS_GUIDE in section_guides:

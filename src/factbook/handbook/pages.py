@@ -13,6 +13,7 @@ from ..categories import BY_NAME, CATEGORIES, Category
 from ..kb import KnowledgeBase
 from ..outcomes import NOT_OK
 from . import special
+from .fleet_view import FLEET, fleet_context, has_fleet
 from .home import glance_rows, run_header
 from .runbook_view import runbooks_context
 from .sources import Runbook, StatusDoc
@@ -50,6 +51,8 @@ def page_specs(
     for category in CATEGORIES:
         specs.append(_category(kb, views, category))
     specs.append(_all_facts(kb, views))
+    if has_fleet(kb, views.latest):
+        specs.append(PageSpec(FLEET, "Fleet", "fleet.md.j2", fleet_context(kb, views)))
     specs.append(
         PageSpec(
             RUNBOOKS,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import TargetError
 from ..model import Target
@@ -130,6 +131,18 @@ class TransportOptions:
     connect_timeout: float = 10.0
     keepalive: float = 15.0
     extra: dict[str, str] = field(default_factory=dict)
+    # While `sharing` is set (the verify engine sets it for a run and calls close_shared()
+    # after), transports share connections here: the SSH jump pool. Otherwise each transport
+    # opens and closes all of its own.
+    sharing: bool = False
+    shared: dict[str, Any] = field(default_factory=dict)
+
+    def close_shared(self) -> None:
+        """Close what the run's transports shared (call once every transport is closed)."""
+        for item in self.shared.values():
+            item.close()
+        self.shared.clear()
+        self.sharing = False
 
 
 def transport_for(

@@ -1,6 +1,7 @@
 """The SSH transport: the agent runs as `python3 -` on a box, reached through any jump chain.
 
-One connection per target per run (every hop logged in once, reused for each start()). Each
+One connection per target per run (the box logged in once, reused for each start()); the
+jump hosts' connections are shared by every target of the run (sshconnect.JumpPool). Each
 start() opens one exec channel running the agent behind a small supervisor (see _supervisor.py)
 that kills the agent's whole process tree when the channel closes or the connection drops: sshd
 without a pty would leave a hanging check running forever. The supervisor gets the agent script
@@ -25,7 +26,7 @@ from ..errors import TargetError, UnreachableError, UsageError
 from ..model import Target
 from .base import AgentProcess, BoundedStderr, Transport, TransportOptions, bounded_lines
 from .remote import remote_command
-from .sshconnect import ChainResolver, Hop, connect_chain, split_jump_spec
+from .sshconnect import ChainResolver, Hop, connect_box, split_jump_spec
 
 URL_KEYS = ("jump", "python", "identity_file", "timeout")
 
@@ -161,7 +162,7 @@ class SSHTransport(Transport):
             transport = self._clients[-1].get_transport() if self._clients else None
             if transport is None or not transport.is_active():
                 self._close_clients()
-                self._clients = connect_chain(self.hops, self.options)
+                self._clients = connect_box(self.hops, self.options)
                 transport = self._clients[-1].get_transport()
             assert transport is not None
             return transport

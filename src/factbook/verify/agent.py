@@ -6,10 +6,11 @@ killed with everything it started (`os.killpg` of that worker's group) and the w
 Workers are reused for the next call (a fork per call costs more than most probes), and their
 groups are killed when the batch ends, so nothing a probe started outlives the run. If the agent
 itself dies, every worker's group is killed too (Linux PR_SET_PDEATHSIG, else a watcher thread).
-Results stream to stdout as one JSON line each, flushed at once: a dropped connection keeps
-what arrived. A call marked `exclusive` (a measurement) starts only when every other call has
-finished and nothing else starts while it runs; exclusive calls reuse one worker, so torch and
-CUDA are initialised once for all of them.
+Results stream to stdout as one JSON line each, flushed before the agent waits for the next
+(a burst of results leaves in one write): a dropped connection keeps what arrived. A call
+marked `exclusive` (a measurement) starts only when every other call has finished and nothing
+else starts while it runs; exclusive calls reuse one worker, so torch and CUDA are initialised
+once for all of them.
 Descendants:    a call that runs `setsid` (or double-forks) leaves its worker's group, so on
                 Linux the agent makes itself a child subreaper (PR_SET_CHILD_SUBREAPER): what
                 a call detached is re-parented to the agent instead of init. Processes a call
@@ -327,14 +328,25 @@ class Agent:
         self.jobs = min(MAX_JOBS, max(1, int(batch.get("jobs") or 16)))
         self.workers: list[Worker] = []
         self.emitted = 0
+        self.unflushed = False  # results written but not yet flushed (see _loop)
 
-    def emit(self, record: dict[str, Any]) -> None:
+    def emit(self, record: dict[str, Any], *, flush: bool = True) -> None:
         record["nonce"] = self.nonce
         self.out.write(json.dumps(record, default=repr) + "\n")
-        self.out.flush()
+        if flush:
+            self.out.flush()
+        else:
+            self.unflushed = True
         self.emitted += 1
 
+    def flush(self) -> None:
+        if self.unflushed:
+            self.unflushed = False
+            self.out.flush()
+
     def kill_all(self, *_: Any) -> None:
+        with contextlib.suppress(OSError, ValueError, RuntimeError):  # RuntimeError: reentrant
+            self.flush()
         below = descendants(os.getpid())
         for worker in self.workers:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -442,7 +454,14 @@ class Agent:
                     return
                 continue
             wait = max(0.0, min(w.deadline for w in busy) - time.monotonic())
-            ready, _, _ = select.select([w.results_fd for w in busy], [], [], min(wait, 1.0))
+            fds = [w.results_fd for w in busy]
+            # Results that arrive together leave in one write (one SSH packet, not one per
+            # line: through a jump each costs the client CPU twice); before waiting for more,
+            # everything written so far is flushed, so progress stays live.
+            ready, _, _ = select.select(fds, [], [], 0) if self.unflushed else ([], [], [])
+            if not ready:
+                self.flush()
+                ready, _, _ = select.select(fds, [], [], min(wait, 1.0))
             for worker in [w for w in busy if w.results_fd in ready]:
                 self._read(worker)
             now = time.monotonic()
@@ -474,7 +493,7 @@ class Agent:
         result["id"] = worker.call["id"]
         result["duration_s"] = round(time.monotonic() - worker.started, 4)
         worker.call = None
-        self.emit(result)
+        self.emit(result, flush=False)  # _loop flushes before it waits
         self.sweep_leftovers(worker)
 
 

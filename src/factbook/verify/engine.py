@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import queue
 import secrets
 import threading
 import time
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TargetError
-from ..expectations import evaluate
+from ..expectations import UnboundVar, bind_vars, evaluate, var_refs
 from ..kb import KnowledgeBase
 from ..model import Fact, Target
 from ..outcomes import DRIFT, ERROR, NOT_OK, PASS, SKIPPED
@@ -38,6 +40,7 @@ class VerifyOptions:
     """How to run: concurrency on the box, default timeout, retries, connection choices."""
 
     jobs: int = 16
+    forks: int = field(default_factory=lambda: default_forks())  # targets at once
     timeout: float | None = None  # for checks that set none; default DEFAULT_TIMEOUT
     retry: int = 0
     retry_delay: float = 0.0
@@ -45,17 +48,51 @@ class VerifyOptions:
     transport: TransportOptions = field(default_factory=TransportOptions)
 
 
+def default_forks() -> int:
+    """Targets worked on at once: the boxes do the work and the client mostly waits on the
+    network, so several per core; bounded so a 500-node inventory does not open 500 sessions."""
+    return max(8, min(64, 8 * (os.cpu_count() or 1)))
+
+
 def _stored(value: Any) -> Any:
+    if (
+        value is None
+        or isinstance(value, bool)
+        or (isinstance(value, int) and -(2**53) < value < 2**53)
+    ):
+        return value
+    if isinstance(value, str) and len(value) * 6 <= STORED_OBSERVED_CAP:  # \uXXXX at worst
+        return value
     text = json.dumps(value, default=repr)
     if len(text) <= STORED_OBSERVED_CAP:
         return value
     return f"<{len(text)} bytes as JSON; first 4096:> {text[:4096]}"
 
 
-def evaluate_result(fact: Fact, target: str, raw: dict[str, Any], run: str) -> ResultRecord:
-    """Turn one agent result into an outcome, with expected vs observed and file:line."""
+def evaluate_result(
+    fact: Fact,
+    target: str,
+    raw: dict[str, Any],
+    run: str,
+    variables: dict[str, Any] | None = None,
+    *,
+    uses_vars: bool | None = None,
+) -> ResultRecord:
+    """Turn one agent result into an outcome, with expected vs observed and file:line.
+
+    `{var: NAME}` in the expectation takes the target's value of NAME (`variables`);
+    `uses_vars` says whether it has any (the engine knows it once per fact, not per result)."""
     check = fact.check
     assert check is not None
+    expect = check.expect
+    unbound = None
+    if uses_vars is None:
+        uses_vars = expect is not None and bool(var_refs(expect))
+    if uses_vars:
+        try:
+            expect = bind_vars(expect, variables or {})
+        except UnboundVar as exc:
+            unbound = exc.name
     record = ResultRecord(
         fact=fact.id,
         target=target,
@@ -65,23 +102,29 @@ def evaluate_result(fact: Fact, target: str, raw: dict[str, Any], run: str) -> R
         run=run,
         duration_s=float(raw.get("duration_s") or 0.0),
         probe=check.probe,
-        extra={"location": fact.location, "args": check.args, "expect": check.expect},
+        extra={"location": fact.location, "args": check.args, "expect": expect},
     )
-    if "skipped" in raw:
+    if unbound is not None:
+        record.observed = _stored(raw.get("value"))
+        record.reason = (
+            f"expect refers to var '{unbound}', which target {target} does not set "
+            f"[{fact.location}]"
+        )
+    elif "skipped" in raw:
         record.outcome, record.reason = SKIPPED, str(raw["skipped"])
     elif not raw.get("ok"):
         record.reason = f"{raw.get('error', 'no result')} [{fact.location}]"
     else:
         value = raw.get("value")
         record.observed = _stored(value)
-        if check.expect is None:
+        if expect is None:
             record.outcome, record.reason = PASS, "probe ran (no expectation)"
         else:
             try:
-                outcome = evaluate(check.expect, value)
+                outcome = evaluate(expect, value)
             except Exception as exc:  # an expectation that cannot apply to this value
                 record.outcome = DRIFT
-                record.reason = f"cannot evaluate {check.expect}: {exc} [{fact.location}]"
+                record.reason = f"cannot evaluate {expect}: {exc} [{fact.location}]"
                 return record
             record.outcome = PASS if outcome.passed else DRIFT
             record.reason = (
@@ -111,6 +154,9 @@ class Engine:
         self._lock = threading.Lock()
         self._procs: set[AgentProcess] = set()
         self._found: dict[str, ResultRecord] = {}
+        self.unreachable: dict[str, str] = {}  # target -> why it could not be reached
+        self._stopping = threading.Event()
+        self._var_facts: set[str] = set()  # facts whose expectation reads target variables
 
     def run(self, plan: list[PlannedCheck]) -> list[ResultRecord]:
         """Every planned check's final record, in plan order."""
@@ -118,11 +164,26 @@ class Engine:
         for check in plan:
             by_target.setdefault(check.target, []).append(check)
         found = self._found = {}
+        self._var_facts = {
+            c.fact.id for c in plan if c.fact.check is not None and var_refs(c.fact.check.expect)
+        }
+        todo: queue.SimpleQueue[tuple[str, list[PlannedCheck]]] = queue.SimpleQueue()
+        for item in by_target.items():
+            todo.put(item)
+
+        def worker() -> None:
+            while not self._stopping.is_set():
+                try:
+                    name, checks = todo.get_nowait()
+                except queue.Empty:
+                    return
+                self._guarded(name, checks, found)
+
+        forks = max(1, min(self.options.forks, len(by_target)))
+        self.options.transport.sharing = True  # jump connections shared until the run ends
         threads = [
-            threading.Thread(
-                target=self._guarded, args=(name, checks, found), name=f"verify-{name}", daemon=True
-            )
-            for name, checks in by_target.items()
+            threading.Thread(target=worker, name=f"verify-fork-{i}", daemon=True)
+            for i in range(forks)
         ]
         for thread in threads:
             thread.start()
@@ -132,6 +193,8 @@ class Engine:
         except BaseException:  # Ctrl-C: stop every agent (and so every check) before leaving
             self.stop()
             raise
+        finally:
+            self.options.transport.close_shared()
         return self.received(plan)
 
     def received(self, plan: list[PlannedCheck]) -> list[ResultRecord]:
@@ -144,7 +207,8 @@ class Engine:
         return [found[c.key] for c in plan if c.key in found] + fanned
 
     def stop(self) -> None:
-        """Kill every agent still running."""
+        """Kill every agent still running; targets not started yet are not started."""
+        self._stopping.set()
         with self._lock:
             procs = list(self._procs)
         for proc in procs:
@@ -180,6 +244,7 @@ class Engine:
         try:
             transport = self._connect(target)
         except TargetError as exc:
+            self.unreachable[name] = str(exc)
             for check in checks:
                 self._final(check, self._error(check, str(exc)), found)
             return
@@ -190,6 +255,10 @@ class Engine:
                 records = self._pass(transport, target, todo, attempt, last, found)
                 todo = [c for c in todo if records[c.key].outcome in NOT_OK]
                 if not todo:
+                    break
+                if name in self.unreachable:  # a down box costs its connect timeout once
+                    for check in todo:
+                        self._final(check, records[check.key], found)
                     break
                 if not last:
                     self.on_note(f"{name}: retrying {len(todo)} check(s) (attempt {attempt + 1})")
@@ -253,6 +322,8 @@ class Engine:
         try:
             proc = transport.start(agent_argv(target.python), script.encode(), dict(target.env))
         except TargetError as exc:
+            with self._lock:
+                self.unreachable[target.name] = str(exc)
             for check in checks:
                 settle(check, self._error(check, str(exc)))
             return records
@@ -283,9 +354,15 @@ class Engine:
                 elif message.get("id") in by_call:
                     for key in by_call[message["id"]].keys:
                         check = by_key[key]
-                        settle(
-                            check, evaluate_result(check.fact, target.name, message, self.run_id)
+                        record = evaluate_result(
+                            check.fact,
+                            target.name,
+                            message,
+                            self.run_id,
+                            target.vars,
+                            uses_vars=check.fact.id in self._var_facts,
                         )
+                        settle(check, record)
         except TargetError as exc:
             self.on_note(f"{target.name}: {exc}")
         finally:

@@ -19,6 +19,8 @@ from typing import Any, TextIO
 from xml.etree import ElementTree as ET
 
 from ..errors import EXIT_ERRORED, EXIT_FAILED, EXIT_OK
+from ..fleet.outliers import summary, value_groups
+from ..fleet.outliers import to_json as fleet_json
 from ..outcomes import DRIFT, ERROR, OUTCOMES, PASS, SKIPPED
 from ..results import ResultRecord
 from ..sanitize import for_line, for_markdown_cell, for_terminal, for_xml, json_safe
@@ -53,17 +55,36 @@ def summary_line(records: list[ResultRecord], elapsed: float) -> str:
 class Progress:
     """Live progress on stderr: one rewritten line on a TTY, a line per result when verbose."""
 
-    def __init__(self, total: int, *, stream: TextIO | None = None, verbose: bool = False):
+    def __init__(
+        self,
+        total: int,
+        *,
+        stream: TextIO | None = None,
+        verbose: bool = False,
+        per_target: dict[str, int] | None = None,
+    ):
         self.total, self.verbose = total, verbose
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.seen: Counter[str] = Counter()
         self.lock = threading.Lock()
+        self.left = dict(per_target or {})  # checks still due per target
+        self.targets_done = 0
+
+    def _targets(self, record: ResultRecord) -> str:
+        """` targets 12/64` once a run spans several targets."""
+        if len(self.left) < 2 or record.target not in self.left:
+            return ""
+        self.left[record.target] -= 1
+        if self.left[record.target] == 0:
+            self.targets_done += 1
+        return f", targets {self.targets_done}/{len(self.left)}"
 
     def result(self, record: ResultRecord) -> None:
         with self.lock:
             self.seen[record.outcome] += 1
             done = sum(self.seen.values())
+            across = self._targets(record)
             if self.verbose:
                 prefix = "\r\x1b[K" if self.tty else ""
                 self.stream.write(
@@ -74,7 +95,7 @@ class Progress:
             if self.tty:
                 bad = self.seen[DRIFT] + self.seen[ERROR]
                 self.stream.write(
-                    f"\r\x1b[K[{done}/{self.total}] {self.seen[PASS]} ok, {bad} not ok  "
+                    f"\r\x1b[K[{done}/{self.total}] {self.seen[PASS]} ok, {bad} not ok{across}  "
                     f"{for_terminal(record.fact)}@{for_terminal(record.target)}"[: _width()]
                 )
             self.stream.flush()
@@ -99,14 +120,25 @@ COLLAPSE_AT = 4
 _LOCATION = re.compile(r" \[[^\]]+:\d+\]$")
 
 
-def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = True) -> str:
+# Past this many targets a run is a fleet: passing checks are summed up per fact by value
+# (fleet/outliers.py) instead of listed one line each.
+FLEET_AT = 5
+
+
+def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool | None = None) -> str:
     """The human summary: failures first with their reasons, then a count line.
+
+    Over FLEET_AT targets or more, passing checks are not listed; each fact checked on two or
+    more targets gets one line grouping its targets by observed value, outliers named.
 
     Errors with the same cause on one target (an unreachable box: 116 times 'cannot
     resolve llm-two') show once, with how many checks they hit. Everything from a box is
     shown escaped (an ESC sequence in an error reads `\\x1b[31m`, it does not recolour).
     """
     order = {DRIFT: 0, ERROR: 1, SKIPPED: 2, PASS: 3}
+    fleet = len({r.target for r in records}) >= FLEET_AT
+    if show_passed is None:
+        show_passed = not fleet
     shown = [_TableRow(r) for r in records if show_passed or r.outcome != PASS]
     shown.sort(key=lambda r: (order[r.outcome], r.target, r.fact))
     causes = Counter((r.target, r.cause) for r in shown if r.outcome == ERROR)
@@ -130,6 +162,12 @@ def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = Tr
         if r.outcome == PASS and len(head) + len(reason) > width:
             reason = reason[: max(10, width - len(head) - 3)] + "..."
         lines.append(head + reason)
+    groups = value_groups(records)
+    if groups and (fleet or any(len(g) > 1 for g in groups.values())):
+        lines.append("by value:")
+        for fact, found in groups.items():
+            line = f"  {for_terminal(fact, limit=200)}: {for_terminal(summary(found))}"
+            lines.append(line if len(line) <= 4 * width else line[: 4 * width - 3] + "...")
     lines.append(summary_line(records, elapsed))
     return "\n".join(lines) + "\n"
 
@@ -153,6 +191,7 @@ def to_json(records: list[ResultRecord], header: dict[str, Any]) -> str:
     document = {
         "run": json_safe(header),
         "summary": counts(records),
+        "fleet": json_safe(fleet_json(records)),
         "results": [json_safe({**asdict(r), "duration_s": _duration(r)}) for r in records],
     }
     return json.dumps(document, indent=1, allow_nan=False) + "\n"

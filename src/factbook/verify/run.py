@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import EXIT_INTERRUPTED, EXIT_OK, LintFailed, Problem, UsageError
+from ..fleet.load import add_inventories
 from ..kb import KnowledgeBase, load_kb_with_problems
 from ..model import Fact
 from ..outcomes import NOT_OK, OUTCOMES, PASS, SKIPPED
@@ -113,12 +114,23 @@ class Prepared:
     problems_elsewhere: int
 
 
-def prepare_verify(root: Path, selection: Selection, target_specs: Sequence[str]) -> Prepared:
-    """Load, select and place the checks; lint problems in the selection stop here (exit 2)."""
+def prepare_verify(
+    root: Path,
+    selection: Selection,
+    target_specs: Sequence[str],
+    *,
+    inventories: Sequence[str] = (),
+    limit: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> Prepared:
+    """Load (with any extra inventories), select and place the checks, `limit`/`exclude`
+    narrowing the targets as Ansible's do; lint problems in the selection stop here (exit 2)."""
     kb, problems = load_kb_with_problems(Path(root))
+    add_inventories(kb, inventories)
     facts = select_facts(kb, selection)
     elsewhere = refuse_broken(facts, problems)
-    return Prepared(kb, plan_checks(kb, facts, list(target_specs)), elsewhere)
+    plan = plan_checks(kb, facts, list(target_specs), limit=limit, exclude=exclude)
+    return Prepared(kb, plan, elsewhere)
 
 
 @dataclass

@@ -1,8 +1,12 @@
-"""Which box each selected fact is checked on: target names, `all`, and ssh:// URLs.
+"""Which box each selected fact is checked on: target names, groups, patterns and ssh:// URLs.
 
 --target llm-two          facts of llm-two, plus facts naming no target (run on llm-two)
 --target a,b / repeated   the same for each name (untargeted facts run on each)
---target all              every fact on its own target; untargeted facts are skipped
+--target @gpu, node-*, tag:h100, gpu:&h100:!node-17
+                          host patterns (fleet/patterns.py): each target selected is named
+--target all              every fact on its own target(s); untargeted facts are skipped
+--limit P / --exclude P   keep only / drop the targets pattern P selects, after the above
+A fact whose target is a group runs on every member of the group.
 --target ssh://u@h:p?jump=u@j:p[&python=...][#name]
                           an ad-hoc box: every selected fact runs on it; with #name it
                           stands in for that target name instead
@@ -12,10 +16,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from ..errors import UsageError
+from ..fleet.inventory import Inventory
+from ..fleet.patterns import is_pattern, match, split_terms
 from ..kb import KnowledgeBase
 from ..model import Fact, Target
 from ..names import name_problem
@@ -79,55 +86,119 @@ def parse_target_url(
     return target, {j.name: j for j in jumps}
 
 
-def plan_checks(kb: KnowledgeBase, facts: list[Fact], target_specs: list[str]) -> Plan:
-    """Place every fact with a check on the targets the command line asks for."""
+def _split_specs(target_specs: list[str]) -> list[str]:
     specs = [s for spec in target_specs for s in (spec.split(",") if "://" not in spec else [spec])]
-    specs = [s.strip() for s in specs if s.strip()]
+    return [s.strip() for s in specs if s.strip()]
+
+
+def plan_checks(
+    kb: KnowledgeBase,
+    facts: list[Fact],
+    target_specs: list[str],
+    *,
+    limit: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> Plan:
+    """Place every fact with a check on the targets the command line asks for.
+
+    A fact whose target is a group runs on each member. --target words may be names, groups
+    (`@gpu`), globs, `tag:x` and Ansible combinations (`gpu:!node-17`); --limit keeps only the
+    targets its patterns select, --exclude drops those its patterns select.
+    """
+    specs = _split_specs(target_specs)
     targets = dict(kb.targets)
-    named: list[str] = []  # targets that take their own facts and the untargeted ones
     override: list[str] = []  # URL targets that take every selected fact
-    everything = False
+    fragments: list[str] = []  # URL targets standing in for a name
+    words: list[str] = []
     for spec in specs:
-        if spec == "all":
-            everything = True
-        elif "://" in spec:
+        if "://" in spec:
             target, jumps = parse_target_url(spec, kb.targets)
             targets.update(jumps)
             targets[target.name] = target
-            (named if "#" in spec else override).append(target.name)
-        elif spec in kb.targets:
-            named.append(spec)
+            (fragments if urlsplit(spec).fragment else override).append(target.name)
         else:
+            words.append(spec)
+    terms = [t for word in words for t in split_terms(word)]
+    everything = any(t in ("all", "*") for t in terms)
+    for term in terms:
+        name = term.lstrip("&!")
+        if not is_pattern(name) and name not in kb.targets and name not in kb.groups:
+            if name in ("all", "*") or (term.startswith("!") and name in fragments):
+                continue
             known = ", ".join(kb.targets) or "none; add targets.yaml"
-            raise UsageError(f"unknown target '{spec}' (known: {known}, all, or ssh://user@host)")
+            groups = f"; groups: {', '.join(kb.groups)}" if kb.groups else ""
+            raise UsageError(
+                f"unknown target '{name}' (known: {known}{groups}, all, or ssh://user@host)"
+            )
+    selected = match(kb.inventory, ",".join(terms)) if terms else []
+    # `all` (with any & or ! terms): every fact on its own targets, among those selected;
+    # otherwise the selected targets take their own facts and the untargeted ones.
+    named = [*fragments, *([] if everything else selected)]
+    keep = _filter(kb, limit, exclude)
     checks: list[PlannedCheck] = []
     unplaced: list[Fact] = []
     for fact in facts:
         if fact.check is None:
             continue
         own = fact.check_target()
+        covered = kb.covered(own)
         places: list[str] = list(override)
         if everything and own:
-            places.append(own)
+            places += [t for t in covered if t in selected]
         if own is None:
             places += named
-        elif own in named:
-            places.append(own)
+        else:
+            places += [t for t in covered if t in named]
         if not specs and own:
-            places.append(own)
-        if not places and own is None:
+            places += covered
+        places = [p for p in places if keep(p)]
+        if not places and own is None and not (limit or exclude):
             unplaced.append(fact)
         for name in dict.fromkeys(places):
             checks.append(PlannedCheck(fact, name))
     return Plan(checks, targets, unplaced)
 
 
-def resolve_targets(kb: KnowledgeBase, specs: list[str]) -> tuple[dict[str, Target], list[str]]:
-    """Named targets and ssh:// URLs (comma-separated or repeated) -> every target by name
-    (known ones, the URLs' and their jump hosts') and the names asked for, in order."""
+def _filter(
+    kb: KnowledgeBase, limit: Sequence[str], exclude: Sequence[str]
+) -> Callable[[str], bool]:
+    """--limit / --exclude as a predicate on target names (ad-hoc URL targets pass --limit
+    only when it names them)."""
+    inventory = kb.inventory
+    allowed = (
+        {t for pattern in limit for t in match(inventory, pattern, where="--limit")}
+        if limit
+        else None
+    )
+    dropped = {t for pattern in exclude for t in _excluded(inventory, pattern)}
+    known = kb.targets
+    return lambda name: (
+        (allowed is None or name in allowed or name not in known) and name not in dropped
+    )
+
+
+def _excluded(inventory: Inventory, pattern: str) -> list[str]:
+    try:
+        return match(inventory, pattern, where="--exclude")
+    except UsageError:
+        if is_pattern(pattern):
+            raise
+        return []  # excluding a name that is not there excludes nothing
+
+
+def resolve_targets(
+    kb: KnowledgeBase,
+    specs: list[str],
+    *,
+    limit: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> tuple[dict[str, Target], list[str]]:
+    """Named targets, host patterns and ssh:// URLs (comma-separated or repeated) -> every
+    target by name (known ones, the URLs' and their jump hosts') and the names asked for."""
     targets = dict(kb.targets)
     names = []
-    for spec in (s for t in specs for s in (t.split(",") if "://" not in t else [t])):
+    words = []
+    for spec in _split_specs(specs):
         if "://" in spec:
             target, jumps = parse_target_url(spec, kb.targets)
             targets.update(jumps)
@@ -135,6 +206,11 @@ def resolve_targets(kb: KnowledgeBase, specs: list[str]) -> tuple[dict[str, Targ
             names.append(target.name)
         elif spec in kb.targets:
             names.append(spec)
+        elif is_pattern(spec) or spec in kb.groups:
+            words.append(spec)
         else:
             raise UsageError(f"unknown target '{spec}' (known: {', '.join(kb.targets)})")
-    return targets, names
+    if words:
+        names += match(kb.inventory, ",".join(words))
+    keep = _filter(kb, limit, exclude)
+    return targets, [n for n in dict.fromkeys(names) if keep(n)]

@@ -1,0 +1,268 @@
+"""Benchmark: one fleet fact set on N real sshd boxes behind one jump, factbook against Ansible.
+
+    .venv/bin/python bench/fleet.py                      # N = 1, 8, 32, 64 (needs root: netns)
+    .venv/bin/python bench/fleet.py --sizes 1,8 --json out.json
+    .venv/bin/python bench/fleet.py --no-ansible         # factbook only
+
+It starts the lab of tests/sshd.py (a jump sshd and a box sshd in a network namespace) and
+N-1 more box sshds beside the box (tests/fleet_lab.py): every box is reachable only through the
+one jump. A knowledge base of 100 mixed checks (file sha256 and size and existence, commands,
+values in JSON files, environment variables; expected values computed here) targets group
+`fleet`. For each N, in one run:
+
+  factbook   `factbook verify --target @fleet --forks F` (a CLI process; F = N unless --forks)
+  ansible    `ansible all -i INVENTORY -m setup -f F`: ansible-core's fact gathering on the same
+             boxes, through the same jump (`-J`), with the same forks; it checks nothing
+
+and reports, for each: wall time; the boxes' CPU seconds (every box sshd's own and reaped
+children's CPU, from /proc) divided by this machine's cores, the floor any tool meets when all
+boxes share these cores; the client's own CPU seconds (the tool's process tree); and how many
+connections and logins the jump logged. Ratios printed: factbook wall / floor, factbook wall /
+ansible wall, client CPU growth per added box, jump connections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fleet_lab import add_boxes, fleet_targets_yaml, stop_boxes  # noqa: E402
+from sshd import Lab, SSHDInstance, start_lab  # noqa: E402
+
+CHECKS = 100
+KINDS = ("sha256", "cmd", "json", "env", "exists", "size")
+BIN = Path(sys.executable).parent
+
+
+def build_facts(data: Path) -> list[dict[str, Any]]:
+    """CHECKS facts targeting group `fleet`, a sixth of each kind, expected values from here."""
+    data.mkdir(parents=True, exist_ok=True)
+    facts = []
+    for i in range(CHECKS):
+        kind = KINDS[i % len(KINDS)]
+        path = data / f"f{i:03d}.bin"
+        blob = hashlib.sha256(str(i).encode()).digest() * (8 + i)
+        path.write_bytes(blob)
+        if kind == "sha256":
+            check = {"probe": "file.sha256", "args": {"path": str(path)}}
+            check["expect"] = {"eq": hashlib.sha256(blob).hexdigest()}
+        elif kind == "cmd":
+            check = {"probe": "cmd", "args": {"argv": ["echo", f"check {i}"]}}
+            check["expect"] = {"path": "stdout", "eq": f"check {i}\n"}
+        elif kind == "json":
+            cfg = data / f"c{i:03d}.json"
+            cfg.write_text(json.dumps({"model": {"layers": i, "name": f"m{i}"}}))
+            check = {"probe": "config.value", "args": {"path": str(cfg), "key": "model.layers"}}
+            check["expect"] = {"eq": i}
+        elif kind == "env":
+            name = "PATH" if i % 2 else f"FACTBOOK_BENCH_UNSET_{i}"
+            check = {"probe": "env.var", "args": {"name": name}}
+            check["expect"] = {"exists": bool(i % 2)}
+        elif kind == "exists":
+            check = {"probe": "file.exists", "args": {"path": str(path)}, "expect": {"eq": True}}
+        else:
+            check = {"probe": "file.size", "args": {"path": str(path)}}
+            check["expect"] = {"eq": len(blob)}
+        facts.append(
+            {
+                "id": f"fleet.{kind}.c{i:03d}",
+                "category": "software",
+                "title": f"check {i}",
+                "statement": f"fleet bench check {i} ({kind})",
+                "status": "assumed",
+                "sources": [{"note": "bench/fleet.py"}],
+                "target": "fleet",
+                "check": check,
+            }
+        )
+    return facts
+
+
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime + cutime + cstime of pid (reaped children included), in clock ticks."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return sum(int(f) for f in fields[11:15])
+
+
+def _boxes_cpu(boxes: list[SSHDInstance]) -> float:
+    ticks = sum(_cpu_ticks(b.proc.pid) for b in boxes if b.proc is not None)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(
+    argv: list[str], env: dict[str, str], boxes: list[SSHDInstance], lab: Lab
+) -> dict[str, Any]:
+    """Run argv; wall, client CPU, box CPU, jump connections and logins it caused."""
+    log_at = len(lab.jump.log_text())
+    box_cpu, client_cpu = _boxes_cpu(boxes), _children_cpu()
+    started = time.monotonic()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
+    wall = time.monotonic() - started
+    time.sleep(0.5)  # sshd session processes are reaped just after the client leaves
+    jump_log = lab.jump.log_text()[log_at:]
+    return {
+        "rc": done.returncode,
+        "wall_s": round(wall, 3),
+        "client_cpu_s": round(_children_cpu() - client_cpu, 3),
+        "boxes_cpu_s": round(_boxes_cpu(boxes) - box_cpu, 3),
+        "jump_connections": jump_log.count("Connection from"),
+        "jump_logins": jump_log.count("Accepted publickey"),
+        "stdout": done.stdout,
+        "stderr": done.stderr[-2000:],
+    }
+
+
+def write_inventory(path: Path, lab: Lab, boxes: list[SSHDInstance], home: Path) -> None:
+    """Ansible's view of the same boxes: ProxyJump through the jump with the lab's ssh config."""
+    config = home / ".ssh" / "config"
+    ssh_args = (
+        f"-F {config} -J jump -o UserKnownHostsFile={home / '.ssh' / 'known_hosts'} "
+        "-o StrictHostKeyChecking=yes"
+    )
+    lines = ["[fleet]"]
+    lines += [
+        f"box-{i + 1:03d} ansible_host={b.host} ansible_port={b.port}" for i, b in enumerate(boxes)
+    ]
+    lines += [
+        "",
+        "[fleet:vars]",
+        f"ansible_user={lab.user}",
+        f"ansible_ssh_private_key_file={home / '.ssh' / 'id_ed25519'}",
+        f"ansible_ssh_common_args={shlex.quote(ssh_args)}",
+        "ansible_python_interpreter=/usr/bin/python3",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def run_size(
+    n: int, forks: int, lab: Lab, boxes: list[SSHDInstance], work: Path, ansible: bool
+) -> dict[str, Any]:
+    home = lab.home
+    kb = work / f"kb-{n}"
+    (kb / "facts").mkdir(parents=True, exist_ok=True)
+    (kb / "facts" / "fleet.yaml").write_text(json.dumps({"facts": build_facts(work / "data")}))
+    (kb / "targets.yaml").write_text(fleet_targets_yaml(lab, boxes[:n], home))
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT / "src")}
+    env.pop("SSH_AUTH_SOCK", None)
+    argv = [str(BIN / "factbook"), "--root", str(kb), "verify", "--target", "@fleet"]
+    argv += ["--forks", str(forks), "--no-save", "--format", "json", "-q"]
+    fb = timed(argv, env, boxes[:n], lab)
+    summary = json.loads(fb.pop("stdout"))["summary"] if fb["rc"] in (0, 1, 3) else {}
+    fb["summary"] = summary
+    out: dict[str, Any] = {"n": n, "forks": forks, "factbook": fb}
+    if ansible:
+        inventory = work / f"inventory-{n}.ini"
+        write_inventory(inventory, lab, boxes[:n], home)
+        aenv = {
+            **env,
+            "ANSIBLE_HOME": str(work / "ansible"),
+            "ANSIBLE_SSH_CONTROL_PATH_DIR": str(work / "cp"),
+            "ANSIBLE_SSH_ARGS": "-o ControlMaster=auto -o ControlPersist=2s",
+            "ANSIBLE_LOCALHOST_WARNING": "false",
+        }
+        argv = [str(BIN / "ansible"), "all", "-i", str(inventory), "-m", "setup"]
+        argv += ["-f", str(forks), "-o"]
+        ans = timed(argv, aenv, boxes[:n], lab)
+        stdout = ans.pop("stdout")
+        ans["hosts_ok"] = stdout.count("SUCCESS")
+        out["ansible"] = ans
+        time.sleep(2.5)  # ControlPersist masters leave before the next size
+    return out
+
+
+def report(rows: list[dict[str, Any]], cores: int) -> str:
+    lines = [
+        f"{'N':>3} {'forks':>5} | {'factbook s':>10} {'floor s':>8} {'wall/floor':>10} "
+        f"{'client cpu s':>12} {'jump conn':>9} | {'ansible s':>9} {'fb/ansible':>10} "
+        f"{'ans jump conn':>13}"
+    ]
+    for row in rows:
+        fb = row["factbook"]
+        floor = fb["boxes_cpu_s"] / cores
+        ans = row.get("ansible")
+        line = (
+            f"{row['n']:>3} {row['forks']:>5} | {fb['wall_s']:>10.2f} {floor:>8.2f} "
+            f"{fb['wall_s'] / max(floor, 1e-9):>10.2f} {fb['client_cpu_s']:>12.2f} "
+            f"{fb['jump_connections']:>9} |"
+        )
+        if ans:
+            line += (
+                f" {ans['wall_s']:>9.2f} {fb['wall_s'] / ans['wall_s']:>10.2f} "
+                f"{ans['jump_connections']:>13}"
+            )
+        lines.append(line)
+    if len(rows) >= 2:
+        a, b = rows[0], rows[-1]
+        slope = (b["factbook"]["client_cpu_s"] - a["factbook"]["client_cpu_s"]) / (b["n"] - a["n"])
+        lines.append(f"client CPU growth: {slope * 1000:.1f} ms per added box (target <= 25)")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1,8,32,64")
+    parser.add_argument("--forks", type=int, help="forks for both tools (default: N)")
+    parser.add_argument("--no-ansible", action="store_true")
+    parser.add_argument("--json", metavar="FILE", help="write every figure here")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    ansible = not args.no_ansible and (BIN / "ansible").exists()
+    cores = os.cpu_count() or 1
+    work = Path(tempfile.mkdtemp(prefix="factbook-fleet-"))
+    lab = start_lab(work / "lab")
+    extra: list[SSHDInstance] = []
+    rows = []
+    try:
+        extra = add_boxes(lab, max(sizes) - 1)
+        boxes = [lab.box, *extra]
+        print(f"{len(boxes)} boxes behind one jump (isolated={lab.isolated}), {cores} cores")
+        for n in sizes:
+            row = run_size(n, args.forks or n, lab, boxes, work, ansible)
+            rows.append(row)
+            fb = row["factbook"]
+            print(
+                f"N={n}: factbook {fb['wall_s']:.2f}s rc={fb['rc']} {fb['summary']}"
+                + (
+                    f"; ansible {row['ansible']['wall_s']:.2f}s rc={row['ansible']['rc']} "
+                    f"ok={row['ansible']['hosts_ok']}"
+                    if "ansible" in row
+                    else ""
+                ),
+                flush=True,
+            )
+            if fb["rc"] != 0:
+                print(fb["stderr"], file=sys.stderr)
+    finally:
+        stop_boxes(extra)
+        lab.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(report(rows, cores))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"cores": cores, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
