@@ -80,6 +80,9 @@ class Target:
     description: str | None = None
     tags: tuple[str, ...] = ()
     connect_timeout: float | None = None
+    # what makes this box this box (hostname, machine_id, gpu_uuids, facts): checked before
+    # a run, which is refused on any other machine (verify/identity.py)
+    identity: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

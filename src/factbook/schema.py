@@ -163,6 +163,16 @@ TARGET_SCHEMA = {
         "description": _STR,
         "tags": {"type": "array", "items": _STR},
         "connect_timeout": {"type": "number", "exclusiveMinimum": 0},
+        "identity": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "hostname": _STR,
+                "machine_id": _STR,
+                "gpu_uuids": {"type": "array", "items": _STR, "minItems": 1},
+                "facts": {"type": "array", "items": _STR, "minItems": 1},
+            },
+        },
     },
 }
 
