@@ -75,7 +75,9 @@ def main() -> None:
         for extra in args.extras.split(","):
             row = measure(wheel, extra, work)
             rows.append(row)
-            print(f"{extra:10} {row['seconds']:6.1f} s {row['mb']:8.1f} MB {row['packages']:4} packages")
+            print(
+                f"{extra:10} {row['seconds']:6.1f} s {row['mb']:8.1f} MB {row['packages']:4} packages"
+            )
             sys.stdout.flush()
             subprocess.run(["rm", "-rf", str(work / f"venv-{extra}")], check=True)
     if args.json:
