@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -76,10 +77,11 @@ def main() -> None:
             row = measure(wheel, extra, work)
             rows.append(row)
             print(
-                f"{extra:10} {row['seconds']:6.1f} s {row['mb']:8.1f} MB {row['packages']:4} packages"
+                f"{extra:10} {row['seconds']:6.1f} s {row['mb']:8.1f} MB "
+                f"{row['packages']:4} packages"
             )
             sys.stdout.flush()
-            subprocess.run(["rm", "-rf", str(work / f"venv-{extra}")], check=True)
+            shutil.rmtree(work / f"venv-{extra}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
 
