@@ -2,6 +2,8 @@
 
 The Python API (factbook.api; docs/api.md): `load`, `verify`, `status`, `lint`, and `plan` /
 `run_plan` for a verify in two steps. Imported lazily, so `import factbook` stays cheap.
+`factbook.verify` and `factbook.status` are also subpackages; calling them calls the API
+function (factbook.callable_module says why).
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("verify", "status"):  # subpackages, callable as the API functions
+        import importlib
+
+        return importlib.import_module(f"factbook.{name}")
     if name in __all__:
         from . import api
 
