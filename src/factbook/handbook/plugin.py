@@ -15,6 +15,7 @@ renders only pages whose inputs changed.
       - search
       - factbook:
           root: .          # the knowledge base, relative to mkdocs.yml (default: its folder)
+          offline: true    # search and links work from file:// too (the default)
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 
 from mkdocs.config import config_options
 from mkdocs.config.base import Config
-from mkdocs.plugins import BasePlugin
+from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files
 
 from factbook.handbook.generator import CSS_URI, _template_dir, generate
@@ -36,8 +37,14 @@ log = logging.getLogger("mkdocs.plugins.factbook")
 WATCHED_DIRS = ("facts", "runbooks", "results", "checks")
 
 
+WORKER_URI = "assets/factbook-file-worker.js"
+
+
 class FactbookConfig(Config):
     root = config_options.Optional(config_options.Type(str))
+    # search and links from file:// (site/index.html opened from disk), with no request to
+    # the internet (Material's own `offline` plugin loads a polyfill from unpkg.com)
+    offline = config_options.Type(bool, default=True)
 
 
 def merge_nav(user: list[Any] | None, generated: list[Any]) -> list[Any]:
@@ -82,6 +89,11 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
     def on_config(self, config: Any) -> Any:
         if CSS_URI not in config.extra_css:
             config.extra_css.append(CSS_URI)
+        if self.config.offline:
+            config.use_directory_urls = False  # links to page.html, not to folders
+            polyfills = config.extra.get("polyfills") or []
+            if WORKER_URI not in polyfills:
+                config.extra["polyfills"] = [*polyfills, WORKER_URI]
         # on_config runs once per (re)build with a fresh config: this is the user's own nav
         self._user_nav = config.nav
         return config
@@ -103,6 +115,9 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
                 log.warning("docs/%s is replaced by the generated page; remove it", uri)
                 files.remove(existing)
             files.append(File.generated(config, uri, content=text))
+        if self.config.offline:
+            worker = (_template_dir() / "file-worker.js").read_text(encoding="utf-8")
+            files.append(File.generated(config, WORKER_URI, content=worker))
         config.nav = merge_nav(self._user_nav, handbook.nav)
         log.info(
             "factbook: %d pages (%d rendered, %d from cache) in %.2f s",
@@ -112,6 +127,17 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
             handbook.seconds["total"],
         )
         return files
+
+    @event_priority(-100)  # after the search plugin has written the index
+    def on_post_build(self, *, config: Any) -> None:
+        """search/search_index.js: the index as a script, which Material loads on file://
+        (a fetch of the .json is refused there)."""
+        if not self.config.offline:
+            return
+        index = Path(config.site_dir) / "search" / "search_index.json"
+        if index.is_file():
+            text = index.read_text(encoding="utf-8")
+            (index.parent / "search_index.js").write_text(f"var __index = {text}\n", "utf-8")
 
     def on_serve(self, server: Any, *, config: Any, builder: Any) -> Any:
         root = self.kb_root(config)
