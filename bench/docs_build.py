@@ -36,7 +36,7 @@ from status_render import build_kb
 from factbook.handbook import Generator, write_tree
 
 REPO = Path(__file__).resolve().parents[1]
-HOOKS = REPO / "src" / "factbook" / "handbook" / "mkdocs_hooks.py"
+# the factbook plugin comes from the mkdocs.plugins entry point (pip install -e .)
 FULL_BUDGET_S = 10.0
 REGEN_BUDGET_S = 1.0
 RUNBOOK_FRONT = """\
@@ -96,9 +96,9 @@ def mkdocs_config(
     config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
     config["docs_dir"] = docs_dir
     if hooks:
-        config["hooks"] = [str(HOOKS)]
-    else:
-        config.pop("hooks", None)
+        config.setdefault("plugins", ["search", "factbook"])
+    else:  # plain MkDocs over pages written to disk: no plugin
+        config["plugins"] = [p for p in config.get("plugins", []) if p != "factbook"]
         config["extra_css"] = ["assets/factbook.css"]
         if nav is not None:
             config["nav"] = nav

@@ -9,6 +9,7 @@ Measures, each as the median of --repeat runs:
 - nbclient low-level: start a kernel, `execute_cell` per cell, shut down.
 - nbclient `execute()`: the whole notebook in one call.
 - papermill CLI: `papermill in.ipynb out.ipynb` as a process (what an operator would type).
+- factbook CLI: `factbook run NAME --yes` as a process, to compare with papermill's CLI.
 - box.run on the local target: one bounded command through the transport and box helper.
 
 The goal (issue 6): executor overhead per step at most 50 ms beyond the step's own work, one
@@ -101,6 +102,14 @@ def factbook_run(root: Path, name: str) -> dict:
     return json.loads((folder / "record.json").read_text())
 
 
+def factbook_cli(root: Path, name: str) -> None:
+    """`factbook run NAME --yes` as a process, as an operator types it."""
+    factbook = str(Path(sys.executable).with_name("factbook"))
+    subprocess.run(
+        [factbook, "--root", str(root), "run", name, "--yes"], check=True, capture_output=True
+    )
+
+
 def nbclient_low_level(codes: list[str]) -> float:
     """Seconds per cell of the execute_cell loop alone (kernel start/stop excluded)."""
     from nbclient import NotebookClient
@@ -190,6 +199,9 @@ def main() -> None:
         out["nbclient_execute"] = {"total_s": round(ex, 3)}
         pm, _ = timed(lambda: papermill_cli([TRIVIAL] * n, work), repeat)
         out["papermill_cli"] = {"total_s": round(pm, 3)}
+        # like with like: `factbook run` as a process too (start-up, imports, kernel, steps)
+        fbc, _ = timed(lambda: factbook_cli(root, "trivial"), repeat)
+        out["factbook_cli"] = {"total_s": round(fbc, 3), "vs_papermill_cli": round(fbc / pm, 2)}
 
         from factbook.model import Target
         from factbook.runbooks.remote import BoxClient

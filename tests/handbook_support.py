@@ -19,7 +19,7 @@ import yaml
 from helpers import free_port
 
 REPO = Path(__file__).resolve().parents[1]
-HOOKS = REPO / "src" / "factbook" / "handbook" / "mkdocs_hooks.py"
+PLUGIN_ENTRY = "factbook = factbook.handbook.plugin:FactbookPlugin"
 KB_PARTS = ("facts", "milestones.yaml", "targets.yaml", "checks", "runbooks", "docs")
 
 
@@ -33,16 +33,37 @@ def copy_kb(dest: Path) -> Path:
         elif src.is_file():
             shutil.copy2(src, dest / part)
     (dest / "docs").mkdir(exist_ok=True)
-    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
-    config["hooks"] = [str(HOOKS)]
-    (dest / "mkdocs.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    shutil.copy2(REPO / "mkdocs.yml", dest / "mkdocs.yml")  # `plugins: [factbook]`: no paths
     return dest
+
+
+def plugin_entry_point_dir() -> Path | None:
+    """A folder to put on PYTHONPATH when the installed factbook's metadata predates the
+    `mkdocs.plugins` entry point (an editable install made from an older pyproject.toml):
+    a dist-info declaring only that entry point. None when the installed one has it; the
+    wheel test (test_wheel_path) always checks the real entry point."""
+    from importlib.metadata import entry_points
+
+    if any(ep.name == "factbook" for ep in entry_points(group="mkdocs.plugins")):
+        return None
+    shim = REPO / ".factbook-cache" / "plugin-entry-point"
+    info = shim / "factbook_plugin_entry_point-0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: factbook-plugin-entry-point\nVersion: 0\n",
+        encoding="utf-8",
+    )
+    (info / "entry_points.txt").write_text(f"[mkdocs.plugins]\n{PLUGIN_ENTRY}\n", encoding="utf-8")
+    return shim
 
 
 def mkdocs_env() -> dict[str, str]:
     env = dict(os.environ)
     env["NO_MKDOCS_2_WARNING"] = "1"
     env.pop("FACTBOOK_ROOT", None)
+    shim = plugin_entry_point_dir()
+    if shim is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim), env.get("PYTHONPATH")) if p)
     return env
 
 

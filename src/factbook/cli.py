@@ -1,22 +1,27 @@
 """The `factbook` command line: one subcommand per module in factbook.commands.
 
 Each command module exposes `register(subparsers)`; handlers import their heavy dependencies
-themselves, so `factbook list` never pays for paramiko, nbclient or mkdocs. Every
-FactbookError becomes a message and its exit code; no user error ends in a traceback.
+themselves, so `factbook list` never pays for paramiko, nbclient or mkdocs, and a command
+whose extra is not installed says which one to install (factbook.extras). Every FactbookError
+becomes a message and its exit code; no user error ends in a traceback. `--root` is accepted
+before or after the subcommand; without it the knowledge base is found upwards from the
+current directory (factbook.locate).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 
 from . import __version__
 from .errors import EXIT_INTERRUPTED, FactbookError, LintFailed
+from .extras import missing
+from .locate import resolve_root
 
 COMMAND_MODULES = [
+    "init",
     "lint",
     "query",
     "schema_cmd",
@@ -32,15 +37,20 @@ COMMAND_MODULES = [
 ]
 
 EPILOG = """\
-exit codes: 0 ok, 1 some checks failed, 2 invalid input or usage, 3 some checks errored
-or a target was unreachable, 4 a runbook kernel died, 130 interrupted.
+exit codes: 0 ok, 1 some checks failed, 2 invalid input or usage (or a missing extra),
+3 some checks errored, a target was unreachable or is not the box it claims, 4 a runbook
+kernel died, 130 interrupted.
 
-Start with `factbook lint`, then `factbook list --category pitfalls`, `factbook show ID`,
-`verify-facts --target NAME`, `factbook status --as-of 4504`, `mkdocs serve`.
+Start with `factbook init DIR` (a new knowledge base) or `factbook lint` in one, then
+`factbook list --category pitfalls`, `factbook show ID`, `verify-facts --target NAME`,
+`factbook status`, `mkdocs serve`.
 """
 
+ROOT_HELP = "the knowledge base (a folder holding facts/); default: $FACTBOOK_ROOT, else upwards"
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(prog: str = "factbook") -> argparse.ArgumentParser:
+    """The whole command line; with prog='verify-facts' the verify command is named so."""
     parser = argparse.ArgumentParser(
         prog="factbook",
         description="A living, verifiable handbook: facts in YAML, checked live on the box.",
@@ -48,11 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"factbook {__version__}")
-    parser.add_argument(
-        "--root",
-        default=os.environ.get("FACTBOOK_ROOT", "."),
-        help="the knowledge base folder (holding facts/); default: $FACTBOOK_ROOT or .",
-    )
+    parser.add_argument("--root", default=None, help=ROOT_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -62,28 +68,61 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # a command this installation does not ship
             raise
         module.register(sub)
+    for command in sub.choices.values():
+        _accept_root(command)
+    if prog == "verify-facts":
+        sub.choices["verify"].prog = prog
     return parser
 
 
-def run(argv: Sequence[str] | None = None) -> int:
+def _accept_root(parser: argparse.ArgumentParser) -> None:
+    """`--root` after the subcommand too (and after a sub-subcommand): pre-commit hooks and
+    users both put it there. SUPPRESS keeps a value given before the subcommand."""
+    if not any("--root" in action.option_strings for action in parser._actions):
+        parser.add_argument("--root", default=argparse.SUPPRESS, help=ROOT_HELP)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _accept_root(child)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
     """Parse and dispatch; return the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    parser = build_parser(prog)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the subcommand's usage line (verify-facts' own), not the top-level one
+        chosen = _subparsers(parser).get(getattr(args, "command", None) or "", parser)
+        chosen.error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
+    args.root = str(resolve_root(args.root))
     try:
-        return int(args.handler(args) or 0)
+        try:
+            return int(args.handler(args) or 0)
+        except ModuleNotFoundError as exc:
+            what = prog if prog == "verify-facts" else f"{prog} {args.command}"
+            error = missing(exc, f"`{what}`")
+            if error is None:
+                raise
+            raise error from exc
     except LintFailed as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         print(f"{len(exc.problems)} problem(s)", file=sys.stderr)
         return exc.exit_code
     except FactbookError as exc:
-        print(f"factbook: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("factbook: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
@@ -94,13 +133,8 @@ def main() -> None:
 
 
 def verify_facts_main() -> None:
-    """`verify-facts ...` is `factbook verify ...`."""
-    argv = sys.argv[1:]
-    root_args: list[str] = []
-    if argv[:1] and argv[0].startswith("--root"):
-        root_args = argv[:2] if argv[0] == "--root" else argv[:1]
-        argv = argv[len(root_args) :]
-    sys.exit(run([*root_args, "verify", *argv]))
+    """`verify-facts ...` is `factbook verify ...`, under its own name in usage and errors."""
+    sys.exit(run(["verify", *sys.argv[1:]], prog="verify-facts"))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@
     ├── TargetError               exit 3: a box cannot be reached or refuses us
     │   ├── HostKeyError          unknown or changed host key
     │   ├── AuthError             authentication failed
-    │   └── UnreachableError      DNS, refused, timeout while connecting
+    │   ├── UnreachableError      DNS, refused, timeout while connecting
+    │   └── WrongTarget           the box is not the target it is named as (its identity)
     ├── BenchError                exit 3: a server could not be benchmarked
     ├── ServerNotReady            exit 1: a managed server died or missed its readiness deadline
     ├── CommandFailed             exit 1: a step's command failed (also a RuntimeError)
@@ -114,6 +115,11 @@ class AuthError(TargetError):
 
 class UnreachableError(TargetError):
     """The box (or a jump host) cannot be reached."""
+
+
+class WrongTarget(TargetError):
+    """The machine reached is not the target named: its declared identity did not match, so
+    nothing ran and nothing was written to results/."""
 
 
 class BenchError(FactbookError):

@@ -31,12 +31,48 @@ TARGETS_FILE = "targets.yaml"
 CHECKS_DIR = "checks"
 
 
+class FactIndex(dict):  # dict[str, Fact]
+    """The facts by id, in file order; called, it selects (the Python API's `kb.facts(...)`):
+
+    kb.facts["hw.gpu.count"]; kb.facts("hw.*", category="hardware", tag="gpu")
+    """
+
+    def __init__(self, kb: KnowledgeBase, items: dict[str, Fact] | None = None):
+        super().__init__(items or {})
+        self._kb = kb
+
+    def __call__(
+        self,
+        *patterns: str,
+        category: str | Iterable[str] = (),
+        tag: str | Iterable[str] = (),
+        status: str | Iterable[str] = (),
+        target: str | Iterable[str] = (),
+        as_of: str | int | None = None,
+    ) -> list[Fact]:
+        """Facts matching every filter given (ids or globs, categories, tags, statuses, check
+        targets), as of a milestone if named; a str is one value, a list any of them."""
+
+        def many(value: str | Iterable[str]) -> list[str]:
+            return [value] if isinstance(value, str) else list(value)
+
+        kb = self._kb
+        return kb.select(
+            patterns=patterns,
+            categories=many(category),
+            tags=many(tag),
+            statuses=many(status),
+            targets=many(target),
+            as_of=kb.milestone(as_of) if as_of is not None else None,
+        )
+
+
 @dataclass
 class KnowledgeBase:
     """All facts of one repository, in file order, with their milestones and targets."""
 
     root: Path
-    facts: dict[str, Fact] = field(default_factory=dict)
+    facts: FactIndex = field(default_factory=dict)  # type: ignore[assignment]
     milestones: dict[str, Milestone] = field(default_factory=dict)
     targets: dict[str, Target] = field(default_factory=dict)
     probes: dict[str, ProbeSpec] = field(default_factory=dict)
@@ -54,6 +90,10 @@ class KnowledgeBase:
         if name in self.targets:
             return [name]
         return self.inventory.members(name) if name in self.groups else []
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.facts, FactIndex):
+            self.facts = FactIndex(self, self.facts)
 
     def get(self, fact_id: str) -> Fact:
         try:
@@ -176,7 +216,10 @@ def load_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
     kb = KnowledgeBase(root=root)
     problems: list[Problem] = []
     if not (root / FACTS_DIR).is_dir():
-        raise UsageError(f"{root}: no {FACTS_DIR}/ folder here; run inside a knowledge base")
+        raise UsageError(
+            f"{root}: no {FACTS_DIR}/ folder here; run inside a knowledge base, pass --root, "
+            "or start one with `factbook init DIR`"
+        )
     problems += _load_milestones(kb)
     problems += _load_targets(kb)
     custom, custom_problems = find_custom_probes(root / CHECKS_DIR, root)

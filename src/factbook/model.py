@@ -90,6 +90,9 @@ class Target:
     srun_args: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()  # every group it belongs to, directly or through children
     vars: dict[str, Any] = field(default_factory=dict)  # merged: all < groups < the target's own
+    # what makes this box this box (hostname, machine_id, gpu_uuids, facts): checked before
+    # a run, which is refused on any other machine (verify/identity.py)
+    identity: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -176,6 +176,16 @@ TARGET_SCHEMA = {
         "partition": _STR,
         "srun_args": {"type": "array", "items": _STR},
         "vars": {"type": "object"},
+        "identity": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "hostname": _STR,
+                "machine_id": _STR,
+                "gpu_uuids": {"type": "array", "items": _STR, "minItems": 1},
+                "facts": {"type": "array", "items": _STR, "minItems": 1},
+            },
+        },
     },
 }
 

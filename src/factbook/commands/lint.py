@@ -38,6 +38,15 @@ def collect_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
 
 def handle(args: argparse.Namespace) -> int:
     kb, problems = collect_problems(Path(args.root))
+    from ..runbooks.lint import runbooks_unchecked
+
+    unchecked = runbooks_unchecked(kb)
+    if unchecked:
+        print(
+            f"warning: {unchecked} runbook(s) not checked: runbook lint needs the 'runbooks' "
+            "extra: pip install 'factbook[runbooks]'",
+            file=sys.stderr,
+        )
     fmt = getattr(args, "format", "text")
     sys.stdout.write(render(fmt, problems, root=Path(args.root)))
     if problems:

@@ -11,12 +11,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from .. import api
 from ..cli_options import add_target_options, transport_options
 from ..errors import EXIT_OK, UsageError
 from ..schema import CATEGORIES, STATUSES
 from ..verify.engine import VerifyOptions, default_forks
 from ..verify.report import FORMATS, Progress, render, render_plan, summary_line
-from ..verify.run import Selection, VerifySettings, prepare_verify, run_verify
+from ..verify.run import VerifySettings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,6 +54,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FORMAT:FILE",
         help="also write a report in FORMAT to FILE (repeatable), e.g. junit:report.xml",
     )
+    p.add_argument(
+        "--skip-identity",
+        action="store_true",
+        help="run even if a target's declared identity (targets.yaml) does not match this box",
+    )
     p.add_argument("--dry-run", action="store_true", help="show which check runs where; run none")
     p.add_argument("--no-save", action="store_true", help="do not write results/")
     p.add_argument(
@@ -73,22 +79,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     if args.jobs < 1 or args.forks < 1 or args.retry < 0 or args.retry_delay < 0:
         raise UsageError("--jobs and --forks must be >= 1, --retry and --retry-delay >= 0")
-    selection = Selection(args.patterns, args.category, args.tag, args.status, args.failed)
-    prepared = prepare_verify(
-        Path(args.root),
-        selection,
+    kb = api.load(args.root)
+    planned = api.plan(
+        kb,
         args.target,
+        *args.patterns,
+        categories=args.category,
+        tags=args.tag,
+        statuses=args.status,
+        failed_only=args.failed,
         inventories=args.inventory,
         limit=args.limit,
         exclude=args.exclude,
     )
-    kb, plan = prepared.kb, prepared.plan
-    if prepared.problems_elsewhere:
+    if planned.problems_elsewhere:
         print(
-            f"warning: {prepared.problems_elsewhere} lint problem(s) in facts not selected; "
+            f"warning: {planned.problems_elsewhere} lint problem(s) in facts not selected; "
             "run `factbook lint`",
             file=sys.stderr,
         )
+    plan = planned.plan
     reports = _parse_reports(args.report)
     if args.dry_run:
         sys.stdout.write(render_plan(plan))
@@ -113,8 +123,13 @@ def handle(args: argparse.Namespace) -> int:
         record=args.record,
         argv=sys.argv[1:],
     )
-    run = run_verify(
-        kb, plan, settings, on_result=None if quiet else progress.result, on_note=progress.note
+    run = api.run_plan(
+        kb,
+        planned,
+        settings,
+        check_identity=not args.skip_identity,
+        on_result=None if quiet else progress.result,
+        on_note=progress.note,
     )
     progress.close()
     if run.saved is not None:
@@ -134,7 +149,7 @@ def handle(args: argparse.Namespace) -> int:
     if run.interrupted:
         print(f"factbook: interrupted; {len(run.records)} result(s) kept", file=sys.stderr)
     elif not run.records:
-        print("no checks selected", file=sys.stderr)
+        print(api.nothing_selected(kb, args.target), file=sys.stderr)
     return run.exit_code()
 
 

@@ -136,6 +136,7 @@ def _target(doc: LocatedDoc, name: str, found: Any) -> tuple[Target | None, list
         nodes=raw.get("nodes"),
         partition=raw.get("partition"),
         srun_args=tuple(str(w) for w in raw.get("srun_args") or ()),
+        identity=dict(raw["identity"]) if isinstance(raw.get("identity"), dict) else {},
         vars=dict(raw.get("vars") or {}) if isinstance(raw.get("vars"), dict) else {},
     )
     return target, problems

@@ -3,7 +3,7 @@
     generate(root, docs_dir=...) -> Handbook     pages, assets, navigation (in memory)
     write_tree(handbook, out)                    write them, only what changed
 
-`mkdocs_hooks.py` is the only module that imports MkDocs.
+`plugin.py` (the `factbook` MkDocs plugin) is the only module that imports MkDocs.
 """
 
 from .generator import Generator, Handbook, generate, write_tree

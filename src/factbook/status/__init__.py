@@ -37,3 +37,7 @@ __all__ = [
     "write_index",
     "write_status",
 ]
+
+from ..callable_module import make_callable
+
+make_callable(__name__)  # factbook.status(kb, as_of=...) is factbook.api.status

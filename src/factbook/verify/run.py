@@ -21,15 +21,14 @@ from typing import Any
 
 from .. import __version__
 from ..errors import EXIT_INTERRUPTED, EXIT_OK, LintFailed, Problem, UsageError
-from ..fleet.load import add_inventories
-from ..kb import KnowledgeBase, load_kb_with_problems
+from ..kb import KnowledgeBase
 from ..model import Fact
 from ..outcomes import NOT_OK, OUTCOMES, PASS, SKIPPED
 from ..results import ResultRecord, load_latest, write_run
 from ..stamps import new_run_id, now_iso
 from .engine import Engine, VerifyOptions
 from .report import exit_code
-from .targets import Plan, plan_checks
+from .targets import Plan
 
 
 @dataclass
@@ -103,34 +102,6 @@ def refuse_broken(facts: list[Fact], problems: list[Problem]) -> int:
 def _problem_fact(problem: Problem) -> str | None:
     match = re.match(r"fact '([^']+)'", problem.message)
     return match.group(1) if match else None
-
-
-@dataclass
-class Prepared:
-    """A loaded knowledge base, the plan for it, and lint problems outside the selection."""
-
-    kb: KnowledgeBase
-    plan: Plan
-    problems_elsewhere: int
-
-
-def prepare_verify(
-    root: Path,
-    selection: Selection,
-    target_specs: Sequence[str],
-    *,
-    inventories: Sequence[str] = (),
-    limit: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-) -> Prepared:
-    """Load (with any extra inventories), select and place the checks, `limit`/`exclude`
-    narrowing the targets as Ansible's do; lint problems in the selection stop here (exit 2)."""
-    kb, problems = load_kb_with_problems(Path(root))
-    add_inventories(kb, inventories)
-    facts = select_facts(kb, selection)
-    elsewhere = refuse_broken(facts, problems)
-    plan = plan_checks(kb, facts, list(target_specs), limit=limit, exclude=exclude)
-    return Prepared(kb, plan, elsewhere)
 
 
 @dataclass

@@ -1,0 +1,201 @@
+"""The Python API: what the CLI does, as calls a script or notebook can make.
+
+    import factbook
+    kb = factbook.load("path/to/kb")                 # or load() to search upwards from cwd
+    gpus = kb.facts(category="hardware", tag="gpu")  # kb.facts["hw.gpu.count"] by id
+    run = factbook.verify(kb, ["local"], "hw.*", save=False)
+    run.records, run.exit_code()
+    text = factbook.status(kb, as_of="4504")
+    problems = factbook.lint(kb.root)
+
+The commands in factbook.commands parse arguments, call these and render; nothing here
+prints. Errors are FactbookError subclasses (factbook.errors), never SystemExit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from .errors import Problem, UsageError
+from .fleet.load import add_inventories
+from .kb import KnowledgeBase, load_kb_with_problems
+from .locate import find_root
+from .model import Fact
+from .results import ResultRecord
+from .verify.engine import VerifyOptions
+from .verify.run import (
+    Selection,
+    VerifyRun,
+    VerifySettings,
+    refuse_broken,
+    run_verify,
+    select_facts,
+)
+from .verify.targets import Plan, plan_checks
+
+__all__ = [
+    "VerifyPlan",
+    "lint",
+    "load",
+    "plan",
+    "run_plan",
+    "status",
+    "verify",
+]
+
+
+def load(root: Path | str | None = None, *, strict: bool = False) -> KnowledgeBase:
+    """The knowledge base at `root`, or the nearest one at or above the current directory.
+
+    strict=True raises LintFailed when the loader finds problems; otherwise they are kept
+    in `kb.problems` (a list of Problem) and the loadable facts are returned.
+    """
+    if root is None:
+        found = find_root()
+        if found is None:
+            raise UsageError(
+                f"{Path.cwd()}: no knowledge base here or above (a folder holding facts/)"
+            )
+        root = found
+    kb, problems = load_kb_with_problems(Path(root))
+    if strict and problems:
+        from .errors import LintFailed
+
+        raise LintFailed(problems)
+    kb.problems = problems  # type: ignore[attr-defined]
+    return kb
+
+
+def lint(root: Path | str | None = None) -> list[Problem]:
+    """Every problem `factbook lint` reports, sorted; [] for a clean knowledge base."""
+    from .linters import collect_problems
+
+    return collect_problems(Path(root) if root is not None else (find_root() or Path(".")))[1]
+
+
+class VerifyPlan:
+    """What a verify would run (plan.checks: fact x target) and lint problems elsewhere."""
+
+    def __init__(self, plan: Plan, facts: list[Fact], problems_elsewhere: int):
+        self.plan = plan
+        self.facts = facts
+        self.problems_elsewhere = problems_elsewhere
+
+    @property
+    def checks(self) -> list:
+        return self.plan.checks
+
+
+def plan(
+    kb: KnowledgeBase,
+    targets: Iterable[str] = (),
+    *patterns: str,
+    categories: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    statuses: Sequence[str] = (),
+    failed_only: bool = False,
+    inventories: Sequence[str] = (),
+    limit: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> VerifyPlan:
+    """Select facts and place their checks on targets; lint problems in them refuse (exit 2).
+
+    `inventories` (Ansible inventories, ssh configs) add targets and groups first; `limit`
+    and `exclude` narrow the targets with host patterns, as Ansible's options do.
+    """
+    problems = getattr(kb, "problems", None)
+    if problems is None:
+        problems = load_kb_with_problems(kb.root)[1]
+    add_inventories(kb, inventories)
+    selection = Selection(patterns, categories, tags, statuses, failed_only)
+    facts = select_facts(kb, selection)
+    elsewhere = refuse_broken(facts, problems)
+    placed = plan_checks(kb, facts, list(targets), limit=limit, exclude=exclude)
+    return VerifyPlan(placed, facts, elsewhere)
+
+
+def run_plan(
+    kb: KnowledgeBase,
+    planned: VerifyPlan,
+    settings: VerifySettings | None = None,
+    *,
+    check_identity: bool = True,
+    on_result: Callable[[ResultRecord], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
+) -> VerifyRun:
+    """Run a plan: confirm each target's identity first (WrongTarget, nothing written, if a
+    box is not what it is named), then check, save and record as `settings` say."""
+    settings = settings or VerifySettings()
+    if check_identity and planned.checks:
+        from .verify.identity import confirm_identities
+
+        confirm_identities(kb, planned.plan, settings.options)
+    return run_verify(kb, planned.plan, settings, on_result=on_result, on_note=on_note)
+
+
+def verify(
+    kb: KnowledgeBase,
+    targets: Iterable[str] = (),
+    *patterns: str,
+    categories: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    save: bool = True,
+    record: bool = False,
+    jobs: int = 16,
+    timeout: float | None = None,
+    on_result: Callable[[ResultRecord], None] | None = None,
+) -> VerifyRun:
+    """`verify-facts`: run the selected facts' checks on `targets` and return the run.
+
+    `targets` are names from targets.yaml, 'all', or ssh:// URLs; run.records holds one
+    ResultRecord per check, run.exit_code() is the CLI's exit code, run.saved the history file.
+    """
+    planned = plan(kb, targets, *patterns, categories=categories, tags=tags)
+    settings = VerifySettings(
+        options=VerifyOptions(jobs=jobs, timeout=timeout), save=save, record=record
+    )
+    return run_plan(kb, planned, settings, on_result=on_result)
+
+
+def status(
+    kb: KnowledgeBase,
+    *,
+    as_of: str | None = None,
+    since: str | None = None,
+    redact: bool = False,
+    results: bool | None = None,
+) -> str:
+    """The status document (Markdown) as of a milestone (None: now), redacted if asked."""
+    from .status import StatusOptions, render_status
+
+    options = StatusOptions(as_of=as_of, since=since, redact=redact, results=results)
+    return render_status(kb, options)
+
+
+def nothing_selected(kb: KnowledgeBase, targets: Iterable[str] = ()) -> str:
+    """Why a verify selected no checks, and what can be run instead (for the CLI's message)."""
+    counts: dict[str, int] = {}
+    untargeted = 0
+    for fact in kb.facts.values():
+        if fact.check is None:
+            continue
+        own = fact.check_target()
+        if own is None:
+            untargeted += 1
+        else:
+            counts[own] = counts.get(own, 0) + 1
+    asked = [t for spec in targets for t in spec.split(",") if t.strip()]
+    lines = ["no checks selected"]
+    if asked and not untargeted:
+        lines[0] += f" for {', '.join(asked)}: every fact with a check names its own target"
+    if counts:
+        listed = ", ".join(f"{name} ({n})" for name, n in sorted(counts.items()))
+        lines.append(f"targets with checks: {listed}; run `verify-facts --target NAME`")
+    local = [n for n, t in kb.targets.items() if t.transport == "local"]
+    if local:
+        lines.append(
+            f"for this machine: `factbook discover --target {local[0]}` proposes facts, or add "
+            f"`target: {local[0]}` (or no target) to a fact's check"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,152 @@
+"""The MkDocs plugin (`plugins: [factbook]`): the only code that knows MkDocs.
+
+Registered as the `mkdocs.plugins` entry point `factbook`, so a knowledge base anywhere needs
+only `pip install 'factbook[handbook]'` and its own mkdocs.yml, no path into this repository.
+
+Pages are handed to MkDocs in memory (`File.generated`), never written into docs_dir, so the
+watcher cannot see its own output and there is no rebuild loop. The user's `nav`, if any, is
+kept and the handbook's sections are appended after it (sections the user already titled the
+same are left to the user); without a `nav`, the handbook's navigation is used. `mkdocs serve`
+additionally watches the knowledge base: facts/, runbooks/, results/, checks/ and the root's
+YAML files. The generator's page cache lives in the imported generator module, so a rebuild
+renders only pages whose inputs changed.
+
+    plugins:
+      - search
+      - factbook:
+          root: .          # the knowledge base, relative to mkdocs.yml (default: its folder)
+          offline: true    # search and links work from file:// too (the default)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config import config_options
+from mkdocs.config.base import Config
+from mkdocs.plugins import BasePlugin, event_priority
+from mkdocs.structure.files import File, Files
+
+from factbook.handbook.generator import CSS_URI, _template_dir, generate
+
+log = logging.getLogger("mkdocs.plugins.factbook")
+WATCHED_DIRS = ("facts", "runbooks", "results", "checks")
+
+
+WORKER_URI = "assets/factbook-file-worker.js"
+
+
+class FactbookConfig(Config):
+    root = config_options.Optional(config_options.Type(str))
+    # search and links from file:// (site/index.html opened from disk), with no request to
+    # the internet (Material's own `offline` plugin loads a polyfill from unpkg.com)
+    offline = config_options.Type(bool, default=True)
+
+
+def merge_nav(user: list[Any] | None, generated: list[Any]) -> list[Any]:
+    """The user's nav, then each generated section whose title the user has not used.
+
+    Generated "Guides" (docs/ pages the user did not place) are left out when the user has a
+    nav: MkDocs lists pages missing from an explicit nav as it always does.
+    """
+    if not user:
+        return generated
+
+    def title(item: Any) -> str | None:
+        return next(iter(item)) if isinstance(item, dict) and len(item) == 1 else None
+
+    taken = {title(item) for item in user}
+    extra = [item for item in generated if title(item) not in taken and title(item) != "Guides"]
+    return [*user, *extra]
+
+
+class FactbookPlugin(BasePlugin[FactbookConfig]):
+    """Generate the handbook's pages from the knowledge base on every build."""
+
+    def __init__(self) -> None:
+        self._user_nav: list[Any] | None = None
+
+    def kb_root(self, config: Any) -> Path:
+        """$FACTBOOK_ROOT, else the plugin's `root` (relative to mkdocs.yml), else its folder."""
+        env = os.environ.get("FACTBOOK_ROOT")
+        if env:
+            return Path(env)
+        base = Path(config.config_file_path).resolve().parent
+        return (base / self.config.root).resolve() if self.config.root else base
+
+    def on_startup(self, *, command: str, dirty: bool) -> None:
+        if dirty:
+            log.warning(
+                "factbook: --dirty rebuilds only changed pages and rewrites the search index "
+                "with just those; search will miss the rest of the handbook (build without "
+                "--dirty)"
+            )
+
+    def on_config(self, config: Any) -> Any:
+        if CSS_URI not in config.extra_css:
+            config.extra_css.append(CSS_URI)
+        if self.config.offline:
+            config.use_directory_urls = False  # links to page.html, not to folders
+            polyfills = config.extra.get("polyfills") or []
+            if WORKER_URI not in polyfills:
+                config.extra["polyfills"] = [*polyfills, WORKER_URI]
+        # on_config runs once per (re)build with a fresh config: this is the user's own nav
+        self._user_nav = config.nav
+        return config
+
+    def on_files(self, files: Files, *, config: Any) -> Files:
+        try:
+            handbook = generate(self.kb_root(config), docs_dir=config.docs_dir)
+        except Exception as exc:  # under `mkdocs serve`, show the error, not a stuck page
+            log.error("factbook: the handbook could not be generated: %s", exc, exc_info=True)
+            text = f"# The handbook could not be generated\n\n```\n{traceback.format_exc()}```\n"
+            if files.get_file_from_path("index.md") is None:
+                files.append(File.generated(config, "index.md", content=text))
+            return files
+        for problem in handbook.lint_problems:
+            log.warning("knowledge base: %s", problem)
+        for uri, text in handbook.files().items():
+            existing = files.get_file_from_path(uri)
+            if existing is not None:
+                log.warning("docs/%s is replaced by the generated page; remove it", uri)
+                files.remove(existing)
+            files.append(File.generated(config, uri, content=text))
+        if self.config.offline:
+            worker = (_template_dir() / "file-worker.js").read_text(encoding="utf-8")
+            files.append(File.generated(config, WORKER_URI, content=worker))
+        config.nav = merge_nav(self._user_nav, handbook.nav)
+        log.info(
+            "factbook: %d pages (%d rendered, %d from cache) in %.2f s",
+            len(handbook.pages),
+            len(handbook.rendered),
+            len(handbook.pages) - len(handbook.rendered),
+            handbook.seconds["total"],
+        )
+        return files
+
+    @event_priority(-100)  # after the search plugin has written the index
+    def on_post_build(self, *, config: Any) -> None:
+        """search/search_index.js: the index as a script, which Material loads on file://
+        (a fetch of the .json is refused there)."""
+        if not self.config.offline:
+            return
+        index = Path(config.site_dir) / "search" / "search_index.json"
+        if index.is_file():
+            text = index.read_text(encoding="utf-8")
+            (index.parent / "search_index.js").write_text(f"var __index = {text}\n", "utf-8")
+
+    def on_serve(self, server: Any, *, config: Any, builder: Any) -> Any:
+        root = self.kb_root(config)
+        (root / "results").mkdir(exist_ok=True)  # watch it before verify-facts first writes it
+        for name in WATCHED_DIRS:
+            if (root / name).is_dir():
+                server.watch(str(root / name))
+        server.watch(str(root), recursive=False)  # milestones.yaml, targets.yaml
+        templates = _template_dir()
+        if templates.is_dir() and os.access(templates, os.W_OK):  # an editable install
+            server.watch(str(templates))
+        return server

@@ -1,0 +1,89 @@
+"""The handbook carried on a USB stick (issue 14.4): built once, opened from disk (file://)
+in Chromium with no network, its search finds facts and its links work, and no page asks
+the internet for anything."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from handbook_support import copy_kb, mkdocs_bin, mkdocs_env
+
+pytestmark = pytest.mark.browser
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} not installed")
+    root = copy_kb(tmp_path_factory.mktemp("offline") / "kb")
+    built = subprocess.run(
+        [mkdocs_bin(), "build", "-d", str(root / "site")],
+        cwd=root,
+        env=mkdocs_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr
+    return root / "site"
+
+
+@pytest.fixture(scope="module")
+def page(site: Path) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.remote = []  # type: ignore[attr-defined]
+        page.on(
+            "request",
+            lambda r: (
+                None
+                if r.url.startswith(("file:", "data:", "about:"))
+                else page.remote.append(r.url)
+            ),  # type: ignore[attr-defined]
+        )
+        page.goto((site / "index.html").as_uri(), wait_until="load")
+        yield page
+        browser.close()
+
+
+def test_search_works_from_disk(page: Any, site: Path) -> None:
+    assert (
+        (site / "search" / "search_index.js").read_text(encoding="utf-8").startswith("var __index")
+    )
+    box = page.locator("input.md-search__input")
+    result = page.locator(".md-search-result__item a[href*='facts/hardware.html'][href*='#']").first
+    deadline = time.monotonic() + 90
+    attempt = 0
+    while True:  # a query typed before the index is built is dropped: retype until it lands
+        box.click()
+        box.fill("")
+        box.type(("NUMA", "NUMA node")[attempt % 2])  # key events: the theme listens to keyup
+        attempt += 1
+        try:
+            result.wait_for(state="attached", timeout=3_000)
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+    href = result.get_attribute("href") or ""
+    anchor = href.split("#", 1)[1]
+    result.click()
+    page.wait_for_url(f"**#{anchor}")
+    assert "/facts/hardware.html" in page.url
+    assert page.url.startswith("file://")
+    assert page.locator(f'[id="{anchor}"]').is_visible()
+
+
+def test_no_request_leaves_the_machine(page: Any) -> None:
+    page.goto(page.url.split("#")[0], wait_until="load")
+    assert page.remote == []

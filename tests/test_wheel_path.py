@@ -1,0 +1,162 @@
+"""The whole path as a new user takes it (issue 14, last paragraph): build the wheel, install
+it with the handbook extra into a fresh venv outside the repository, `factbook init`, lint,
+verify, status, `mkdocs build` (the plugin found through its entry point, not a path), open
+the built site from disk in Chromium; and a command whose extra is missing says which one.
+
+pip installs with its own configuration (this machine: a local wheel cache and index, else
+PyPI). Minutes on a loaded 2-core box, so it is marked slow; it still runs in the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(900)]
+CHROMIUM = "/usr/bin/chromium"
+
+
+def _env() -> dict[str, str]:
+    """No PYTHONPATH, no FACTBOOK_ROOT: only what the venv installed is importable."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FACTBOOK_ROOT")}
+    env["NO_MKDOCS_2_WARNING"] = "1"
+    return env
+
+
+def _run(argv: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"  # a copy, so the build leaves nothing in the repository
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    shutil.copytree(
+        REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
+    built = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "-w",
+            str(work / "dist"),
+            str(source),
+        ],
+        work,
+    )
+    assert built.returncode == 0, built.stderr
+    return next((work / "dist").glob("factbook-*.whl"))
+
+
+def _venv(wheel: Path, extra: str | None) -> Path:
+    base = getattr(sys, "_base_executable", sys.executable)
+    venv = wheel.parent.parent / f"venv-{extra or 'core'}"
+    assert _run([base, "-m", "venv", str(venv)], wheel.parent).returncode == 0
+    spec = f"{wheel}[{extra}]" if extra else str(wheel)
+    installed = _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", spec], venv)
+    assert installed.returncode == 0, installed.stderr
+    return venv
+
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path) -> Path:
+    """factbook[handbook] from the wheel."""
+    return _venv(wheel, "handbook")
+
+
+@pytest.fixture(scope="module")
+def core(wheel: Path) -> Path:
+    """factbook alone: facts, lint, verify, status."""
+    return _venv(wheel, None)
+
+
+def test_wheel_to_handbook(venv: Path, tmp_path: Path) -> None:
+    bin_ = venv / "bin"
+    kb = tmp_path / "our-kb"
+    step = _run([str(bin_ / "factbook"), "init", str(kb)], tmp_path)
+    assert step.returncode == 0, step.stderr
+    inner = kb / "facts"  # commands find the knowledge base upwards, like git
+    for argv in (
+        [str(bin_ / "factbook"), "lint"],
+        [str(bin_ / "verify-facts"), "--target", "local"],
+        [str(bin_ / "factbook"), "status"],
+        [str(bin_ / "python"), "-m", "factbook", "list"],
+    ):
+        step = _run(argv, inner)
+        assert step.returncode == 0, f"{argv}: {step.stdout}\n{step.stderr}"
+    step = _run([str(bin_ / "mkdocs"), "build", "--strict"], kb)
+    assert step.returncode == 0, step.stderr
+    assert "factbook:" in step.stderr  # the plugin ran (its page count line)
+    # the engine came from the wheel, not from this repository
+    where = _run([str(bin_ / "python"), "-c", "import factbook; print(factbook.__file__)"], kb)
+    assert str(venv) in where.stdout and str(REPO) not in where.stdout
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} not installed")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.goto((kb / "site" / "index.html").as_uri(), wait_until="load")
+        assert "our-kb handbook" in page.title()
+        link = page.locator("a[href$='facts/hardware.html']").first
+        link.scroll_into_view_if_needed()
+        page.goto(link.evaluate("a => a.href"), wait_until="load")  # relative link, from disk
+        assert page.url.startswith("file://") and page.url.endswith("/facts/hardware.html")
+        assert page.locator("[id='discovered.local.cpu.cores']").count() == 1
+        browser.close()
+
+
+def test_a_missing_extra_is_named(venv: Path, tmp_path: Path) -> None:
+    """The venv has the handbook extra only: `factbook run` needs runbooks."""
+    kb = tmp_path / "kb"
+    assert (
+        _run(
+            [str(venv / "bin" / "factbook"), "init", str(kb), "--no-discover"], tmp_path
+        ).returncode
+        == 0
+    )
+    step = _run([str(venv / "bin" / "factbook"), "run", "hello", "--yes"], kb)
+    assert step.returncode == 2, step.stdout + step.stderr
+    assert "needs the 'runbooks' extra" in step.stderr
+    assert "pip install 'factbook[runbooks]'" in step.stderr
+    assert "Traceback" not in step.stderr
+
+
+def test_the_core_install_lints_and_verifies(core: Path, tmp_path: Path) -> None:
+    """No MkDocs, no Jupyter: init, lint (runbooks skipped, said so), verify, status work;
+    `factbook run` names the extra it needs."""
+    bin_ = core / "bin"
+    listed = _run([str(bin_ / "python"), "-m", "pip", "list", "--format", "freeze"], tmp_path)
+    names = {line.split("==")[0].lower() for line in listed.stdout.splitlines()}
+    assert {"mkdocs", "nbclient", "jupytext", "torch"}.isdisjoint(names), names
+    kb = tmp_path / "kb"
+    assert _run([str(bin_ / "factbook"), "init", str(kb)], tmp_path).returncode == 0
+    step = _run([str(bin_ / "factbook"), "lint"], kb)
+    assert step.returncode == 0, step.stderr
+    assert "1 runbook(s) not checked" in step.stderr and "factbook[runbooks]" in step.stderr
+    for argv in (
+        [str(bin_ / "verify-facts"), "--target", "local"],
+        [str(bin_ / "factbook"), "status"],
+    ):
+        step = _run(argv, kb)
+        assert step.returncode == 0, f"{argv}: {step.stderr}"
+    assert not (bin_ / "mkdocs").exists()
+    step = _run([str(bin_ / "factbook"), "run", "hello", "--yes"], kb)
+    assert step.returncode == 2, step.stdout + step.stderr
+    assert "needs the 'runbooks' extra" in step.stderr and "Traceback" not in step.stderr
