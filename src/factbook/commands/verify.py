@@ -109,9 +109,11 @@ def handle(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     for line in run.record_problems:
         print(f"not recorded: {line}", file=sys.stderr)
+    categories = {f.id: f.category for f in kb.facts.values()}
     for fmt, path in reports:
-        Path(path).write_text(render(fmt, run.records, run.header, run.elapsed), encoding="utf-8")
-    report = render(args.format, run.records, run.header, run.elapsed)
+        text = render(fmt, run.records, run.header, run.elapsed, categories=categories)
+        Path(path).write_text(text, encoding="utf-8")
+    report = render(args.format, run.records, run.header, run.elapsed, categories=categories)
     if args.output:
         Path(args.output).write_text(report, encoding="utf-8")
         print(summary_line(run.records, run.elapsed), file=sys.stderr)

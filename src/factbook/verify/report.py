@@ -1,4 +1,5 @@
-"""Render verification results: live progress, the summary table, JSON, JUnit XML, TAP, Markdown.
+"""Render verification results: live progress, the summary table, JSON, JUnit XML, TAP, Markdown,
+OpenMetrics (verify/openmetrics.py).
 
 Every format carries the same facts: outcome, fact id, target, reason (expected vs observed,
 with the fact's file:line on failures), so CI systems and people read the same verdict.
@@ -23,7 +24,7 @@ from ..results import ResultRecord
 from ..sanitize import for_line, for_markdown_cell, for_terminal, for_xml, json_safe
 from .targets import Plan
 
-FORMATS = ("table", "json", "junit", "tap", "markdown")
+FORMATS = ("table", "json", "junit", "tap", "markdown", "openmetrics")
 MARK = {PASS: "ok", DRIFT: "FAIL", ERROR: "ERROR", SKIPPED: "skip"}
 
 
@@ -320,9 +321,21 @@ def render_plan(plan: Plan) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def render(fmt: str, records: list[ResultRecord], header: dict[str, Any], elapsed: float) -> str:
+def render(
+    fmt: str,
+    records: list[ResultRecord],
+    header: dict[str, Any],
+    elapsed: float,
+    *,
+    categories: dict[str, str] | None = None,
+) -> str:
+    """One report; `categories` (fact id -> category) labels the openmetrics series."""
     if fmt == "table":
         return table(records, elapsed)
+    if fmt == "openmetrics":
+        from .openmetrics import to_openmetrics
+
+        return to_openmetrics(records, header, categories)
     return {"json": to_json, "junit": to_junit, "tap": to_tap, "markdown": to_markdown}[fmt](
         records, header
     )
