@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "bench",
     "launch_lint",
     "import_cmd",
+    "serve",
 ]
 
 EPILOG = """\
