@@ -172,7 +172,7 @@ def test_cli_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             "--listen",
             f"127.0.0.1:{port}",
             "hw.cpu.threads",
-        ],  # fmt: skip
+        ],
         stderr=subprocess.PIPE,
         text=True,
         env=env,
