@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "launch_lint",
     "import_cmd",
     "serve",
+    "export_ansible",
 ]
 
 EPILOG = """\
