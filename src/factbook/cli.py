@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from . import __version__, colour
 from .errors import EXIT_INTERRUPTED, FactbookError, LintFailed
 
 COMMAND_MODULES = [
@@ -31,6 +31,7 @@ COMMAND_MODULES = [
     "import_cmd",
     "serve",
     "export_ansible",
+    "completion",
 ]
 
 EPILOG = """\
@@ -55,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("FACTBOOK_ROOT", "."),
         help="the knowledge base folder (holding facts/); default: $FACTBOOK_ROOT or .",
     )
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour in the terminal: auto (unless NO_COLOR is set), always, never",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -71,6 +78,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     """Parse and dispatch; return the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    colour.set_mode(args.color)
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ..cli_options import add_target_options, transport_options
+from ..colour import MODES, enabled
 from ..errors import EXIT_OK, UsageError
 from ..kb import load_kb_with_problems
 from ..schema import CATEGORIES, STATUSES
@@ -58,6 +59,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--record",
         action="store_true",
         help="mark facts that passed on every target as verified in facts/ (with a source)",
+    )
+    p.add_argument(
+        "--color",
+        choices=MODES,
+        default=argparse.SUPPRESS,  # as the global option (verify-facts --color never)
+        help="colour the table: auto (a terminal, unless NO_COLOR), always, never",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="a line per result on stderr")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress")
@@ -113,7 +120,10 @@ def handle(args: argparse.Namespace) -> int:
     for fmt, path in reports:
         text = render(fmt, run.records, run.header, run.elapsed, categories=categories)
         Path(path).write_text(text, encoding="utf-8")
-    report = render(args.format, run.records, run.header, run.elapsed, categories=categories)
+    colour = not args.output and enabled(sys.stdout)
+    report = render(
+        args.format, run.records, run.header, run.elapsed, categories=categories, colour=colour
+    )
     if args.output:
         Path(args.output).write_text(report, encoding="utf-8")
         print(summary_line(run.records, run.elapsed), file=sys.stderr)

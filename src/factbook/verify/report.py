@@ -18,6 +18,7 @@ from dataclasses import asdict
 from typing import Any, TextIO
 from xml.etree import ElementTree as ET
 
+from ..colour import paint
 from ..errors import EXIT_ERRORED, EXIT_FAILED, EXIT_OK
 from ..outcomes import DRIFT, ERROR, OUTCOMES, PASS, SKIPPED
 from ..results import ResultRecord
@@ -100,7 +101,9 @@ COLLAPSE_AT = 4
 _LOCATION = re.compile(r" \[[^\]]+:\d+\]$")
 
 
-def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = True) -> str:
+def table(
+    records: list[ResultRecord], elapsed: float, *, show_passed: bool = True, colour: bool = False
+) -> str:
     """The human summary: failures first with their reasons, then a count line.
 
     Errors with the same cause on one target (an unreachable box: 116 times 'cannot
@@ -122,15 +125,14 @@ def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool = Tr
             if cause not in collapsed:
                 collapsed.add(cause)
                 label = f"({causes[cause]} checks)"
-                lines.append(
-                    f"{MARK[ERROR]:<5} {label:<{fact_w}}  {r.target:<{target_w}}  {cause[1]}"
-                )
+                mark = paint(f"{MARK[ERROR]:<5}", ERROR, colour)
+                lines.append(f"{mark} {label:<{fact_w}}  {r.target:<{target_w}}  {cause[1]}")
             continue
         head = f"{MARK[r.outcome]:<5} {r.fact:<{fact_w}}  {r.target:<{target_w}}  "
         reason = r.reason
         if r.outcome == PASS and len(head) + len(reason) > width:
             reason = reason[: max(10, width - len(head) - 3)] + "..."
-        lines.append(head + reason)
+        lines.append(paint(head[:5], r.outcome, colour) + head[5:] + reason)
     lines.append(summary_line(records, elapsed))
     return "\n".join(lines) + "\n"
 
@@ -328,10 +330,12 @@ def render(
     elapsed: float,
     *,
     categories: dict[str, str] | None = None,
+    colour: bool = False,
 ) -> str:
-    """One report; `categories` (fact id -> category) labels the openmetrics series."""
+    """One report; `categories` (fact id -> category) labels the openmetrics series, `colour`
+    colours the table's outcome marks (colour.py decides for the terminal)."""
     if fmt == "table":
-        return table(records, elapsed)
+        return table(records, elapsed, colour=colour)
     if fmt == "openmetrics":
         from .openmetrics import to_openmetrics
 
