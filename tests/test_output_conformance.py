@@ -22,6 +22,9 @@ import markdown
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 from lxml import etree
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as openmetrics_parse,
+)
 from tap.parser import Parser
 
 from factbook.results import ResultRecord
@@ -311,6 +314,11 @@ def test_cli_output_from_a_hostile_box_parses(hostile_kb: Path, fmt: str) -> Non
     elif fmt == "table":
         assert not _RAW_CONTROL.search(out)
         assert "\\x1b[31mred" in out
+    elif fmt == "openmetrics":
+        families = {f.name: f for f in openmetrics_parse(out)}
+        status = families["factbook_check_status"].samples
+        assert len({s.labels["fact"] for s in status}) == 3
+        assert sum(s.value for s in status if s.labels["outcome"] != "pass") == 3
     else:
         table = _Table()
         table.feed(markdown.markdown(out, extensions=["tables"]))

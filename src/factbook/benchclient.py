@@ -441,6 +441,16 @@ def server_config(result: BenchResult) -> dict[str, Any]:
     return {k: info[k] for k in SERVER_KEYS if info.get(k) is not None}
 
 
+SINGLE_STREAM_DEFINITION = (
+    "median over requests of one request's output tokens / its total time (TTFT included), "
+    "tok/s per request; at concurrency 1"
+)
+THROUGHPUT_DEFINITION = (
+    "output tokens of all timed requests / wall time of the timed phase, tok/s over the run, "
+    "summed across concurrent requests (as SGLang's and vLLM's output_throughput)"
+)
+
+
 def to_fact_values(
     result: BenchResult, server_config: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -468,6 +478,9 @@ def to_fact_values(
     )
     if result.accept_length_source:
         config["accept_length_source"] = result.accept_length_source
+    # stated as benchimport.py states SGLang's and vLLM's figures: the two are not the same
+    config["measured_by"] = "factbook bench"
+    config["definition"] = SINGLE_STREAM_DEFINITION if single else THROUGHPUT_DEFINITION
     return {
         "value": round(value or 0.0, 2),
         "unit": "tok/s",

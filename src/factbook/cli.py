@@ -15,7 +15,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from . import __version__
+from . import __version__, colour
 from .errors import EXIT_INTERRUPTED, FactbookError, LintFailed
 from .extras import missing
 from .locate import resolve_root
@@ -34,6 +34,9 @@ COMMAND_MODULES = [
     "bench",
     "launch_lint",
     "import_cmd",
+    "serve",
+    "export_ansible",
+    "completion",
 ]
 
 EPILOG = """\
@@ -47,6 +50,8 @@ Start with `factbook init DIR` (a new knowledge base) or `factbook lint` in one,
 """
 
 ROOT_HELP = "the knowledge base (a folder holding facts/); default: $FACTBOOK_ROOT, else upwards"
+COLOR_CHOICES = ("auto", "always", "never")
+COLOR_HELP = "colour in the terminal: auto (a terminal and no NO_COLOR), always, never"
 
 
 def build_parser(prog: str = "factbook") -> argparse.ArgumentParser:
@@ -59,6 +64,7 @@ def build_parser(prog: str = "factbook") -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"factbook {__version__}")
     parser.add_argument("--root", default=None, help=ROOT_HELP)
+    parser.add_argument("--color", choices=COLOR_CHOICES, default="auto", help=COLOR_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -76,10 +82,15 @@ def build_parser(prog: str = "factbook") -> argparse.ArgumentParser:
 
 
 def _accept_root(parser: argparse.ArgumentParser) -> None:
-    """`--root` after the subcommand too (and after a sub-subcommand): pre-commit hooks and
-    users both put it there. SUPPRESS keeps a value given before the subcommand."""
-    if not any("--root" in action.option_strings for action in parser._actions):
+    """`--root` and `--color` after the subcommand too (and after a sub-subcommand):
+    pre-commit hooks and users put them there. SUPPRESS keeps a value given before it."""
+    options = {o for action in parser._actions for o in action.option_strings}
+    if "--root" not in options:
         parser.add_argument("--root", default=argparse.SUPPRESS, help=ROOT_HELP)
+    if "--color" not in options:
+        parser.add_argument(
+            "--color", choices=COLOR_CHOICES, default=argparse.SUPPRESS, help=COLOR_HELP
+        )
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
@@ -100,6 +111,7 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
     if unknown:  # the subcommand's usage line (verify-facts' own), not the top-level one
         chosen = _subparsers(parser).get(getattr(args, "command", None) or "", parser)
         chosen.error(f"unrecognized arguments: {' '.join(unknown)}")
+    colour.set_mode(args.color)
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2

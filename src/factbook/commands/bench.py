@@ -2,9 +2,14 @@
 
     factbook bench --url http://127.0.0.1:8000 --concurrency 1 --max-tokens 256
     factbook bench --url ... --concurrency 128 --record bench.sglang.nccl_tuned.c128
+    factbook bench import run.jsonl --record bench.sglang.c128   # sglang.bench_serving JSONL
+    factbook bench import vllm.json --record bench.vllm.c128     # vllm bench serve --save-result
 
 Recording writes the value, unit, accept length and configuration into the benchmark fact
-through factbook.writeback (comments kept) and adds a source naming this run.
+through factbook.writeback (comments kept) and adds a source naming this run. The config
+names the tool that measured the figure and the definition of each figure (benchimport.py):
+SGLang's and vLLM's `output_throughput` is tokens per second over the run, factbook's
+single-stream figure is per request.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "report single-stream tok/s, throughput at the given concurrency, TTFT and TPOT "
         "p50/p90 and the accept length where the server reports one.",
     )
-    p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
+    p.add_argument("--url", help="server base URL, e.g. http://127.0.0.1:8000 (required)")
     p.add_argument("--model", help="model id (default: the first of /v1/models)")
     p.add_argument("--concurrency", "-c", type=int, default=1)
     p.add_argument("--max-tokens", type=int, default=256)
@@ -51,6 +56,50 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="server configuration to record with the figure (repeatable; VALUE is YAML)",
     )
     p.set_defaults(handler=handle)
+    actions = p.add_subparsers(dest="bench_action", metavar="ACTION")
+    imp = actions.add_parser(
+        "import",
+        help="record a sglang.bench_serving JSONL or vllm bench serve --save-result JSON",
+        description="Read a result file of SGLang's or vLLM's serving benchmark and record one "
+        "of its figures (default output_throughput: tok/s over the run) in a benchmark fact, "
+        "with the tool's configuration and the definition of each figure.",
+    )
+    imp.add_argument("file", metavar="FILE")
+    imp.add_argument("--record", dest="import_record", metavar="FACT_ID", required=True)
+    imp.add_argument("--tool", choices=("sglang", "vllm"), help="default: told by the keys")
+    imp.add_argument("--line", type=int, help="which run of a JSONL file (default: the last)")
+    imp.add_argument(
+        "--figure",
+        default="output_throughput",
+        help="which figure becomes the value (output_throughput, median_tpot_ms, ...)",
+    )
+    imp.add_argument(
+        "--force",
+        action="store_true",
+        help="record even when the fact already names a different metric",
+    )
+    imp.set_defaults(handler=handle_import)
+
+
+def handle_import(args: argparse.Namespace) -> int:
+    from ..benchimport import TOOLS, read_result, to_fact_values
+    from ..kb import load_kb
+
+    run = read_result(Path(args.file), tool=TOOLS.get(args.tool or ""), line=args.line)
+    values = to_fact_values(run, args.figure)
+    fact = load_kb(Path(args.root)).get(args.import_record)
+    if fact.get("metric") not in (None, values["metric"]) and not args.force:
+        raise UsageError(
+            f"{args.import_record} ({fact.location}) records metric '{fact.get('metric')}'; "
+            f"this file's {args.figure} is '{values['metric']}' "
+            f"({values['config']['definition']}); pick another fact or pass --force"
+        )
+    run_id = time.strftime("bench-import-%Y%m%dT%H%M%SZ", time.gmtime())
+    note = f"{run.tool} result {run.source}, figure {args.figure}"
+    path = record(Path(args.root), args.import_record, values, run_id=run_id, note=note)
+    print(f"recorded {args.import_record} = {values['value']} {values['unit']} in {path}")
+    print(f"  {args.figure} ({run.tool}): {values['config']['definition']}")
+    return 0
 
 
 def _config_items(items: list[str]) -> dict[str, Any]:
@@ -89,6 +138,8 @@ def record(root: Path, fact_id: str, values: dict[str, Any], *, run_id: str, not
 
 
 def handle(args: argparse.Namespace) -> int:
+    if not args.url:
+        raise UsageError("bench: --url is required (or: factbook bench import FILE --record ID)")
     from ..benchclient import (
         DEFAULT_PROMPTS,
         run_benchmark,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import api
 from ..cli_options import add_target_options, transport_options
+from ..colour import MODES, enabled
 from ..errors import EXIT_OK, UsageError
 from ..schema import CATEGORIES, STATUSES
 from ..verify.engine import VerifyOptions, default_forks
@@ -70,6 +71,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--record",
         action="store_true",
         help="mark facts that passed on every target as verified in facts/ (with a source)",
+    )
+    p.add_argument(
+        "--color",
+        choices=MODES,
+        default=argparse.SUPPRESS,  # as the global option (verify-facts --color never)
+        help="colour the table: auto (a terminal, unless NO_COLOR), always, never",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="a line per result on stderr")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress")
@@ -138,9 +145,14 @@ def handle(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     for line in run.record_problems:
         print(f"not recorded: {line}", file=sys.stderr)
+    categories = {f.id: f.category for f in kb.facts.values()}
     for fmt, path in reports:
-        Path(path).write_text(render(fmt, run.records, run.header, run.elapsed), encoding="utf-8")
-    report = render(args.format, run.records, run.header, run.elapsed)
+        text = render(fmt, run.records, run.header, run.elapsed, categories=categories)
+        Path(path).write_text(text, encoding="utf-8")
+    colour = not args.output and enabled(sys.stdout)
+    report = render(
+        args.format, run.records, run.header, run.elapsed, categories=categories, colour=colour
+    )
     if args.output:
         Path(args.output).write_text(report, encoding="utf-8")
         print(summary_line(run.records, run.elapsed), file=sys.stderr)

@@ -1,4 +1,5 @@
-"""Render verification results: live progress, the summary table, JSON, JUnit XML, TAP, Markdown.
+"""Render verification results: live progress, the summary table, JSON, JUnit XML, TAP, Markdown,
+OpenMetrics (verify/openmetrics.py).
 
 Every format carries the same facts: outcome, fact id, target, reason (expected vs observed,
 with the fact's file:line on failures), so CI systems and people read the same verdict.
@@ -14,10 +15,11 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 from xml.etree import ElementTree as ET
 
+from ..colour import paint
 from ..errors import EXIT_ERRORED, EXIT_FAILED, EXIT_OK
 from ..fleet.outliers import summary, value_groups
 from ..fleet.outliers import to_json as fleet_json
@@ -125,7 +127,13 @@ _LOCATION = re.compile(r" \[[^\]]+:\d+\]$")
 FLEET_AT = 5
 
 
-def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool | None = None) -> str:
+def table(
+    records: list[ResultRecord],
+    elapsed: float,
+    *,
+    show_passed: bool | None = None,
+    colour: bool = False,
+) -> str:
     """The human summary: failures first with their reasons, then a count line.
 
     Over FLEET_AT targets or more, passing checks are not listed; each fact checked on two or
@@ -153,15 +161,14 @@ def table(records: list[ResultRecord], elapsed: float, *, show_passed: bool | No
             if cause not in collapsed:
                 collapsed.add(cause)
                 label = f"({causes[cause]} checks)"
-                lines.append(
-                    f"{MARK[ERROR]:<5} {label:<{fact_w}}  {r.target:<{target_w}}  {cause[1]}"
-                )
+                mark = paint(f"{MARK[ERROR]:<5}", ERROR, colour)
+                lines.append(f"{mark} {label:<{fact_w}}  {r.target:<{target_w}}  {cause[1]}")
             continue
         head = f"{MARK[r.outcome]:<5} {r.fact:<{fact_w}}  {r.target:<{target_w}}  "
         reason = r.reason
         if r.outcome == PASS and len(head) + len(reason) > width:
             reason = reason[: max(10, width - len(head) - 3)] + "..."
-        lines.append(head + reason)
+        lines.append(paint(head[:5], r.outcome, colour) + head[5:] + reason)
     groups = value_groups(records)
     if groups and (fleet or any(len(g) > 1 for g in groups.values())):
         lines.append("by value:")
@@ -359,26 +366,56 @@ def render_plan(plan: Plan) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _table(records: list[ResultRecord], header: dict[str, Any], elapsed: float) -> str:
-    return table(records, elapsed)
+@dataclass(frozen=True)
+class RenderOptions:
+    """What some formats take beyond the records: `categories` (fact id -> category) labels
+    the openmetrics series, `colour` colours the table's outcome marks (colour.py decides)."""
+
+    categories: dict[str, str] | None = None
+    colour: bool = False
 
 
-def _documents(
-    render_one: Callable[[list[ResultRecord], dict[str, Any]], str],
-) -> Callable[[list[ResultRecord], dict[str, Any], float], str]:
-    return lambda records, header, elapsed: render_one(records, header)
+Renderer = Callable[[list[ResultRecord], dict[str, Any], float, RenderOptions], str]
+
+
+def _table(
+    records: list[ResultRecord], header: dict[str, Any], elapsed: float, options: RenderOptions
+) -> str:
+    return table(records, elapsed, colour=options.colour)
+
+
+def _openmetrics(
+    records: list[ResultRecord], header: dict[str, Any], elapsed: float, options: RenderOptions
+) -> str:
+    from .openmetrics import to_openmetrics  # it imports this module's helpers
+
+    return to_openmetrics(records, header, options.categories)
+
+
+def _documents(render_one: Callable[[list[ResultRecord], dict[str, Any]], str]) -> Renderer:
+    return lambda records, header, elapsed, options: render_one(records, header)
 
 
 # Every output format, declared once: `--format`, `--report FORMAT:PATH` and the docs read it.
-RENDERERS: dict[str, Callable[[list[ResultRecord], dict[str, Any], float], str]] = {
+RENDERERS: dict[str, Renderer] = {
     "table": _table,
     "json": _documents(to_json),
     "junit": _documents(to_junit),
     "tap": _documents(to_tap),
     "markdown": _documents(to_markdown),
+    "openmetrics": _openmetrics,
 }
 FORMATS = tuple(RENDERERS)
 
 
-def render(fmt: str, records: list[ResultRecord], header: dict[str, Any], elapsed: float) -> str:
-    return RENDERERS[fmt](records, header, elapsed)
+def render(
+    fmt: str,
+    records: list[ResultRecord],
+    header: dict[str, Any],
+    elapsed: float,
+    *,
+    categories: dict[str, str] | None = None,
+    colour: bool = False,
+) -> str:
+    """One report in format `fmt` (see RENDERERS)."""
+    return RENDERERS[fmt](records, header, elapsed, RenderOptions(categories, colour))

@@ -1,0 +1,60 @@
+"""`factbook export-ansible`: the facts and their last results as Ansible facts.d JSON
+(ansible_facts.py); playbooks gate on `ansible_local.factbook`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "export-ansible",
+        help="write facts and last results as Ansible facts.d JSON (ansible_local.factbook)",
+        description=(
+            "Write the facts and their latest results as one JSON document for Ansible's "
+            "facts.d: save it as /etc/ansible/facts.d/factbook.fact on the box and read it "
+            "in plays as ansible_local.factbook. See docs/integrations.md for a gating playbook."
+        ),
+    )
+    p.add_argument(
+        "--target", metavar="T", help="only this target's results (the host a play runs on)"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE_OR_DIR",
+        help="write here (a folder gets factbook.fact), not stdout; mode 0644, never executable",
+    )
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..ansible_facts import local_facts
+    from ..atomic import write_text_atomic
+    from ..errors import UsageError
+    from ..kb import load_kb
+    from ..results import load_latest
+
+    kb = load_kb(Path(args.root))
+    latest = load_latest(kb.root)
+    if args.target is not None:
+        known = set(kb.targets) | {t for by in latest.values() for t in by}
+        if args.target not in known:
+            raise UsageError(
+                f"unknown target '{args.target}' (known: {', '.join(sorted(known)) or 'none'})"
+            )
+    text = json.dumps(local_facts(kb, latest, args.target), indent=1, allow_nan=False) + "\n"
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    path = Path(args.output)
+    if path.is_dir():
+        path = path / "factbook.fact"
+    write_text_atomic(path, text)
+    os.chmod(path, 0o644)  # Ansible runs an executable .fact file instead of reading it
+    print(f"wrote {path}", file=sys.stderr)
+    return 0

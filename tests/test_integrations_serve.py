@@ -1,0 +1,207 @@
+"""`factbook serve` on 127.0.0.1, scraped by a real HTTP client (urllib) and read back by
+prometheus_client's parsers: one run however many scrapes arrive at once, re-verified on the
+interval, /healthz as goss serve, bounded workers, the CLI end to end."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
+from prometheus_client.parser import text_string_to_metric_families as classic_parse
+
+from factbook.serve import ServeSettings, start_service
+from tests.helpers import fact, free_port, make_kb
+
+SLOW_PROBE = '''
+import json, os, time
+def slow(log, seconds):
+    """Sleeps, and appends its start and end times to `log` (one JSON line per call)."""
+    start = time.time()
+    time.sleep(seconds)
+    with open(log, "a") as handle:
+        handle.write(json.dumps([start, time.time(), os.getpid()]) + "\\n")
+    return 1
+PROBES = {"t.slow": slow}
+'''
+
+
+def _kb(root: Path, seconds: float = 0.2) -> tuple[Path, Path]:
+    log = root / "calls.jsonl"
+    args = {"log": str(log), "seconds": seconds}
+    facts = [
+        fact("t.slow.one", "t.slow", {"eq": 1}, args=args, target="local"),
+        fact("hw.cpu.threads", "cpu.threads", {"ge": 1}, target="local"),
+        fact("hw.cpu.too_many", "cpu.threads", {"eq": 100000}, target="local"),
+    ]
+    return make_kb(root / "kb", facts, checks={"slow.py": SLOW_PROBE}), log
+
+
+def _get(url: str, accept: str = "") -> tuple[int, str, str]:
+    request = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers["Content-Type"], response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers["Content-Type"], exc.read().decode()
+
+
+def _calls(log: Path) -> list[list[float]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@pytest.fixture
+def service(tmp_path: Path):
+    kb, log = _kb(tmp_path)
+    started = []
+
+    def start(**kwargs):
+        settings = ServeSettings(root=kb, interval=kwargs.pop("interval", 300.0))
+        svc = start_service(settings, port=free_port(), **kwargs)
+        started.append(svc)
+        return svc, log
+
+    yield start
+    for svc in started:
+        svc.close()
+
+
+def test_concurrent_scrapes_share_one_run(service) -> None:
+    svc, log = service(threads=8)
+    url = svc.server.url + "/metrics"
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: _get(url), range(8)))
+    assert {a[0] for a in answers} == {200}
+    assert len({a[2] for a in answers}) == 1  # every scraper got the same run
+    assert len(_calls(log)) == 1  # one run for 8 scrapes and the refresher
+    assert svc.server.cache.runs == 1
+    samples = {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in classic_parse(answers[0][2])
+        for s in family.samples
+    }
+    key = {"fact": "t.slow.one", "target": "local", "category": "hardware"}
+    assert samples[("factbook_check_observed", frozenset(key.items()))] == 1
+    assert samples[("factbook_checks", frozenset({("outcome", "drift")}))] == 1
+    assert answers[0][1].startswith("text/plain; version=0.0.4")
+
+
+def test_openmetrics_on_request_and_healthz_like_goss(service) -> None:
+    svc, _ = service()
+    status, ctype, body = _get(svc.server.url + "/metrics", "application/openmetrics-text")
+    assert status == 200 and ctype.startswith("application/openmetrics-text; version=1.0.0")
+    assert any(f.name == "factbook_check_status" for f in om_parse(body))
+    status, _, body = _get(svc.server.url + "/healthz")
+    assert status == 503  # hw.cpu.too_many drifts
+    assert "hw.cpu.too_many" in body and "hw.cpu.threads" not in body
+    assert _get(svc.server.url + "/nope")[0] == 404
+
+
+def test_healthz_200_when_all_pass(tmp_path: Path) -> None:
+    kb, _ = _kb(tmp_path)
+    settings = ServeSettings(root=kb, patterns=["hw.cpu.threads"], interval=300)
+    svc = start_service(settings, port=free_port())
+    try:
+        status, _, body = _get(svc.server.url + "/healthz")
+    finally:
+        svc.close()
+    assert status == 200 and "1 checks: 1 passed" in body
+
+
+def test_reverifies_on_the_interval_never_two_runs_at_once(service) -> None:
+    svc, log = service(interval=1.0, threads=4)
+    url = svc.server.url + "/metrics"
+    deadline = time.monotonic() + 20
+    with ThreadPoolExecutor(4) as pool:
+        while len(_calls(log)) < 2 and time.monotonic() < deadline:
+            list(pool.map(lambda _: _get(url), range(4)))
+            time.sleep(0.2)
+    calls = sorted(_calls(log))
+    assert len(calls) >= 2
+    for (_, end, _), (start, _, _) in itertools.pairwise(calls):
+        assert start >= end  # runs one after another, never overlapping
+
+
+def test_bounded_workers_drop_idle_clients(service) -> None:
+    svc, _ = service(threads=1, client_timeout=1.0)
+    host, port = svc.server.server_address[:2]
+    idle = socket.create_connection((host, port))  # holds the only worker, sends nothing
+    try:
+        started = time.monotonic()
+        assert _get(svc.server.url + "/healthz")[0] == 503
+        assert time.monotonic() - started >= 0.8  # waited for the idle client to be dropped
+    finally:
+        idle.close()
+
+
+def test_unloadable_knowledge_base_is_503_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "facts").mkdir()
+    (tmp_path / "facts" / "bad.yaml").write_text("facts:\n  - id: [\n")
+    svc = start_service(ServeSettings(root=tmp_path), port=free_port())
+    try:
+        status, _, body = _get(svc.server.url + "/metrics")
+    finally:
+        svc.close()
+    assert status == 503 and body.startswith("factbook: facts/bad.yaml:")
+
+
+def test_cli_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    kb, _ = _kb(tmp_path, seconds=0)
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "factbook.cli",
+            "--root",
+            str(kb),
+            "serve",
+            "-q",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "hw.cpu.threads",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status = _get(f"http://127.0.0.1:{port}/healthz")[0]
+                break
+            except urllib.error.URLError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.2)
+        assert status == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert f"serving http://127.0.0.1:{port}/metrics" in err
+
+
+def test_cli_refuses_a_bad_listen_address(tmp_path: Path) -> None:
+    from tests.helpers import cli
+
+    kb, _ = _kb(tmp_path)
+    code, _, err = cli(kb, "serve", "--listen", "nowhere")
+    assert code == 2 and "expected HOST:PORT" in err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        code, _, err = cli(kb, "serve", "--listen", f"127.0.0.1:{taken.getsockname()[1]}")
+    assert code == 2 and "cannot listen on 127.0.0.1:" in err
