@@ -54,6 +54,17 @@ HOSTILE_TARGETS = [
 ]
 
 
+class _NoAliases(yaml.SafeDumper):
+    """Repeated payload objects written out each time: factbook refuses YAML aliases."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
+
+
+def _dump(data: object, **options: object) -> str:
+    return yaml.dump(data, Dumper=_NoAliases, allow_unicode=True, **options)
+
+
 def _p(n: int) -> str:
     return PAYLOADS[n % len(PAYLOADS)]
 
@@ -107,7 +118,9 @@ def _hostile_results(root: Path) -> None:
                 ResultRecord(
                     fact["id"],
                     target,
-                    ["pass", "drift", "error", _p(n + m)][(n + m) % 4],
+                    # outcomes stay valid: a payload there makes results/latest.json
+                    # unreadable, refused with its line (tests/test_hostile_inputs.py)
+                    ["pass", "drift", "error", "skipped"][(n + m) % 4],
                     _p(n + m + 1),
                     observed={_p(m): _p(n)},
                     time="2026-11-29T15:00:01Z",
@@ -134,7 +147,7 @@ def _hostile_runbook(root: Path) -> None:
     step_meta = "---\nname: \"x onclick=alert('xss40')\"\ntimeout: 5\n---\n"
     text = (
         "---\n"
-        + yaml.safe_dump(front)
+        + _dump(front)
         + "---\n\n# "
         + _p(3)
         + "\n\n```{code-cell} ipython3\n"
@@ -163,12 +176,12 @@ def _hostile_runbook(root: Path) -> None:
 def hostile_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_kb(tmp_path_factory.mktemp("xss") / "kb")
     (root / "facts" / "hostile.yaml").write_text(
-        yaml.safe_dump({"facts": _hostile_facts()}, sort_keys=False), encoding="utf-8"
+        _dump({"facts": _hostile_facts()}, sort_keys=False), encoding="utf-8"
     )
     targets = yaml.safe_load((root / "targets.yaml").read_text(encoding="utf-8"))
     for name in HOSTILE_TARGETS:
         targets["targets"][name] = {"transport": "local", "description": _p(len(name))}
-    (root / "targets.yaml").write_text(yaml.safe_dump(targets), encoding="utf-8")
+    (root / "targets.yaml").write_text(_dump(targets), encoding="utf-8")
     (root / "milestones.yaml").write_text(
         (root / "milestones.yaml").read_text(encoding="utf-8"), encoding="utf-8"
     )
@@ -205,7 +218,12 @@ def site(hostile_kb: Path, status_doc: str, tmp_path_factory: pytest.TempPathFac
 URL_ATTRS = {"href", "src", "action", "formaction", "xlink:href", "poster", "background", "data"}
 BANNED_TAGS = {"iframe", "object", "embed", "frame", "frameset", "applet", "base", "meta"}
 # Material's own scripts; anything else with a src is foreign.
-KNOWN_SCRIPT_SRC = re.compile(r"^(/|(\.\./)*)(assets/javascripts/[\w./-]+\.js|search/main\.js)$")
+# MkDocs/Material's own scripts, and the factbook plugin's file:// search shim (a fixed file
+# shipped in the package, see handbook/plugin.py)
+KNOWN_SCRIPT_SRC = re.compile(
+    r"^(/|(\.\./)*)"
+    r"(assets/javascripts/[\w./-]+\.js|search/main\.js|assets/factbook-file-worker\.js)$"
+)
 
 
 def _material_inline_scripts() -> list[re.Pattern[str]]:

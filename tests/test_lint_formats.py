@@ -43,7 +43,8 @@ def broken_kb(tmp_path: Path) -> Path:
     facts = [
         fact("hw.a", "cpu.threads", {"ge": 1}, target="local"),
         fact("hw.a", "cpu.threads", {"ge": 1}, target="nowhere"),
-        fact("hw.b", "no.such.probe", {"eq": 1}, category="not-a-category"),
+        fact("hw.b", "no.such.probe", {"eq": 1}),
+        fact("hw.c", "cpu.threads", {"eq": 1}, category="not-a-category"),
     ]
     root = make_kb(tmp_path / "kb", facts)
     (root / "facts" / "bad, name: 100%.yaml").write_text("facts:\n  - id: [unclosed\n")
