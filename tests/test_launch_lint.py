@@ -308,13 +308,11 @@ def test_managed_server_start_refuses_a_bad_launch_before_spawning(
     with pytest.raises(LaunchRefused, match=r"pit\.eagle-vs-eagle3-flag"):
         servers.start(
             box,
+            servers.ServerSpec("sglang", argv, ready=1),
             run_dir=tmp_path,
             runbook="rb",
             run_id="r1",
             step="launch",
-            name="sglang",
-            argv=argv,
-            ready=1,
         )
     assert servers.registered(tmp_path) == []  # nothing was spawned or registered
 

@@ -122,23 +122,17 @@ def problems_in(expect: Any, where: str = "expect") -> list[str]:
     refs = _raw_refs(expect)
     if any(not isinstance(r, str) or not r.strip(".") for r in refs):
         return [f"{where}: a variable reference is {{var: NAME}}, NAME a non-empty string"]
-    if refs:
-        return _operators_only(expect, where)
-    if not isinstance(expect, dict):
-        return [f"{where}: expected a mapping with one operator, got {type(expect).__name__}"]
-    ops = [k for k in expect if k != "path"]
-    unknown = [k for k in ops if k not in OPERATORS]
-    if unknown:
-        return [f"{where}: unknown operator '{unknown[0]}' (known: {', '.join(OPERATORS)})"]
-    if len(ops) != 1:
-        return [f"{where}: needs exactly one operator, found {len(ops)}"]
+    shape = _operators_only(expect, where)
+    if refs or shape:
+        return shape
     if "path" in expect and not isinstance(expect["path"], str):
         return [f"{where}.path: expected a string"]
-    op = ops[0]
+    (op,) = (k for k in expect if k != "path")
     return OPERATORS[op].check_args(expect[op], f"{where}.{op}")
 
 
 def _operators_only(expect: Any, where: str) -> list[str]:
+    """A mapping with exactly one known operator (and maybe `path`), arguments unchecked."""
     if not isinstance(expect, dict):
         return [f"{where}: expected a mapping with one operator, got {type(expect).__name__}"]
     ops = [k for k in expect if k != "path"]

@@ -312,19 +312,14 @@ class _Servers:
             f"starting server '{name}' on {box_client.name}: {shlex.join(map(str, argv))}",
             flush=True,
         )
+        spec = _servers.ServerSpec(name, argv, env, cwd, ready, deadline, keep)
         info = _servers.start(
             box_client,
+            spec,
             run_dir=Path(ctx.run_dir),
             runbook=ctx.runbook,
             run_id=ctx.run_id,
             step=ctx.step or "",
-            name=name,
-            argv=argv,
-            env=env,
-            cwd=cwd,
-            ready=ready,
-            deadline=deadline,
-            keep=keep,
         )
         print(
             f"server '{name}' pid {info.pid}, log {info.log}"

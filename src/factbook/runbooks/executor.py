@@ -30,6 +30,7 @@ from ..errors import (
     UsageError,
 )
 from ..kb import KnowledgeBase
+from ..outcomes import FAILED, INTERRUPTED, OK, RUNNING
 from . import reclaim
 from . import record as rec
 from .api import CONTEXT_ENV
@@ -145,7 +146,7 @@ class Executor:
             code = exc.exit_code
         except Exception as exc:  # a bug: still saved, torn down, then reported
             record = self.log.record
-            record.status, record.error = "failed", f"{type(exc).__name__}: {exc}"
+            record.status, record.error = FAILED, f"{type(exc).__name__}: {exc}"
             raise
         finally:
             self._interrupt.uninstall()
@@ -181,13 +182,13 @@ class Executor:
         assert self.log.record is not None
         for step in steps:
             status, code = self._run_step(step, deadline)
-            if status != "ok":
+            if status != OK:
                 self.log.record.status = status
                 return code
             if self._interrupt.requested:  # Ctrl-C arrived as the step finished
                 self.log.mark_interrupted(self._interrupt.what)
                 return EXIT_INTERRUPTED
-        self.log.record.status = "ok"
+        self.log.record.status = OK
         return EXIT_OK
 
     def _run_step(self, step: Step, deadline: float | None) -> tuple[str, int]:
@@ -211,7 +212,7 @@ class Executor:
                 self._say(f"  | {line}")
             if len(lines) > SHOWN_LINES:
                 self._say(f"  | ... ({len(lines) - SHOWN_LINES} more lines)")
-        entry.started, entry.status = rec.now_iso(), "running"
+        entry.started, entry.status = rec.now_iso(), RUNNING
         if remaining is not None and remaining <= 0:
             return self.log.finish(entry, "timeout", "the run's timeout was reached", EXIT_FAILED)
         if step.destructive and not self.options.yes and not self.confirm(step):
@@ -220,16 +221,16 @@ class Executor:
             failed = self._check_requires(step, target)
             if failed:
                 return self.log.finish(
-                    entry, "failed", "requirements not met: " + "; ".join(failed), EXIT_FAILED
+                    entry, FAILED, "requirements not met: " + "; ".join(failed), EXIT_FAILED
                 )
         self.kernel.silent(
             f"__factbook_api._begin_step({step.name!r}, {target!r}, {list(step.records)!r})",
             wait=False,
         )
         if self._interrupt.requested:  # Ctrl-C during the prompt or the requirement checks
-            entry.status = "running"
+            entry.status = RUNNING
             self.log.mark_interrupted(self._interrupt.what)
-            return "interrupted", EXIT_INTERRUPTED
+            return INTERRUPTED, EXIT_INTERRUPTED
         self.log.save()  # a run killed during this step is found with this step running
         cell = self.log.notebook.cells[step.index]
         began = time.monotonic()
@@ -244,7 +245,7 @@ class Executor:
             self.log.collect(entry, cell, began)
             if self._interrupt.requested:
                 self.log.mark_interrupted(self._interrupt.what)
-                return "interrupted", EXIT_INTERRUPTED
+                return INTERRUPTED, EXIT_INTERRUPTED
             if exc.ename == STEP_TIMEOUT_ENAME:
                 run_out = deadline is not None and time.monotonic() >= deadline - 0.5
                 why = (
@@ -253,14 +254,14 @@ class Executor:
                     else f"step timed out after {self._step_timeout:.0f}s"
                 )
                 return self.log.finish(entry, "timeout", why, EXIT_FAILED)
-            return self.log.finish(entry, "failed", f"{exc.ename}: {exc.evalue}", EXIT_FAILED)
+            return self.log.finish(entry, FAILED, f"{exc.ename}: {exc.evalue}", EXIT_FAILED)
         self.log.collect(entry, cell, began)
         try:
             entry.recorded = self.log.write_back(step, target)
         except FactbookError as exc:
-            return self.log.finish(entry, "failed", f"write-back failed: {exc}", EXIT_FAILED)
+            return self.log.finish(entry, FAILED, f"write-back failed: {exc}", EXIT_FAILED)
         self.log.record.last_ok_step = step.name
-        return self.log.finish(entry, "ok", None, EXIT_OK)
+        return self.log.finish(entry, OK, None, EXIT_OK)
 
     def _check_requires(self, step: Step, target: str | None) -> list[str]:
         from .requires import check_requirements

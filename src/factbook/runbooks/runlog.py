@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from ..errors import FactbookError
 from ..kb import KnowledgeBase
-from ..outcomes import RUNNING
+from ..outcomes import FAILED, INTERRUPTED, OK, PENDING, RUNNING, SKIPPED
 from . import record as rec
 from . import servers
 from .api import RECORDS_FILE, RunContext
@@ -58,7 +58,7 @@ class RunLog:
                     name=s.name,
                     target=s.target or self.target,
                     destructive=s.destructive,
-                    status="pending" if s.name in chosen else "skipped",
+                    status=PENDING if s.name in chosen else SKIPPED,
                 )
                 for s in self.runbook.steps
             ],
@@ -69,9 +69,9 @@ class RunLog:
         if previous is not None:  # carry the earlier run's successes, so the record is whole
             known = {s.name for s in self.runbook.steps}
             for old in previous.steps:
-                if old.status == "ok" and old.name not in chosen and old.name in known:
+                if old.status == OK and old.name not in chosen and old.name in known:
                     mine = self.record.step(old.name)
-                    mine.status, mine.outputs = "ok", old.outputs
+                    mine.status, mine.outputs = OK, old.outputs
                     mine.error = f"done in run {previous.run_id}"
         RunContext(
             root=str(self.kb.root),
@@ -113,11 +113,11 @@ class RunLog:
             if step.name == entry.name:
                 self.notebook.cells[step.index].metadata["factbook_run"] = cell_meta
         self.save()
-        mark = "ok" if status == "ok" else status.upper()
+        mark = OK if status == OK else status.upper()
         self.say(
             f"-- {entry.name}: {mark} ({entry.duration_s:.2f}s)"
-            + (f": {error}" if error and status != "ok" else ""),
-            err=status != "ok",
+            + (f": {error}" if error and status != OK else ""),
+            err=status != OK,
         )
         return status, code
 
@@ -129,20 +129,20 @@ class RunLog:
     def mark_interrupted(self, what: str = "Ctrl-C") -> None:
         """`what`: the signal that stopped the run (Ctrl-C, SIGTERM, SIGHUP)."""
         assert self.record is not None
-        self.record.status = "interrupted"
+        self.record.status = INTERRUPTED
         for entry in self.record.steps:
-            if entry.status == "running":
-                entry.status, entry.error = "interrupted", what
+            if entry.status == RUNNING:
+                entry.status, entry.error = INTERRUPTED, what
         self.save()
 
     def fail(self, exc: FactbookError) -> None:
         """The run stopped on a user-facing error (e.g. the box was unreachable)."""
         assert self.record is not None
-        self.record.status = "failed"
+        self.record.status = FAILED
         self.record.error = str(exc)
         for entry in self.record.steps:  # e.g. the box was unreachable for `requires`
-            if entry.status == "running":
-                entry.status, entry.error = "failed", str(exc)
+            if entry.status == RUNNING:
+                entry.status, entry.error = FAILED, str(exc)
 
     # ---- write-back and teardown --------------------------------------------------------
 
@@ -246,7 +246,7 @@ class RunLog:
         assert self.record is not None
         self.say("")
         for entry in self.record.steps:
-            if entry.status in ("skipped", "pending") and entry.started is None:
+            if entry.status in (SKIPPED, PENDING) and entry.started is None:
                 continue
             took = f"{entry.duration_s:8.2f}s" if entry.duration_s is not None else " " * 9
             self.say(f"  {entry.status:12} {took}  {entry.name}")

@@ -64,26 +64,35 @@ def parse_ready(ready: int | str | dict[str, Any] | None) -> dict[str, Any] | No
     return {"host": host or "127.0.0.1", "port": int(port)}
 
 
+@dataclass(frozen=True)
+class ServerSpec:
+    """What to start: `ready` is a port, `host:port`, a URL or a probe mapping (parse_ready);
+    `keep` leaves it running after the run."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    ready: int | str | dict[str, Any] | None = None
+    deadline: float = 300
+    keep: bool = False
+
+
 def start(
     box: BoxClient,
+    spec: ServerSpec,
     *,
     run_dir: Path,
     runbook: str,
     run_id: str,
     step: str,
-    name: str,
-    argv: list[str],
-    env: dict[str, str] | None = None,
-    cwd: str | None = None,
-    ready: int | str | dict[str, Any] | None = None,
-    deadline: float = 300,
-    keep: bool = False,
 ) -> ServerInfo:
     """Spawn, register, then wait for readiness; on failure stop it and raise ServerNotReady.
 
     An SGLang launch is linted first with the values it really has (LaunchRefused on errors).
     On a remote box paths cannot be read from here, so only the flags are checked.
     """
+    name, argv, ready, deadline = spec.name, spec.argv, spec.ready, spec.deadline
     if box.target.transport == "local":  # sglang installed here resolves the flags itself
         preflight(argv, sglang_python=local_sglang_python())
     else:
@@ -100,8 +109,8 @@ def start(
         {
             "op": "spawn",
             "argv": [str(a) for a in argv],
-            "env": env or {},
-            "cwd": cwd,
+            "env": spec.env or {},
+            "cwd": spec.cwd,
             "log": log,
             "pidfile": pidfile,
         }
@@ -119,7 +128,7 @@ def start(
         log=spawned["log"],
         pidfile=spawned.get("pidfile"),
         step=step,
-        keep=keep,
+        keep=spec.keep,
         url=probe.get("url") if probe else None,
     )
     _append(run_dir, {"event": "start", **asdict(info)})

@@ -7,6 +7,7 @@ that name the host.
 
 from __future__ import annotations
 
+import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,19 @@ MAX_LINE_BYTES = 17 * 1024 * 1024
 # stderr is only read for notes and the reason a run was lost: its head and tail suffice.
 STDERR_HEAD_BYTES = 64 * 1024
 STDERR_TAIL_BYTES = 64 * 1024
+
+
+def popen_piped(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """`argv` with stdin, stdout and stderr piped, leading its own session so that a kill of
+    its process group takes everything it started. OSError propagates (callers name the host)."""
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
 
 
 class BoundedStderr:

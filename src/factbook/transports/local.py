@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 
 from ..errors import UnreachableError
-from .base import AgentProcess, BoundedStderr, Transport, bounded_lines
+from .base import AgentProcess, BoundedStderr, Transport, bounded_lines, popen_piped
 from .diagnose import explain
 
 
@@ -70,14 +70,7 @@ class LocalTransport(Transport):
     def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
         full_env = {**os.environ, **self.target.env, **env}
         try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=full_env,
-                start_new_session=True,
-            )
+            proc = popen_piped(argv, full_env)
         except OSError as exc:
             why = explain(self.label, argv[0], None, str(exc))
             raise UnreachableError(why or f"{self.label}: cannot start {argv[0]}: {exc}") from None

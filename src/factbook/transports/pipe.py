@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 from ..errors import TargetError, UnreachableError
-from .base import AgentProcess, BoundedStderr, bounded_lines
+from .base import AgentProcess, BoundedStderr, bounded_lines, popen_piped
 
 KILL_GRACE = 3.0  # seconds the far end gets to clean up after its lifeline closes
 MARK = "factbook-pipe-connected"  # written to stderr by the far end's shell: we got there
@@ -34,14 +34,7 @@ class PipeProcess:
     def __init__(self, argv: list[str], payload: bytes, label: str, env: dict[str, str]):
         self.label = label
         try:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                start_new_session=True,
-            )
+            self.proc = popen_piped(argv, env)
         except OSError as exc:
             raise UnreachableError(f"{label}: cannot start {argv[0]}: {exc}") from None
         self._stderr = BoundedStderr()

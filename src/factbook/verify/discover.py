@@ -80,39 +80,21 @@ PACKAGES = (
 )
 
 
+def _same(probe: str, title: str, category: str, expect: Expect, **options: Any) -> Observation:
+    """An observation keyed by its probe's own name (most are)."""
+    return Observation(probe, probe, title, category, expect, **options)
+
+
 def observations() -> list[Observation]:
     """What a snapshot covers."""
     hw, sw = "hardware", "software"
     found = [
-        Observation("gpu.names", "gpu.names", "GPU models", hw, _each, tags=("gpu",)),
-        Observation("gpu.count", "gpu.count", "GPU count", hw, _eq, tags=("gpu",)),
-        Observation(
-            "gpu.memory_mib",
-            "gpu.memory_mib",
-            "GPU memory",
-            hw,
-            _each_approx,
-            unit="MiB",
-            tags=("gpu",),
-        ),
-        Observation(
-            "gpu.compute_capability",
-            "gpu.compute_capability",
-            "GPU compute capability",
-            hw,
-            _each,
-            tags=("gpu",),
-        ),
-        Observation("gpu.driver", "gpu.driver", "NVIDIA driver", sw, _version, tags=("gpu",)),
-        Observation(
-            "gpu.power_limit_w",
-            "gpu.power_limit_w",
-            "GPU power limit",
-            hw,
-            _each,
-            unit="W",
-            tags=("gpu",),
-        ),
+        _same("gpu.names", "GPU models", hw, _each, tags=("gpu",)),
+        _same("gpu.count", "GPU count", hw, _eq, tags=("gpu",)),
+        _same("gpu.memory_mib", "GPU memory", hw, _each_approx, unit="MiB", tags=("gpu",)),
+        _same("gpu.compute_capability", "GPU compute capability", hw, _each, tags=("gpu",)),
+        _same("gpu.driver", "NVIDIA driver", sw, _version, tags=("gpu",)),
+        _same("gpu.power_limit_w", "GPU power limit", hw, _each, unit="W", tags=("gpu",)),
         Observation(
             "gpu.nvlink",
             "gpu.topology",
@@ -122,13 +104,11 @@ def observations() -> list[Observation]:
             path="nvlink",
             tags=("gpu", "topology"),
         ),
-        Observation(
-            "gpu.numa_nodes", "gpu.numa_nodes", "NUMA node per GPU", hw, _eq, tags=("gpu", "numa")
-        ),
-        Observation("cpu.model", "cpu.model", "CPU model", hw, _eq, tags=("cpu",)),
-        Observation("cpu.sockets", "cpu.sockets", "CPU sockets", hw, _eq, tags=("cpu",)),
-        Observation("cpu.cores", "cpu.cores", "CPU cores", hw, _eq, tags=("cpu",)),
-        Observation("cpu.threads", "cpu.threads", "CPU threads", hw, _eq, tags=("cpu",)),
+        _same("gpu.numa_nodes", "NUMA node per GPU", hw, _eq, tags=("gpu", "numa")),
+        _same("cpu.model", "CPU model", hw, _eq, tags=("cpu",)),
+        _same("cpu.sockets", "CPU sockets", hw, _eq, tags=("cpu",)),
+        _same("cpu.cores", "CPU cores", hw, _eq, tags=("cpu",)),
+        _same("cpu.threads", "CPU threads", hw, _eq, tags=("cpu",)),
         Observation(
             "numa.node_count",
             "file.glob_count",
@@ -138,17 +118,8 @@ def observations() -> list[Observation]:
             args={"pattern": "/sys/devices/system/node/node[0-9]*"},
             tags=("numa",),
         ),
-        Observation(
-            "mem.total_gib",
-            "mem.total_gib",
-            "Memory",
-            hw,
-            _approx(0.02),
-            unit="GiB",
-            tags=("memory",),
-        ),
-        Observation(
-            "swap.total_gib",
+        _same("mem.total_gib", "Memory", hw, _approx(0.02), unit="GiB", tags=("memory",)),
+        _same(
             "swap.total_gib",
             "Swap",
             hw,
@@ -167,34 +138,11 @@ def observations() -> list[Observation]:
             unit="GiB",
             tags=("disk",),
         ),
-        Observation(
-            "os.release",
-            "os.release",
-            "Operating system",
-            sw,
-            _eq,
-            path="pretty_name",
-            tags=("os",),
-        ),
-        Observation("os.kernel", "os.kernel", "Kernel", sw, _eq, tags=("os",)),
-        Observation(
-            "python.version",
-            "python.version",
-            "Python version",
-            sw,
-            _version,
-            tags=("python",),
-            uses_python=True,
-        ),
-        Observation(
-            "cuda.nvcc_version",
-            "cuda.nvcc_version",
-            "CUDA toolkit (nvcc)",
-            sw,
-            _version,
-            tags=("cuda",),
-        ),
-        Observation("cuda.home", "cuda.home", "CUDA_HOME", sw, _eq, tags=("cuda",)),
+        _same("os.release", "Operating system", sw, _eq, path="pretty_name", tags=("os",)),
+        _same("os.kernel", "Kernel", sw, _eq, tags=("os",)),
+        _same("python.version", "Python version", sw, _version, tags=("python",), uses_python=True),
+        _same("cuda.nvcc_version", "CUDA toolkit (nvcc)", sw, _version, tags=("cuda",)),
+        _same("cuda.home", "CUDA_HOME", sw, _eq, tags=("cuda",)),
     ]
     for key in ("version", "cuda", "nccl", "device_count"):
         found.append(

@@ -329,16 +329,7 @@ class Engine:
             return records
         with self._lock:
             self._procs.add(proc)
-        budget = _budget(calls, self.options.jobs, self.options.stall_grace)
-        expired = threading.Event()
-
-        def expire() -> None:
-            expired.set()
-            proc.kill()
-
-        watchdog = threading.Timer(budget, expire)
-        watchdog.daemon = True
-        watchdog.start()
+        watchdog = StallWatchdog(proc, calls, self.options)
         by_call = {c.id: c for c in calls}
         done = started = False
         try:
@@ -379,8 +370,8 @@ class Engine:
             why = _lost_reason(stderr, status, done, len(records), len(checks))
             if not started and status is not None:  # the interpreter itself failed
                 why = explain(transport.label, target.python, status, stderr) or why
-            if expired.is_set():
-                why = f"no result within the run's {budget:.0f}s bound; agent stopped"
+            if watchdog.fired:
+                why = watchdog.reason()
             for check in lost:
                 settle(check, self._error(check, why))
         return records
@@ -394,6 +385,34 @@ def _parse(line: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return message if isinstance(message, dict) else None
+
+
+class StallWatchdog:
+    """Kills a batch's agent once the whole batch has outlived its budget (a box that stalls
+    without closing the channel); `fired` tells the reader that the watchdog ended it, not the
+    box. The caller cancels it when the batch ends."""
+
+    def __init__(self, proc: AgentProcess, calls: list[Call], options: VerifyOptions):
+        self.budget = _budget(calls, options.jobs, options.stall_grace)
+        self._expired = threading.Event()
+        self._proc = proc
+        self._timer = threading.Timer(self.budget, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _expire(self) -> None:
+        self._expired.set()
+        self._proc.kill()
+
+    @property
+    def fired(self) -> bool:
+        return self._expired.is_set()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def reason(self) -> str:
+        return f"no result within the run's {self.budget:.0f}s bound; agent stopped"
 
 
 def _budget(calls: list[Call], jobs: int, grace: float) -> float:

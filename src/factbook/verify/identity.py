@@ -46,32 +46,22 @@ def _synthetic(target: Target, key: str, title: str, check: Check) -> Fact:
     )
 
 
+# identity keys read from a file on the box: key, title, path
+FILE_IDENTITIES = (
+    ("hostname", "hostname", "/proc/sys/kernel/hostname"),
+    ("machine_id", "machine id", "/etc/machine-id"),
+)
+
+
 def identity_checks(kb: KnowledgeBase, target: Target) -> list[PlannedCheck]:
     """The checks that confirm `target` is the box reached; none if it declares no identity."""
     ident = target.identity
     facts: list[Fact] = []
-    if ident.get("hostname"):
-        want = re.escape(str(ident["hostname"]))
-        facts.append(
-            _synthetic(
-                target,
-                "hostname",
-                "hostname",
-                Check(
-                    "file.read", {"path": "/proc/sys/kernel/hostname"}, {"regex": f"^{want}\\s*$"}
-                ),
-            )
-        )
-    if ident.get("machine_id"):
-        want = re.escape(str(ident["machine_id"]))
-        facts.append(
-            _synthetic(
-                target,
-                "machine_id",
-                "machine id",
-                Check("file.read", {"path": "/etc/machine-id"}, {"regex": f"^{want}\\s*$"}),
-            )
-        )
+    for key, title, path in FILE_IDENTITIES:
+        if ident.get(key):
+            whole = {"regex": f"^{re.escape(str(ident[key]))}\\s*$"}
+            check = Check("file.read", {"path": path}, whole)
+            facts.append(_synthetic(target, key, title, check))
     if ident.get("gpu_uuids"):
         expect = {"all": [{"contains": str(u)} for u in ident["gpu_uuids"]]}
         facts.append(

@@ -9,7 +9,6 @@ node (SlurmStep.by_node), and retries only the nodes that drifted or errored.
 from __future__ import annotations
 
 import secrets
-import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -71,7 +70,7 @@ def _pass(
     found: dict[str, ResultRecord],
 ) -> dict[tuple[str, str], ResultRecord]:
     """One srun step over the nodes in `todo`; a record for each (node, check key)."""
-    from .engine import _budget, _lost_reason, _parse, evaluate_result
+    from .engine import StallWatchdog, _lost_reason, _parse, evaluate_result
 
     target = engine.targets[name]
     union = {c.key: c for checks in todo.values() for c in checks}
@@ -111,16 +110,7 @@ def _pass(
         return records
     with engine._lock:
         engine._procs.add(step)
-    budget = _budget(calls, engine.options.jobs, engine.options.stall_grace)
-    expired = threading.Event()
-
-    def expire() -> None:
-        expired.set()
-        step.kill()
-
-    watchdog = threading.Timer(budget, expire)
-    watchdog.daemon = True
-    watchdog.start()
+    watchdog = StallWatchdog(step, calls, engine.options)
     by_call = {c.id: c for c in calls}
     done: set[str] = set()
     try:
@@ -155,8 +145,8 @@ def _pass(
             why = f"node {node}: the agent never started (srun exit {status}): {stderr.strip()}"
         else:
             why = _lost_reason(stderr, status, node in done, got, len(checks))
-        if expired.is_set():
-            why = f"no result within the run's {budget:.0f}s bound; agent stopped"
+        if watchdog.fired:
+            why = watchdog.reason()
         for check in lost:
             settle(node, check, error(node, check, why))
     return records
