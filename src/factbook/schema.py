@@ -15,6 +15,7 @@ from typing import Any
 
 from . import categories
 from .errors import Problem
+from .transports.base import TRANSPORTS
 from .yamlsrc import LocatedDoc, PathKey
 
 STATUSES = ["assumed", "verified", "refuted", "stale"]
@@ -153,10 +154,7 @@ TARGET_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "transport": {
-            "type": "string",
-            "enum": ["ssh", "openssh", "local", "exec", "slurm"],
-        },
+        "transport": {"type": "string", "enum": list(TRANSPORTS)},
         "host": _STR,
         "port": {"type": "integer", "minimum": 1, "maximum": 65535},
         "user": _STR,

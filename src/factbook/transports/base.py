@@ -7,6 +7,7 @@ that name the host.
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
@@ -159,27 +160,22 @@ class TransportOptions:
         self.sharing = False
 
 
+# Every transport, declared once: its name in targets.yaml -> the module and class that
+# implement it (imported only when a target uses it: paramiko stays unloaded for local runs).
+# schema.py's `transport` enum is this mapping's keys.
+TRANSPORTS: dict[str, tuple[str, str]] = {
+    "ssh": ("ssh", "SSHTransport"),
+    "openssh": ("openssh", "OpenSSHTransport"),
+    "local": ("local", "LocalTransport"),
+    "exec": ("exec", "ExecTransport"),
+    "slurm": ("slurm", "SlurmTransport"),
+}
+
+
 def transport_for(
     target: Target, targets: dict[str, Target], options: TransportOptions | None = None
 ) -> Transport:
-    """The transport a target asks for; jump names are resolved against `targets`."""
-    options = options or TransportOptions()
-    if target.transport == "local":
-        from .local import LocalTransport
-
-        return LocalTransport(target)
-    if target.transport == "exec":
-        from .exec import ExecTransport
-
-        return ExecTransport(target, targets, options)
-    if target.transport == "slurm":
-        from .slurm import SlurmTransport
-
-        return SlurmTransport(target, targets, options)
-    if target.transport == "openssh":
-        from .openssh import OpenSSHTransport
-
-        return OpenSSHTransport(target, targets, options)
-    from .ssh import SSHTransport
-
-    return SSHTransport(target, targets, options)
+    """The transport a target asks for; jump and `via` names are resolved against `targets`."""
+    module_name, class_name = TRANSPORTS[target.transport]
+    module = importlib.import_module(f"{__package__}.{module_name}")
+    return getattr(module, class_name)(target, targets, options or TransportOptions())

@@ -14,7 +14,15 @@ import threading
 from collections.abc import Iterator
 
 from ..errors import UnreachableError
-from .base import AgentProcess, BoundedStderr, Transport, bounded_lines, popen_piped
+from ..model import Target
+from .base import (
+    AgentProcess,
+    BoundedStderr,
+    Transport,
+    TransportOptions,
+    bounded_lines,
+    popen_piped,
+)
 from .diagnose import explain
 
 
@@ -66,6 +74,14 @@ class LocalProcess(AgentProcess):
 
 class LocalTransport(Transport):
     """Runs commands on this machine."""
+
+    def __init__(
+        self,
+        target: Target,
+        targets: dict[str, Target] | None = None,
+        options: TransportOptions | None = None,
+    ):
+        super().__init__(target)  # nothing to resolve or connect: same call as every transport
 
     def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
         full_env = {**os.environ, **self.target.env, **env}
