@@ -4,6 +4,7 @@ same way); here so that no command imports from another."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .transports.base import TransportOptions
 
@@ -62,3 +63,10 @@ def transport_options(args: argparse.Namespace) -> TransportOptions:
         known_hosts=args.known_hosts,
         ssh_config=args.ssh_config,
     )
+
+
+def warn_lint_problems(count: int, where: str = "") -> None:
+    """The one warning a command that carries on despite lint problems prints (stderr)."""
+    if count:
+        scope = f" {where}" if where else ""
+        print(f"warning: {count} lint problem(s){scope}; run `factbook lint`", file=sys.stderr)

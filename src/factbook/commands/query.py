@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..cli_options import warn_lint_problems
 from ..fleet.load import add_inventories
 from ..kb import KnowledgeBase, load_kb_with_problems
 from ..model import Fact
@@ -57,11 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _load(root: str) -> KnowledgeBase:
     """Queries work on a knowledge base with lint problems; they only warn."""
     kb, problems = load_kb_with_problems(Path(root))
-    if problems:
-        print(
-            f"warning: {len(problems)} lint problem(s); run `factbook lint`",
-            file=sys.stderr,
-        )
+    warn_lint_problems(len(problems))
     return kb
 
 

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..cli_options import warn_lint_problems
 from ..errors import EXIT_INVALID, EXIT_OK
 
 
@@ -86,12 +87,7 @@ def handle(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
         print(f"{len(problems)} problem(s) in {runbook.display}; not running it", file=sys.stderr)
         return EXIT_INVALID
-    if kb_problems:
-        print(
-            f"warning: {len(kb_problems)} lint problem(s) in the knowledge base; "
-            "run `factbook lint`",
-            file=sys.stderr,
-        )
+    warn_lint_problems(len(kb_problems), "in the knowledge base")
     options = RunOptions(
         steps=args.step,
         start=args.start,

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..cli_options import warn_lint_problems
 from ..kb import load_kb_with_problems
 
 
@@ -49,8 +50,7 @@ def handle_status(args: argparse.Namespace) -> int:
     from ..status import StatusOptions, default_path, render_status, write_status
 
     kb, problems = load_kb_with_problems(Path(args.root))
-    if problems:
-        print(f"warning: {len(problems)} lint problem(s); run `factbook lint`", file=sys.stderr)
+    warn_lint_problems(len(problems))
     options = StatusOptions(
         as_of=args.as_of, since=args.since, redact=args.redact, results=args.results
     )

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from .. import api
-from ..cli_options import add_target_options, transport_options
+from ..cli_options import add_target_options, transport_options, warn_lint_problems
 from ..colour import MODES, enabled
 from ..errors import EXIT_OK, UsageError
 from ..schema import CATEGORIES, STATUSES
@@ -99,12 +99,7 @@ def handle(args: argparse.Namespace) -> int:
         limit=args.limit,
         exclude=args.exclude,
     )
-    if planned.problems_elsewhere:
-        print(
-            f"warning: {planned.problems_elsewhere} lint problem(s) in facts not selected; "
-            "run `factbook lint`",
-            file=sys.stderr,
-        )
+    warn_lint_problems(planned.problems_elsewhere, "in facts not selected")
     plan = planned.plan
     reports = _parse_reports(args.report)
     if args.dry_run:
