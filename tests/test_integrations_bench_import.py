@@ -166,6 +166,24 @@ def test_bad_files_are_one_line_errors(tmp_path: Path) -> None:
     assert code == 2 and "--url is required" in err
 
 
+@pytest.mark.parametrize(
+    ("name", "make", "said"),
+    [
+        ("fifo", lambda p: os.mkfifo(p), "not a regular file"),
+        ("latin1", lambda p: p.write_bytes(b'{"x": "\xe9"}'), "not UTF-8"),
+        ("deep", lambda p: p.write_text("[" * 100_000 + "]" * 100_000), ":1: not JSON"),
+        ("folder", lambda p: p.mkdir(), "is a folder"),
+    ],
+)
+def test_hostile_result_files_are_refused_quickly(tmp_path: Path, name, make, said) -> None:
+    """A FIFO never blocks, a deep document never overflows the stack: one line, exit 2."""
+    kb = _kb(tmp_path / "kb")
+    path = tmp_path / f"{name}.json"
+    make(path)
+    code, _, err = cli(kb, "bench", "import", str(path), "--record", "bench.sglang.c2")
+    assert code == 2 and said in err and "Traceback" not in err, err
+
+
 def test_factbook_client_states_its_definitions_the_same_way() -> None:
     requests = [RequestResult(ok=True, output_tokens=10, ttft_s=0.1, total_s=1.0)]
     single = client_values(BenchResult("u", "m", "chat", 1, 10, 1.0, requests))["config"]

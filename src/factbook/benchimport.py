@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .yamlsrc import read_text_bounded
 
 SGLANG = "sglang.bench_serving"
 VLLM = "vllm bench serve"
@@ -110,16 +111,19 @@ class BenchImport:
         return float(value) if ok and math.isfinite(value) and value > 0 else None
 
 
+# vllm's --save-detailed result holds per-request arrays: tens of MB for long runs
+MAX_RESULT_BYTES = 512 << 20
+
+
 def read_result(path: Path, *, tool: str | None = None, line: int | None = None) -> BenchImport:
     """Read one run from a result file; `line` picks a run of an sglang JSONL (default: last).
 
     The tool is told by the shape: sglang's JSONL lines carry `server_info` or
     `total_output_tokens_retokenized`; vLLM's JSON `endpoint_type` or `*_e2el_ms` keys.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    text, problem = read_text_bounded(path, str(path), limit=MAX_RESULT_BYTES)
+    if problem is not None:
+        raise InputError(f"{problem.file}:{problem.line}: {problem.message}")
     runs = _documents(path, text)
     if not runs:
         raise InputError(f"{path}:1: no benchmark result in the file")
@@ -153,7 +157,7 @@ def _documents(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     """(line, object) per run: one JSON document (vLLM, indented or not) or JSON lines."""
     try:
         whole = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         whole = None
     if isinstance(whole, dict):
         return [(1, whole)]
@@ -163,7 +167,7 @@ def _documents(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
             continue
         try:
             data = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InputError(f"{path}:{number}: not JSON: {exc}") from None
         if not isinstance(data, dict):
             raise InputError(f"{path}:{number}: expected a JSON object per line")
