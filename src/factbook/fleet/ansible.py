@@ -97,12 +97,31 @@ def _looks_yaml(text: str) -> bool:
     )
 
 
+MAX_RANGE_HOSTS = 100_000  # one pattern's expansion; `n[1:99999999]` is a typo, not a fleet
+
+
 def expand_range(pattern: str) -> list[str]:
     """`node-[01:03]` -> node-01, node-02, node-03; `[a:c]` letters; `[0:10:5]` a stride."""
+    total = 1
+    for found in _RANGE.finditer(pattern):
+        total *= _range_size(found)
+        if total > MAX_RANGE_HOSTS:
+            raise ValueError(f"{pattern!r} expands to more than {MAX_RANGE_HOSTS} hosts")
+    return _expand(pattern)
+
+
+def _range_size(match: re.Match[str]) -> int:
+    start, end, stride = match.group(1), match.group(2), max(1, int(match.group(3) or 1))
+    if start.isdigit() and end.isdigit():
+        return max(0, (int(end) - int(start)) // stride + 1)
+    return 52  # letters: at most a-zA-Z
+
+
+def _expand(pattern: str) -> list[str]:
     match = _RANGE.search(pattern)
     if not match:
         return [pattern]
-    start, end, stride = match.group(1), match.group(2), int(match.group(3) or 1)
+    start, end, stride = match.group(1), match.group(2), max(1, int(match.group(3) or 1))
     head, tail = pattern[: match.start()], pattern[match.end() :]
     if start.isdigit() and end.isdigit():
         width = len(start) if start.startswith("0") else 0
@@ -112,7 +131,7 @@ def expand_range(pattern: str) -> list[str]:
         values = list(letters[letters.index(start) : letters.index(end) + 1 : stride])
     else:
         raise ValueError(f"bad range [{start}:{end}] in {pattern!r}")
-    return [name for v in values for name in expand_range(head + v + tail)]
+    return [name for v in values for name in _expand(head + v + tail)]
 
 
 def _host(path: Path, line: int | None, spec: str) -> tuple[list[str], int | None]:
@@ -383,6 +402,19 @@ def connection(target: Target) -> Target:
         python=target.python or _str(v.get("ansible_python_interpreter")),
         jump=target.jump or _jumps(v),
     )
+
+
+def field_problems(target: Target) -> list[str]:
+    """What a connection field must not be: a port outside 1-65535 (or not a number), a host
+    or user that an ssh command line would read as an option or split."""
+    out = []
+    port = target.vars.get("ansible_port", target.port)
+    if port is not None and not (str(port).isdigit() and 1 <= int(port) <= 65535):
+        out.append(f"port {port!r} is not a number from 1 to 65535")
+    for field, value in (("host", target.host), ("user", target.user)):
+        if value and (value.startswith("-") or not value.isprintable() or " " in value):
+            out.append(f"{field} {value!r} is not a host or user name")
+    return out
 
 
 def _str(value: Any) -> str | None:

@@ -21,6 +21,7 @@ from ..errors import InputError, Problem
 from ..model import Target
 from ..names import name_problem
 from ..yamlsrc import LocatedDoc, load_located
+from .ansible import field_problems
 from .inventory import Group, Inventory
 
 if TYPE_CHECKING:
@@ -52,12 +53,13 @@ def load_targets_file(path: Path, display: str, root: Path) -> tuple[Inventory, 
         if target is not None:
             own.targets[target.name] = target
     raw_groups = data.get("groups")
-    for name, raw in (raw_groups or {}).items() if isinstance(raw_groups, dict) else ():
+    for name, found in (raw_groups or {}).items() if isinstance(raw_groups, dict) else ():
         bad = name_problem("target name", name)
         if bad:
             problems.append(doc.problem(("groups", name), f"group: {bad}"))
             continue
-        if not isinstance(raw, dict):
+        raw = schema.conform(found, schema.GROUP_SCHEMA)  # validate() reported the rest
+        if raw is schema.INVALID:
             continue
         own.groups[str(name)] = Group(
             name=str(name),
@@ -75,6 +77,9 @@ def load_targets_file(path: Path, display: str, root: Path) -> tuple[Inventory, 
         at = ("groups", group) if group in own.groups else ("inventory",)
         problems.append(doc.problem(at, message))
     problems += _jump_problems(doc, own.targets, inventory.targets)
+    for name, target in inventory.finish().items():
+        at = ("targets", name) if name in own.targets else ("inventory",)
+        problems += [doc.problem(at, f"target '{name}': {m}") for m in field_problems(target)]
     return inventory, problems
 
 
@@ -193,6 +198,11 @@ def add_inventories(kb: KnowledgeBase, paths: Sequence[str], base: Path | None =
     inventory = Inventory(dict(kb.targets), dict(kb.groups))
     inventory.add(extra)
     problems = [message for _, message in inventory.problems()]
+    problems += [
+        f"target '{name}': {message}"
+        for name, target in inventory.finish().items()
+        for message in field_problems(target)
+    ]
     if problems:
         raise InputError(f"--inventory {', '.join(paths)}: {problems[0]}")
     kb.targets, kb.groups = inventory.finish(), inventory.groups
