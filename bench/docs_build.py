@@ -201,7 +201,9 @@ def served_after_edit(root: Path, config: Path, edits: int) -> list[float]:
     page = f"http://127.0.0.1:{port}/facts/{first['category']}.html"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     mkdocs = str(Path(sys.executable).with_name("mkdocs"))
-    log = (root / "serve.log").open("wb")
+    # the log lives outside the knowledge base: mkdocs serve watches its root folder, and a
+    # log written there would trigger a rebuild per line it writes
+    log = (root.parent / "serve.log").open("wb")
     proc = subprocess.Popen(
         [mkdocs, "serve", "-f", str(config), "-a", f"127.0.0.1:{port}"],
         cwd=root,
@@ -213,7 +215,7 @@ def served_after_edit(root: Path, config: Path, edits: int) -> list[float]:
         deadline = time.monotonic() + 300
         while True:  # the first build
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("mkdocs serve did not start:\n" + _tail(root / "serve.log"))
+                raise SystemExit("mkdocs serve did not start:\n" + _tail(root.parent / "serve.log"))
             try:
                 _get(page)
                 break
@@ -227,7 +229,7 @@ def served_after_edit(root: Path, config: Path, edits: int) -> list[float]:
             edit_one_fact(root, marker)
             while marker not in _get(page):
                 if time.perf_counter() - started > 120:
-                    log_tail = _tail(root / "serve.log")
+                    log_tail = _tail(root.parent / "serve.log")
                     raise SystemExit(f"the edit never reached the page:\n{log_tail}")
                 time.sleep(0.02)
             times.append(time.perf_counter() - started)

@@ -36,7 +36,7 @@ class EditLinks:
         """Markdown: `facts/x.yaml:12` linked to the line."""
         label = f"{path}:{line}"
         href = attr(self.url(path, line))
-        return f'<a class="fb-edit" href="{href}" title="edit this fact">{code(label)}</a>'
+        return f'<a class="fb-edit" href="{href}">{code(label)}</a>'
 
 
 def check_template(template: str) -> EditLinks:

@@ -210,7 +210,8 @@ def _notebook_link(entry: RunbookPage, run: Run, page: str) -> str:
 
 
 def prose_block(text: str, title: str) -> str:
-    """Authors' Markdown, safe: the title heading dropped, headings two levels down."""
+    """Authors' Markdown, safe: the title heading dropped, the others one level down (a
+    notebook's `##` section sits beside the page's `###` steps)."""
     lines, fence = [], ""
     for line in text.splitlines():
         marker = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
@@ -220,7 +221,7 @@ def prose_block(text: str, title: str) -> str:
         if heading and len(heading[1]) == 1 and heading[2].strip() == title.strip():
             continue  # the page's own title
         if heading:
-            line = "#" * min(len(heading[1]) + 2, 6) + " " + heading[2]
+            line = "#" * min(len(heading[1]) + 1, 6) + " " + heading[2]
         lines.append(line)
     return safe_markdown("\n".join(lines).strip())
 
