@@ -250,6 +250,21 @@ def test_a_bad_edit_url_fails_the_build_with_its_reason(kb: Path, tmp_path: Path
     assert "Traceback" not in proc.stderr
 
 
+def test_factbook_docs_takes_an_edit_url(
+    kb: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from factbook.cli import run as cli
+
+    out = tmp_path / "md"
+    assert cli(["--root", str(kb), "docs", "--out", str(out), "--edit-url", "https://x/e"]) == 2
+    assert "--edit-url 'https://x/e' has no {path}" in capsys.readouterr().err
+    template = "https://git.example/kb/src/{path}?line={line}"
+    assert cli(["--root", str(kb), "docs", "--out", str(out), "--edit-url", template]) == 0
+    fact = load_kb(kb).facts["hw.gpu.count"]
+    href = template.format(path=fact.file, line=fact.line)
+    assert f'href="{html.escape(href)}"' in (out / "facts/hardware.md").read_text("utf-8")
+
+
 # ---- tags -------------------------------------------------------------------------------
 
 

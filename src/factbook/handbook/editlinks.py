@@ -39,22 +39,22 @@ class EditLinks:
         return f'<a class="fb-edit" href="{href}">{code(label)}</a>'
 
 
-def check_template(template: str) -> EditLinks:
-    """An `edit_url` option, refused with a message saying what is wrong with it."""
+def check_template(template: str, *, name: str = "edit_url") -> EditLinks:
+    """An edit URL option (`name` as the user wrote it), refused with what is wrong with it."""
     if "{path}" not in template:
         raise UsageError(
-            f"edit_url {template!r} has no {{path}}: write where a fact file opens, e.g. "
+            f"{name} {template!r} has no {{path}}: write where a fact file opens, e.g. "
             "https://github.com/ORG/REPO/blob/main/{path}#L{line}"
         )
     stray = set(re.findall(r"\{[^}]*\}", template)) - {"{path}", "{line}"}
     if stray:
         raise UsageError(
-            f"edit_url {template!r}: unknown placeholder(s) {', '.join(sorted(stray))} "
+            f"{name} {template!r}: unknown placeholder(s) {', '.join(sorted(stray))} "
             "(known: {path}, {line})"
         )
     probe = template.replace("{path}", "x").replace("{line}", "1")
     if not urlsplit(probe).scheme or not is_safe_url(probe) or re.search(r"[\s\"'<>]", probe):
-        raise UsageError(f"edit_url {template!r} must be an http(s) URL without spaces or quotes")
+        raise UsageError(f"{name} {template!r} must be an http(s) URL without spaces or quotes")
     return EditLinks(template)
 
 
