@@ -358,6 +358,23 @@ def test_each_runbook_has_a_page_with_prose_steps_runs_and_notebooks(kb: Path, s
     assert 'href="runbooks/handbook-demo.html"' in _page(site, "index.html")  # in the nav
 
 
+def test_notebooks_past_the_copy_budget_are_named_not_copied(kb: Path) -> None:
+    from factbook.handbook.runbook_view import runbook_context, runbook_pages
+    from factbook.handbook.sources import load_runbooks
+    from factbook.handbook.views import ViewBuilder
+    from factbook.results import load_latest
+
+    books = [b for b in load_runbooks(kb) if b.name == "handbook-demo"]
+    newest = books[0].runs[0].notebook
+    assert newest is not None
+    pages = runbook_pages(books, budget=newest.stat().st_size)  # room for one notebook
+    assert list(pages[0].notebooks) == [books[0].runs[0].id]
+    runs = runbook_context(pages[0], ViewBuilder(load_kb(kb), load_latest(kb)))["runs"]
+    older = books[0].runs[1]
+    where = f"results/runbooks/handbook-demo/{older.id}/executed.ipynb"
+    assert f"not copied (over 8 MiB, or 64 MiB in all): <code>{where}</code>" in runs
+
+
 # ---- marks and diagrams -----------------------------------------------------------------
 
 

@@ -160,15 +160,27 @@ class Generator:
         return h.hexdigest()
 
 
+_NOTEBOOKS: dict[Path, tuple[tuple[int, int], str]] = {}
+
+
 def _notebooks(runbooks: list[RunbookPage]) -> dict[str, str]:
-    """The executed notebooks the runbook pages link to, copied into the site."""
+    """The executed notebooks the runbook pages link to, copied into the site.
+
+    Read once per file version (a rebuild under `mkdocs serve` re-reads none of them).
+    """
     out = {}
     for entry in runbooks:
         for uri, path in entry.notebook_files().items():
             try:
-                out[uri] = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:  # removed since the listing: the page says "—" next time
+                stat = path.stat()
+                key = (stat.st_mtime_ns, stat.st_size)
+                cached = _NOTEBOOKS.get(path)
+                if cached is None or cached[0] != key:
+                    cached = (key, path.read_text(encoding="utf-8", errors="replace"))
+                    _NOTEBOOKS[path] = cached
+            except OSError:  # removed since the listing: the page says so next time
                 continue
+            out[uri] = cached[1]
     return out
 
 

@@ -25,7 +25,8 @@ from .sources import Run, Runbook
 from .views import ViewBuilder
 
 RUNBOOK_DIR = "runbooks"
-NOTEBOOK_LIMIT = 8 << 20  # bytes of an executed notebook copied into the site
+NOTEBOOK_LIMIT = 8 << 20  # bytes of one executed notebook copied into the site
+NOTEBOOKS_TOTAL = 64 << 20  # bytes of all of them: MkDocs holds every copied file in memory
 RUN_KINDS = {
     "ok": "pass",
     "passed": "pass",
@@ -59,8 +60,12 @@ class RunbookPage:
         return out
 
 
-def runbook_pages(runbooks: list[Runbook]) -> list[RunbookPage]:
-    """One page per runbook; names that slug alike get a numbered suffix."""
+def runbook_pages(runbooks: list[Runbook], budget: int = NOTEBOOKS_TOTAL) -> list[RunbookPage]:
+    """One page per runbook; names that slug alike get a numbered suffix.
+
+    Executed notebooks are copied while each is at most NOTEBOOK_LIMIT and all together fit
+    `budget`; a notebook left out is named on the page instead.
+    """
     taken: set[str] = set()
     pages = []
     for book in runbooks:
@@ -68,7 +73,9 @@ def runbook_pages(runbooks: list[Runbook]) -> list[RunbookPage]:
         notebooks: dict[str, str] = {}
         names: set[str] = set()
         for run in book.runs:
-            if run.notebook is not None and _small(run.notebook):
+            size = _size(run.notebook)
+            if size is not None and size <= min(NOTEBOOK_LIMIT, budget):
+                budget -= size
                 notebooks[run.id] = f"{RUNBOOK_DIR}/{base}/{_unique(slug(run.id), names)}.ipynb"
         pages.append(RunbookPage(book, f"{RUNBOOK_DIR}/{base}.md", notebooks))
     return pages
@@ -82,11 +89,11 @@ def _unique(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def _small(path: Path) -> bool:
+def _size(path: Path | None) -> int | None:
     try:
-        return path.stat().st_size <= NOTEBOOK_LIMIT
+        return path.stat().st_size if path is not None else None
     except OSError:
-        return False
+        return None
 
 
 # ---- the overview page ------------------------------------------------------------------
@@ -205,7 +212,9 @@ def _notebook_link(entry: RunbookPage, run: Run, page: str) -> str:
     if uri:
         return f"[executed.ipynb]({rel_link(page, uri)})"
     if run.notebook is not None:  # too large to copy: say where it is
-        return f"too large to copy: {code(run.notebook.name)} in the run's folder"
+        where = "/".join(run.notebook.parts[-3:])
+        limits = f"over {NOTEBOOK_LIMIT >> 20} MiB, or {NOTEBOOKS_TOTAL >> 20} MiB in all"
+        return f"not copied ({limits}): {code('results/runbooks/' + where)}"
     return "—"
 
 
