@@ -109,7 +109,8 @@ def test_one_changed_fact_rerenders_only_its_pages(kb_root: Path) -> None:
     assert again.pages == first.pages
     edit_fact(kb_root, "hw.gpu.count", title="GPU count (edited)")
     changed = generator.generate(kb_root)
-    assert set(changed.rendered) == {"facts/hardware.md", "facts/index.md"}
+    # its card, the id index and the tag index show its title
+    assert set(changed.rendered) == {"facts/hardware.md", "facts/index.md", "tags.md"}
     assert "GPU count (edited) {#hw.gpu.count}" in changed.pages["facts/hardware.md"]
 
 
@@ -119,7 +120,11 @@ def test_write_tree_writes_only_changes_and_removes_stale(kb_root: Path, tmp_pat
     assert "facts/hardware.md" in written and "assets/factbook.css" in written
     stamp = (out / "facts/pitfalls.md").stat().st_mtime_ns
     edit_fact(kb_root, "hw.gpu.count", title="GPU count (edited)")
-    assert write_tree(generator.generate(kb_root), out) == ["facts/hardware.md", "facts/index.md"]
+    assert write_tree(generator.generate(kb_root), out) == [
+        "facts/hardware.md",
+        "facts/index.md",
+        "tags.md",
+    ]
     assert (out / "facts/pitfalls.md").stat().st_mtime_ns == stamp
     (out / ".factbook-pages.json").write_text(json.dumps(["old.md"]), encoding="utf-8")
     (out / "old.md").write_text("stale", encoding="utf-8")
@@ -176,9 +181,12 @@ def test_runbooks_and_status_documents_are_listed(kb_root: Path) -> None:
     handbook = Generator().generate(kb_root, docs_dir=kb_root / "docs")
     books = handbook.pages["runbook-runs.md"]
     assert "Probe the box" in books and "{#runbook-probe-box}" in books
-    assert "<code>gpus</code>" in books and "(1.2 s)" in books
-    assert "<code>wipe</code> ⚠ destructive" in books and "needs [`hw.gpu.count`]" in books
-    assert "2026-11-29 15:10 UTC" in books and "1 failed, 1 ok" in books
+    assert "2 step(s), 1 destructive" in books and "(runbooks/probe-box.md)" in books
+    assert "2026-11-29 15:10 UTC" in books and "1 failed, 1 ok" in books and "9.0 s" in books
+    book = handbook.pages["runbooks/probe-box.md"]
+    assert "### 1. gpus {#step-gpus}" in book and "(1.2 s)" in book
+    assert '<span class="fb-badge fb-destructive"' in book.split("{#step-wipe}")[1]
+    assert "**Needs:** [`hw.gpu.count`](../facts/hardware.md#hw.gpu.count)" in book
     listing = handbook.pages["status-history.md"]
     order = [
         listing.index(f"(status/{n}.md)")

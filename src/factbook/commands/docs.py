@@ -29,15 +29,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-copy", action="store_true", help="write only the generated pages")
     p.add_argument("--nav", action="store_true", help="print the navigation as JSON")
+    p.add_argument(
+        "--edit-url",
+        metavar="TEMPLATE",
+        help="link each fact to its YAML line: a URL with {path} (relative to --root) and "
+        "{line}, e.g. https://github.com/ORG/REPO/blob/main/{path}#L{line} "
+        "(default: file:line as text)",
+    )
     p.set_defaults(handler=handle_docs)
 
 
 def handle_docs(args: argparse.Namespace) -> int:
     from ..handbook import generate, write_tree
+    from ..handbook.editlinks import check_template
 
     root = Path(args.root)
     docs_dir = root / args.docs_dir
-    handbook = generate(root, docs_dir=docs_dir if docs_dir.is_dir() else None)
+    edit = check_template(args.edit_url, name="--edit-url") if args.edit_url else None
+    handbook = generate(root, docs_dir=docs_dir if docs_dir.is_dir() else None, edit=edit)
     extra: dict[str, bytes] = {}
     if not args.no_copy and docs_dir.is_dir():
         for path in sorted(docs_dir.rglob("*")):

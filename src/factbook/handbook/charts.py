@@ -1,7 +1,9 @@
 """Inline SVG charts: no JavaScript, no CDN, readable offline and at phone width.
 
 The SVG scales with its container (viewBox, width 100%), and sits in a raw `<div>` block so
-Markdown leaves it alone (no blank lines inside).
+Markdown leaves it alone (no blank lines inside). Topology diagrams are never drawn wider than
+their viewBox in CSS pixels: a one-GPU box stays small next to an eight-GPU one instead of
+being stretched to the column, so diagrams side by side share one scale.
 """
 
 from __future__ import annotations
@@ -76,8 +78,12 @@ def numa_diagram(layout: list[int], link_label: str) -> str:
     box_h = 40 + rows * 50
     width = len(nodes) * box_w + (len(nodes) - 1) * gap
     height = box_h + 36
+    # one viewBox unit = one CSS pixel while the column is wide enough (max-width); below
+    # min-width the box scrolls sideways, like the bar charts, instead of shrinking the text
+    style = f"max-width:{width}px;min-width:min(22rem,{width}px)"
     out = [
-        f'<div class="fb-chart"><svg viewBox="0 0 {width} {height}" role="img" '
+        f'<div class="fb-chart"><svg class="fb-topology" style="{style}" '
+        f'viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="GPU to NUMA node layout" xmlns="http://www.w3.org/2000/svg">'
     ]
     for i, (node, gpus) in enumerate(sorted(nodes.items())):

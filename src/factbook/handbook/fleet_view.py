@@ -1,10 +1,10 @@
 """The handbook's fleet page: facts x groups, the outliers named, each target's last run.
 
 Written for 64 targets read on a phone: the facts x groups matrix scrolls sideways inside
-its own box, cells are short (`8/8` or `7/8 ⚠`), outliers are a plain list (one line per
-fact: "3 targets 4, 1 target 3 (node-05)"), and the per-target table has four narrow columns.
-The page exists only for a fleet: a knowledge base with groups, or a fact last checked on two
-or more targets.
+its own box, cells are short (`8/8`, or `7/8 !` with `!` in an orange disc), outliers are a
+plain list (one line per fact: "3 targets 4, 1 target 3 (node-05)"), and the per-target table
+has four narrow columns. The page exists only for a fleet: a knowledge base with groups, or a
+fact last checked on two or more targets.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ..fleet.outliers import summary, value_groups
 from ..kb import KnowledgeBase
 from ..outcomes import DRIFT, ERROR, PASS
 from ..results import ResultRecord
+from .marks import flag
 from .markup import md, rel_link, scroll_table, time_text
 from .views import ViewBuilder
 
@@ -90,9 +91,9 @@ def fleet_context(kb: KnowledgeBase, views: ViewBuilder) -> dict[str, Any]:
 
 
 def _cell(records: list[ResultRecord]) -> str:
-    """`8/8` all passing, `7/8 ⚠` with drift or errors, `–` when none of the group ran it."""
+    """`8/8` all passing, `7/8 !` with drift or errors, `–` when none of the group ran it."""
     if not records:
         return "–"
     ok = sum(r.outcome == PASS for r in records)
     bad = sum(r.outcome in (DRIFT, ERROR) for r in records)
-    return f"{ok}/{len(records)}" + (" ⚠" if bad else "")
+    return f"{ok}/{len(records)}" + (" " + flag(f"{bad} drifted or erroring") if bad else "")

@@ -9,6 +9,7 @@ written only when their text changed, so file watchers see real changes only.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
 import time
@@ -22,10 +23,12 @@ import jinja2
 from ..atomic import write_text_atomic
 from ..kb import load_kb_with_problems
 from ..results import list_runs, load_latest
+from .editlinks import EditLinks
 from .fleet_view import FLEET
 from .markup import code, md
 from .measured import load_history
-from .pages import ALL_FACTS, CATEGORY_TITLES, HOME, RUNBOOKS, STATUS_DOCS, page_specs
+from .pages import ALL_FACTS, CATEGORY_TITLES, HOME, RUNBOOKS, STATUS_DOCS, TAGS, page_specs
+from .runbook_view import RunbookPage, runbook_pages
 from .sources import (
     RUNBOOKS_GUIDE,
     STATUS_GUIDE,
@@ -76,16 +79,26 @@ class Generator:
         self.env.filters["code"] = code
         self._cache: dict[str, tuple[str, str]] = {}  # uri -> (input hash, text)
 
-    def generate(self, root: Path | str, *, docs_dir: Path | str | None = None) -> Handbook:
-        """All pages of the handbook of the knowledge base at `root`."""
+    def generate(
+        self,
+        root: Path | str,
+        *,
+        docs_dir: Path | str | None = None,
+        edit: EditLinks | None = None,
+    ) -> Handbook:
+        """All pages of the handbook of the knowledge base at `root`.
+
+        `edit`: where a fact's YAML line opens for editing (editlinks.py); None shows the
+        file:line as text.
+        """
         started = time.perf_counter()
         root = Path(root).resolve()
         docs = Path(docs_dir).resolve() if docs_dir is not None else None
         kb, problems = load_kb_with_problems(root)
         latest = load_latest(root)
         loaded = time.perf_counter()
-        views = ViewBuilder(kb, latest, load_history(root))
-        runbooks = load_runbooks(root)
+        views = ViewBuilder(kb, latest, load_history(root), edit=edit)
+        runbooks = runbook_pages(load_runbooks(root))
         status_docs = load_status_docs(docs, kb.milestones)
         guides = {g for g in (STATUS_GUIDE, RUNBOOKS_GUIDE) if docs and (docs / g).is_file()}
         guide = STATUS_GUIDE if STATUS_GUIDE in guides else None
@@ -120,9 +133,15 @@ class Generator:
         titles = {s.uri: s.title for s in specs}
         return Handbook(
             pages=pages,
-            assets={CSS_URI: css},
+            assets={CSS_URI: css, **_notebooks(runbooks)},
             titles=titles,
-            nav=build_nav(status_docs, guides, guide_pages(docs, set(pages)), fleet=FLEET in pages),
+            nav=build_nav(
+                status_docs,
+                guides,
+                guide_pages(docs, set(pages)),
+                fleet=FLEET in pages,
+                runbooks=[(e.book.title, e.uri) for e in runbooks],
+            ),
             rendered=rendered,
             lint_problems=[str(p) for p in problems],
             seconds={
@@ -141,6 +160,30 @@ class Generator:
         return h.hexdigest()
 
 
+_NOTEBOOKS: dict[Path, tuple[tuple[int, int], str]] = {}
+
+
+def _notebooks(runbooks: list[RunbookPage]) -> dict[str, str]:
+    """The executed notebooks the runbook pages link to, copied into the site.
+
+    Read once per file version (a rebuild under `mkdocs serve` re-reads none of them).
+    """
+    out = {}
+    for entry in runbooks:
+        for uri, path in entry.notebook_files().items():
+            try:
+                stat = path.stat()
+                key = (stat.st_mtime_ns, stat.st_size)
+                cached = _NOTEBOOKS.get(path)
+                if cached is None or cached[0] != key:
+                    cached = (key, path.read_text(encoding="utf-8", errors="replace"))
+                    _NOTEBOOKS[path] = cached
+            except OSError:  # removed since the listing: the page says so next time
+                continue
+            out[uri] = cached[1]
+    return out
+
+
 def _plain(value: Any) -> Any:
     if is_dataclass(value) and not isinstance(value, type):
         return value.__dict__
@@ -154,18 +197,25 @@ def _stable_json(value: Any) -> str:
 
 
 def build_nav(
-    status_docs: list[Any], section_guides: set[str], guides: list[str], *, fleet: bool = False
+    status_docs: list[Any],
+    section_guides: set[str],
+    guides: list[str],
+    *,
+    fleet: bool = False,
+    runbooks: list[tuple[str, str]] | None = None,
 ) -> list[Any]:
     """MkDocs navigation: home, facts by category, runbooks, status documents, guides.
 
     The runbook runner's and the status command's own guide pages, when present, sit in their
-    section next to the generated page.
+    section next to the generated page. `runbooks`: (title, uri) of each runbook's page; the
+    titles come from runbook files and MkDocs' theme prints nav titles unescaped.
     """
-    facts = [{"All facts": ALL_FACTS}] + ([{"Fleet": FLEET}] if fleet else [])
+    facts = [{"All facts": ALL_FACTS}, {"Tags": TAGS}] + ([{"Fleet": FLEET}] if fleet else [])
     facts += [{CATEGORY_TITLES[c]: category_uri(c)} for c in CATEGORY_TITLES]
-    runbooks: list[Any] = [{"Steps and last runs": RUNBOOKS}]
+    books: list[Any] = [{"Steps and last runs": RUNBOOKS}]
     if RUNBOOKS_GUIDE in section_guides:
-        runbooks.append({"About runbooks": RUNBOOKS_GUIDE})
+        books.append({"About runbooks": RUNBOOKS_GUIDE})
+    books += [{html.escape(title): uri} for title, uri in runbooks or []]
     status: list[Any] = [{"Newest first": STATUS_DOCS}]
     if STATUS_GUIDE in section_guides:
         status.append({"About status documents": STATUS_GUIDE})
@@ -173,7 +223,7 @@ def build_nav(
     nav: list[Any] = [
         {"Home": HOME},
         {"Facts": facts},
-        {"Runbooks": runbooks},
+        {"Runbooks": books},
         {"Status documents": status},
     ]
     if guides:
@@ -226,6 +276,8 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 _DEFAULT = Generator()
 
 
-def generate(root: Path | str, *, docs_dir: Path | str | None = None) -> Handbook:
+def generate(
+    root: Path | str, *, docs_dir: Path | str | None = None, edit: EditLinks | None = None
+) -> Handbook:
     """Generate with the process-wide generator, whose cache survives MkDocs rebuilds."""
-    return _DEFAULT.generate(root, docs_dir=docs_dir)
+    return _DEFAULT.generate(root, docs_dir=docs_dir, edit=edit)

@@ -15,9 +15,10 @@ from ..outcomes import NOT_OK
 from . import special
 from .fleet_view import FLEET, fleet_context, has_fleet
 from .home import glance_rows, run_header
-from .runbook_view import runbooks_context
-from .sources import Runbook, StatusDoc
-from .views import FactView, ViewBuilder, category_uri
+from .markup import md, rel_link
+from .runbook_view import RunbookPage, runbook_context, runbooks_context
+from .sources import StatusDoc
+from .views import TAGS, FactView, ViewBuilder, category_uri
 
 HOME = "index.md"
 ALL_FACTS = "facts/index.md"
@@ -41,7 +42,7 @@ def page_specs(
     kb: KnowledgeBase,
     views: ViewBuilder,
     *,
-    runbooks: list[Runbook],
+    runbooks: list[RunbookPage],
     status_docs: list[StatusDoc],
     runs: list[dict[str, Any]],
     lint_problems: list[str],
@@ -51,6 +52,7 @@ def page_specs(
     for category in CATEGORIES:
         specs.append(_category(kb, views, category))
     specs.append(_all_facts(kb, views))
+    specs.append(_tags(kb, views))
     if has_fleet(kb, views.latest):
         specs.append(PageSpec(FLEET, "Fleet", "fleet.md.j2", fleet_context(kb, views)))
     specs.append(
@@ -61,6 +63,10 @@ def page_specs(
             {"runbooks": runbooks_context(runbooks, views, RUNBOOKS)},
         )
     )
+    for entry in runbooks:
+        specs.append(
+            PageSpec(entry.uri, entry.book.title, "runbook.md.j2", runbook_context(entry, views))
+        )
     specs.append(
         PageSpec(
             STATUS_DOCS,
@@ -98,16 +104,48 @@ def _all_facts(kb: KnowledgeBase, views: ViewBuilder) -> PageSpec:
             views.link(ALL_FACTS, f.id, f.title),
             BY_NAME[f.category].title,
             views.states[f.id].html(),
+            views.edit_link(f),
         )
         for f in sorted(kb.facts.values(), key=lambda f: f.id)
     ]
-    return PageSpec(ALL_FACTS, "All facts", "all-facts.md.j2", {"rows": rows})
+    return PageSpec(
+        ALL_FACTS,
+        "All facts",
+        "all-facts.md.j2",
+        {"rows": rows, "tags_link": rel_link(ALL_FACTS, TAGS)},
+    )
+
+
+def _tags(kb: KnowledgeBase, views: ViewBuilder) -> PageSpec:
+    """Every tag with its facts. Tags are free text from YAML: escaped, anchors are slugs.
+
+    A plain list per tag (title link and YAML line; badges live on the fact's card): at 1,000
+    facts a table with badges made this page half a megabyte and a second of every rebuild.
+    """
+    by_tag: dict[str, list[Any]] = {}
+    for fact in kb.facts.values():
+        for tag in dict.fromkeys(str(t) for t in fact.tags):  # a tag listed twice counts once
+            by_tag.setdefault(tag, []).append(fact)
+    order = sorted(by_tag, key=lambda t: (t.casefold(), t))
+    tags = [
+        {
+            "name": md(tag),
+            "anchor": views.tag_anchor[tag],
+            "facts": [
+                f"{views.link(TAGS, f.id, f.title)} · {views.edit_link(f)}"
+                for f in sorted(by_tag[tag], key=lambda f: f.id)
+            ],
+        }
+        for tag in order
+    ]
+    cloud = " ".join(f"{views.tag_link(TAGS, tag)}&nbsp;{len(by_tag[tag])}" for tag in order)
+    return PageSpec(TAGS, "Tags", "tags.md.j2", {"tags": tags, "cloud": cloud})
 
 
 def _home(
     kb: KnowledgeBase,
     views: ViewBuilder,
-    runbooks: list[Runbook],
+    runbooks: list[RunbookPage],
     status_docs: list[StatusDoc],
     runs: list[dict[str, Any]],
     lint_problems: list[str],
@@ -153,4 +191,13 @@ def _home(
     )
 
 
-__all__ = ["ALL_FACTS", "HOME", "RUNBOOKS", "STATUS_DOCS", "FactView", "PageSpec", "page_specs"]
+__all__ = [
+    "ALL_FACTS",
+    "HOME",
+    "RUNBOOKS",
+    "STATUS_DOCS",
+    "TAGS",
+    "FactView",
+    "PageSpec",
+    "page_specs",
+]

@@ -16,6 +16,11 @@ renders only pages whose inputs changed.
       - factbook:
           root: .          # the knowledge base, relative to mkdocs.yml (default: its folder)
           offline: true    # search and links work from file:// too (the default)
+          edit_url: https://github.com/ORG/REPO/blob/main/{path}#L{line}   # optional
+
+Each fact links to its YAML line through `edit_url`, else through MkDocs' `repo_url` +
+`edit_uri`, else shows `facts/x.yaml:12` as text (editlinks.py). Status documents' emoji
+marks are shown as worded pills (marks.py): a reader's machine may have no emoji font.
 """
 
 from __future__ import annotations
@@ -28,10 +33,15 @@ from typing import Any
 
 from mkdocs.config import config_options
 from mkdocs.config.base import Config
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files
 
+from factbook.errors import UsageError
+from factbook.handbook.editlinks import EditLinks, check_template, from_repo
 from factbook.handbook.generator import CSS_URI, _template_dir, generate
+from factbook.handbook.marks import status_marks
+from factbook.handbook.sources import STATUS_DIR
 
 log = logging.getLogger("mkdocs.plugins.factbook")
 WATCHED_DIRS = ("facts", "runbooks", "results", "checks")
@@ -45,6 +55,9 @@ class FactbookConfig(Config):
     # search and links from file:// (site/index.html opened from disk), with no request to
     # the internet (Material's own `offline` plugin loads a polyfill from unpkg.com)
     offline = config_options.Type(bool, default=True)
+    # where a fact's YAML line opens: a URL with {path} (relative to the knowledge base) and
+    # {line}; unset: derived from repo_url + edit_uri; "": file:line as text, no link
+    edit_url = config_options.Optional(config_options.Type(str))
 
 
 def merge_nav(user: list[Any] | None, generated: list[Any]) -> list[Any]:
@@ -69,6 +82,7 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
 
     def __init__(self) -> None:
         self._user_nav: list[Any] | None = None
+        self._edit: EditLinks | None = None
 
     def kb_root(self, config: Any) -> Path:
         """$FACTBOOK_ROOT, else the plugin's `root` (relative to mkdocs.yml), else its folder."""
@@ -96,11 +110,29 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
                 config.extra["polyfills"] = [*polyfills, WORKER_URI]
         # on_config runs once per (re)build with a fresh config: this is the user's own nav
         self._user_nav = config.nav
+        self._edit = self.edit_links(config)
         return config
+
+    def edit_links(self, config: Any) -> EditLinks | None:
+        """The plugin's edit_url (checked), else what repo_url + edit_uri imply, else None."""
+        template = self.config.edit_url
+        if template is not None:
+            if not template.strip():
+                return None
+            try:
+                return check_template(template.strip())
+            except UsageError as exc:
+                raise PluginError(f"factbook: {exc}") from None
+        return from_repo(
+            config.repo_url,
+            config.edit_uri,
+            docs_dir=Path(config.docs_dir),
+            kb_root=self.kb_root(config),
+        )
 
     def on_files(self, files: Files, *, config: Any) -> Files:
         try:
-            handbook = generate(self.kb_root(config), docs_dir=config.docs_dir)
+            handbook = generate(self.kb_root(config), docs_dir=config.docs_dir, edit=self._edit)
         except Exception as exc:  # under `mkdocs serve`, show the error, not a stuck page
             log.error("factbook: the handbook could not be generated: %s", exc, exc_info=True)
             text = f"# The handbook could not be generated\n\n```\n{traceback.format_exc()}```\n"
@@ -127,6 +159,12 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
             handbook.seconds["total"],
         )
         return files
+
+    def on_page_markdown(self, markdown: str, *, page: Any, config: Any, files: Any) -> str:
+        """Status documents' ✅ ⚠️ ❌ ◻ become worded pills: no emoji font needed."""
+        if page.file.src_uri.startswith(STATUS_DIR + "/"):
+            return status_marks(markdown)
+        return markdown
 
     @event_priority(-100)  # after the search plugin has written the index
     def on_post_build(self, *, config: Any) -> None:

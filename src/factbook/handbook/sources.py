@@ -20,15 +20,17 @@ STATUS_GUIDE = "status-documents.md"  # the status command's own guide page
 RUNBOOKS_GUIDE = "runbooks.md"  # the runbook runner's own guide page
 SECTION_GUIDES = (STATUS_GUIDE, RUNBOOKS_GUIDE)  # shown in their section, not under Guides
 MAX_RUNS = 5
+NOTEBOOK_FILE = "executed.ipynb"  # the runner's name for a run's executed notebook
 
 
 @dataclass
 class Step:
-    """One code cell of a runbook."""
+    """One code cell of a runbook, with the prose (Markdown cells) written before it."""
 
     name: str
     code: str
     meta: dict[str, Any] = field(default_factory=dict)
+    prose: str = ""
 
 
 @dataclass
@@ -40,6 +42,10 @@ class Run:
     started: str
     finished: str
     steps: list[dict[str, Any]]
+    duration_s: float | None = None
+    target: str = ""
+    error: str = ""
+    notebook: Path | None = None  # its executed notebook, when the runner saved one
 
 
 @dataclass
@@ -54,6 +60,7 @@ class Runbook:
     target: str = ""
     facts: list[str] = field(default_factory=list)
     pitfalls: list[str] = field(default_factory=list)
+    closing: str = ""  # prose after the last step
 
 
 @dataclass
@@ -126,6 +133,7 @@ def _parse_runbook(path: Path, root: Path) -> Runbook:
             [],
             f"could not parse: {exc}",
         )
+    prose, closing = _prose_by_step(parsed)
     steps = [
         Step(
             s.name,
@@ -138,6 +146,7 @@ def _parse_runbook(path: Path, root: Path) -> Runbook:
                 "target": s.target or parsed.target,
                 "setup": s.setup,
             },
+            prose.get(s.index, ""),
         )
         for s in parsed.steps
     ]
@@ -153,7 +162,21 @@ def _parse_runbook(path: Path, root: Path) -> Runbook:
         str(parsed.target or ""),
         list(parsed.facts),
         list(parsed.pitfalls),
+        closing,
     )
+
+
+def _prose_by_step(parsed: Any) -> tuple[dict[int, str], str]:
+    """The Markdown cells before each code cell ({cell index: text}) and after the last one."""
+    before: dict[int, str] = {}
+    pending: list[str] = []
+    for index, cell in enumerate(parsed.notebook.cells):
+        if cell.cell_type == "markdown":
+            pending.append(str(cell.source))
+        elif cell.cell_type == "code":
+            before[index] = "\n\n".join(pending)
+            pending = []
+    return before, "\n\n".join(pending)
 
 
 def _first_heading(text: str) -> str:
@@ -181,6 +204,8 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
         if not isinstance(data, dict):
             continue
         steps = data.get("steps") if isinstance(data.get("steps"), list) else []
+        notebook = path.parent / NOTEBOOK_FILE if path.name == "record.json" else None
+        duration = data.get("duration_s")
         runs.append(
             Run(
                 id=str(data.get("run_id") or data.get("id") or run_id),
@@ -188,6 +213,12 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
                 started=str(data.get("started") or ""),
                 finished=str(data.get("finished") or ""),
                 steps=[s for s in steps if isinstance(s, dict)],
+                duration_s=float(duration)
+                if isinstance(duration, (int, float)) and not isinstance(duration, bool)
+                else None,
+                target=str(data.get("target") or ""),
+                error=str(data.get("error") or ""),
+                notebook=notebook if notebook is not None and notebook.is_file() else None,
             )
         )
     runs.sort(key=lambda r: (r.started, r.id), reverse=True)

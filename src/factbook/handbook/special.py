@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,17 @@ from ..kb import KnowledgeBase
 from ..model import Fact
 from ..safehtml import slug
 from .charts import Bar, bar_chart, numa_diagram
-from .markup import code, expect_text, md, prose, rel_link, scroll_table, shorten, time_text
+from .markup import (
+    code,
+    expect_text,
+    md,
+    prose,
+    rel_link,
+    scroll_table,
+    shorten,
+    time_text,
+    value_text,
+)
 from .views import FactView, ViewBuilder
 
 Renderer = Callable[[KnowledgeBase, ViewBuilder, list[Fact], list[FactView], str], str]
@@ -67,7 +78,7 @@ def _topology(views: ViewBuilder, facts: list[Fact], page: str) -> str:
     links = [f for f in facts if {"nvlink", "pcie", "interconnect"} & set(f.tags)]
     if layout_fact is not None:
         layout = [int(n) for n in layout_fact.value]
-        label = " · ".join(f.title for f in links) or "interconnect unknown"
+        label = " · ".join(filter(None, map(link_caption, links))) or "interconnect unknown"
         out += [numa_diagram(layout, label), ""]
         records = views.records(layout_fact.id)
         headers = ["GPU", "NUMA node (expected)"] + [
@@ -108,6 +119,25 @@ def _topology(views: ViewBuilder, facts: list[Fact], page: str) -> str:
                     "",
                 ]
     return "\n".join(out)
+
+
+def link_caption(fact: Fact) -> str:
+    """What an interconnect fact says the link is (`no NVLink`, `PCIe Gen5`), from its value.
+
+    The caption names the link, so it is built from what the fact holds, never its title (a
+    title names the question: "PCIe generation"). A fact without a value adds nothing.
+    """
+    value, tags = fact.value, set(fact.tags)
+    if value is None or value == "":
+        return ""
+    if isinstance(value, bool):
+        kind = "NVLink" if "nvlink" in tags else "PCIe" if "pcie" in tags else fact.title
+        return kind if value else f"no {kind}"
+    generation = str(value).strip()
+    if "pcie" in tags and re.fullmatch(r"(?i)(gen\s*)?[1-7]", generation):
+        return f"PCIe Gen{generation[-1]}"
+    unit = f" {fact.unit}" if fact.unit else ""
+    return f"{fact.title}: {value_text(value)}{unit}"
 
 
 def _is_layout(fact: Fact) -> bool:

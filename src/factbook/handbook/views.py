@@ -12,7 +12,9 @@ from typing import Any
 from ..kb import KnowledgeBase
 from ..model import Fact
 from ..outcomes import DRIFT, PASS
+from ..safehtml import slug
 from .badges import FactState, fact_state
+from .editlinks import EditLinks, location_text
 from .markup import code, expect_text, md, prose, rel_link, time_text
 from .measured import figure_text, is_measured, measured_rows
 
@@ -53,8 +55,25 @@ RELATION_LABELS = {
 PROSE_KEYS = {"symptom", "cause", "fix", "rationale", "criterion", "purpose"}
 
 
+TAGS = "tags.md"
+
+
 def category_uri(category: str) -> str:
     return f"facts/{category}.md"
+
+
+def tag_anchors(tags: list[str]) -> dict[str, str]:
+    """{tag: anchor id}: a slug, numbered where two tags slug alike (`GPU`, `gpu`)."""
+    anchors: dict[str, str] = {}
+    taken: set[str] = set()
+    for tag in sorted(set(tags)):
+        base = "tag-" + slug(tag)
+        anchor, n = base, 2
+        while anchor in taken:
+            anchor, n = f"{base}-{n}", n + 1
+        taken.add(anchor)
+        anchors[tag] = anchor
+    return anchors
 
 
 @dataclass
@@ -73,6 +92,7 @@ class FactView:
     value: str = ""
     since: str = ""
     last_seen: str = ""
+    edit: str = ""  # its file:line, linked to the line where an edit URL is configured
 
 
 class ViewBuilder:
@@ -83,8 +103,12 @@ class ViewBuilder:
         kb: KnowledgeBase,
         latest: dict[str, dict[str, dict[str, Any]]],
         history: dict[str, list[dict[str, Any]]] | None = None,
+        *,
+        edit: EditLinks | None = None,
     ) -> None:
         self.kb = kb
+        self.edit = edit
+        self.tag_anchor = tag_anchors([str(t) for f in kb.facts.values() for t in f.tags])
         self.latest = latest
         self.history = history or {}  # measured facts' results over all runs
         self.page_of = {f.id: category_uri(f.category) for f in kb.facts.values()}
@@ -103,6 +127,16 @@ class ViewBuilder:
         if fact_id not in self.page_of:
             return label
         return f"[{label}]({rel_link(page, self.page_of[fact_id], fact_id)})"
+
+    def edit_link(self, fact: Fact) -> str:
+        """The fact's YAML file and line, linked for editing when the handbook knows where."""
+        return location_text(fact.file, fact.line, self.edit)
+
+    def tag_link(self, page: str, tag: str) -> str:
+        """A tag, linked to its entry in the tag index."""
+        anchor = self.tag_anchor.get(str(tag))
+        label = f'<span class="fb-tag">{md(tag)}</span>'
+        return f"[{label}]({rel_link(page, TAGS, anchor)})" if anchor else label
 
     def view(self, fact: Fact, page: str) -> FactView:
         state = self.states[fact.id]
@@ -135,7 +169,7 @@ class ViewBuilder:
             rows += measured_rows(fact, self.history.get(fact.id) or state.results)
         rows += self._time_rows(fact)
         if fact.tags:
-            rows.append(("Tags", ", ".join(md(t) for t in fact.tags)))
+            rows.append(("Tags", " ".join(self.tag_link(page, t) for t in fact.tags)))
         for source in fact.sources:
             quote = f" — “{md(source.quote)}”" if source.quote else ""
             note = f" ({md(source.note)})" if source.note else ""
@@ -154,7 +188,6 @@ class ViewBuilder:
                     ),
                 )
             )
-        rows.append(("Defined in", code(fact.location)))
         seen = [r.get("time") for r in state.results if r.get("outcome") == PASS]
         return FactView(
             id=fact.id,
@@ -169,6 +202,7 @@ class ViewBuilder:
             value=value,
             since=fact.since or "",
             last_seen=time_text(max(seen)) if seen else "never",
+            edit=self.edit_link(fact),
         )
 
     def _check_text(self, fact: Fact) -> str:
@@ -253,4 +287,4 @@ def _first_source(fact: Fact) -> str:
     return "run " + " / ".join(parts) if parts else str(source.seed or "its source")
 
 
-__all__ = ["FactView", "ViewBuilder", "category_uri"]
+__all__ = ["TAGS", "FactView", "ViewBuilder", "category_uri", "tag_anchors"]
