@@ -137,7 +137,8 @@ def _hostile_runbook(root: Path) -> None:
         "jupytext": {"text_representation": {"extension": ".md", "format_name": "myst"}},
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
         "factbook": {
-            "title": _p(0),
+            # a title leaves the heading for <title> and the navigation: break out of both
+            "title": _p(0) + " </title></a><script>alert('xss50')</script> &lt;b&gt;",
             "target": HOSTILE_TARGETS[0],
             "description": _p(4) + " " + _p(16),
             "facts": [_p(1)],

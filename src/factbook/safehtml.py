@@ -112,3 +112,20 @@ def _prose_pass(text: str) -> str:
     text = _TAGLIKE.sub("&lt;", text)
     text = _ATTR_LIST.sub(r"\\{", text)
     return safe_markdown_links(text)
+
+
+_ENTITY_START = re.compile(r"&(?=[#A-Za-z])")
+
+
+def plain_title(title: str) -> str:
+    """A page title that stays text in every template that prints it.
+
+    MkDocs takes a page's title from its first heading as HTML-escaped text, and Material
+    prints it through Jinja's `striptags`, which unescapes entities: a heading reading
+    `</title><script>...` would come back as markup in `<title>`. Angle brackets become
+    look-alike quotes and an entity-shaped `&` a full-width one, so nothing can turn into a
+    tag again, whatever filter a theme applies.
+    """
+    text = html.unescape(title)
+    text = text.replace("<", "\u2039").replace(">", "\u203a")
+    return _ENTITY_START.sub("\uff06", text)

@@ -42,6 +42,7 @@ from factbook.handbook.editlinks import EditLinks, check_template, from_repo
 from factbook.handbook.generator import CSS_URI, _template_dir, generate
 from factbook.handbook.marks import status_marks
 from factbook.handbook.sources import STATUS_DIR
+from factbook.safehtml import plain_title
 
 log = logging.getLogger("mkdocs.plugins.factbook")
 WATCHED_DIRS = ("facts", "runbooks", "results", "checks")
@@ -165,6 +166,14 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         if page.file.src_uri.startswith(STATUS_DIR + "/"):
             return status_marks(markdown)
         return markdown
+
+    def on_page_content(self, html: str, *, page: Any, config: Any, files: Any) -> str:
+        """Every page's title as plain text (safehtml.plain_title): titles come from runbook
+        and fact text, and themes print them in `<title>` and the navigation. Runs after each
+        page is rendered and before any template is, so the navigation sees them too."""
+        if page.title:
+            page.meta["title"] = plain_title(page.title)
+        return html
 
     @event_priority(-100)  # after the search plugin has written the index
     def on_post_build(self, *, config: Any) -> None:
