@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import markdown
 import pytest
 import yaml
 
@@ -356,6 +357,27 @@ def test_each_runbook_has_a_page_with_prose_steps_runs_and_notebooks(kb: Path, s
         and 'id="runbook-handbook-demo"' in overview
     )
     assert 'href="runbooks/handbook-demo.html"' in _page(site, "index.html")  # in the nav
+
+
+def test_runbook_prose_fences_are_shown_exactly_and_unclosed_ones_stay_prose(
+    tmp_path: Path,
+) -> None:
+    """A closed fence of the prose reads as typed (`2>&1`, `<script>` as text) in a built page,
+    whatever extensions the site has; an unclosed fence is prose and its tags stay text."""
+    from factbook.handbook.runbook_view import prose_block
+
+    text = (
+        "# T\n\nRun it:\n\n```bash\npython -m x 2>&1 | grep '<script>' # fbcode\n```\n\n"
+        "~~~~\n``` not a close\n<b>kept</b>\n~~~~\n\n```\n<script>alert('open')</script>\n"
+    )
+    out = prose_block(text, "T")
+    page = markdown.markdown(out)
+    pres = re.findall(r"<pre[^>]*><code>(.*?)</code></pre>", page, re.S)
+    assert [html.unescape(p) for p in pres] == [
+        "python -m x 2>&1 | grep '<script>' # fbcode",
+        "``` not a close\n<b>kept</b>",
+    ]
+    assert "<script>" not in page and "&lt;script&gt;alert('open')" in page
 
 
 def test_notebooks_past_the_copy_budget_are_named_not_copied(kb: Path) -> None:

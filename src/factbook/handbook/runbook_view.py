@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import re
+import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -220,19 +221,46 @@ def _notebook_link(entry: RunbookPage, run: Run, page: str) -> str:
 
 def prose_block(text: str, title: str) -> str:
     """Authors' Markdown, safe: the title heading dropped, the others one level down (a
-    notebook's `##` section sits beside the page's `###` steps)."""
-    lines, fence = [], ""
-    for line in text.splitlines():
-        marker = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
-        if marker and (not fence or marker[1].startswith(fence)):
-            fence = "" if fence else marker[1]
-        heading = None if fence else re.match(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$", line)
+    notebook's `##` section sits beside the page's `###` steps). A closed fenced block is
+    shown exactly, as an escaped `<pre>` (whatever Markdown extensions the site has); an
+    unclosed one is prose."""
+    token = secrets.token_hex(8)  # per call: no prose can forge a placeholder
+    blocks: list[str] = []
+    lines: list[str] = []
+    rows = text.splitlines()
+    i = 0
+    while i < len(rows):
+        line = rows[i]
+        end = _fence_end(rows, i)
+        if end is not None:
+            blocks.append(code_block("\n".join(rows[i + 1 : end])))
+            lines += ["", f"fbcode{token}n{len(blocks) - 1}", ""]
+            i = end + 1
+            continue
+        heading = re.match(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$", line)
         if heading and len(heading[1]) == 1 and heading[2].strip() == title.strip():
+            i += 1
             continue  # the page's own title
         if heading:
             line = "#" * min(len(heading[1]) + 1, 6) + " " + heading[2]
         lines.append(line)
-    return safe_markdown("\n".join(lines).strip())
+        i += 1
+    out = safe_markdown("\n".join(lines).strip())
+    return re.sub(f"fbcode{token}n(\\d+)", lambda m: blocks[int(m[1])], out)
+
+
+def _fence_end(rows: list[str], start: int) -> int | None:
+    """The line closing the fence opened at `start` (CommonMark: same character, at least as
+    long, nothing after it), or None when `start` opens none or it never closes."""
+    opening = re.match(r"^ {0,3}(`{3,}|~{3,})([^`]*)$", rows[start])
+    if not opening:
+        return None
+    fence = opening[1]
+    for end in range(start + 1, len(rows)):
+        closing = re.match(r"^ {0,3}(`{3,}|~{3,})[ \t]*$", rows[end])
+        if closing and closing[1][0] == fence[0] and len(closing[1]) >= len(fence):
+            return end
+    return None
 
 
 def code_block(source: str) -> str:
