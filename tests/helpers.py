@@ -53,6 +53,23 @@ def fact(fact_id: str, probe: str, expect: Any = None, *, args: Any = None, **ex
     return base
 
 
+def local_trio() -> list[dict]:
+    """Three facts on `local`: one passes, one drifts (100000 CPU threads), one reads $HOME."""
+    return [
+        fact("hw.cpu.threads", "cpu.threads", {"ge": 1}, target="local", tags=["cpu"]),
+        fact("hw.cpu.too_many", "cpu.threads", {"eq": 100000}, target="local", tags=["cpu"]),
+        fact(
+            "sw.env.home",
+            "env.var",
+            {"exists": True},
+            args={"name": "HOME"},
+            category="software",
+            target="local",
+            tags=["shell-env"],
+        ),
+    ]
+
+
 def make_kb(
     root: Path,
     facts: list[dict],
@@ -122,3 +139,17 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def target_entries(targets: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """targets.yaml entries (host, port, user, key, jump) for the SSH lab's Target objects."""
+    return {
+        name: {
+            "host": t.host,
+            "port": t.port,
+            "user": t.user,
+            "identity_file": t.identity_file,
+            **({"jump": list(t.jump)} if t.jump else {}),
+        }
+        for name, t in targets.items()
+    }

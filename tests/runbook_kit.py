@@ -166,3 +166,20 @@ def runs(root: Path, runbook: str) -> list[dict[str, Any]]:
 
 def steps_of(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["name"]: s for s in record["steps"]}
+
+
+def start_run_until(root: Path, runbook: str, line: str) -> subprocess.Popen[str]:
+    """`factbook run RUNBOOK` as its own process, returned once a step printed `line` (live
+    output, not the echoed source): the run is mid-step, ready to be signalled or killed."""
+    proc = subprocess.Popen(
+        [FACTBOOK, "--root", str(root), "run", runbook],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    for printed in proc.stdout:
+        if printed.strip() == line:
+            break
+    return proc

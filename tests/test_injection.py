@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import LOCAL_TARGETS, cli, fact, make_kb
+from helpers import LOCAL_TARGETS, cli, fact, make_kb, target_entries
 
 from factbook.errors import FactbookError, InputError
 from factbook.names import check_name, inside, name_problem
@@ -121,16 +121,7 @@ def test_remote_command_ends_env_options_and_refuses_bad_keys() -> None:
 
 def _inventory(ssh_targets: dict) -> dict:
     """targets.yaml entries for the lab's box and jump host."""
-    return {
-        name: {
-            "host": t.host,
-            "port": t.port,
-            "user": t.user,
-            "identity_file": t.identity_file,
-            **({"jump": list(t.jump)} if t.jump else {}),
-        }
-        for name, t in ssh_targets.items()
-    }
+    return target_entries(ssh_targets)
 
 
 @pytest.mark.ssh

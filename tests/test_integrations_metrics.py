@@ -12,24 +12,12 @@ from prometheus_client.parser import text_string_to_metric_families as classic_p
 
 from factbook.results import ResultRecord
 from factbook.verify.openmetrics import to_openmetrics
-from tests.helpers import cli, fact, make_kb
+from tests.helpers import cli, local_trio, make_kb
 
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Path:
-    facts = [
-        fact("hw.cpu.threads", "cpu.threads", {"ge": 1}, target="local"),
-        fact("hw.cpu.too_many", "cpu.threads", {"eq": 100000}, target="local"),
-        fact(
-            "sw.env.home",
-            "env.var",
-            {"exists": True},
-            args={"name": "HOME"},
-            category="software",
-            target="local",
-        ),
-    ]
-    return make_kb(tmp_path / "kb", facts)
+    return make_kb(tmp_path / "kb", local_trio())
 
 
 def _samples(text: str, parse=om_parse) -> dict[tuple[str, frozenset], float]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import factbook.pytest_plugin
-from tests.helpers import REPO, fact, make_kb
+from tests.helpers import REPO, fact, local_trio, make_kb
 
 pytest_plugins = ["pytester"]
 
@@ -26,17 +26,7 @@ PROBES = {"t.agent_pid": agent_pid}
 
 def _kb(root: Path) -> Path:
     facts = [
-        fact("hw.cpu.threads", "cpu.threads", {"ge": 1}, target="local", tags=["cpu"]),
-        fact("hw.cpu.too_many", "cpu.threads", {"eq": 100000}, target="local", tags=["cpu"]),
-        fact(
-            "sw.env.home",
-            "env.var",
-            {"exists": True},
-            args={"name": "HOME"},
-            category="software",
-            target="local",
-            tags=["shell-env"],
-        ),
+        *local_trio(),
         fact("sw.pid.local", "t.agent_pid", {"ge": 1}, category="software", target="local"),
         fact("sw.pid.local2", "t.agent_pid", {"ge": 1}, category="software", target="local"),
         fact("sw.pid.other", "t.agent_pid", {"ge": 1}, category="software", target="other"),

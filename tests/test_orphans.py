@@ -18,9 +18,17 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import fact, free_port, pid_alive, pids_with_cmdline
+from helpers import fact, free_port, pid_alive, pids_with_cmdline, target_entries
 from helpers import make_kb as make_verify_kb
-from runbook_kit import FACTBOOK, make_kb, run_cli, runs, steps_of, write_runbook
+from runbook_kit import (
+    FACTBOOK,
+    make_kb,
+    run_cli,
+    runs,
+    start_run_until,
+    steps_of,
+    write_runbook,
+)
 
 from factbook.model import Target
 from factbook.transports.local import LocalTransport
@@ -217,16 +225,7 @@ def test_sigkill_tears_down_a_server_on_a_box_behind_a_jump(
     tmp_path: Path, ssh_lab, ssh_targets: dict
 ) -> None:
     """The watchdog reaches the box through the same jump chain as the run did."""
-    targets = {
-        name: {
-            "host": t.host,
-            "port": t.port,
-            "user": t.user,
-            "identity_file": t.identity_file,
-            **({"jump": list(t.jump)} if t.jump else {}),
-        }
-        for name, t in ssh_targets.items()
-    }
+    targets = target_entries(ssh_targets)
     root = make_kb(tmp_path, targets=targets)
     marker = f"fbk-orphan-{os.getpid()}-{time.monotonic_ns()}"
     serve = (
@@ -235,17 +234,7 @@ def test_sigkill_tears_down_a_server_on_a_box_behind_a_jump(
         "print('server up', srv.pid, flush=True)"
     )
     write_runbook(root, "nap", [({"name": "serve"}, serve), ({"name": "nap"}, NAP)], target="box")
-    proc = subprocess.Popen(
-        [FACTBOOK, "--root", str(root), "run", "nap"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.strip() == "napping":
-            break
+    proc = start_run_until(root, "nap", "napping")
     assert pids_with_cmdline(marker), "the server never started on the box"
     watchdog = executor_info(root)["executor"]["watchdog"]
     proc.kill()

@@ -19,6 +19,7 @@ from runbook_kit import (
     make_kb,
     run_cli,
     runs,
+    start_run_until,
     steps_of,
     write_runbook,
 )
@@ -199,17 +200,7 @@ def test_ctrl_c_saves_the_state_and_exits_130(tmp_path: Path) -> None:
             step("last"),
         ],
     )
-    proc = subprocess.Popen(
-        [FACTBOOK, "--root", str(root), "run", "nap"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:  # live output: the step announces itself while it runs
-        if line.strip() == "sleeping":  # the output, not the echoed source
-            break
+    proc = start_run_until(root, "nap", "sleeping")  # live output, while the step runs
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
@@ -587,17 +578,7 @@ def test_second_ctrl_c_stops_a_step_that_ignores_the_interrupt(tmp_path: Path) -
             ),
         ],
     )
-    proc = subprocess.Popen(
-        [FACTBOOK, "--root", str(root), "run", "stubborn"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.strip() == "ignoring":
-            break
+    proc = start_run_until(root, "stubborn", "ignoring")
     proc.send_signal(signal.SIGINT)
     time.sleep(1.5)
     assert proc.poll() is None  # the kernel ignored the first interrupt

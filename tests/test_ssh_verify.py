@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import cli, fact, make_kb
+from helpers import cli, fact, make_kb, target_entries
 from sshd import Lab, processes_with
 
 pytestmark = pytest.mark.ssh
@@ -90,16 +90,7 @@ def test_verify_url_through_the_jump(ssh_lab: Lab, ssh_home: Path, tmp_path: Pat
 def test_verify_inventory_target_with_a_jump_name(
     ssh_lab: Lab, ssh_targets: dict, tmp_path: Path
 ) -> None:
-    inventory = {
-        name: {
-            "host": t.host,
-            "port": t.port,
-            "user": t.user,
-            "identity_file": t.identity_file,
-            **({"jump": list(t.jump)} if t.jump else {}),
-        }
-        for name, t in ssh_targets.items()
-    }
+    inventory = target_entries(ssh_targets)
     root = mixed_kb(tmp_path / "kb", {"targets": inventory}, target="box")
     fwd = forwards_to_box(ssh_lab)
     code, out, err = cli(root, "verify", "--target", "box", "--format", "json", "--no-save")
@@ -247,16 +238,7 @@ def test_targets_yaml_written_by_hand_round_trips(ssh_targets: dict, tmp_path: P
 
 def test_fleet_of_two_targets_in_parallel(ssh_lab: Lab, ssh_targets: dict, tmp_path: Path) -> None:
     """`--target box,jump`: each target gets its own connection and agent, at the same time."""
-    inventory = {
-        name: {
-            "host": t.host,
-            "port": t.port,
-            "user": t.user,
-            "identity_file": t.identity_file,
-            **({"jump": list(t.jump)} if t.jump else {}),
-        }
-        for name, t in ssh_targets.items()
-    }
+    inventory = target_entries(ssh_targets)
     root = mixed_kb(tmp_path / "kb", {"targets": inventory})
     code, out, err = cli(root, "verify", "--target", "box,jump", "--format", "json", "--no-save")
     assert code == 0, err

@@ -10,7 +10,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from factbook.results import list_runs, load_latest
-from tests.helpers import cli, fact, make_kb
+from tests.helpers import cli, fact, local_trio, make_kb
 
 FLAKY = '''
 import os
@@ -26,16 +26,7 @@ PROBES = {"t.flaky": flaky}
 @pytest.fixture
 def kb(tmp_path: Path) -> Path:
     facts = [
-        fact("hw.cpu.threads", "cpu.threads", {"ge": 1}, target="local", tags=["cpu"]),
-        fact("hw.cpu.too_many", "cpu.threads", {"eq": 100000}, target="local", tags=["cpu"]),
-        fact(
-            "sw.env.home",
-            "env.var",
-            {"exists": True},
-            args={"name": "HOME"},
-            category="software",
-            target="local",
-        ),
+        *local_trio(),
         fact("sw.gpu.count", "gpu.count", {"eq": 8}, category="software", target="local"),
         fact(
             "inv.untargeted", "file.exists", {"eq": True}, args={"path": "/"}, category="inventory"

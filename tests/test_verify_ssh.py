@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import cli, fact, make_kb, pids_with_cmdline
+from tests.helpers import cli, fact, make_kb, pids_with_cmdline, target_entries
 
 pytestmark = pytest.mark.ssh
 
@@ -53,18 +53,7 @@ def test_verify_a_url_target_through_the_jump(ssh_lab, ssh_home: Path, tmp_path:
 
 
 def test_verify_named_targets_from_targets_yaml(ssh_lab, ssh_targets, tmp_path: Path) -> None:
-    targets = {
-        "targets": {
-            name: {
-                "host": t.host,
-                "port": t.port,
-                "user": t.user,
-                "identity_file": t.identity_file,
-                **({"jump": list(t.jump)} if t.jump else {}),
-            }
-            for name, t in ssh_targets.items()
-        }
-    }
+    targets = {"targets": target_entries(ssh_targets)}
     facts = [
         fact("box.threads", "cpu.threads", {"ge": 1}, target="box"),
         fact("jump.threads", "cpu.threads", {"ge": 1}, target="jump"),
