@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 from helpers import kb_copy as copy_shipped_kb
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
+from transport_lab import container_missing_reason, local_container
 
 
 @pytest.fixture(scope="session")
@@ -97,3 +98,13 @@ def ssh_targets(ssh_lab: Lab, ssh_home: Path) -> dict:
 def kb_copy(tmp_path: Path) -> Path:
     """A copy of the shipped knowledge base's facts, checks, targets and milestones."""
     return copy_shipped_kb(tmp_path / "kb", ("facts", "checks"))
+
+
+@pytest.fixture
+def container_pid() -> Iterator[int]:
+    """A process in its own namespaces (unshare), standing in for a container: its pid."""
+    reason = container_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    with local_container() as pid:
+        yield pid

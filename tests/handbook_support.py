@@ -132,3 +132,30 @@ def edit_fact(root: Path, fact_id: str, **changes: Any) -> Path:
                 )
                 return path
     raise KeyError(fact_id)
+
+
+def search_and_open_fact(page: Any, page_path: str, *, timeout: float) -> str:
+    """Type into Material's search until a result deep-linking into `page_path` shows, follow
+    it, and return the anchor reached. A query typed before the search worker has built its
+    index is dropped (tens of seconds on a loaded 2-core box), so it is re-typed, changed,
+    until `timeout`; typed key by key because the theme listens to keyup."""
+    box = page.locator("input.md-search__input")
+    result = page.locator(f".md-search-result__item a[href*='{page_path}'][href*='#']").first
+    deadline = time.monotonic() + timeout
+    attempt = 0
+    while True:
+        box.click()
+        box.fill("")
+        box.type(("NUMA", "NUMA node")[attempt % 2])
+        attempt += 1
+        try:
+            result.wait_for(state="attached", timeout=5_000)
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+    href = result.get_attribute("href") or ""
+    anchor = href.split("#", 1)[1]
+    result.click()  # search results deep-link to the fact's anchor
+    page.wait_for_url(f"**#{anchor}")
+    return anchor

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from factbook.results import ResultRecord, write_run
-from tests.handbook_support import Served, copy_kb, edit_fact
+from tests.handbook_support import Served, copy_kb, edit_fact, search_and_open_fact
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/bin/chromium"
@@ -145,29 +145,7 @@ def test_pitfalls_page_reads_at_phone_width(served: Served, browser: Any, shots:
 
 def test_search_finds_a_fact_by_its_words(served: Served, browser: Any) -> None:
     page = open_page(browser, served.url + "/")
-    box = page.locator("input.md-search__input")
-    result = page.locator(
-        ".md-search-result__item a[href*='/facts/hardware.html'][href*='#']"
-    ).first
-    # A query typed before the search worker has built its index is dropped, and on a loaded
-    # 2-core CI box that can take tens of seconds: re-type (a changed query) until a deadline.
-    deadline = time.monotonic() + 120
-    queries = ("NUMA", "NUMA node")
-    attempt = 0
-    while True:
-        box.click()
-        box.fill(queries[attempt % 2])
-        attempt += 1
-        try:
-            result.wait_for(state="attached", timeout=5_000)
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-    href = result.get_attribute("href") or ""
-    anchor = href.split("#", 1)[1]
-    result.click()  # search results deep-link to the fact's anchor
-    page.wait_for_url(f"**#{anchor}")
+    anchor = search_and_open_fact(page, "/facts/hardware.html", timeout=120)
     assert page.locator(f'[id="{anchor}"]').is_visible()
     page.close()
 

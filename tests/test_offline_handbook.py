@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from handbook_support import copy_kb, mkdocs_bin, mkdocs_env
+from handbook_support import copy_kb, mkdocs_bin, mkdocs_env, search_and_open_fact
 
 pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/bin/chromium"
@@ -60,25 +59,7 @@ def test_search_works_from_disk(page: Any, site: Path) -> None:
     assert (
         (site / "search" / "search_index.js").read_text(encoding="utf-8").startswith("var __index")
     )
-    box = page.locator("input.md-search__input")
-    result = page.locator(".md-search-result__item a[href*='facts/hardware.html'][href*='#']").first
-    deadline = time.monotonic() + 90
-    attempt = 0
-    while True:  # a query typed before the index is built is dropped: retype until it lands
-        box.click()
-        box.fill("")
-        box.type(("NUMA", "NUMA node")[attempt % 2])  # key events: the theme listens to keyup
-        attempt += 1
-        try:
-            result.wait_for(state="attached", timeout=3_000)
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-    href = result.get_attribute("href") or ""
-    anchor = href.split("#", 1)[1]
-    result.click()
-    page.wait_for_url(f"**#{anchor}")
+    anchor = search_and_open_fact(page, "facts/hardware.html", timeout=90)
     assert "/facts/hardware.html" in page.url
     assert page.url.startswith("file://")
     assert page.locator(f'[id="{anchor}"]').is_visible()

@@ -18,22 +18,13 @@ from pathlib import Path
 import pytest
 from helpers import cli, fact, make_kb
 from sshd import Lab, processes_with
-from transport_lab import container_missing_reason, inventory, local_container
+from transport_lab import container_missing_reason, inventory
 
 from factbook.errors import TargetError
 from factbook.model import Target
 from factbook.transports.base import TransportOptions, transport_for
 
 PIDS = "print(json.dumps([os.getpid(), len([p for p in os.listdir('/proc') if p.isdigit()])]))"
-
-
-@pytest.fixture
-def container_pid():
-    reason = container_missing_reason()
-    if reason:
-        pytest.skip(reason)
-    with local_container() as pid:
-        yield pid
 
 
 def _run(transport, script: str, env: dict[str, str] | None = None) -> tuple[list[str], int | None]:

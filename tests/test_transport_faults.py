@@ -18,20 +18,11 @@ from pathlib import Path
 import pytest
 from helpers import cli, fact, free_port, make_kb, pids_with_cmdline
 from sshd import Lab, processes_with
-from transport_lab import SSH_KINDS, container_missing_reason, inventory, local_container
+from transport_lab import SSH_KINDS, inventory
 
 pytestmark = pytest.mark.ssh
 ALL_KINDS = (*SSH_KINDS, "exec")
 OK = {"path": "exit_code", "eq": 0}
-
-
-@pytest.fixture
-def container_pid():
-    reason = container_missing_reason()
-    if reason:
-        pytest.skip(reason)
-    with local_container() as pid:
-        yield pid
 
 
 def _kb(root: Path, targets: dict, facts: list[dict] | None = None) -> Path:
