@@ -5,7 +5,8 @@
 Builds the wheel once (`pip wheel . --no-deps`), then for each extra: `python -m venv`, `pip
 install factbook-*.whl[extra]` (pip's own configuration decides the index; the figures are
 for that index and a warm pip cache), and reports seconds, MB added to the venv and packages
-added (pip itself excluded). docs/performance.md quotes its output.
+added (pip itself excluded). `ml` and `all` name the CPU torch beside the extra, as
+scripts/test does. docs/performance.md quotes its output.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRAS = ["core", "handbook", "runbooks", "sglang", "ml", "all"]
+CPU_TORCH = "torch==2.13.0"
 
 
 def du_mb(path: Path) -> float:
@@ -45,9 +47,12 @@ def measure(wheel: Path, extra: str, work: Path) -> dict[str, object]:
     python = venv / "bin" / "python"
     base_mb, base_pkgs = du_mb(venv), packages(python)
     spec = str(wheel) if extra == "core" else f"{wheel}[{extra}]"
+    # the ml extra asks torch>=2.4 (a serving engine's torch satisfies it); alone, pip would
+    # take the newest CUDA build (GBs), so the CPU build the tests use is named, as scripts/test
+    torch = [CPU_TORCH] if extra in ("ml", "all") else []
     started = time.monotonic()
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", spec],
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", spec, *torch],
         check=True,
     )
     seconds = time.monotonic() - started
