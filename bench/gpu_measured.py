@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -57,27 +58,27 @@ def batch(cpu: bool, read_path: str) -> list[tuple[str, str, dict[str, Any], flo
             "matmul_bf16",
             "measure.matmul",
             {"dtype": "bf16", **({"size": 256, "repeats": 3, "warmup": 1} if small else {}), **dev},
-            120,
+            60,
         ),
         (
             "memory_bandwidth",
             "measure.memory_bandwidth",
             {**({"size_mib": 16, "repeats": 3, "warmup": 1} if small else {}), **dev},
-            120,
+            60,
         ),
         (
             "pcie",
             "measure.pcie",
             {**({"size_mib": 16, "repeats": 3, "warmup": 1} if small else {}), **dev},
-            120,
+            60,
         ),
-        ("read", "measure.read", {"path": read_path, "cache": "both"}, 120),
+        ("read", "measure.read", {"path": read_path, "cache": "both"}, 60),
     ]
     if not cpu:
         checks += [
-            ("matmul_fp8", "measure.matmul", {"dtype": "fp8"}, 120),
-            ("p2p", "measure.p2p", {}, 120),
-            ("allreduce", "measure.allreduce", {"sizes_mib": [1, 16, 64, 256, 1024]}, 180),
+            ("matmul_fp8", "measure.matmul", {"dtype": "fp8"}, 60),
+            ("p2p", "measure.p2p", {}, 60),
+            ("allreduce", "measure.allreduce", {"sizes_mib": [1, 16, 64, 256, 1024]}, 120),
         ]
     else:
         args = {"backend": "gloo", "sizes_mib": [1, 4], "repeats": 3, "warmup": 1, "inner": 2}
@@ -132,13 +133,19 @@ def judge(facts: list[dict[str, Any]], results: dict[str, Any]) -> list[dict[str
     return verdicts
 
 
-def run_batch(checks: list[tuple[str, str, dict[str, Any], float]]) -> dict[str, Any]:
-    """Ship the batch to `python3 -` here (local transport); results by key, and timings."""
+def run_batch(
+    checks: list[tuple[str, str, dict[str, Any], float]], limit: float = 540.0
+) -> dict[str, Any]:
+    """Ship the batch to `python3 -` here (local transport); results by key, and timings.
+    Past `limit` seconds the agent is killed (its whole group) and what arrived is kept."""
     calls = merge_calls(checks)
     script = build_script(calls, jobs=8)
     transport = LocalTransport(Target(name="local", transport="local"))
     started = time.monotonic()
     proc = transport.start(agent_argv(sys.executable), script.encode(), {})
+    watchdog = threading.Timer(limit, proc.kill)
+    watchdog.daemon = True
+    watchdog.start()
     by_id = {c.id: c for c in calls}
     results: dict[str, Any] = {}
     agent: dict[str, Any] = {}
@@ -156,6 +163,7 @@ def run_batch(checks: list[tuple[str, str, dict[str, Any], float]]) -> dict[str,
                 results[key] = message
                 print(f"  {key:18} {_state(message)} {message.get('duration_s', '')}s", flush=True)
     status = proc.wait(timeout=30)
+    watchdog.cancel()
     return {
         "results": results,
         "agent": agent,
@@ -280,6 +288,7 @@ def main() -> int:
     parser.add_argument("--cpu", action="store_true", help="tiny sizes on the CPU (gloo)")
     parser.add_argument("--read", help="file or folder to read (default: a temporary file)")
     parser.add_argument("--read-gib", type=float, default=1.0)
+    parser.add_argument("--limit", type=float, default=540.0, help="seconds for the batch")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -300,7 +309,7 @@ def main() -> int:
     where = "cpu" if args.cpu else f"{gpus} GPU(s), {len(facts)} measured facts"
     print(f"measured batch on {os.uname().nodename} ({where})")
     try:
-        run = run_batch(checks)
+        run = run_batch(checks, args.limit)
     finally:
         if args.read is None:
             os.unlink(read_path)
@@ -321,7 +330,7 @@ def main() -> int:
     path = out / "gpu_measured.json"
     path.write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
     print(f"wrote {path}")
-    failed = [k for k, m in run["results"].items() if not m.get("ok")]
+    failed = [key for key, *_ in checks if not run["results"].get(key, {}).get("ok")]
     if failed:
         print(f"not measured: {', '.join(failed)}")
     return 0 if run["status"] == 0 else 1
