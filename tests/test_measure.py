@@ -118,6 +118,9 @@ def test_allreduce_with_gloo_three_ranks_reports_algbw_and_busbw() -> None:
     assert result["busbw"] == result["sweep"][-1]["busbw"]
     assert result["busbw_peak"] == max(r["busbw"] for r in result["sweep"])
     assert "slowest_link" not in result  # gloo on CPU: no GPU pairs to copy between
+    # CUDA graphs are for NCCL on GPUs: gloo times eager calls, and the method says which
+    assert result["conditions"]["cuda_graphs"] is False
+    assert "eager calls" in result["method"]
 
 
 def _children_running(marker: str) -> list[str]:

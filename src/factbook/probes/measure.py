@@ -566,6 +566,37 @@ def sync():
     if device != "cpu":
         torch.cuda.synchronize()
 
+def graph_of(x):
+    # `inner` all-reduces captured in one CUDA graph (nccl-tests -G): a replay launches them
+    # all at once, so small sizes time the link, not ~50 us of Python per eager call
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        dist.all_reduce(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(cfg["inner"]):
+            dist.all_reduce(x)
+    return graph
+
+# every rank must agree: one rank timing eager calls against another's graph would hang
+graphs, graph_error = cfg.get("graphs", False) and device != "cpu", None
+if graphs:
+    probe = torch.ones(1, device=device)
+    try:
+        trial = graph_of(probe)  # capturing communicates nothing: a failure here is local
+    except Exception as exc:
+        graphs, graph_error = False, "%s: %s" % (type(exc).__name__, exc)
+    agreed = torch.tensor([1.0 if graphs else 0.0], device=device)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MIN)
+    graphs = bool(agreed.item() == 1.0)
+    if graphs:
+        trial.replay()
+        sync()
+        del trial
+    del probe
+
 rows = []
 for nbytes in cfg["sizes"]:
     count = max(1, nbytes // 4)
@@ -577,19 +608,23 @@ for nbytes in cfg["sizes"]:
         raise SystemExit("rank %d: all-reduce gave %r, expected %r" % (rank, float(x[0]), want))
     for _ in range(cfg["warmup"]):
         dist.all_reduce(x)
+    launch = graph_of(x) if graphs else None
     samples = []
     for _ in range(cfg["repeats"]):
         sync()
         dist.barrier()
         sync()
         begin = time.perf_counter()
-        for _ in range(cfg["inner"]):
-            dist.all_reduce(x)
+        if launch is not None:
+            launch.replay()
+        else:
+            for _ in range(cfg["inner"]):
+                dist.all_reduce(x)
         sync()
         samples.append((time.perf_counter() - begin) / cfg["inner"])
     rows.append({"bytes": count * 4, "seconds": samples})
-    del x
-info = {"rows": rows, "rank": rank}
+    del launch, x
+info = {"rows": rows, "rank": rank, "graphs": graphs, "graph_error": graph_error}
 if device != "cpu":
     info["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
 dist.destroy_process_group()
@@ -668,15 +703,17 @@ def measure_allreduce(
     sizes_mib: Any = (1, 16, 64, 256),
     warmup: int = 5,
     repeats: int = 10,
-    inner: int = 5,
+    inner: int = 20,
     backend: str = "nccl",
     world: int = 0,
     timeout: float = 120.0,
     links: bool = True,
+    graphs: bool = True,
 ) -> dict[str, Any]:
     """All-reduce over all GPUs, one process per GPU (float32 sum, size sweep): per size the
     `sweep` of algbw and busbw in GB/s as nccl-tests defines them, `busbw` at the largest,
-    and (nccl, `links`) the slowest GPU pair's copy GB/s and the peak busbw's share of it."""
+    and (nccl, `links`) the slowest GPU pair's copy GB/s and the peak busbw's share of it.
+    With `graphs` (NCCL) each sample replays `inner` calls captured as one CUDA graph."""
     if backend not in ("nccl", "gloo"):
         raise RuntimeError(f"backend must be nccl or gloo, got {backend!r}")
     torch = _torch()  # here too, so a box without torch skips instead of failing in the ranks
@@ -698,6 +735,7 @@ def measure_allreduce(
         "repeats": repeats,
         "inner": inner,
         "timeout": timeout,
+        "graphs": bool(graphs) and backend == "nccl",
     }
     report = launch_ranks(world, config, timeout)
     table = sweep_figures(report["rows"], world)
@@ -718,11 +756,14 @@ def measure_allreduce(
         "algbw": table[-1]["algbw"],
         "busbw_peak": peak["busbw"],
         "sweep": table,
-        "method": "torch.distributed all_reduce (sum, float32), one process per rank; "
-        "algbw = bytes / median time, busbw = algbw x 2(n-1)/n",
+        "method": "torch.distributed all_reduce (sum, float32), one process per rank, "
+        + ("`inner` calls replayed as one CUDA graph" if report.get("graphs") else "eager calls")
+        + "; algbw = bytes / median time, busbw = algbw x 2(n-1)/n",
         "conditions": {
             "backend": backend,
             "nccl": report.get("nccl"),
+            "cuda_graphs": bool(report.get("graphs")),
+            **({"graph_error": report["graph_error"]} if report.get("graph_error") else {}),
             "warmup": warmup,
             "repeats": repeats,
             "inner": inner,
