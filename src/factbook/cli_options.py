@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from .transports.base import TransportOptions
 
@@ -63,6 +64,22 @@ def transport_options(args: argparse.Namespace) -> TransportOptions:
         known_hosts=args.known_hosts,
         ssh_config=args.ssh_config,
     )
+
+
+def add_repeatable(p: argparse.ArgumentParser, *flags: str, **kwargs: Any) -> None:
+    """An option given any number of times, collected in a list (empty when never given)."""
+    p.add_argument(*flags, action="append", default=[], **kwargs)
+
+
+def add_json_option(p: argparse.ArgumentParser, what: str) -> None:
+    """--json: the command prints its `what` as JSON instead of text."""
+    p.add_argument("--json", action="store_true", help=f"print the {what} as JSON")
+
+
+def option_values(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The named options' values as keywords, for a callee whose parameters carry the
+    options' own names (so a handler does not spell each one out twice)."""
+    return {name: getattr(args, name) for name in names}
 
 
 def warn_lint_problems(count: int, where: str = "") -> None:

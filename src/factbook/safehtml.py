@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from collections.abc import Callable
 
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
@@ -99,13 +100,24 @@ def safe_markdown(text: str) -> str:
     For documents assembled from facts and results (status documents): every field is
     escaped as it is filled in, and this pass over the whole text catches a field that was not.
     """
+    return outside_code_spans(text, _prose_pass)
+
+
+def between_matches(pattern: re.Pattern[str], text: str, func: Callable[[str], str]) -> str:
+    """`text` with `func` applied to what lies between `pattern`'s matches, the matches kept
+    as written: code spans and fences show what was typed, whatever a pass does to prose."""
     out, last = [], 0
-    for match in _CODE_SPAN.finditer(text):
-        out.append(_prose_pass(text[last : match.start()]))
+    for match in pattern.finditer(text):
+        out.append(func(text[last : match.start()]))
         out.append(match[0])
         last = match.end()
-    out.append(_prose_pass(text[last:]))
+    out.append(func(text[last:]))
     return "".join(out)
+
+
+def outside_code_spans(text: str, func: Callable[[str], str]) -> str:
+    """`func` applied to Markdown outside its code spans; the spans stay as typed."""
+    return between_matches(_CODE_SPAN, text, func)
 
 
 def _prose_pass(text: str) -> str:

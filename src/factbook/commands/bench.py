@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..cli_options import add_json_option, add_repeatable, option_values
 from ..errors import UsageError
 
 
@@ -46,12 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="JSON",
         help="merged into every request body, e.g. '{\"ignore_eos\": false}'",
     )
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_json_option(p, "summary")
     p.add_argument("--record", metavar="FACT_ID", help="write the result into this fact")
-    p.add_argument(
+    add_repeatable(
+        p,
         "--config",
-        action="append",
-        default=[],
         metavar="KEY=VALUE",
         help="server configuration to record with the figure (repeatable; VALUE is YAML)",
     )
@@ -161,11 +161,8 @@ def handle(args: argparse.Namespace) -> int:
         args.max_tokens,
         args.concurrency,
         num_requests=args.requests,
-        endpoint=args.endpoint,
-        warmup=args.warmup,
-        timeout=args.timeout,
-        api_key=args.api_key,
         extra_body=extra,
+        **option_values(args, "endpoint", "warmup", "timeout", "api_key"),
     )
     summary = result.summary()
     if args.json:

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..cli_options import option_values
 from ..errors import EXIT_FAILED, UsageError
 
 
@@ -199,15 +200,8 @@ def _capture(args: argparse.Namespace) -> int:
 def _align(args: argparse.Namespace) -> int:
     from ..eagle3.checks import align_report
 
-    report = align_report(
-        args.target,
-        args.sample,
-        layers=args.layers,
-        draft_config=args.draft_config,
-        device=args.device,
-        dtype=args.dtype,
-        min_cos=args.min_cos,
-    )
+    options = option_values(args, "layers", "draft_config", "device", "dtype", "min_cos")
+    report = align_report(args.target, args.sample, **options)
     if args.format == "json":
         print(json.dumps(report.to_dict(), indent=1))
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..cli_options import add_json_option
 from ..errors import EXIT_FAILED, EXIT_INVALID, UsageError
 
 
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Resolve the speculative flags as sglang 0.5.23 does and report the "
         "pitfalls: EAGLE vs EAGLE3, topk=1 num_draft_tokens, draft path, hidden-state ids.",
     )
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_json_option(p, "report")
     p.add_argument(
         "--capture-convention",
         choices=("0.5.23", "plus-one"),

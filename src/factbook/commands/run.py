@@ -11,8 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli_options import warn_lint_problems
+from ..cli_options import add_repeatable, option_values, warn_lint_problems
 from ..errors import EXIT_INVALID, EXIT_OK
+
+# RunOptions fields that take the option of the same name as it was given
+OPTIONS_AS_GIVEN = ("start", "until", "resume", "yes", "target", "timeout", "skip_requires")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,10 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a name in runbooks/ (sglang-base) or a path to a .md runbook",
     )
     p.add_argument("--list", action="store_true", help="list runbooks and their last run")
-    p.add_argument(
+    add_repeatable(
+        p,
         "--step",
-        action="append",
-        default=[],
         metavar="NAME",
         help="run only this step (repeatable); earlier setup steps run too",
     )
@@ -55,8 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--yes", "-y", action="store_true", help="run destructive steps without asking (CI)"
     )
     p.add_argument("--target", help="run on this target instead of the runbook's")
-    p.add_argument(
-        "--inventory", "-i", action="append", default=[], metavar="FILE",
+    add_repeatable(
+        p, "--inventory", "-i", metavar="FILE",
         help="also read targets from an Ansible inventory or ssh config",
     )  # fmt: skip
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit for the whole run")
@@ -89,15 +91,7 @@ def handle(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     warn_lint_problems(len(kb_problems), "in the knowledge base")
     options = RunOptions(
-        steps=args.step,
-        start=args.start,
-        until=args.until,
-        resume=args.resume,
-        yes=args.yes,
-        target=args.target,
-        timeout=args.timeout,
-        skip_requires=args.skip_requires,
-        live=not args.quiet,
+        steps=args.step, live=not args.quiet, **option_values(args, *OPTIONS_AS_GIVEN)
     )
     executor = Executor(kb, runbook, options)
     if args.dry_run:

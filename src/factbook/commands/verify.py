@@ -20,6 +20,18 @@ from ..verify.engine import VerifyOptions, default_forks
 from ..verify.report import FORMATS, Progress, render, render_plan, summary_line
 from ..verify.run import VerifySettings
 
+# the on/off options, in the order --help lists them
+SWITCHES = (
+    (
+        "--skip-identity",
+        "run even if a target's declared identity (targets.yaml) does not match this box",
+    ),
+    ("--dry-run", "show which check runs where; run none"),
+    ("--no-save", "do not write results/"),
+    ("--failed", "only facts whose latest result (on any target) drifted or errored"),
+    ("--record", "mark facts that passed on every target as verified in facts/ (with a source)"),
+)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -55,23 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FORMAT:FILE",
         help="also write a report in FORMAT to FILE (repeatable), e.g. junit:report.xml",
     )
-    p.add_argument(
-        "--skip-identity",
-        action="store_true",
-        help="run even if a target's declared identity (targets.yaml) does not match this box",
-    )
-    p.add_argument("--dry-run", action="store_true", help="show which check runs where; run none")
-    p.add_argument("--no-save", action="store_true", help="do not write results/")
-    p.add_argument(
-        "--failed",
-        action="store_true",
-        help="only facts whose latest result (on any target) drifted or errored",
-    )
-    p.add_argument(
-        "--record",
-        action="store_true",
-        help="mark facts that passed on every target as verified in facts/ (with a source)",
-    )
+    for switch, help_text in SWITCHES:
+        p.add_argument(switch, action="store_true", help=help_text)
     p.add_argument(
         "--color",
         choices=MODES,

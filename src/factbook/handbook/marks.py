@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..safehtml import between_matches, outside_code_spans
 from .markup import attr
 
 # a status document's marks (status/items.py MARKS and its legend): glyph -> (css kind, word)
@@ -26,7 +27,6 @@ STATUS_MARKS: dict[str, tuple[str, str]] = {
 }
 _GLYPHS = re.compile("|".join(re.escape(g) for g in sorted(STATUS_MARKS, key=len, reverse=True)))
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[`~]*[ \t]*$|\Z)", re.M | re.S)
-_CODE_SPAN = re.compile(r"(`+)[^\n]*?\1")
 
 
 def badge(kind: str, word: str, tooltip: str = "") -> str:
@@ -43,23 +43,11 @@ def flag(tooltip: str) -> str:
 
 def status_marks(markdown: str) -> str:
     """A status document's ✅ ⚠️ ❌ ◻ as worded pills, outside code spans and fences."""
-    out, last = [], 0
-    for fence in _FENCE.finditer(markdown):
-        out.append(_prose(markdown[last : fence.start()]))
-        out.append(fence[0])
-        last = fence.end()
-    out.append(_prose(markdown[last:]))
-    return "".join(out)
+    return between_matches(_FENCE, markdown, _prose)
 
 
 def _prose(text: str) -> str:
-    out, last = [], 0
-    for span in _CODE_SPAN.finditer(text):
-        out.append(_GLYPHS.sub(_pill, text[last : span.start()]))
-        out.append(span[0])
-        last = span.end()
-    out.append(_GLYPHS.sub(_pill, text[last:]))
-    return "".join(out)
+    return outside_code_spans(text, lambda part: _GLYPHS.sub(_pill, part))
 
 
 def _pill(match: re.Match[str]) -> str:

@@ -257,6 +257,22 @@ def _describe(torch: Any, names: list[str]) -> dict[str, Any]:
     return info
 
 
+def _conditions(
+    torch: Any,
+    names: list[str],
+    what: dict[str, Any],
+    warmup: int,
+    repeats: int,
+    inner: int | None = None,
+) -> dict[str, Any]:
+    """What a timed measurement ran under, in one order for every figure: what it timed, the
+    timing loop (warmup, repeats, inner where the loop has one) and the devices' state."""
+    loop = {"warmup": warmup, "repeats": repeats}
+    if inner is not None:
+        loop["inner"] = inner
+    return {**what, **loop, "devices": _describe(torch, names)}
+
+
 def _result(
     unit: str,
     method: str,
@@ -328,14 +344,7 @@ def measure_matmul(
         del op
         _release(torch, dev)
     method = f"{size}x{size}x{size} {dtype} matmul, 2*n^3 flops / time per matmul"
-    conditions = {
-        "dtype": dtype,
-        "size": size,
-        "warmup": warmup,
-        "repeats": repeats,
-        "inner": inner,
-        "devices": _describe(torch, names),
-    }
+    conditions = _conditions(torch, names, {"dtype": dtype, "size": size}, warmup, repeats, inner)
     return _result("TFLOP/s", method, figures, conditions)
 
 
@@ -369,13 +378,7 @@ def measure_memory_bandwidth(
         figures[_label(dev)] = rate_spread(seconds, lambda s: bandwidth_gbs(2 * nbytes, s))
         del src, dst, op
         _release(torch, dev)
-    conditions = {
-        "bytes": nbytes,
-        "warmup": warmup,
-        "repeats": repeats,
-        "inner": inner,
-        "devices": _describe(torch, names),
-    }
+    conditions = _conditions(torch, names, {"bytes": nbytes}, warmup, repeats, inner)
     method = "dst.copy_(src) on one device; (read + write bytes) / time"
     return _result("GB/s", method, figures, conditions)
 
@@ -459,13 +462,7 @@ def measure_pcie(
                 links[_label(dev)] = link
         del buf
         _release(torch, dev)
-    conditions = {
-        "bytes": nbytes,
-        "pinned": pinned,
-        "warmup": warmup,
-        "repeats": repeats,
-        "devices": _describe(torch, names),
-    }
+    conditions = _conditions(torch, names, {"bytes": nbytes, "pinned": pinned}, warmup, repeats)
     method = "pinned host buffer <-> device copy_ (non_blocking), bytes / time per direction"
     up_result = _result("GB/s", method, h2d, conditions)
     down_result = _result("GB/s", method, d2h, conditions)
@@ -515,12 +512,7 @@ def measure_p2p(
         del src
     for dev in names:
         _release(torch, dev)
-    conditions = {
-        "bytes": nbytes,
-        "warmup": warmup,
-        "repeats": repeats,
-        "devices": _describe(torch, names),
-    }
+    conditions = _conditions(torch, names, {"bytes": nbytes}, warmup, repeats)
     method = "dst.copy_(src) between two GPUs (peer copy where enabled), bytes / time"
     result = _result("GB/s", method, figures, conditions, peer_access=peer)
     if not figures:
