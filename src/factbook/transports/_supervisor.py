@@ -23,7 +23,9 @@ import threading
 import time
 
 
-def _tree(root):
+def descendants(root):
+    """Every process below `root`, from /proc. The agent kills with this walk too (the bundle
+    ships this module beside it), so it stays Python 3.6 and stdlib only."""
     kids = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -50,7 +52,7 @@ def _alive(pid):
 
 
 def _kill_all(child):
-    pids = [child.pid, *_tree(child.pid)]
+    pids = [child.pid, *descendants(child.pid)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(OSError):
             os.killpg(child.pid, sig)

@@ -172,24 +172,11 @@ def children(pid: int) -> list[int]:
 
 
 def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (a /proc scan: only on the paths that kill something)."""
-    kids: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as handle:
-                data = handle.read()
-            ppid = int(data[data.rfind(")") + 2 :].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        kids.setdefault(ppid, []).append(int(name))
-    out, todo = [], [pid]
-    while todo:
-        for child in kids.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
+    """Every process below `pid` (a /proc scan: only on the paths that kill something). The
+    supervisor's walk, shipped beside the agent as a shared module: one copy for both."""
+    from factbook.transports._supervisor import descendants as below
+
+    return below(pid)
 
 
 def kill_trees(pids: list[int]) -> None:

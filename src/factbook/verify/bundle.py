@@ -109,7 +109,10 @@ def build_script(
     batch = {"jobs": jobs, "nonce": nonce, "calls": [c.to_wire() for c in ordered]}
     payload = {
         "agent": _source(_PACKAGE / "verify" / "agent.py"),
-        "shared": {"factbook.probes.common": _source(_PACKAGE / "probes" / "common.py")},
+        "shared": {
+            "factbook.probes.common": _source(_PACKAGE / "probes" / "common.py"),
+            "factbook.transports._supervisor": _source(_PACKAGE / "transports" / "_supervisor.py"),
+        },
         "sources": sources,
     }
     # The bootstrap parses on any Python (ASCII only, no f-strings), so an old interpreter on
