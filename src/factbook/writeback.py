@@ -317,12 +317,17 @@ def update_fact(
             raise WritebackError(f"refusing to rewrite '{key}' of {fact_id}: it is hand-written")
     path = find_fact_file(Path(root), fact_id)
     with file_lock(path):
-        path = find_fact_file(Path(root), fact_id)  # it may have moved while we waited
         text = path.read_text(encoding="utf-8")
-        fact = _find(_facts_node(text, str(path)), fact_id)
-        assert fact is not None
+        document = _compose(text, str(path))  # one parse serves the edit and its check
+        fact = _find(_facts_seq(document, str(path)), fact_id)
+        if fact is None:  # it moved while we waited
+            path = find_fact_file(Path(root), fact_id)
+            text = path.read_text(encoding="utf-8")
+            document = _compose(text, str(path))
+            fact = _find(_facts_seq(document, str(path)), fact_id)
+            assert fact is not None
         new_text = _apply(text, _edits_for(text, fact, changes, add_source, str(path)))
-        _check_result(text, new_text, fact_id, changes, add_source, path)
+        _check_all(document, new_text, {fact_id: (changes, add_source)}, path)
         write_text_atomic(path, new_text)
     return path
 
