@@ -24,23 +24,19 @@ except under CI (CI=true), where a missing sshd is a failure: scripts/test insta
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers import kb_copy as copy_shipped_kb
+from helpers import require
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 from transport_lab import container_missing_reason, local_container
 
 
 @pytest.fixture(scope="session")
 def ssh_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    reason = sshd_missing_reason()
-    if reason:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"CI needs the sshd fixtures: {reason}")
-        pytest.skip(reason)
+    require(sshd_missing_reason())
     lab = start_lab(tmp_path_factory.mktemp("sshd-lab"))
     try:
         yield lab

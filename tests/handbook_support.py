@@ -71,6 +71,18 @@ def mkdocs_bin() -> str:
     return str(Path(sys.executable).with_name("mkdocs"))
 
 
+def mkdocs_build(root: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`mkdocs build ARGS` run in `root`, the plugin importable, output captured as text."""
+    return subprocess.run(
+        [mkdocs_bin(), "build", *args],
+        cwd=root,
+        env=mkdocs_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 class Served:
     """`mkdocs serve` on a free port in `root`; its log is kept for assertions."""
 

@@ -11,6 +11,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from factbook.cli import run
@@ -153,3 +154,22 @@ def target_entries(targets: dict[str, Any]) -> dict[str, dict[str, Any]]:
         }
         for name, t in targets.items()
     }
+
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's, driven by Playwright
+
+
+def require(missing: str | None) -> None:
+    """Skip where a real component the test needs is missing here (`missing` says which);
+    fail in CI, whose scripts/test installs every one: a skip there would pass unrun."""
+    if not missing:
+        return
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"CI needs it: {missing}")
+    pytest.skip(missing)
+
+
+def require_chromium() -> str:
+    """The Chromium path, after `require`."""
+    require(None if os.path.exists(CHROMIUM) else f"{CHROMIUM} missing (Debian's chromium)")
+    return CHROMIUM

@@ -315,9 +315,12 @@ def start_lab(workdir: Path, *, skip_bashrc: bool = True, user: str | None = Non
         box = SSHDInstance("box", "127.0.0.1", free_port(), workdir, "")
     lab = Lab(workdir, box, jump, user, client_key, isolated=bool(net), netns=netns, veth=veth)
     try:
+        # one authorized_keys file serves every account, so only the lab's user may log in:
+        # another name must fail authentication, whatever its password entry looks like
+        admit = f"AllowUsers {user}"
         for inst, extra in (
-            (jump, ["LogLevel DEBUG1"]),
-            (box, ["LogLevel VERBOSE"] + (["SetEnv SHLVL=1"] if skip_bashrc else [])),
+            (jump, ["LogLevel DEBUG1", admit]),
+            (box, ["LogLevel VERBOSE", admit] + (["SetEnv SHLVL=1"] if skip_bashrc else [])),
         ):
             inst.host_key_pub = _keygen(inst.host_key, f"factbook-test-{inst.name}")
             _write_sshd_config(inst, authorized, extra=extra)

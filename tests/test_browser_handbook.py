@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import CHROMIUM, require_chromium
 
 from factbook.results import ResultRecord, write_run
 from tests.handbook_support import Served, copy_kb, edit_fact, search_and_open_fact
 
 pytestmark = pytest.mark.browser
-CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -35,11 +35,7 @@ PHONE = {"width": 390, "height": 844}
 
 
 def _need_chromium() -> None:
-    if os.path.exists(CHROMIUM):
-        return
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"CI needs {CHROMIUM} (scripts/test installs Debian's chromium)")
-    pytest.skip(f"{CHROMIUM} not installed")
+    require_chromium()
 
 
 @pytest.fixture(scope="module")

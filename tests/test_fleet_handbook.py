@@ -3,19 +3,16 @@ last verification; built by real MkDocs and read in headless Chromium at phone w
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from handbook_support import copy_kb, mkdocs_bin, mkdocs_env
-from helpers import fact
+from handbook_support import copy_kb, mkdocs_build
+from helpers import CHROMIUM, fact, require_chromium
 
 from factbook.handbook.generator import Generator
 from factbook.results import ResultRecord, write_run
 
-CHROMIUM = "/usr/bin/chromium"
 NODES = [f"node-{i:02d}" for i in range(1, 65)]
 DRIVER_OUTLIERS = {"node-17": "575.57.08", "node-40": "575.57.08"}
 
@@ -89,22 +86,14 @@ def test_no_fleet_page_for_a_single_box(tmp_path: Path) -> None:
 
 @pytest.mark.browser
 def test_fleet_page_reads_at_phone_width(tmp_path: Path) -> None:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} not installed")
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
     root = copy_kb(tmp_path / "site")
     for path in (root / "facts").glob("*.yaml"):
         path.unlink()
     _fleet_kb(root)
-    done = subprocess.run(
-        [mkdocs_bin(), "build", "-q", "-d", str(tmp_path / "out")],
-        cwd=root,
-        env=mkdocs_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = mkdocs_build(root, "-q", "-d", str(tmp_path / "out"), timeout=300)
     assert done.returncode == 0, done.stderr
     url = (tmp_path / "out" / "facts" / "fleet.html").as_uri()
     if not (tmp_path / "out" / "facts" / "fleet.html").exists():

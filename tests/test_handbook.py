@@ -6,12 +6,12 @@ import html
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import markdown
 import pytest
 import yaml
+from handbook_support import REPO, copy_kb, edit_fact, mkdocs_build
 
 from factbook.cli import run as cli
 from factbook.handbook import Generator, write_tree
@@ -20,7 +20,6 @@ from factbook.handbook.markup import code, expect_text, md, prose
 from factbook.kb import load_kb
 from factbook.results import ResultRecord, write_run
 from factbook.schema import CATEGORIES
-from tests.handbook_support import REPO, copy_kb, edit_fact, mkdocs_bin, mkdocs_env
 
 EXTENSIONS = ["attr_list", "md_in_html", "tables", "admonition", "toc"]
 
@@ -219,14 +218,7 @@ def test_benchmarks_chart_has_a_bar_per_numeric_figure(kb_root: Path) -> None:
 
 def test_mkdocs_build_strict_from_shipped_kb(kb_root: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
-    proc = subprocess.run(
-        [mkdocs_bin(), "build", "--strict", "-d", str(site)],
-        cwd=kb_root,
-        env=mkdocs_env(),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = mkdocs_build(kb_root, "--strict", "-d", str(site), timeout=240)
     assert proc.returncode == 0, proc.stderr
     hardware = (site / "facts/hardware.html").read_text(encoding="utf-8")
     assert 'id="hw.gpu.count"' in hardware and "fb-badge" in hardware
@@ -255,13 +247,7 @@ def test_docs_command_writes_a_complete_docs_dir(
         "markdown_extensions": EXTENSIONS,
     }
     (tmp_path / "plain.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    proc = subprocess.run(
-        [mkdocs_bin(), "build", "-f", str(tmp_path / "plain.yml")],
-        env=mkdocs_env(),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = mkdocs_build(tmp_path, "-f", str(tmp_path / "plain.yml"), timeout=240)
     assert proc.returncode == 0, proc.stderr  # plain Markdown: no hooks needed to render it
     assert (tmp_path / "site/facts/pitfalls/index.html").is_file()
 
@@ -272,14 +258,7 @@ def test_lint_problems_show_on_home_and_fail_strict(kb_root: Path, tmp_path: Pat
     assert any("no.such.fact" in p for p in handbook.lint_problems)
     assert "lint problem(s) in the knowledge base" in handbook.pages["index.md"]
     assert "no.such.fact" in handbook.pages["index.md"]
-    proc = subprocess.run(
-        [mkdocs_bin(), "build", "--strict", "-d", str(tmp_path / "site")],
-        cwd=kb_root,
-        env=mkdocs_env(),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = mkdocs_build(kb_root, "--strict", "-d", str(tmp_path / "site"), timeout=240)
     assert proc.returncode == 1 and "no.such.fact" in proc.stderr
 
 
@@ -287,14 +266,7 @@ def test_a_generator_failure_becomes_a_page_not_a_stuck_server(
     kb_root: Path, tmp_path: Path
 ) -> None:
     shutil.rmtree(kb_root / "facts")  # the loader refuses a folder without facts/
-    proc = subprocess.run(
-        [mkdocs_bin(), "build", "-d", str(tmp_path / "site")],
-        cwd=kb_root,
-        env=mkdocs_env(),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = mkdocs_build(kb_root, "-d", str(tmp_path / "site"), timeout=240)
     assert proc.returncode == 0, proc.stderr
     assert "could not be generated" in proc.stderr
     home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")

@@ -21,6 +21,8 @@ from typing import Any
 import markdown
 import pytest
 import yaml
+from handbook_support import copy_kb, mkdocs_build
+from helpers import require, require_chromium
 
 from factbook.handbook import Generator
 from factbook.handbook.editlinks import EditLinks, check_template, from_repo
@@ -30,7 +32,6 @@ from factbook.kb import load_kb
 from factbook.model import Fact
 from factbook.results import ResultRecord, write_run
 from factbook.status.items import MARKS
-from tests.handbook_support import copy_kb, mkdocs_bin, mkdocs_env
 
 REPO_URL = "https://github.com/example-org/kimi-kb"
 EDIT_URI = "edit/main/docs/"
@@ -141,14 +142,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def site(kb: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("trust-site")
-    proc = subprocess.run(
-        [mkdocs_bin(), "build", "--strict", "-d", str(out)],
-        cwd=kb,
-        env=mkdocs_env(),
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
+    proc = mkdocs_build(kb, "--strict", "-d", str(out), timeout=400)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out
 
@@ -238,14 +232,7 @@ def test_a_bad_edit_url_fails_the_build_with_its_reason(kb: Path, tmp_path: Path
     config["plugins"] = ["search", {"factbook": {"edit_url": "https://x.example/edit"}}]
     bad = kb / "mkdocs-bad-edit.yml"
     bad.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    proc = subprocess.run(
-        [mkdocs_bin(), "build", "-f", str(bad), "-d", str(tmp_path / "site")],
-        cwd=kb,
-        env=mkdocs_env(),
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = mkdocs_build(kb, "-f", str(bad), "-d", str(tmp_path / "site"), timeout=240)
     assert proc.returncode == 1
     assert "factbook: edit_url 'https://x.example/edit' has no {path}" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -491,12 +478,13 @@ MARK_PAGES = [
 def test_marks_read_without_an_emoji_font_and_diagrams_share_a_scale(
     site: Path, tmp_path: Path
 ) -> None:
-    chromium = "/usr/bin/chromium"
+    chromium = require_chromium()
     fonts = _base_fonts()
-    if not os.path.exists(chromium) or fonts is None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("CI needs /usr/bin/chromium and DejaVu or Liberation fonts")
-        pytest.skip("no Chromium or no base font folder")
+    require(
+        None
+        if fonts is not None
+        else "DejaVu or Liberation fonts (Debian's chromium pulls them in)"
+    )
     from playwright.sync_api import sync_playwright
 
     conf = _fontconfig(tmp_path, fonts)

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 import yaml
+from handbook_support import copy_kb, mkdocs_build
 
 from factbook.cli import run as cli
 from factbook.results import ResultRecord, write_run
 from factbook.safehtml import is_safe_url, safe_markdown_links, slug
-from tests.handbook_support import copy_kb, mkdocs_bin, mkdocs_env
 
 PAYLOADS = [
     "<script>alert('xss1')</script>",
@@ -202,14 +201,7 @@ def status_doc(hostile_kb: Path) -> str:
 @pytest.fixture(scope="module")
 def site(hostile_kb: Path, status_doc: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = tmp_path_factory.mktemp("xss-site")
-    proc = subprocess.run(
-        [mkdocs_bin(), "build", "-d", str(site)],
-        cwd=hostile_kb,
-        env=mkdocs_env(),
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
+    proc = mkdocs_build(hostile_kb, "-d", str(site), timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return site
 

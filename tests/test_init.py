@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from handbook_support import mkdocs_bin, mkdocs_env
+from handbook_support import mkdocs_build
 from helpers import cli
 
 from factbook.cli import run
@@ -72,14 +72,7 @@ def test_lint_verify_status_in_the_new_kb(started: Path) -> None:
 
 
 def _build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [mkdocs_bin(), "build", "--strict", "-d", str(site)],
-        cwd=root,
-        env=mkdocs_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return mkdocs_build(root, "--strict", "-d", str(site), timeout=300)
 
 
 def test_mkdocs_build_in_the_new_kb(started: Path, tmp_path: Path) -> None:
@@ -95,14 +88,7 @@ def test_plugin_keeps_the_users_nav(started: Path, tmp_path: Path) -> None:
     config = yaml.safe_load((started / "mkdocs.yml").read_text())
     config["nav"] = [{"About us": "about.md"}, {"Facts": [{"Mine": "https://wiki.invalid/facts"}]}]
     (started / "mkdocs-nav.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    built = subprocess.run(
-        [mkdocs_bin(), "build", "-f", "mkdocs-nav.yml", "-d", str(tmp_path / "site")],
-        cwd=started,
-        env=mkdocs_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    built = mkdocs_build(started, "-f", "mkdocs-nav.yml", "-d", str(tmp_path / "site"), timeout=300)
     (started / "mkdocs-nav.yml").unlink()
     assert built.returncode == 0, built.stderr
     index = (tmp_path / "site" / "about.html").read_text(encoding="utf-8")

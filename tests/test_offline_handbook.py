@@ -4,32 +4,22 @@ the internet for anything."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from handbook_support import copy_kb, mkdocs_bin, mkdocs_env, search_and_open_fact
+from handbook_support import copy_kb, mkdocs_build, search_and_open_fact
+from helpers import CHROMIUM, require_chromium
 
 pytestmark = pytest.mark.browser
-CHROMIUM = "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} not installed")
+    require_chromium()
     root = copy_kb(tmp_path_factory.mktemp("offline") / "kb")
-    built = subprocess.run(
-        [mkdocs_bin(), "build", "-d", str(root / "site")],
-        cwd=root,
-        env=mkdocs_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    built = mkdocs_build(root, "-d", str(root / "site"), timeout=600)
     assert built.returncode == 0, built.stderr
     return root / "site"
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from helpers import require
 
 from factbook.sglang.flags import option_table, parse_flags
 from factbook.sglang.launch import check_command
@@ -104,12 +104,8 @@ def _generated(models: dict[str, str], count: int, seed: int) -> list[list[str]]
 
 
 def _sglang_python() -> Path:
-    if SGLANG_PY.exists():
-        return SGLANG_PY
-    message = f"{SGLANG_PY} missing: run scripts/sglang-venv"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    require(None if SGLANG_PY.exists() else f"{SGLANG_PY} missing: run scripts/sglang-venv")
+    return SGLANG_PY
 
 
 def _write_config(folder: Path, config: dict) -> str:

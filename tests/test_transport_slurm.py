@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import cli, fact, make_kb, pids_with_cmdline
+from helpers import cli, fact, make_kb, pids_with_cmdline, require
 from slurm import Cluster, slurm_missing_reason, start_cluster
 from sshd import processes_with
 
@@ -24,11 +24,7 @@ OK = {"path": "exit_code", "eq": 0}
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    reason = slurm_missing_reason()
-    if reason:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"CI needs the Slurm fixture: {reason}")
-        pytest.skip(reason)
+    require(slurm_missing_reason())
     c = start_cluster(tmp_path_factory.mktemp("slurm"))
     try:
         yield c

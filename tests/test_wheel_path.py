@@ -16,10 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from helpers import CHROMIUM, REPO, require_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(900)]
-CHROMIUM = "/usr/bin/chromium"
 
 
 def _env() -> dict[str, str]:
@@ -105,8 +104,7 @@ def test_wheel_to_handbook(venv: Path, tmp_path: Path) -> None:
     # the engine came from the wheel, not from this repository
     where = _run([str(bin_ / "python"), "-c", "import factbook; print(factbook.__file__)"], kb)
     assert str(venv) in where.stdout and str(REPO) not in where.stdout
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} not installed")
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
