@@ -7,6 +7,7 @@ import io
 import os
 import shutil
 import socket
+import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -111,10 +112,12 @@ def pid_alive(pid: int) -> bool:
 
 
 def pids_with_cmdline(marker: str) -> list[int]:
-    """Pids whose command line contains `marker` (a /proc scan, no psutil)."""
+    """Live pids other than ours whose command line contains `marker` (a /proc scan, no
+    psutil; the lab's boxes share our pid namespace)."""
     found = []
+    me = os.getpid()
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) == me:
             continue
         try:
             raw = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -123,6 +126,14 @@ def pids_with_cmdline(marker: str) -> list[int]:
         if marker in raw and pid_alive(int(entry)):
             found.append(int(entry))
     return found
+
+
+def wait_no_cmdline(marker: str, seconds: float = 10.0) -> list[int]:
+    """Wait until no process carries `marker`; the pids still carrying it at the deadline."""
+    deadline = time.monotonic() + seconds
+    while (left := pids_with_cmdline(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
 
 
 def kb_copy(dest: Path, parts: tuple[str, ...] = ("facts", "checks", "runbooks")) -> Path:

@@ -143,23 +143,6 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def processes_with(marker: str) -> list[int]:
-    """Pids whose command line contains marker (the box shares our pid namespace)."""
-    found = []
-    me = os.getpid()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker.encode() in cmdline and state != "Z":  # a zombie runs nothing
-            found.append(int(entry))
-    return found
-
-
 @dataclass
 class Lab:
     """A box and a jump sshd, a client key, and a client home whose ssh setup names both."""

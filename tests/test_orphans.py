@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import fact, free_port, pid_alive, pids_with_cmdline, target_entries
+from helpers import fact, free_port, pid_alive, pids_with_cmdline, target_entries, wait_no_cmdline
 from helpers import make_kb as make_verify_kb
 from runbook_kit import (
     FACTBOOK,
@@ -257,13 +257,6 @@ def run_agent(calls: list[tuple[str, str, dict, float]]) -> list[dict]:
     lines = [json.loads(line) for line in proc.lines()]
     assert proc.wait(30) == 0, proc.stderr_text()
     return lines
-
-
-def wait_no_cmdline(marker: str, seconds: float = 5) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while pids_with_cmdline(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return pids_with_cmdline(marker)
 
 
 def test_setsid_daemon_started_by_a_check_does_not_outlive_it() -> None:

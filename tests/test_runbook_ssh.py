@@ -7,14 +7,14 @@ sshd); commands, a managed server and its teardown all happen on the box.
 from __future__ import annotations
 
 import io
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers import pids_with_cmdline, wait_no_cmdline
 from runbook_kit import make_kb, run_cli, runs, steps_of, write_runbook
-from sshd import Lab, processes_with
+from sshd import Lab
 
 from factbook.kb import load_kb
 from factbook.runbooks.executor import Executor, RunOptions
@@ -52,13 +52,6 @@ def execute(root: Path, name: str, **options: object) -> tuple[int, dict]:
     return code, runs(root, name)[-1]
 
 
-def wait_gone(marker: str, seconds: float = 10) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while (left := processes_with(marker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
-
-
 def test_steps_run_on_the_box_through_the_jump(
     tmp_path: Path, ssh_lab: Lab, ssh_targets: dict
 ) -> None:
@@ -90,7 +83,7 @@ assert r2.timed_out
     assert where["target"] == "box" and "box sees" in where["outputs"]
     assert steps_of(record)["local-too"]["outputs"] == "$ true\n0 local\n"
     assert ssh_lab.jump.log_text().count(f"port {ssh_lab.box.port}") > forwards_before
-    assert not processes_with("sleep 31.7")
+    assert not pids_with_cmdline("sleep 31.7")
 
 
 def test_managed_server_on_the_box_is_probed_and_torn_down(
@@ -122,7 +115,7 @@ print("fetched", r.stdout.strip())
     server = record["servers"][0]
     assert server["state"].startswith("stopped") and server["target"] == "box"
     assert server["log"].startswith("/tmp/factbook-runs/srv/")
-    assert not wait_gone(marker), "the server outlived its run on the box"
+    assert not wait_no_cmdline(marker), "the server outlived its run on the box"
     copied = root / "results" / "runbooks" / "srv" / record["run_id"] / "servers" / "web.log"
     assert "GET / HTTP" in copied.read_text()
 
@@ -143,7 +136,7 @@ server.start("sleeper", ["sh", "-c", "sleep 300 # {marker}"], deadline=5)
     )
     done = run_cli(root, "run", "die")
     assert done.returncode == 4, done.stderr
-    assert not wait_gone(marker), "a box process outlived the dead kernel's run"
+    assert not wait_no_cmdline(marker), "a box process outlived the dead kernel's run"
     assert runs(root, "die")[-1]["servers"][0]["state"].startswith("stopped")
 
 

@@ -13,7 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from sshd import Lab, port_refused, processes_with
+from helpers import pids_with_cmdline, wait_no_cmdline
+from sshd import Lab, port_refused
 
 from factbook.errors import AuthError, HostKeyError, TargetError, UnreachableError, UsageError
 from factbook.model import Target
@@ -37,13 +38,6 @@ def forwards_to_box(lab: Lab) -> int:
 
 def logins(inst) -> int:
     return inst.log_text().count("Accepted publickey")
-
-
-def wait_gone(marker: str, seconds: float = 8.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while (left := processes_with(marker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
 
 
 # --- target URLs -------------------------------------------------------------------------
@@ -332,9 +326,9 @@ def _start_hanging(transport: SSHTransport, marker: str):
     lines = proc.lines()
     assert next(lines) == "started"
     deadline = time.monotonic() + 5  # Popen returns before the children have exec'd
-    while len(processes_with(marker)) < 2 and time.monotonic() < deadline:
+    while len(pids_with_cmdline(marker)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(processes_with(marker)) == 2
+    assert len(pids_with_cmdline(marker)) == 2
     return proc, lines
 
 
@@ -347,7 +341,7 @@ def test_kill_leaves_no_process_on_the_box(ssh_targets: dict, ssh_options) -> No
         proc.kill()
         assert list(lines) == []
         assert proc.wait(5) is None
-        assert wait_gone(marker) == []
+        assert wait_no_cmdline(marker) == []
         assert time.monotonic() - started < 5
         # the connection itself survives a killed agent
         assert run(transport, "print('still here')\n")[0] == ["still here"]
@@ -368,7 +362,7 @@ def test_connection_killed_mid_run(ssh_lab: Lab, ssh_targets, ssh_options, where
         assert list(lines) == []
         assert proc.wait(10) is None
         assert time.monotonic() - started < 10
-        assert wait_gone(marker) == []
+        assert wait_no_cmdline(marker) == []
         # the next start reconnects
         assert run(transport, "print('reconnected')\n")[0] == ["reconnected"]
     finally:

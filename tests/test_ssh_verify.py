@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import cli, fact, make_kb, target_entries
-from sshd import Lab, processes_with
+from helpers import cli, fact, make_kb, pids_with_cmdline, target_entries, wait_no_cmdline
+from sshd import Lab
 
 pytestmark = pytest.mark.ssh
 OK = {"path": "exit_code", "eq": 0}
@@ -33,13 +33,6 @@ def forwards_to_box(lab: Lab) -> int:
 
 def results(out: str) -> dict[str, dict]:
     return {r["fact"]: r for r in json.loads(out)["results"]}
-
-
-def wait_gone(marker: str, seconds: float = 10.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while (left := processes_with(marker)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
 
 
 def mixed_kb(root: Path, targets: dict | None = None, target: str | None = None) -> Path:
@@ -119,7 +112,7 @@ def test_hanging_check_is_killed_on_the_box(ssh_lab: Lab, ssh_home: Path, tmp_pa
     assert code == 3
     assert got["t.quick"]["outcome"] == "pass"
     assert got["t.hang"]["outcome"] == "error" and "timed out" in got["t.hang"]["reason"]
-    assert wait_gone(marker, 3) == []
+    assert wait_no_cmdline(marker, 3) == []
 
 
 def test_output_over_4_mib_through_the_jump(ssh_lab: Lab, ssh_home: Path, tmp_path: Path):
@@ -209,9 +202,9 @@ def test_connection_killed_mid_run(ssh_lab: Lab, ssh_home: Path, tmp_path: Path)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 15
-        while not processes_with(marker) and time.monotonic() < deadline:
+        while not pids_with_cmdline(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert processes_with(marker), "the slow check never started on the box"
+        assert pids_with_cmdline(marker), "the slow check never started on the box"
         time.sleep(0.3)  # let the quick result stream back first
         assert ssh_lab.jump.kill_sessions()
         out, err = proc.communicate(timeout=20)
@@ -223,7 +216,7 @@ def test_connection_killed_mid_run(ssh_lab: Lab, ssh_home: Path, tmp_path: Path)
     assert got["t.quick"]["outcome"] == "pass"
     assert got["t.slow"]["outcome"] == "error"
     assert "connection dropped" in got["t.slow"]["reason"]
-    assert wait_gone(marker) == []
+    assert wait_no_cmdline(marker) == []
 
 
 def test_targets_yaml_written_by_hand_round_trips(ssh_targets: dict, tmp_path: Path) -> None:

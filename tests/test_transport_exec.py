@@ -16,8 +16,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from helpers import cli, fact, make_kb
-from sshd import Lab, processes_with
+from helpers import cli, fact, make_kb, pids_with_cmdline
+from sshd import Lab
 from transport_lab import container_missing_reason, inventory
 
 from factbook.errors import TargetError
@@ -80,12 +80,12 @@ def test_kill_stops_the_agent_inside_the_container(container_pid: int) -> None:
     proc = transport.start(["python3", "-"], script.encode(), {})
     lines = proc.lines()
     assert next(lines) == "started"
-    assert processes_with(marker)
+    assert pids_with_cmdline(marker)
     proc.kill()
     deadline = time.monotonic() + 8
-    while processes_with(marker) and time.monotonic() < deadline:
+    while pids_with_cmdline(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert processes_with(marker) == []
+    assert pids_with_cmdline(marker) == []
     assert proc.wait(5) is None  # killed: reported like a dropped connection
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from helpers import cli, fact, free_port, make_kb, pids_with_cmdline
-from sshd import Lab, processes_with
+from sshd import Lab
 from transport_lab import SSH_KINDS, inventory
 
 pytestmark = pytest.mark.ssh
@@ -42,7 +42,7 @@ def _verify(root: Path, target: str, *extra: str) -> tuple[int, dict[str, dict]]
 
 def _wait_gone(marker: str, seconds: float = 10.0) -> list[int]:
     deadline = time.monotonic() + seconds
-    while (left := processes_with(marker)) and time.monotonic() < deadline:
+    while (left := pids_with_cmdline(marker)) and time.monotonic() < deadline:
         time.sleep(0.1)
     return left
 
@@ -150,9 +150,9 @@ def test_pipe_dies_mid_run(
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20
-        while not processes_with(marker) and time.monotonic() < deadline:
+        while not pids_with_cmdline(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert processes_with(marker), "the slow check never started"
+        assert pids_with_cmdline(marker), "the slow check never started"
         time.sleep(0.3)  # let the quick result stream back first
         if kind == "exec":
             carriers = pids_with_cmdline("FB_CARRIER=1")

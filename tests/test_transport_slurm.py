@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from helpers import cli, fact, make_kb, pids_with_cmdline, require
 from slurm import Cluster, slurm_missing_reason, start_cluster
-from sshd import processes_with
 
 ROOT = Path(__file__).resolve().parents[1]
 OK = {"path": "exit_code", "eq": 0}
@@ -90,9 +89,9 @@ def test_hung_check_is_killed_on_every_node(slurm_env: Cluster, tmp_path: Path) 
         assert outcomes[("t.hang", node)][0] == "error"
         assert "timed out" in outcomes[("t.hang", node)][1]
     deadline = time.monotonic() + 5
-    while processes_with(marker) and time.monotonic() < deadline:
+    while pids_with_cmdline(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert processes_with(marker) == []
+    assert pids_with_cmdline(marker) == []
 
 
 def test_unknown_node_is_unreachable(slurm_env: Cluster, tmp_path: Path) -> None:
@@ -174,9 +173,9 @@ def test_srun_dying_mid_run_keeps_results_and_leaves_nothing(
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20
-        while len(processes_with(marker)) < 2 and time.monotonic() < deadline:
+        while len(pids_with_cmdline(marker)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(processes_with(marker)) == 2, "the slow check did not start on both nodes"
+        assert len(pids_with_cmdline(marker)) == 2, "the slow check did not start on both nodes"
         time.sleep(0.3)
         sruns = [p for p in pids_with_cmdline("--job-name=factbook-verify") if p != proc.pid]
         assert sruns
@@ -193,6 +192,6 @@ def test_srun_dying_mid_run_keeps_results_and_leaves_nothing(
         assert got[("t.quick", node)]["outcome"] == "pass"
         assert "connection dropped after 1 of 2 results" in got[("t.slow", node)]["reason"]
     deadline = time.monotonic() + 10
-    while processes_with(marker) and time.monotonic() < deadline:
+    while pids_with_cmdline(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert processes_with(marker) == []
+    assert pids_with_cmdline(marker) == []
