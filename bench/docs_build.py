@@ -262,7 +262,7 @@ def one_page_per_fact(root: Path, pages: dict[str, str]) -> int:
             (out / "facts" / f"{fact_id}.md").write_text(f"# {title}\n{body}", encoding="utf-8")
             count += 1
     (out / "index.md").write_text("# Facts\n", encoding="utf-8")
-    shutil.copytree(REPO / "src/factbook/templates/handbook", out / "assets", dirs_exist_ok=True)
+    shutil.copytree(REPO / "src/factbook/handbook/templates", out / "assets", dirs_exist_ok=True)
     return count
 
 

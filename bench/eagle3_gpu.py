@@ -3,7 +3,7 @@
     python bench/eagle3_gpu.py --out OUT.json            # on a CUDA machine (H200)
     python bench/eagle3_gpu.py --small --out OUT.json    # anywhere, seconds, CPU only
 
-What it runs (factbook.eagle3, imported from src/ without installing):
+What it runs (factbook.serving.eagle3, imported from src/ without installing):
 
 1. A randomly initialised Llama-shaped target with Kimi-K2.5's depth and vocabulary (61
    layers, vocab 163840; hidden 2048, 3.8B parameters in bf16), built on the GPU.
@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import torch
 import transformers
 
-from factbook.eagle3.align import align, compare, load_dump, recompute
-from factbook.eagle3.capture import sglang_capture_indices
-from factbook.eagle3.vocab import (
+from factbook.serving.eagle3.align import align, compare, load_dump, recompute
+from factbook.serving.eagle3.capture import sglang_capture_indices
+from factbook.serving.eagle3.vocab import (
     build_mapping,
     count_tokens,
     load_token_ids,

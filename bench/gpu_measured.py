@@ -32,9 +32,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from factbook.model import Target  # noqa: E402
-from factbook.transports.local import LocalTransport  # noqa: E402
-from factbook.verify.bundle import agent_argv, build_script, merge_calls  # noqa: E402
+from factbook.knowledge.model import Target  # noqa: E402
+from factbook.verification.bundle import agent_argv, build_script, merge_calls  # noqa: E402
+from factbook.verification.transports.local import LocalTransport  # noqa: E402
 
 PCIE5_X16 = 63.0  # GB/s per direction: 32 GT/s x 16 lanes x 128b/130b
 LIMITS = {
@@ -116,7 +116,7 @@ def count_gpus() -> int:
 def judge(facts: list[dict[str, Any]], results: dict[str, Any]) -> list[dict[str, Any]]:
     """Each measured fact's verdict: its expectation against the result of its call."""
     try:
-        from factbook.expectations import evaluate
+        from factbook.judging.expectations import evaluate
     except ImportError as exc:  # packaging missing on the box
         print(f"expectations not judged: {exc}")
         return []

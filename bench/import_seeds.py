@@ -33,11 +33,11 @@ from typing import Any
 
 import yaml
 
-from factbook.capture import plan_import, write
-from factbook.capture.match import norm
-from factbook.kb import load_kb, load_kb_with_problems
-from factbook.status import StatusOptions, render_status
-from factbook.status.items import one_line
+from factbook.dumps.capture import plan_import, write
+from factbook.dumps.capture.match import norm
+from factbook.dumps.status import StatusOptions, render_status
+from factbook.dumps.status.items import one_line
+from factbook.knowledge.kb import load_kb, load_kb_with_problems
 
 BUDGET_S = 1.0
 KB_FILES = ("milestones.yaml", "targets.yaml")

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import yaml
 
-from factbook.cli import run
-from factbook.kb import load_kb
-from factbook.outcomes import PASS
-from factbook.results import ResultRecord
-from factbook.verify.run import record_verified
+from factbook.commands.cli import run
+from factbook.judging.outcomes import PASS
+from factbook.knowledge.kb import load_kb
+from factbook.store.results import ResultRecord
+from factbook.verification.run import record_verified
 
 BUDGET_S = 2.0
 

@@ -88,7 +88,7 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, list[float]]:
 
 
 def factbook_run(root: Path, name: str) -> dict:
-    from factbook.kb import load_kb
+    from factbook.knowledge.kb import load_kb
     from factbook.runbooks.executor import Executor, RunOptions
     from factbook.runbooks.format import load_runbook
 
@@ -203,7 +203,7 @@ def main() -> None:
         fbc, _ = timed(lambda: factbook_cli(root, "trivial"), repeat)
         out["factbook_cli"] = {"total_s": round(fbc, 3), "vs_papermill_cli": round(fbc / pm, 2)}
 
-        from factbook.model import Target
+        from factbook.knowledge.model import Target
         from factbook.runbooks.remote import BoxClient
 
         box = BoxClient(Target(name="local", transport="local"), {})

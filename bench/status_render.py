@@ -24,11 +24,11 @@ from typing import Any
 
 import yaml
 
-from factbook.kb import load_kb
-from factbook.results import ResultRecord, write_run
-from factbook.schema import CATEGORIES
-from factbook.status import StatusOptions, render_status
-from factbook.status.render import environment
+from factbook.dumps.status import StatusOptions, render_status
+from factbook.dumps.status.render import environment
+from factbook.knowledge.kb import load_kb
+from factbook.knowledge.schema import CATEGORIES
+from factbook.store.results import ResultRecord, write_run
 
 BUDGET_S = 0.5
 MILESTONES = ["3157", "3478", "4504"]
@@ -130,7 +130,7 @@ def build_kb(root: Path, n: int) -> Path:
 def _cli(root: Path) -> None:
     """The whole command in a fresh interpreter: start-up, load, render, write."""
     out = root / "cli.md"
-    cmd = [sys.executable, "-m", "factbook.cli", "--root", str(root), "status", "--as-of"]
+    cmd = [sys.executable, "-m", "factbook.commands.cli", "--root", str(root), "status", "--as-of"]
     subprocess.run([*cmd, "4504", "--out", str(out)], check=True, capture_output=True)
 
 

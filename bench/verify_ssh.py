@@ -162,7 +162,13 @@ def ssh_out(lab: Lab, *remote: str) -> str:
 def time_factbook(
     kb: Path, target: str, env: dict[str, str], jobs: int | None
 ) -> tuple[float, int, int]:
-    argv = [sys.executable, "-c", "from factbook.cli import main; main()", "--root", str(kb)]
+    argv = [
+        sys.executable,
+        "-c",
+        "from factbook.commands.cli import main; main()",
+        "--root",
+        str(kb),
+    ]
     argv += ["verify", "--target", target, "--format", "json", "--no-save", "-q"]
     argv += ["--jobs", str(jobs)] if jobs else []
     started = time.monotonic()

@@ -64,7 +64,7 @@ def ssh_home(ssh_lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> P
 
 @pytest.fixture
 def ssh_options(ssh_home: Path):  # -> TransportOptions (imported lazily: other tests skip it)
-    from factbook.transports.base import TransportOptions
+    from factbook.verification.transports.base import TransportOptions
 
     return TransportOptions(
         known_hosts=str(ssh_home / ".ssh" / "known_hosts"),
@@ -76,7 +76,7 @@ def ssh_options(ssh_home: Path):  # -> TransportOptions (imported lazily: other 
 
 @pytest.fixture
 def ssh_targets(ssh_lab: Lab, ssh_home: Path) -> dict:
-    from factbook.model import Target
+    from factbook.knowledge.model import Target
 
     key = str(ssh_home / ".ssh" / "id_ed25519")
     jump = Target(

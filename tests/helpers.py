@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from factbook.cli import run
+from factbook.commands.cli import run
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -54,8 +54,15 @@ def _offenders(allowed: set[str]) -> list[str]:
     return out
 
 
+def _cli_side() -> set[str]:
+    """commands/, `python -m factbook`, and shell completion (it completes from the CLI's own
+    parser): the only modules that may import the command line."""
+    allowed = {p.relative_to(SRC).as_posix() for p in (PACKAGE / "commands").glob("*.py")}
+    return allowed | {"factbook/__main__.py", "factbook/integrations/completion.py"}
+
+
 def test_only_cli_imports_commands() -> None:
-    assert _offenders({"factbook/cli.py"}) == []
+    assert _offenders(_cli_side()) == []
 
 
 def test_scanner_sees_relative_and_absolute_imports(tmp_path: Path) -> None:
@@ -70,7 +77,7 @@ def test_scanner_sees_relative_and_absolute_imports(tmp_path: Path) -> None:
         try:
             fake.write_text(source, encoding="utf-8")
             assert expected in imported_modules(fake)
-            offenders = _offenders({"factbook/cli.py"})
+            offenders = _offenders(_cli_side())
             assert len(offenders) == 1
             assert offenders[0].startswith("factbook/runbooks/_scan_probe.py: factbook.commands")
         finally:
@@ -79,12 +86,20 @@ def test_scanner_sees_relative_and_absolute_imports(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "commands").glob("*.py")), ids=lambda p: p.name)
 def test_commands_do_not_import_each_other(path: Path) -> None:
-    siblings = {f"factbook.commands.{p.stem}" for p in (PACKAGE / "commands").glob("*.py")}
-    assert not (imported_modules(path) & (siblings - {"factbook.commands.__init__"}))
+    """A command imports the shared helpers of commands/, never another command."""
+    shared = {"__init__", "cli_options", "lint_output", "extras"}
+    if path.stem == "cli":
+        return  # the dispatcher imports every command by name, lazily
+    siblings = {
+        f"factbook.commands.{p.stem}"
+        for p in (PACKAGE / "commands").glob("*.py")
+        if p.stem not in shared
+    }
+    assert not (imported_modules(path) & siblings)
 
 
 def test_linters_are_listed_not_registered() -> None:
-    from factbook.linters import LINTERS
+    from factbook.knowledge.linters import LINTERS
     from factbook.runbooks.lint import lint_runbooks
 
     assert lint_runbooks in LINTERS
@@ -95,3 +110,123 @@ def test_linters_are_listed_not_registered() -> None:
         if isinstance(node, (ast.Name, ast.Attribute))
     }
     assert not {"LINTERS", "EXTRA_LINTERS"} & names  # the runbook linter registers nothing
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the factbook modules it imports (a `from pkg import name` edge goes to
+    pkg.name when that is a module, else to the package)."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        graph[name] = {m for m in _direct_imports(path) if m in paths and m != name}
+    return graph
+
+
+def _direct_imports(path: Path) -> set[str]:
+    """The modules `path` imports: `from a import b` names a.b if that is a module, else a."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                sub = f"{module}.{alias.name}"
+                found.add(sub if sub in modules else module)
+    return found
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan), as sorted lists."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def test_no_import_cycles() -> None:
+    assert find_cycles(module_graph()) == []
+
+
+def test_cycle_finder_can_fail() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycles(graph) == [["a", "b", "c"]]
+
+
+def private_imports(path: Path) -> list[str]:
+    """`from other import _name` (or a module whose own name starts with `_`) in `path`."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            module, names = "", [alias.name for alias in node.names]
+        else:
+            continue
+        for part in [*module.split("."), *(n for a in names for n in a.split("."))]:
+            if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+                bad.append(f"{path.relative_to(SRC).as_posix()}:{node.lineno}: {part}")
+    return bad
+
+
+def test_no_private_names_imported_across_modules() -> None:
+    assert [line for p in sorted(PACKAGE.rglob("*.py")) for line in private_imports(p)] == []
+
+
+def test_private_import_rule_can_fail() -> None:
+    fake = PACKAGE / "runbooks" / "_private_probe.py"
+    try:
+        fake.write_text(
+            "from factbook.verification.engine import _connect\nimport factbook.x._y\n",
+            encoding="utf-8",
+        )
+        assert private_imports(fake) == [
+            "factbook/runbooks/_private_probe.py:1: _connect",
+            "factbook/runbooks/_private_probe.py:2: _y",
+        ]
+    finally:
+        fake.unlink()
+
+
+def test_top_level_shows_the_layers() -> None:
+    entries = [p.name for p in PACKAGE.iterdir() if p.name != "__pycache__"]
+    assert len(entries) <= 16, sorted(entries)
+    for package in (p for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()):
+        tree = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), f"{package.name}/__init__.py says its one job"

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from factbook.benchclient import (
+from factbook.commands.cli import run
+from factbook.knowledge.kb import load_kb, load_kb_with_problems
+from factbook.serving.benchclient import (
     BenchError,
     _pct,
     run_benchmark,
     server_config,
     to_fact_values,
 )
-from factbook.cli import run
-from factbook.kb import load_kb, load_kb_with_problems
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -200,7 +200,7 @@ def test_client_file_runs_alone_on_a_box(plain: OpenAIServer, tmp_path: Path) ->
     """Copied out of the package, as it is shipped to a box: stdlib only, JSON out."""
     import subprocess
 
-    import factbook.benchclient as module
+    import factbook.serving.benchclient as module
 
     alone = tmp_path / "benchclient.py"
     shutil.copy(module.__file__, alone)

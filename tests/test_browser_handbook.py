@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from helpers import CHROMIUM, require_chromium
 
-from factbook.results import ResultRecord, write_run
+from factbook.store.results import ResultRecord, write_run
 from tests.handbook_support import Served, copy_kb, edit_fact, search_and_open_fact
 
 pytestmark = pytest.mark.browser

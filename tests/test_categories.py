@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from factbook import categories, schema
 from factbook.handbook import special
+from factbook.knowledge import categories, schema
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
@@ -48,7 +48,7 @@ def test_status_groups_have_distinct_keys_and_places() -> None:
 NEW_CATEGORY = """
 import sys
 from pathlib import Path
-from factbook import categories as cats
+from factbook.knowledge import categories as cats
 new = cats.Category(
     "experiments", "Experiments", "Things tried once, and what came of them.",
     keys={"hypothesis": {"type": "string"}}, required=("hypothesis",),
@@ -57,7 +57,7 @@ new = cats.Category(
 cats.CATEGORIES = (*cats.CATEGORIES, new)
 cats.BY_NAME[new.name] = new
 cats.NAMES.append(new.name)
-from factbook.cli import run
+from factbook.commands.cli import run
 root = Path(sys.argv[1])
 sys.exit(run(["--root", str(root), sys.argv[2], *sys.argv[3:]]))
 """

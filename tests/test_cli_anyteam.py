@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, cli, fact, make_kb
 
-from factbook.cli import run
+from factbook.commands.cli import run
 
 BIN = Path(sys.executable).parent
 
@@ -45,7 +45,7 @@ def test_root_before_or_after_the_command(
     root = _kb(tmp_path)
     argv = [a.replace("{root}", str(root)) for a in argv]
     if argv[-1] == "--help":
-        from factbook.cli import build_parser
+        from factbook.commands.cli import build_parser
 
         parser = build_parser()
         sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
@@ -128,7 +128,7 @@ def test_shipped_kb_local_points_at_its_targets() -> None:
     with their counts, as the knowledge base holds them."""
     from collections import Counter
 
-    from factbook.kb import load_kb
+    from factbook.knowledge.kb import load_kb
 
     kb = load_kb(REPO)
     want = Counter(f.check_target() for f in kb.facts.values() if f.check)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from factbook.kb import load_kb
+from factbook.knowledge.kb import load_kb
 from tests.helpers import cli
 
 FACTS = """\
@@ -126,7 +126,7 @@ tank/data /data zfs rw,xattr,posixacl 0 0
 
 
 def test_parse_mounts_keeps_real_disks_only() -> None:
-    from factbook.verify.discover import _mount_observation, parse_mounts
+    from factbook.verification.discover import _mount_observation, parse_mounts
 
     assert parse_mounts(LXC_MOUNTS) == ["/shared", "/data", "/mnt/nfs share"]
     obs = _mount_observation("/mnt/nfs share")

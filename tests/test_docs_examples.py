@@ -20,9 +20,9 @@ import pytest
 import yaml
 from helpers import REPO, cli, kb_copy
 
-from factbook import schema
-from factbook.cli import build_parser
-from factbook.yamlsrc import load_located
+from factbook.commands.cli import build_parser
+from factbook.knowledge import schema
+from factbook.knowledge.yamlsrc import load_located
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)")

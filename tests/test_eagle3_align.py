@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from factbook.cli import run
+from factbook.commands.cli import run
 from factbook.errors import InputError
 
 pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from factbook.eagle3.align import align, compare, load_dump, recompute  # noqa: E402
+from factbook.serving.eagle3.align import align, compare, load_dump, recompute  # noqa: E402
 
 LAYERS, HIDDEN, TOKENS = 8, 32, 12
 

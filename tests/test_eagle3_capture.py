@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from test_eagle3_support import SEED_DRAFT_CONFIG, write_safetensors
 
-from factbook.cli import run
-from factbook.eagle3.capture import (
+from factbook.commands.cli import run
+from factbook.errors import InputError, UsageError
+from factbook.serving.eagle3.capture import (
     check_capture,
     parse_layers,
     sglang_capture_indices,
     trained_layers_from_file,
 )
-from factbook.errors import InputError, UsageError
 
 
 def _config(ids: list[int] | None) -> dict:

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from test_eagle3_support import make_checkpoint, tiny_draft_config
 
-from factbook.cli import run
+from factbook.commands.cli import run
 from factbook.errors import InputError, UsageError
 
 pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
 safetensors = pytest.importorskip("safetensors")
 
-from factbook.eagle3.keys import fix_keys, inspect_keys, rename_key  # noqa: E402
+from factbook.serving.eagle3.keys import fix_keys, inspect_keys, rename_key  # noqa: E402
 
 
 def _digests(folder: Path) -> dict[str, str]:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from test_eagle3_support import SEED_DRAFT_CONFIG
 
-from factbook.cli import run
-from factbook.eagle3.params import count_params
+from factbook.commands.cli import run
 from factbook.errors import InputError
+from factbook.serving.eagle3.params import count_params
 
 
 def test_seed_config_reproduces_the_seed_figures() -> None:

@@ -101,8 +101,8 @@ def test_probes_run_through_the_verify_agent(tmp_path: Path) -> None:
     """The facts' way: checks/eagle3.py shipped by the agent, expectations compared."""
     from helpers import fact, make_kb
 
-    from factbook.kb import load_kb
-    from factbook.verify.engine import Engine, PlannedCheck, VerifyOptions
+    from factbook.knowledge.kb import load_kb
+    from factbook.verification.engine import Engine, PlannedCheck, VerifyOptions
 
     mask = [1 if i in (1, 2, 3) else 0 for i in range(16)]
     spec = _checkpoint(tmp_path / "spec", "layers.0.", [1, 1, 1], mask)
@@ -148,9 +148,9 @@ def test_probes_run_through_the_verify_agent(tmp_path: Path) -> None:
 def test_box_probe_and_eagle3_command_judge_a_checkpoint_alike(tmp_path: Path) -> None:
     """One reader (factbook.probes.common): the probe shipped to the box and `factbook eagle3`
     see the same tensors in a sharded checkpoint and refuse a broken one with the same words."""
-    from factbook.eagle3.safetensors_files import open_checkpoint
     from factbook.errors import InputError
     from factbook.probes import ml
+    from factbook.serving.eagle3.safetensors_files import open_checkpoint
 
     probes = _probes()
     good = tmp_path / "good"

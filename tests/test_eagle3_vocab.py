@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from test_eagle3_support import make_checkpoint
 
-from factbook.cli import run
+from factbook.commands.cli import run
 from factbook.errors import InputError
 
 pytestmark = pytest.mark.torch
 torch = pytest.importorskip("torch")
 
-from factbook.eagle3.vocab import (  # noqa: E402
+from factbook.serving.eagle3.vocab import (  # noqa: E402
     build_mapping,
     count_tokens,
     coverage_curve,

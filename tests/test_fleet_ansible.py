@@ -16,8 +16,8 @@ import pytest
 from helpers import cli, fact, make_kb
 
 from factbook.errors import InputError
-from factbook.fleet.ansible import expand_range, read_ansible
-from factbook.fleet.load import read_source
+from factbook.knowledge.fleet.ansible import expand_range, read_ansible
+from factbook.knowledge.fleet.load import read_source
 
 ANSIBLE_INVENTORY = shutil.which("ansible-inventory") or str(
     Path(sys.executable).with_name("ansible-inventory")

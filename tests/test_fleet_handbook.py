@@ -11,7 +11,7 @@ from handbook_support import copy_kb, mkdocs_build
 from helpers import CHROMIUM, fact, require_chromium
 
 from factbook.handbook.generator import Generator
-from factbook.results import ResultRecord, write_run
+from factbook.store.results import ResultRecord, write_run
 
 NODES = [f"node-{i:02d}" for i in range(1, 65)]
 DRIVER_OUTLIERS = {"node-17": "575.57.08", "node-40": "575.57.08"}

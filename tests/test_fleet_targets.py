@@ -11,13 +11,13 @@ import pytest
 from helpers import cli, fact, make_kb
 
 from factbook.errors import UsageError
-from factbook.fleet.inventory import Group, Inventory
-from factbook.fleet.patterns import match, split_terms
-from factbook.kb import load_kb, load_kb_with_problems
-from factbook.model import Target
-from factbook.results import ResultRecord
-from factbook.verify.report import Progress
-from factbook.verify.targets import plan_checks
+from factbook.knowledge.fleet.inventory import Group, Inventory
+from factbook.knowledge.fleet.patterns import match, split_terms
+from factbook.knowledge.kb import load_kb, load_kb_with_problems
+from factbook.knowledge.model import Target
+from factbook.store.results import ResultRecord
+from factbook.verification.report import Progress
+from factbook.verification.targets import plan_checks
 
 
 def _fleet(gpus: dict[str, str]) -> dict:

@@ -13,13 +13,13 @@ import pytest
 import yaml
 from handbook_support import REPO, copy_kb, edit_fact, mkdocs_build
 
-from factbook.cli import run as cli
+from factbook.commands.cli import run as cli
 from factbook.handbook import Generator, write_tree
 from factbook.handbook.charts import numa_diagram
 from factbook.handbook.markup import code, expect_text, md, prose
-from factbook.kb import load_kb
-from factbook.results import ResultRecord, write_run
-from factbook.schema import CATEGORIES
+from factbook.knowledge.kb import load_kb
+from factbook.knowledge.schema import CATEGORIES
+from factbook.store.results import ResultRecord, write_run
 
 EXTENSIONS = ["attr_list", "md_in_html", "tables", "admonition", "toc"]
 

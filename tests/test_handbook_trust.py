@@ -24,14 +24,14 @@ import yaml
 from handbook_support import copy_kb, mkdocs_build
 from helpers import require, require_chromium
 
+from factbook.dumps.status.items import MARKS
 from factbook.handbook import Generator
 from factbook.handbook.editlinks import EditLinks, check_template, from_repo
 from factbook.handbook.marks import STATUS_MARKS, status_marks
 from factbook.handbook.special import link_caption
-from factbook.kb import load_kb
-from factbook.model import Fact
-from factbook.results import ResultRecord, write_run
-from factbook.status.items import MARKS
+from factbook.knowledge.kb import load_kb
+from factbook.knowledge.model import Fact
+from factbook.store.results import ResultRecord, write_run
 
 REPO_URL = "https://github.com/example-org/kimi-kb"
 EDIT_URI = "edit/main/docs/"
@@ -241,7 +241,7 @@ def test_a_bad_edit_url_fails_the_build_with_its_reason(kb: Path, tmp_path: Path
 def test_factbook_docs_takes_an_edit_url(
     kb: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from factbook.cli import run as cli
+    from factbook.commands.cli import run as cli
 
     out = tmp_path / "md"
     assert cli(["--root", str(kb), "docs", "--out", str(out), "--edit-url", "https://x/e"]) == 2
@@ -371,7 +371,7 @@ def test_notebooks_past_the_copy_budget_are_named_not_copied(kb: Path) -> None:
     from factbook.handbook.runbook_view import runbook_context, runbook_pages
     from factbook.handbook.sources import load_runbooks
     from factbook.handbook.views import ViewBuilder
-    from factbook.results import load_latest
+    from factbook.store.results import load_latest
 
     books = [b for b in load_runbooks(kb) if b.name == "handbook-demo"]
     newest = books[0].runs[0].notebook

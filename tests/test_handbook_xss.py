@@ -17,9 +17,9 @@ import pytest
 import yaml
 from handbook_support import copy_kb, mkdocs_build
 
-from factbook.cli import run as cli
-from factbook.results import ResultRecord, write_run
-from factbook.safehtml import is_safe_url, safe_markdown_links, slug
+from factbook.commands.cli import run as cli
+from factbook.handbook.safehtml import is_safe_url, safe_markdown_links, slug
+from factbook.store.results import ResultRecord, write_run
 
 PAYLOADS = [
     "<script>alert('xss1')</script>",

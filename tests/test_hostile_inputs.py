@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from factbook.cli import run
+from factbook.commands.cli import run
 
 MILESTONES = """\
 milestones:
@@ -479,7 +479,14 @@ def test_resource_bombs_fail_fast_and_small(files: dict[str, str], tmp_path: Pat
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     for command in ("lint", "list", "status", "verify", "docs"):
         proc = subprocess.run(
-            [sys.executable, "-m", "factbook.cli", "--root", str(root), *COMMANDS[command]],
+            [
+                sys.executable,
+                "-m",
+                "factbook.commands.cli",
+                "--root",
+                str(root),
+                *COMMANDS[command],
+            ],
             capture_output=True,
             text=True,
             timeout=LIMIT_S,
@@ -525,7 +532,7 @@ facts:
 """
 MEASURE = (
     "import resource, sys\n"
-    "from factbook.cli import run\n"
+    "from factbook.commands.cli import run\n"
     "code = run(sys.argv[1:])\n"
     "print('maxrss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
     "sys.exit(code)\n"

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from factbook.capture import plan_import, write
-from factbook.capture.match import norm
-from factbook.cli import run
+from factbook.commands.cli import run
+from factbook.dumps.capture import plan_import, write
+from factbook.dumps.capture.match import norm
+from factbook.dumps.status import StatusOptions, render_status
+from factbook.dumps.status.items import effective_status, one_line
 from factbook.errors import InputError
-from factbook.kb import load_kb
-from factbook.status import StatusOptions, render_status
-from factbook.status.items import effective_status, one_line
+from factbook.knowledge.kb import load_kb
 
 ROOT = Path(__file__).resolve().parents[1]
 MILESTONES = ["3157", "3478", "4504"]
@@ -418,7 +418,7 @@ EXTRACTIONS = [
 def test_values_and_checks_from_seed_lines(
     category: str, text: str, value: object, unit: str | None, probe: str | None, expect: object
 ) -> None:
-    from factbook.capture.extract import extract
+    from factbook.dumps.capture.extract import extract
 
     found = extract(text, category)
     assert (found.value, found.unit) == (value, unit)

@@ -13,7 +13,7 @@ import yaml
 from handbook_support import mkdocs_build
 from helpers import cli
 
-from factbook.cli import run
+from factbook.commands.cli import run
 
 
 @pytest.fixture(scope="module")

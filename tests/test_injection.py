@@ -17,9 +17,9 @@ import yaml
 from helpers import LOCAL_TARGETS, cli, fact, make_kb, target_entries
 
 from factbook.errors import FactbookError, InputError
-from factbook.names import check_name, inside, name_problem
+from factbook.knowledge.names import check_name, inside, name_problem
 from factbook.runbooks import record as rec
-from factbook.transports.ssh import remote_command
+from factbook.verification.transports.ssh import remote_command
 
 OK = {"path": "exit_code", "eq": 0}
 
@@ -259,7 +259,7 @@ def test_a_probe_cannot_forge_results_over_ssh(
 
 
 def test_server_log_paths_refuse_climbing_names(tmp_path: Path) -> None:
-    from factbook.model import Target
+    from factbook.knowledge.model import Target
     from factbook.runbooks.remote import BoxClient
     from factbook.runbooks.servers import log_path
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from factbook.benchclient import BenchResult, RequestResult
-from factbook.benchclient import to_fact_values as client_values
-from factbook.benchimport import DEFINITIONS
-from factbook.kb import load_kb
+from factbook.integrations.benchimport import DEFINITIONS
+from factbook.knowledge.kb import load_kb
+from factbook.serving.benchclient import BenchResult, RequestResult
+from factbook.serving.benchclient import to_fact_values as client_values
 from tests.helpers import REPO, cli, fact, make_kb
 
 KEPT = REPO / "tests" / "data" / "sglang_bench_serving.jsonl"

@@ -10,8 +10,8 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
 from prometheus_client.parser import text_string_to_metric_families as classic_parse
 
-from factbook.results import ResultRecord
-from factbook.verify.openmetrics import to_openmetrics
+from factbook.store.results import ResultRecord
+from factbook.verification.openmetrics import to_openmetrics
 from tests.helpers import cli, local_trio, make_kb
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import factbook.pytest_plugin
+import factbook.integrations.pytest_plugin
 from tests.helpers import REPO, fact, local_trio, make_kb
 
 pytest_plugins = ["pytester"]
@@ -37,7 +37,7 @@ def _kb(root: Path) -> Path:
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     """Run pytest in the pytester dir; the plugin comes from the entry point when installed."""
     installed = any(ep.name == "factbook" for ep in entry_points(group="pytest11"))
-    plugins = [] if installed else [factbook.pytest_plugin]
+    plugins = [] if installed else [factbook.integrations.pytest_plugin]
     return pytester.runpytest("-p", "no:cacheprovider", *args, plugins=plugins)
 
 
@@ -116,4 +116,6 @@ def test_unreachable_target_is_a_pytest_error(pytester: pytest.Pytester) -> None
 def test_entry_point_declared() -> None:
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert project["entry-points"]["pytest11"] == {"factbook": "factbook.pytest_plugin"}
+    assert project["entry-points"]["pytest11"] == {
+        "factbook": "factbook.integrations.pytest_plugin"
+    }

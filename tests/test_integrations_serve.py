@@ -21,7 +21,7 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
 from prometheus_client.parser import text_string_to_metric_families as classic_parse
 
-from factbook.serve import ServeSettings, start_service
+from factbook.integrations.serve import ServeSettings, start_service
 from tests.helpers import fact, free_port, make_kb
 
 SLOW_PROBE = '''
@@ -164,7 +164,7 @@ def test_cli_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "factbook.cli",
+            "factbook.commands.cli",
             "--root",
             str(kb),
             "serve",

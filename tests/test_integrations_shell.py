@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from factbook.completion import SCRIPTS, candidates
+from factbook.integrations.completion import SCRIPTS, candidates
 from factbook.runbooks.format import load_runbook
 from tests.helpers import REPO, cli, fact, make_kb
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from factbook.cli import run
+from factbook.commands.cli import run
 from factbook.commands.lint import collect_problems
 from factbook.errors import LaunchRefused
-from factbook.kb import load_kb
-from factbook.sglang.flags import UNKNOWN, launch_argv, parse_flags
-from factbook.sglang.launch import check_command, preflight
-from factbook.sglang.rules import capture_layers
-from factbook.sglang.runbook_lint import CellEvaluator
+from factbook.knowledge.kb import load_kb
+from factbook.serving.sglang.flags import UNKNOWN, launch_argv, parse_flags
+from factbook.serving.sglang.launch import check_command, preflight
+from factbook.serving.sglang.rules import capture_layers
+from factbook.serving.sglang.runbook_lint import CellEvaluator
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = "python -m sglang.launch_server"
@@ -298,7 +298,7 @@ def test_preflight_refuses_errors_and_prints_warnings(
 def test_managed_server_start_refuses_a_bad_launch_before_spawning(
     folders: dict[str, str], tmp_path: Path
 ) -> None:
-    from factbook.model import Target
+    from factbook.knowledge.model import Target
     from factbook.runbooks import servers
     from factbook.runbooks.remote import BoxClient
 

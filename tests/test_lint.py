@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from factbook.cli import run
+from factbook.commands.cli import run
 
 MILESTONES = """\
 milestones:
@@ -380,7 +380,7 @@ def test_custom_probe_in_checks_is_known(
 def test_lint_never_prints_a_traceback(tmp_path: Path) -> None:
     make_kb(tmp_path, "facts:\n  - id: a\n    title: [\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "factbook.cli", "--root", str(tmp_path), "lint"],
+        [sys.executable, "-m", "factbook.commands.cli", "--root", str(tmp_path), "lint"],
         capture_output=True,
         text=True,
         check=False,

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from factbook.commands.lint import collect_problems
+from factbook.commands.lint_output import github_command, render, repo_path, rule_of
 from factbook.errors import Problem
-from factbook.lint_output import github_command, render, repo_path, rule_of
 from tests.helpers import cli, fact, make_kb
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,7 +198,7 @@ def test_pre_commit_hook_manifest() -> None:
         "runbooks/a.md",
     ):
         assert pattern.search(path), path
-    for path in ("README.md", "src/factbook/cli.py", "results/latest.json", "docs/facts.yaml"):
+    for path in ("README.md", "src/factbook/commands/cli.py", "results/latest.json", "docs/facts.yaml"):
         assert not pattern.search(path), path
 
 
@@ -213,7 +213,16 @@ def test_pre_commit_hook_entry_runs_with_root_after_the_command(broken_kb: Path)
     hook = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())[0]
     entry = hook["entry"].split()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    argv = [sys.executable, "-m", "factbook.cli", *entry[1:], "--root", "kb", "--format", "github"]
+    argv = [
+        sys.executable,
+        "-m",
+        "factbook.commands.cli",
+        *entry[1:],
+        "--root",
+        "kb",
+        "--format",
+        "github",
+    ]
     done = subprocess.run(
         argv, cwd=broken_kb.parent, capture_output=True, text=True, env=env, timeout=120
     )

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from factbook.model import Target
-from factbook.transports.local import LocalTransport
-from factbook.verify.bundle import Call, agent_argv, build_script, merge_calls
-from factbook.verify.engine import _budget
+from factbook.knowledge.model import Target
+from factbook.verification.bundle import Call, agent_argv, build_script, merge_calls
+from factbook.verification.collect import pass_budget
+from factbook.verification.transports.local import LocalTransport
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCAL = Target(name="local", transport="local")
@@ -76,7 +76,7 @@ def test_stall_budget_counts_measurements_serially() -> None:
         [(f"q{i}", "env.var", {"name": f"X{i}"}, 10) for i in range(4)]
         + [("m1", "measure.matmul", {}, 100), ("m2", "measure.pcie", {}, 50)]
     )
-    assert _budget(calls, jobs=16, grace=5) == 10 + 100 + 50 + 5
+    assert pass_budget(calls, jobs=16, grace=5) == 10 + 100 + 50 + 5
 
 
 def test_builtin_measure_probes_answer_through_the_agent_on_cpu(tmp_path: Path) -> None:

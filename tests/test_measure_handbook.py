@@ -9,10 +9,10 @@ from pathlib import Path
 
 from helpers import cli, fact, make_kb
 
-from factbook.expectations import evaluate
 from factbook.handbook.generator import Generator
 from factbook.handbook.measured import figure, limits_in
-from factbook.kb import load_kb
+from factbook.judging.expectations import evaluate
+from factbook.knowledge.kb import load_kb
 
 REPORT_PROBE = """
 import json

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from factbook import expectations
-from factbook.expectations import OPERATORS, Operator, evaluate, problems_in
+from factbook.judging import expectations
+from factbook.judging.expectations import OPERATORS, Operator, evaluate, problems_in
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -30,10 +30,10 @@ from runbook_kit import (
     write_runbook,
 )
 
-from factbook.model import Target
-from factbook.transports.local import LocalTransport
-from factbook.verify.agent import descendants
-from factbook.verify.bundle import agent_argv, build_script, merge_calls
+from factbook.knowledge.model import Target
+from factbook.verification.agent import descendants
+from factbook.verification.bundle import agent_argv, build_script, merge_calls
+from factbook.verification.transports.local import LocalTransport
 
 LOCAL = Target(name="local", transport="local")
 

@@ -27,9 +27,9 @@ from prometheus_client.openmetrics.parser import (
 )
 from tap.parser import Parser
 
-from factbook.results import ResultRecord
-from factbook.sanitize import for_line, for_terminal, for_xml, json_safe
-from factbook.verify import report
+from factbook.judging.sanitize import for_line, for_terminal, for_xml, json_safe
+from factbook.store.results import ResultRecord
+from factbook.verification import report
 from tests.helpers import cli, fact, make_kb
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -350,7 +350,7 @@ def test_the_junit_schema_refuses_what_ci_servers_refuse(change: Callable[[Any],
 
 
 def test_show_prints_a_stored_result_escaped(tmp_path: Path) -> None:
-    from factbook.results import merge_latest
+    from factbook.store.results import merge_latest
 
     root = make_kb(tmp_path / "kb", [fact("hw.a", "cpu.threads", {"ge": 1}, target="local")])
     merge_latest(root, [ResultRecord("hw.a", "local", "error", "boom \x1b[2J\x1b]0;x\x07 \ud800")])

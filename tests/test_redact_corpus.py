@@ -24,12 +24,12 @@ from typing import Any
 import pytest
 import yaml
 
-from factbook.cli import run
-from factbook.kb import load_kb
-from factbook.results import ResultRecord, write_run
-from factbook.status import StatusOptions, redactor_for, render_status
-from factbook.status.hint import split_hint
-from factbook.status.redact import Redactor
+from factbook.commands.cli import run
+from factbook.dumps.status import StatusOptions, redactor_for, render_status
+from factbook.dumps.status.hint import split_hint
+from factbook.dumps.status.redact import Redactor
+from factbook.knowledge.kb import load_kb
+from factbook.store.results import ResultRecord, write_run
 
 ROOT = Path(__file__).resolve().parents[1]
 HF = "hf_" + "Qw3rTy7uIoPaSdFgHjKlZxCvBnM1234567"

@@ -24,7 +24,7 @@ from runbook_kit import (
     write_runbook,
 )
 
-from factbook.kb import load_kb
+from factbook.knowledge.kb import load_kb
 from factbook.runbooks.executor import Executor, RunOptions
 from factbook.runbooks.format import load_runbook
 
@@ -517,7 +517,7 @@ srv = server.start("llm", [sys.executable, {server!r}, "--port", str(port), "--s
                    ready=f"http://127.0.0.1:{{port}}/health", deadline=120)
 BENCH = """
 import json, sys
-from factbook.benchclient import run_benchmark, to_fact_values
+from factbook.serving.benchclient import run_benchmark, to_fact_values
 base, concurrency, config = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 result = run_benchmark(base, None, max_tokens=24, concurrency=concurrency, num_requests=4)
 print(json.dumps(to_fact_values(result, config)))
@@ -532,7 +532,7 @@ def test_launch_benchmark_and_record_with_the_bench_client_shipped_to_the_box(
     root = make_kb(tmp_path)
     server_py = str(Path(__file__).with_name("openai_server.py"))
     measure = """
-r = box.run_python(BENCH, modules=["factbook.errors", "factbook.benchclient"],
+r = box.run_python(BENCH, modules=["factbook.errors", "factbook.serving.benchclient"],
                    args=[f"http://127.0.0.1:{{port}}", "{c}", json.dumps({{"engine": "tiny"}})],
                    timeout=300, quiet=True)
 values = json.loads(r.stdout.strip().splitlines()[-1])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from runbook_kit import make_kb, run_cli, write_runbook
 
-from factbook.kb import load_kb
+from factbook.knowledge.kb import load_kb
 from factbook.runbooks.format import load_runbook, runbook_paths, select_steps
 from factbook.runbooks.lint import lint_runbooks
 

@@ -16,7 +16,7 @@ from helpers import pids_with_cmdline, wait_no_cmdline
 from runbook_kit import make_kb, run_cli, runs, steps_of, write_runbook
 from sshd import Lab
 
-from factbook.kb import load_kb
+from factbook.knowledge.kb import load_kb
 from factbook.runbooks.executor import Executor, RunOptions
 from factbook.runbooks.format import load_runbook
 

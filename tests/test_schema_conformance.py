@@ -19,8 +19,8 @@ import jsonschema
 import pytest
 import yaml
 
-from factbook import schema
-from factbook.yamlsrc import load_located
+from factbook.knowledge import schema
+from factbook.knowledge.yamlsrc import load_located
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = {

@@ -1,7 +1,7 @@
 """The launch linter's parsing and resolution equal the real sglang 0.5.23's, case by case.
 
 One subprocess of .venvs/sglang/bin/python (made by scripts/sglang-venv) answers every case
-through factbook.sglang.reference: sglang's own `prepare_server_args` (its argparse parser:
+through factbook.serving.sglang.reference: sglang's own `prepare_server_args` (its argparse parser:
 abbreviations, `=` forms, repeated and unknown flags) and `ServerArgs.resolve_once()`, the call
 `sglang.launch_server` makes before it starts anything; the EAGLE-3 capture layers come from
 the real `set_eagle3_layers_to_capture` of sglang's DeepSeek and Llama model classes. The cases
@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 from helpers import require
 
-from factbook.sglang.flags import option_table, parse_flags
-from factbook.sglang.launch import check_command
-from factbook.sglang.reference import FIELDS, resolve_with_sglang
-from factbook.sglang.rules import capture_layers
+from factbook.serving.sglang.flags import option_table, parse_flags
+from factbook.serving.sglang.launch import check_command
+from factbook.serving.sglang.reference import FIELDS, resolve_with_sglang
+from factbook.serving.sglang.rules import capture_layers
 
 pytestmark = pytest.mark.sglang
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from factbook.cli import run
-from factbook.kb import KnowledgeBase, load_kb
-from factbook.schema import CATEGORIES
+from factbook.commands.cli import run
+from factbook.knowledge.kb import KnowledgeBase, load_kb
+from factbook.knowledge.schema import CATEGORIES
 
 ROOT = Path(__file__).resolve().parents[1]
 

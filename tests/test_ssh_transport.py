@@ -17,9 +17,9 @@ from helpers import pids_with_cmdline, wait_no_cmdline
 from sshd import Lab, port_refused
 
 from factbook.errors import AuthError, HostKeyError, TargetError, UnreachableError, UsageError
-from factbook.model import Target
-from factbook.transports.base import TransportOptions
-from factbook.transports.ssh import SSHTransport, parse_target_url
+from factbook.knowledge.model import Target
+from factbook.verification.transports.base import TransportOptions
+from factbook.verification.transports.ssh import SSHTransport, parse_target_url
 
 pytestmark = pytest.mark.ssh
 

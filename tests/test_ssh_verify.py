@@ -197,7 +197,13 @@ def test_connection_killed_mid_run(ssh_lab: Lab, ssh_home: Path, tmp_path: Path)
         ],
         targets={"targets": {}},
     )
-    argv = [sys.executable, "-c", "from factbook.cli import main; main()", "--root", str(root)]
+    argv = [
+        sys.executable,
+        "-c",
+        "from factbook.commands.cli import main; main()",
+        "--root",
+        str(root),
+    ]
     argv += ["verify", "--target", ssh_lab.box_url(), "--format", "json", "--no-save"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

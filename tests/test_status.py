@@ -12,11 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from factbook.cli import run
-from factbook.errors import UsageError
-from factbook.kb import load_kb
-from factbook.results import ResultRecord, write_run
-from factbook.status import (
+from factbook.commands.cli import run
+from factbook.dumps.status import (
     Redactor,
     StatusOptions,
     default_path,
@@ -25,7 +22,10 @@ from factbook.status import (
     render_status,
     write_status,
 )
-from factbook.status.redact import IPV4
+from factbook.dumps.status.redact import IPV4
+from factbook.errors import UsageError
+from factbook.knowledge.kb import load_kb
+from factbook.store.results import ResultRecord, write_run
 
 NOW = dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
 SEED = "seed.txt"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from factbook.kb import load_kb
-from factbook.status import StatusOptions, redactor_for, render_status
-from factbook.status.redact import IPV4
+from factbook.dumps.status import StatusOptions, redactor_for, render_status
+from factbook.dumps.status.redact import IPV4
+from factbook.knowledge.kb import load_kb
 
 ROOT = Path(__file__).resolve().parents[1]
 STATUS_DIR = ROOT / "docs" / "status"

@@ -21,8 +21,8 @@ from sshd import Lab
 from transport_lab import container_missing_reason, inventory
 
 from factbook.errors import TargetError
-from factbook.model import Target
-from factbook.transports.base import TransportOptions, transport_for
+from factbook.knowledge.model import Target
+from factbook.verification.transports.base import TransportOptions, transport_for
 
 PIDS = "print(json.dumps([os.getpid(), len([p for p in os.listdir('/proc') if p.isdigit()])]))"
 

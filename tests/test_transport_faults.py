@@ -145,7 +145,13 @@ def test_pipe_dies_mid_run(
         fact("t.quick", "cmd", {"path": "stdout", "eq": "q\n"}, args={"argv": ["echo", "q"]}),
     ]
     root = _kb(tmp_path / "kb", targets, facts)
-    argv = [sys.executable, "-c", "from factbook.cli import main; main()", "--root", str(root)]
+    argv = [
+        sys.executable,
+        "-c",
+        "from factbook.commands.cli import main; main()",
+        "--root",
+        str(root),
+    ]
     argv += ["verify", "--target", name, "--format", "json", "--no-save"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

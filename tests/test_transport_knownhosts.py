@@ -15,8 +15,8 @@ import pytest
 from sshd import Lab
 
 from factbook.errors import HostKeyError
-from factbook.model import Target
-from factbook.transports.base import transport_for
+from factbook.knowledge.model import Target
+from factbook.verification.transports.base import transport_for
 
 pytestmark = pytest.mark.ssh
 KINDS = ("ssh", "openssh")

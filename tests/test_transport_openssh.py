@@ -10,9 +10,9 @@ import pytest
 from sshd import Lab
 
 from factbook.errors import AuthError, HostKeyError, TargetError
-from factbook.model import Target
-from factbook.transports.base import transport_for
-from factbook.transports.openssh import OpenSSHTransport
+from factbook.knowledge.model import Target
+from factbook.verification.transports.base import transport_for
+from factbook.verification.transports.openssh import OpenSSHTransport
 
 pytestmark = pytest.mark.ssh
 

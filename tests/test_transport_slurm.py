@@ -168,7 +168,13 @@ def test_srun_dying_mid_run_keeps_results_and_leaves_nothing(
     ]
     targets = {"targets": {"cluster": {"transport": "slurm", "nodes": "n[1-2]"}}}
     root = make_kb(tmp_path / "kb", facts, targets=targets)
-    argv = [sys.executable, "-c", "from factbook.cli import main; main()", "--root", str(root)]
+    argv = [
+        sys.executable,
+        "-c",
+        "from factbook.commands.cli import main; main()",
+        "--root",
+        str(root),
+    ]
     argv += ["verify", "--target", "cluster", "--format", "json", "--no-save"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from factbook.errors import UsageError
-from factbook.model import Target
-from factbook.transports.base import TransportOptions
-from factbook.transports.sshconfig import SSHConfigFile
-from factbook.transports.sshconnect import ChainResolver, split_jump_spec
+from factbook.knowledge.model import Target
+from factbook.verification.transports.base import TransportOptions
+from factbook.verification.transports.sshconfig import SSHConfigFile
+from factbook.verification.transports.sshconnect import ChainResolver, split_jump_spec
 
 CORPUS = Path(__file__).parent / "data" / "ssh_config"
 FILES = sorted(CORPUS.glob("*.conf"))

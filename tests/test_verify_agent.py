@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from factbook.kb import load_kb
-from factbook.model import Target
-from factbook.transports.local import LocalTransport
-from factbook.verify.bundle import Call, agent_argv, build_script, builtin_index, merge_calls
-from factbook.verify.engine import Engine, VerifyOptions
-from factbook.verify.targets import PlannedCheck
+from factbook.knowledge.kb import load_kb
+from factbook.knowledge.model import Target
+from factbook.verification.bundle import Call, agent_argv, build_script, builtin_index, merge_calls
+from factbook.verification.engine import Engine, VerifyOptions
+from factbook.verification.targets import PlannedCheck
+from factbook.verification.transports.local import LocalTransport
 from tests.helpers import fact, make_kb, pids_with_cmdline
 
 LOCAL = Target(name="local", transport="local")

@@ -9,7 +9,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from factbook.results import list_runs, load_latest
+from factbook.store.results import list_runs, load_latest
 from tests.helpers import cli, fact, local_trio, make_kb
 
 FLAKY = '''
@@ -227,8 +227,8 @@ def test_verify_facts_console_script(kb: Path) -> None:
 def test_progress_on_a_terminal_rewrites_one_line(kb: Path) -> None:
     import io
 
-    from factbook.results import ResultRecord
-    from factbook.verify.report import Progress
+    from factbook.store.results import ResultRecord
+    from factbook.verification.report import Progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -321,7 +321,7 @@ def test_failed_reruns_only_what_failed_last_time(kb: Path) -> None:
 
 
 def test_record_marks_passing_facts_verified_in_place(kb: Path) -> None:
-    from factbook.kb import load_kb
+    from factbook.knowledge.kb import load_kb
 
     path = kb / "facts" / "facts.yaml"
     path.write_text("# hand-written header\n" + path.read_text())

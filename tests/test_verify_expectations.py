@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from factbook.expectations import evaluate, problems_in
-from factbook.kb import load_kb
-from factbook.verify.engine import evaluate_result
+from factbook.judging.expectations import evaluate, problems_in
+from factbook.knowledge.kb import load_kb
+from factbook.verification.collect import evaluate_result
 from tests.helpers import fact, make_kb
 
 TOPO = {"nvlink": False, "links": ["NODE", "SYS"], "gpus": [{"mem": 97887}, {"mem": 97887}]}

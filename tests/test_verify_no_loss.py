@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from factbook.kb import load_kb
-from factbook.results import list_runs, load_latest
-from factbook.writeback import FactUpdate, update_fact, update_facts
+from factbook.knowledge.kb import load_kb
+from factbook.store.results import list_runs, load_latest
+from factbook.store.writeback import FactUpdate, update_fact, update_facts
 from tests.helpers import cli, fact, make_kb
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -101,7 +101,7 @@ def test_ctrl_c_keeps_the_results_already_received(tmp_path: Path) -> None:
     ]
     root = make_kb(tmp_path / "kb", facts)
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    argv = [sys.executable, "-m", "factbook.cli", "--root", str(root), "verify", "-v"]
+    argv = [sys.executable, "-m", "factbook.commands.cli", "--root", str(root), "verify", "-v"]
     proc = subprocess.Popen(
         argv, stderr=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
     )

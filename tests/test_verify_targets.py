@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from factbook.errors import UsageError
-from factbook.kb import load_kb
-from factbook.model import Target
-from factbook.verify.targets import parse_target_url, plan_checks
+from factbook.knowledge.kb import load_kb
+from factbook.knowledge.model import Target
+from factbook.verification.targets import parse_target_url, plan_checks
 from tests.helpers import fact, make_kb
 
 

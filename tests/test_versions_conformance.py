@@ -20,9 +20,8 @@ import pytest
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from factbook.expectations import evaluate, get_path, problems_in
-from factbook.kb import load_kb
-from factbook.versions import (
+from factbook.judging.expectations import evaluate, get_path, problems_in
+from factbook.judging.versions import (
     LOOSE,
     PEP440,
     Judgement,
@@ -32,6 +31,7 @@ from factbook.versions import (
     judge,
     parse_specifier,
 )
+from factbook.knowledge.kb import load_kb
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from factbook.kb import load_kb
-from factbook.writeback import WritebackError, append_facts, update_fact
+from factbook.knowledge.kb import load_kb
+from factbook.store.writeback import WritebackError, append_facts, update_fact
 
 FACT_FILE = """\
 # yaml-language-server: $schema=../schema/facts.schema.json
@@ -173,7 +173,7 @@ def test_every_shipped_fact_can_be_edited_in_place(tmp_path: Path) -> None:
             shutil.copytree(source, tmp_path / name)
         elif source.exists():
             shutil.copy(source, tmp_path / name)
-    from factbook.kb import load_kb_with_problems
+    from factbook.knowledge.kb import load_kb_with_problems
 
     kb, before = load_kb_with_problems(tmp_path)
     originals = {p: p.read_text() for p in (tmp_path / "facts").glob("*.yaml")}

@@ -1,6 +1,6 @@
 """`python -m factbook ...` is the `factbook` command."""
 
-from factbook.cli import main
+from factbook.commands.cli import main
 
 if __name__ == "__main__":
     main()

@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .errors import Problem, UsageError
-from .fleet.load import add_inventories
-from .kb import KnowledgeBase, load_kb_with_problems
-from .locate import find_root
-from .model import Fact
-from .results import ResultRecord
-from .verify.engine import VerifyOptions
-from .verify.run import (
+from factbook.errors import Problem, UsageError
+from factbook.knowledge.fleet.load import add_inventories
+from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
+from factbook.knowledge.locate import find_root
+from factbook.knowledge.model import Fact
+from factbook.store.results import ResultRecord
+from factbook.verification.engine import VerifyOptions
+from factbook.verification.run import (
     Selection,
     VerifyRun,
     VerifySettings,
@@ -32,7 +32,7 @@ from .verify.run import (
     run_verify,
     select_facts,
 )
-from .verify.targets import Plan, plan_checks
+from factbook.verification.targets import Plan, plan_checks
 
 __all__ = [
     "VerifyPlan",
@@ -60,16 +60,16 @@ def load(root: Path | str | None = None, *, strict: bool = False) -> KnowledgeBa
         root = found
     kb, problems = load_kb_with_problems(Path(root))
     if strict and problems:
-        from .errors import LintFailed
+        from factbook.errors import LintFailed
 
         raise LintFailed(problems)
-    kb.problems = problems  # type: ignore[attr-defined]
+    kb.problems = problems
     return kb
 
 
 def lint(root: Path | str | None = None) -> list[Problem]:
     """Every problem `factbook lint` reports, sorted; [] for a clean knowledge base."""
-    from .linters import collect_problems
+    from factbook.knowledge.linters import collect_problems
 
     return collect_problems(Path(root) if root is not None else (find_root() or Path(".")))[1]
 
@@ -107,7 +107,7 @@ def plan(
     problems = getattr(kb, "problems", None)
     if problems is None:
         problems = load_kb_with_problems(kb.root)[1]
-    add_inventories(kb, inventories)
+    kb.targets, kb.groups = add_inventories(kb.targets, kb.groups, inventories)
     selection = Selection(patterns, categories, tags, statuses, failed_only)
     facts = select_facts(kb, selection)
     elsewhere = refuse_broken(facts, problems)
@@ -128,7 +128,7 @@ def run_plan(
     box is not what it is named), then check, save and record as `settings` say."""
     settings = settings or VerifySettings()
     if check_identity and planned.checks:
-        from .verify.identity import confirm_identities
+        from factbook.verification.identity import confirm_identities
 
         confirm_identities(kb, planned.plan, settings.options)
     return run_verify(kb, planned.plan, settings, on_result=on_result, on_note=on_note)
@@ -167,7 +167,7 @@ def status(
     results: bool | None = None,
 ) -> str:
     """The status document (Markdown) as of a milestone (None: now), redacted if asked."""
-    from .status import StatusOptions, render_status
+    from factbook.dumps.status import StatusOptions, render_status
 
     options = StatusOptions(as_of=as_of, since=since, redact=redact, results=results)
     return render_status(kb, options)

@@ -6,7 +6,7 @@
     factbook bench import vllm.json --record bench.vllm.c128     # vllm bench serve --save-result
 
 Recording writes the value, unit, accept length and configuration into the benchmark fact
-through factbook.writeback (comments kept) and adds a source naming this run. The config
+through factbook.store.writeback (comments kept) and adds a source naming this run. The config
 names the tool that measured the figure and the definition of each figure (benchimport.py):
 SGLang's and vLLM's `output_throughput` is tokens per second over the run, factbook's
 single-stream figure is per request.
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..cli_options import add_json_option, add_repeatable, option_values
-from ..errors import UsageError
+from factbook.commands.cli_options import add_json_option, add_repeatable, option_values
+from factbook.errors import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -82,8 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle_import(args: argparse.Namespace) -> int:
-    from ..benchimport import TOOLS, read_result, to_fact_values
-    from ..kb import load_kb
+    from factbook.integrations.benchimport import TOOLS, read_result, to_fact_values
+    from factbook.knowledge.kb import load_kb
 
     run = read_result(Path(args.file), tool=TOOLS.get(args.tool or ""), line=args.line)
     values = to_fact_values(run, args.figure)
@@ -116,8 +116,8 @@ def _config_items(items: list[str]) -> dict[str, Any]:
 
 def record(root: Path, fact_id: str, values: dict[str, Any], *, run_id: str, note: str) -> Path:
     """Write `to_fact_values` output into a benchmark fact; return the file it lives in."""
-    from ..kb import load_kb
-    from ..writeback import update_fact
+    from factbook.knowledge.kb import load_kb
+    from factbook.store.writeback import update_fact
 
     kb = load_kb(root)
     fact = kb.get(fact_id)
@@ -140,7 +140,7 @@ def record(root: Path, fact_id: str, values: dict[str, Any], *, run_id: str, not
 def handle(args: argparse.Namespace) -> int:
     if not args.url:
         raise UsageError("bench: --url is required (or: factbook bench import FILE --record ID)")
-    from ..benchclient import (
+    from factbook.serving.benchclient import (
         DEFAULT_PROMPTS,
         run_benchmark,
         server_config,

@@ -1,5 +1,6 @@
-"""`factbook completion bash|zsh|fish [--install]`: shell completion (factbook/completion.py),
-and the hidden `factbook __complete INDEX WORD...` the shell functions call."""
+"""`factbook completion bash|zsh|fish [--install]`: shell completion
+(factbook/integrations/completion.py), and the hidden `factbook __complete INDEX WORD...`
+the shell functions call."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..completion import SHELLS
+    from factbook.integrations.completion import SHELLS
 
     p = sub.add_parser(
         "completion",
@@ -30,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..completion import SCRIPTS, install
+    from factbook.integrations.completion import SCRIPTS, install
 
     if not args.install:
         sys.stdout.write(SCRIPTS[args.shell])
@@ -43,7 +44,7 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def handle_complete(args: argparse.Namespace) -> int:
-    from ..completion import candidates
+    from factbook.integrations.completion import candidates
 
     if args.words:
         for word in candidates(args.words, args.index):

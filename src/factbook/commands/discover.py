@@ -8,14 +8,14 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from ..cli_options import add_target_options, transport_options
-from ..errors import EXIT_ERRORED, EXIT_OK, UsageError
-from ..fleet.load import add_inventories
-from ..kb import load_kb
-from ..stamps import new_run_id
-from ..verify.discover import apply, discover, render
-from ..verify.engine import VerifyOptions
-from ..verify.targets import resolve_targets
+from factbook.commands.cli_options import add_target_options, transport_options
+from factbook.errors import EXIT_ERRORED, EXIT_OK, UsageError
+from factbook.knowledge.fleet.load import add_inventories
+from factbook.knowledge.kb import load_kb
+from factbook.store.stamps import new_run_id
+from factbook.verification.discover import apply, discover, render
+from factbook.verification.engine import VerifyOptions
+from factbook.verification.targets import resolve_targets
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +42,7 @@ def handle(args: argparse.Namespace) -> int:
     kb = load_kb(args.root, strict=False)
     if not args.target:
         raise UsageError("discover needs --target NAME (or ssh://user@host)")
-    add_inventories(kb, args.inventory)
+    kb.targets, kb.groups = add_inventories(kb.targets, kb.groups, args.inventory)
     targets, names = resolve_targets(kb, args.target, limit=args.limit, exclude=args.exclude)
     run_id = new_run_id(names, suffix="discover")
     options = VerifyOptions(jobs=args.jobs, timeout=args.timeout, transport=transport_options(args))

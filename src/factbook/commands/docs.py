@@ -40,8 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle_docs(args: argparse.Namespace) -> int:
-    from ..handbook import generate, write_tree
-    from ..handbook.editlinks import check_template
+    from factbook.handbook import generate, write_tree
+    from factbook.handbook.editlinks import check_template
 
     root = Path(args.root)
     docs_dir = root / args.docs_dir

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..cli_options import option_values
-from ..errors import EXIT_FAILED, UsageError
+from factbook.commands.cli_options import option_values
+from factbook.errors import EXIT_FAILED, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -99,8 +99,8 @@ def _emit(args: argparse.Namespace, report: Any, ok: bool) -> int:
 
 
 def _keys(args: argparse.Namespace) -> int:
-    from ..eagle3.capture import load_json
-    from ..eagle3.keys import inspect_keys
+    from factbook.serving.eagle3.capture import load_json
+    from factbook.serving.eagle3.keys import inspect_keys
 
     config = load_json(args.config) if args.config else None
     report = inspect_keys(args.checkpoint, config)
@@ -108,7 +108,7 @@ def _keys(args: argparse.Namespace) -> int:
 
 
 def _fix(args: argparse.Namespace) -> int:
-    from ..eagle3.keys import fix_keys, inspect_keys
+    from factbook.serving.eagle3.keys import fix_keys, inspect_keys
 
     report = fix_keys(args.checkpoint, args.out, force=args.force)
     after = inspect_keys(report.output)
@@ -142,7 +142,7 @@ class _Built:
 
 
 def _vocab_map(args: argparse.Namespace) -> int:
-    from ..eagle3.vocab import build_mapping, load_counts, save_mapping
+    from factbook.serving.eagle3.vocab import build_mapping, load_counts, save_mapping
 
     counts = load_counts(
         args.data,
@@ -159,7 +159,7 @@ def _vocab_map(args: argparse.Namespace) -> int:
 
 
 def _validate_vocab(args: argparse.Namespace) -> int:
-    from ..eagle3.vocab import (
+    from factbook.serving.eagle3.vocab import (
         load_counts,
         load_tensor,
         mapping_from_checkpoint,
@@ -184,7 +184,7 @@ def _validate_vocab(args: argparse.Namespace) -> int:
 
 
 def _capture(args: argparse.Namespace) -> int:
-    from ..eagle3.checks import capture_report
+    from factbook.serving.eagle3.checks import capture_report
 
     report = capture_report(
         args.draft_config,
@@ -198,7 +198,7 @@ def _capture(args: argparse.Namespace) -> int:
 
 
 def _align(args: argparse.Namespace) -> int:
-    from ..eagle3.checks import align_report
+    from factbook.serving.eagle3.checks import align_report
 
     options = option_values(args, "layers", "draft_config", "device", "dtype", "min_cos")
     report = align_report(args.target, args.sample, **options)
@@ -210,7 +210,7 @@ def _align(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from ..eagle3.capture import load_json
-    from ..eagle3.params import count_params
+    from factbook.serving.eagle3.capture import load_json
+    from factbook.serving.eagle3.params import count_params
 
     return _emit(args, count_params(load_json(args.draft_config)), True)

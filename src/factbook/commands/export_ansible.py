@@ -33,11 +33,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..ansible_facts import local_facts
-    from ..atomic import write_text_atomic
-    from ..errors import UsageError
-    from ..kb import load_kb
-    from ..results import load_latest
+    from factbook.errors import UsageError
+    from factbook.integrations.ansible_facts import local_facts
+    from factbook.knowledge.kb import load_kb
+    from factbook.store.atomic import write_text_atomic
+    from factbook.store.results import load_latest
 
     kb = load_kb(Path(args.root))
     latest = load_latest(kb.root)

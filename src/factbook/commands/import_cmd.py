@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..capture import counts_line, plan_import, summary, write
+    from factbook.dumps.capture import counts_line, plan_import, summary, write
 
     result = plan_import(Path(args.root), Path(args.dump), args.milestone, accept=args.accept)
     print(counts_line(result) if args.quiet else summary(result))

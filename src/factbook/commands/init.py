@@ -1,10 +1,10 @@
-"""`factbook init DIR`: start a new knowledge base (factbook.starter does the work)."""
+"""`factbook init DIR`: start a new knowledge base (factbook.knowledge.starter does the work)."""
 
 from __future__ import annotations
 
 import argparse
 
-from ..starter import create_kb
+from factbook.knowledge.starter import create_kb
 
 
 def register(sub: argparse._SubParsersAction) -> None:

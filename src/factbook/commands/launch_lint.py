@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..cli_options import add_json_option
-from ..errors import EXIT_FAILED, EXIT_INVALID, UsageError
+from factbook.commands.cli_options import add_json_option
+from factbook.errors import EXIT_FAILED, EXIT_INVALID, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,9 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..sglang.flags import UNKNOWN
-    from ..sglang.launch import check_command
-    from ..sglang.reference import local_sglang_python
+    from factbook.serving.sglang.flags import UNKNOWN
+    from factbook.serving.sglang.launch import check_command
+    from factbook.serving.sglang.reference import local_sglang_python
 
     argv = [a for a in args.command if a != "--"] if args.command[:1] == ["--"] else args.command
     if len(argv) == 1:

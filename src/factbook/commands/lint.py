@@ -1,5 +1,5 @@
 """`factbook lint`: every problem in the knowledge base, as file:line: message (or JSON,
-SARIF, GitHub annotations: `factbook.lint_output`)."""
+SARIF, GitHub annotations: `factbook.commands.lint_output`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import EXIT_INVALID, Problem
-from ..kb import KnowledgeBase
-from ..lint_output import FORMATS, render
+from factbook.commands.lint_output import FORMATS, render
+from factbook.errors import EXIT_INVALID, Problem
+from factbook.knowledge.kb import KnowledgeBase
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,15 +30,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def collect_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
-    """factbook.linters.collect_problems, imported when `lint` runs (not at CLI start)."""
-    from ..linters import collect_problems as collect
+    """factbook.knowledge.linters.collect_problems, imported when `lint` runs (not at CLI start)."""
+    from factbook.knowledge.linters import collect_problems as collect
 
     return collect(root)
 
 
 def handle(args: argparse.Namespace) -> int:
     kb, problems = collect_problems(Path(args.root))
-    from ..runbooks.lint import runbooks_unchecked
+    from factbook.runbooks.lint import runbooks_unchecked
 
     unchecked = runbooks_unchecked(kb)
     if unchecked:

@@ -9,13 +9,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..cli_options import warn_lint_problems
-from ..fleet.load import add_inventories
-from ..kb import KnowledgeBase, load_kb_with_problems
-from ..model import Fact
-from ..results import latest_for
-from ..sanitize import for_terminal
-from ..schema import CATEGORIES, STATUSES
+from factbook.commands.cli_options import warn_lint_problems
+from factbook.judging.sanitize import for_terminal
+from factbook.knowledge.fleet.load import add_inventories
+from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
+from factbook.knowledge.model import Fact
+from factbook.knowledge.schema import CATEGORIES, STATUSES
+from factbook.store.results import latest_for
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -70,7 +70,7 @@ def _value_text(fact: Fact) -> str:
 
 def handle_list(args: argparse.Namespace) -> int:
     kb = _load(args.root)
-    add_inventories(kb, args.inventory)
+    kb.targets, kb.groups = add_inventories(kb.targets, kb.groups, args.inventory)
     as_of = kb.milestone(args.as_of)
     facts = kb.select(
         patterns=args.patterns,

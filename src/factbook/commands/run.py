@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli_options import add_repeatable, option_values, warn_lint_problems
-from ..errors import EXIT_INVALID, EXIT_OK
+from factbook.commands.cli_options import add_repeatable, option_values, warn_lint_problems
+from factbook.errors import EXIT_INVALID, EXIT_OK
 
 # RunOptions fields that take the option of the same name as it was given
 OPTIONS_AS_GIVEN = ("start", "until", "resume", "yes", "target", "timeout", "skip_requires")
@@ -70,16 +70,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..fleet.load import add_inventories
-    from ..kb import load_kb_with_problems
-    from ..runbooks.dryrun import print_dry_run
-    from ..runbooks.executor import Executor, RunOptions
-    from ..runbooks.format import find_runbook, load_runbook, select_steps
-    from ..runbooks.lint import lint_runbook
+    from factbook.knowledge.fleet.load import add_inventories
+    from factbook.knowledge.kb import load_kb_with_problems
+    from factbook.runbooks.dryrun import print_dry_run
+    from factbook.runbooks.executor import Executor, RunOptions
+    from factbook.runbooks.format import find_runbook, load_runbook, select_steps
+    from factbook.runbooks.lint import lint_runbook
 
     root = Path(args.root).resolve()
     kb, kb_problems = load_kb_with_problems(root)
-    add_inventories(kb, args.inventory)
+    kb.targets, kb.groups = add_inventories(kb.targets, kb.groups, args.inventory)
     if args.list or not args.runbook:
         return _list(kb)
     runbook = load_runbook(find_runbook(root, args.runbook), root)
@@ -109,8 +109,8 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _list(kb: object) -> int:
-    from ..runbooks.format import load_runbook, runbook_paths
-    from ..runbooks.record import list_runs
+    from factbook.runbooks.format import load_runbook, runbook_paths
+    from factbook.runbooks.record import list_runs
 
     root = kb.root  # type: ignore[attr-defined]
     for path in runbook_paths(root):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..schema import FACT_FILE_SCHEMA, MILESTONES_SCHEMA, TARGETS_SCHEMA
+from factbook.knowledge.schema import FACT_FILE_SCHEMA, MILESTONES_SCHEMA, TARGETS_SCHEMA
 
 SCHEMAS = {"facts": FACT_FILE_SCHEMA, "milestones": MILESTONES_SCHEMA, "targets": TARGETS_SCHEMA}
 

@@ -6,12 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli_options import add_target_options, transport_options
-from ..schema import CATEGORIES
+from factbook.commands.cli_options import add_target_options, transport_options
+from factbook.knowledge.schema import CATEGORIES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..serve import DEFAULT_PORT
+    from factbook.integrations.serve import DEFAULT_PORT
 
     p = sub.add_parser(
         "serve",
@@ -40,8 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..errors import UsageError
-    from ..serve import ServeSettings, start_service
+    from factbook.errors import UsageError
+    from factbook.integrations.serve import ServeSettings, start_service
 
     host, sep, port = args.listen.rpartition(":")
     if not sep or not port.isdigit() or not host:

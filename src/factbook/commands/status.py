@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli_options import warn_lint_problems
-from ..kb import load_kb_with_problems
+from factbook.commands.cli_options import warn_lint_problems
+from factbook.knowledge.kb import load_kb_with_problems
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle_status(args: argparse.Namespace) -> int:
-    from ..status import StatusOptions, default_path, render_status, write_status
+    from factbook.dumps.status import StatusOptions, default_path, render_status, write_status
 
     kb, problems = load_kb_with_problems(Path(args.root))
     warn_lint_problems(len(problems))

@@ -11,14 +11,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from .. import api
-from ..cli_options import add_target_options, transport_options, warn_lint_problems
-from ..colour import MODES, enabled
-from ..errors import EXIT_OK, UsageError
-from ..schema import CATEGORIES, STATUSES
-from ..verify.engine import VerifyOptions, default_forks
-from ..verify.report import FORMATS, Progress, render, render_plan, summary_line
-from ..verify.run import VerifySettings
+from factbook import api
+from factbook.commands.cli_options import add_target_options, transport_options, warn_lint_problems
+from factbook.errors import EXIT_OK, UsageError
+from factbook.knowledge.schema import CATEGORIES, STATUSES
+from factbook.verification.colour import MODES, enabled
+from factbook.verification.engine import VerifyOptions, default_forks
+from factbook.verification.report import FORMATS, Progress, render, render_plan, summary_line
+from factbook.verification.run import VerifySettings
 
 # the on/off options, in the order --help lists them
 SWITCHES = (

@@ -6,6 +6,6 @@
 `plugin.py` (the `factbook` MkDocs plugin) is the only module that imports MkDocs.
 """
 
-from .generator import Generator, Handbook, generate, write_tree
+from factbook.handbook.generator import Generator, Handbook, generate, write_tree
 
 __all__ = ["Generator", "Handbook", "generate", "write_tree"]

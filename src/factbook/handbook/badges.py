@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Fact
-from ..outcomes import DRIFT, ERROR, OUTCOMES, PASS, SKIPPED
-from .markup import attr, time_text, value_text
+from factbook.handbook.markup import attr, time_text, value_text
+from factbook.judging.outcomes import DRIFT, ERROR, OUTCOMES, PASS, SKIPPED
+from factbook.knowledge.model import Fact
 
 # kind -> css class suffix and the word shown
 KINDS = {

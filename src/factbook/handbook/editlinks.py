@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
-from ..errors import UsageError
-from ..safehtml import is_safe_url
-from .markup import attr, code
+from factbook.errors import UsageError
+from factbook.handbook.markup import attr, code
+from factbook.handbook.safehtml import is_safe_url
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fleet.outliers import summary, value_groups
-from ..kb import KnowledgeBase
-from ..outcomes import DRIFT, ERROR, PASS
-from ..results import ResultRecord
-from .marks import flag
-from .markup import md, rel_link, scroll_table, time_text
-from .views import ViewBuilder
+from factbook.handbook.marks import flag
+from factbook.handbook.markup import md, rel_link, scroll_table, time_text
+from factbook.handbook.views import ViewBuilder
+from factbook.judging.outcomes import DRIFT, ERROR, PASS
+from factbook.knowledge.fleet.outliers import summary, value_groups
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.store.results import ResultRecord
 
 FLEET = "fleet.md"
 MAX_GROUP_COLUMNS = 12  # past this, the smallest groups are left to the per-target table

@@ -14,29 +14,36 @@ import json
 import os
 import time
 from dataclasses import dataclass, field, is_dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from ..atomic import write_text_atomic
-from ..kb import load_kb_with_problems
-from ..results import list_runs, load_latest
-from .editlinks import EditLinks
-from .fleet_view import FLEET
-from .markup import code, md
-from .measured import load_history
-from .pages import ALL_FACTS, CATEGORY_TITLES, HOME, RUNBOOKS, STATUS_DOCS, TAGS, page_specs
-from .runbook_view import RunbookPage, runbook_pages
-from .sources import (
+from factbook.handbook.editlinks import EditLinks
+from factbook.handbook.fleet_view import FLEET
+from factbook.handbook.markup import code, md
+from factbook.handbook.measured import load_history
+from factbook.handbook.pages import (
+    ALL_FACTS,
+    CATEGORY_TITLES,
+    HOME,
+    RUNBOOKS,
+    STATUS_DOCS,
+    TAGS,
+    page_specs,
+)
+from factbook.handbook.runbook_view import RunbookPage, runbook_pages
+from factbook.handbook.sources import (
     RUNBOOKS_GUIDE,
     STATUS_GUIDE,
     guide_pages,
     load_runbooks,
     load_status_docs,
 )
-from .views import ViewBuilder, category_uri
+from factbook.handbook.views import ViewBuilder, category_uri
+from factbook.knowledge.kb import load_kb_with_problems
+from factbook.store.atomic import write_text_atomic
+from factbook.store.results import list_runs, load_latest
 
 CSS_URI = "assets/factbook.css"
 MANIFEST = ".factbook-pages.json"
@@ -58,8 +65,9 @@ class Handbook:
         return {**self.pages, **self.assets}
 
 
-def _template_dir() -> Path:
-    return Path(str(resources.files("factbook") / "templates" / "handbook"))
+def template_dir() -> Path:
+    """The engine's handbook templates, CSS and scripts (shipped in the package)."""
+    return Path(__file__).with_name("templates")
 
 
 class Generator:
@@ -67,7 +75,7 @@ class Generator:
 
     def __init__(self) -> None:
         self.env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(str(_template_dir())),
+            loader=jinja2.FileSystemLoader(str(template_dir())),
             autoescape=False,  # Markdown out; values are escaped by the md/code filters
             trim_blocks=True,
             lstrip_blocks=True,
@@ -129,7 +137,7 @@ class Generator:
             pages[spec.uri] = text
             rendered.append(spec.uri)
         done = time.perf_counter()
-        css = (_template_dir() / "factbook.css").read_text(encoding="utf-8")
+        css = (template_dir() / "factbook.css").read_text(encoding="utf-8")
         titles = {s.uri: s.title for s in specs}
         return Handbook(
             pages=pages,
@@ -154,7 +162,7 @@ class Generator:
 
     def _templates_digest(self) -> str:
         h = hashlib.sha256()
-        for path in sorted(_template_dir().iterdir()):
+        for path in sorted(template_dir().iterdir()):
             if path.is_file():
                 h.update(path.name.encode() + path.read_bytes())
         return h.hexdigest()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kb import KnowledgeBase
-from ..outcomes import ERROR, OUTCOMES
-from .markup import md, time_text
+from factbook.handbook.markup import md, time_text
+from factbook.judging.outcomes import ERROR, OUTCOMES
+from factbook.knowledge.kb import KnowledgeBase
 
 
 def glance_rows(kb: KnowledgeBase, latest: dict[str, dict[str, dict[str, Any]]]) -> list[dict]:

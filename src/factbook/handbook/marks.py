@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from ..safehtml import between_matches, outside_code_spans
-from .markup import attr
+from factbook.handbook.markup import attr
+from factbook.handbook.safehtml import between_matches, outside_code_spans
 
 # a status document's marks (status/items.py MARKS and its legend): glyph -> (css kind, word)
 STATUS_MARKS: dict[str, tuple[str, str]] = {

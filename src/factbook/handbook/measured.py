@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..expectations import PathMissing, get_path
-from ..model import Fact
-from ..results import results_dir
-from .markup import md, time_text
+from factbook.handbook.markup import md, time_text
+from factbook.judging.expectations import PathMissing, get_path
+from factbook.knowledge.model import Fact
+from factbook.store.results import results_dir
 
 MEASURED_PREFIX = "measure."
 HISTORY_SHOWN = 8  # most recent runs listed under a fact

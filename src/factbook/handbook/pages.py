@@ -9,16 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..categories import BY_NAME, CATEGORIES, Category
-from ..kb import KnowledgeBase
-from ..outcomes import NOT_OK
-from . import special
-from .fleet_view import FLEET, fleet_context, has_fleet
-from .home import glance_rows, run_header
-from .markup import md, rel_link
-from .runbook_view import RunbookPage, runbook_context, runbooks_context
-from .sources import StatusDoc
-from .views import TAGS, FactView, ViewBuilder, category_uri
+from factbook.handbook import special
+from factbook.handbook.fleet_view import FLEET, fleet_context, has_fleet
+from factbook.handbook.home import glance_rows, run_header
+from factbook.handbook.markup import md, rel_link
+from factbook.handbook.runbook_view import RunbookPage, runbook_context, runbooks_context
+from factbook.handbook.sources import StatusDoc
+from factbook.handbook.views import TAGS, FactView, ViewBuilder, category_uri
+from factbook.judging.outcomes import NOT_OK
+from factbook.knowledge.categories import BY_NAME, CATEGORIES, Category
+from factbook.knowledge.kb import KnowledgeBase
 
 HOME = "index.md"
 ALL_FACTS = "facts/index.md"

@@ -39,10 +39,10 @@ from mkdocs.structure.files import File, Files
 
 from factbook.errors import UsageError
 from factbook.handbook.editlinks import EditLinks, check_template, from_repo
-from factbook.handbook.generator import CSS_URI, _template_dir, generate
+from factbook.handbook.generator import CSS_URI, generate, template_dir
 from factbook.handbook.marks import status_marks
+from factbook.handbook.safehtml import plain_title
 from factbook.handbook.sources import STATUS_DIR
-from factbook.safehtml import plain_title
 
 log = logging.getLogger("mkdocs.plugins.factbook")
 WATCHED_DIRS = ("facts", "runbooks", "results", "checks")
@@ -149,7 +149,7 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
                 files.remove(existing)
             files.append(File.generated(config, uri, content=text))
         if self.config.offline:
-            worker = (_template_dir() / "file-worker.js").read_text(encoding="utf-8")
+            worker = (template_dir() / "file-worker.js").read_text(encoding="utf-8")
             files.append(File.generated(config, WORKER_URI, content=worker))
         config.nav = merge_nav(self._user_nav, handbook.nav)
         log.info(
@@ -193,7 +193,7 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
             if (root / name).is_dir():
                 server.watch(str(root / name))
         server.watch(str(root), recursive=False)  # milestones.yaml, targets.yaml
-        templates = _template_dir()
+        templates = template_dir()
         if templates.is_dir() and os.access(templates, os.W_OK):  # an editable install
             server.watch(str(templates))
         return server

@@ -19,11 +19,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..safehtml import safe_markdown, slug
-from .marks import badge
-from .markup import code, md, rel_link, scroll_table, time_text
-from .sources import Run, Runbook
-from .views import ViewBuilder
+from factbook.handbook.marks import badge
+from factbook.handbook.markup import code, md, rel_link, scroll_table, time_text
+from factbook.handbook.safehtml import safe_markdown, slug
+from factbook.handbook.sources import Run, Runbook
+from factbook.handbook.views import ViewBuilder
 
 RUNBOOK_DIR = "runbooks"
 NOTEBOOK_LIMIT = 8 << 20  # bytes of one executed notebook copied into the site

@@ -116,7 +116,7 @@ def _parse_runbook(path: Path, root: Path) -> Runbook:
     """Through the runbook runner's own parser, so the handbook shows what `run` executes."""
     display = path.relative_to(root).as_posix()
     try:
-        from ..runbooks.format import load_runbook
+        from factbook.runbooks.format import load_runbook
 
         parsed = load_runbook(path, root)
     except Exception as exc:  # a broken runbook must not break the handbook

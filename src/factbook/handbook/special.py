@@ -6,12 +6,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..categories import Category
-from ..kb import KnowledgeBase
-from ..model import Fact
-from ..safehtml import slug
-from .charts import Bar, bar_chart, numa_diagram
-from .markup import (
+from factbook.handbook.charts import Bar, bar_chart, numa_diagram
+from factbook.handbook.markup import (
     code,
     expect_text,
     md,
@@ -22,7 +18,11 @@ from .markup import (
     time_text,
     value_text,
 )
-from .views import FactView, ViewBuilder
+from factbook.handbook.safehtml import slug
+from factbook.handbook.views import FactView, ViewBuilder
+from factbook.knowledge.categories import Category
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.knowledge.model import Fact
 
 Renderer = Callable[[KnowledgeBase, ViewBuilder, list[Fact], list[FactView], str], str]
 

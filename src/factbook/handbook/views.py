@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kb import KnowledgeBase
-from ..model import Fact
-from ..outcomes import DRIFT, PASS
-from ..safehtml import slug
-from .badges import FactState, fact_state
-from .editlinks import EditLinks, location_text
-from .markup import code, expect_text, md, prose, rel_link, time_text
-from .measured import figure_text, is_measured, measured_rows
+from factbook.handbook.badges import FactState, fact_state
+from factbook.handbook.editlinks import EditLinks, location_text
+from factbook.handbook.markup import code, expect_text, md, prose, rel_link, time_text
+from factbook.handbook.measured import figure_text, is_measured, measured_rows
+from factbook.handbook.safehtml import slug
+from factbook.judging.outcomes import DRIFT, PASS
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.knowledge.model import Fact
 
 # Category keys shown under a fact, in this order, with their label.
 EXTRA_LABELS = {

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 
-from ..errors import Problem
-from .scan import ProbeSpec, scan_file
+from factbook.errors import Problem
+from factbook.probes.scan import ProbeSpec, scan_file
 
 FOLDER = Path(__file__).resolve().parent
 _CACHE_VERSION = 1

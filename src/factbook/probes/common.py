@@ -49,7 +49,7 @@ def run_python(python: str, code: str, *args: str) -> Any:
 
 # ---------------------------------------------------------------- safetensors
 # The one reader of safetensors checkpoints: the probes, checks/*.py on the box and
-# `factbook eagle3` (through factbook.eagle3.safetensors_files) all use it.
+# `factbook eagle3` (through factbook.serving.eagle3.safetensors_files) all use it.
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 SAFETENSORS_SINGLE = "model.safetensors"

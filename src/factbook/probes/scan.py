@@ -13,8 +13,8 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import Problem
-from ..yamlsrc import read_text_bounded
+from factbook.errors import Problem
+from factbook.knowledge.yamlsrc import read_text_bounded
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,6 @@ lint      the runbook linter registered into `factbook lint`
 requires  verify a step's required facts on its target before it runs
 box_helper  the stdlib script shipped to the box for every command, server and probe
 
-The benchmark client (factbook.benchclient, shipped to the box by `box.run_python`) and the
-SGLang launch linter (factbook.sglang, called by `lint` and `server.start`) live apart.
+The benchmark client (factbook.serving.benchclient, shipped to the box by `box.run_python`) and the
+SGLang launch linter (factbook.serving.sglang, called by `lint` and `server.start`) live apart.
 """

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import FactbookError, UsageError
-from ..kb import KnowledgeBase, load_kb
-from ..model import Fact, Target
-from . import servers as _servers
-from .remote import BoxClient, CommandResult
+from factbook.errors import FactbookError, UsageError
+from factbook.knowledge.kb import KnowledgeBase, load_kb
+from factbook.knowledge.model import Fact, Target
+from factbook.runbooks import servers as _servers
+from factbook.runbooks.remote import BoxClient, CommandResult
 
 CONTEXT_ENV = "FACTBOOK_RUN_DIR"
 CONTEXT_FILE = "context.json"
@@ -249,7 +249,7 @@ class _Box:
     ) -> CommandResult:
         """Run Python `code` with the target's interpreter, with stdlib-only factbook modules.
 
-        `modules` (e.g. ["factbook.benchclient"]) are shipped with the code, as a
+        `modules` (e.g. ["factbook.serving.benchclient"]) are shipped with the code, as a
         package tree in a temp folder on the box removed afterwards, so a step can run
         factbook's own client on the box where the server listens on 127.0.0.1.
         """

@@ -13,10 +13,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..kb import KnowledgeBase
-from ..results import latest_for
-from .api import FactView
-from .format import Runbook, Step
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.store.results import latest_for
+from factbook.runbooks.api import FactView
+from factbook.runbooks.format import Runbook, Step
 
 FACT_FUNCTIONS = ("fact", "env_from", "flags_from")
 
@@ -94,7 +94,7 @@ def _climb(node: ast.AST, parents: dict[int, ast.AST]) -> ast.AST:
 
 def resolve(kb: KnowledgeBase, use: FactUse) -> FactUse:
     """Evaluate one fact access against the knowledge base (only constant arguments)."""
-    from . import api
+    from factbook.runbooks import api
 
     if use.fact_id not in kb.facts:
         use.error = f"no fact '{use.fact_id}'"
@@ -115,7 +115,7 @@ def resolve(kb: KnowledgeBase, use: FactUse) -> FactUse:
 
 
 def _with_kb(kb: KnowledgeBase, function: Any, fact_id: str) -> Any:
-    from . import api
+    from factbook.runbooks import api
 
     saved = api._STATE._kb, api._STATE._ctx
     api._STATE._kb = kb

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ..errors import (
+from factbook.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_INVALID,
@@ -29,13 +29,13 @@ from ..errors import (
     FactbookError,
     UsageError,
 )
-from ..kb import KnowledgeBase
-from ..outcomes import FAILED, INTERRUPTED, OK, RUNNING
-from . import reclaim
-from . import record as rec
-from .api import CONTEXT_ENV
-from .format import Runbook, Step, select_steps
-from .runlog import RunLog
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.judging.outcomes import FAILED, INTERRUPTED, OK, RUNNING
+from factbook.runbooks import reclaim
+from factbook.runbooks import record as rec
+from factbook.runbooks.api import CONTEXT_ENV
+from factbook.runbooks.format import Runbook, Step, select_steps
+from factbook.runbooks.runlog import RunLog
 
 SHOWN_LINES = 12  # of a step's source, printed before it runs
 
@@ -117,8 +117,8 @@ class Executor:
                 err=True,
             )
             return EXIT_INVALID
-        from .kernel import Interrupt
-        from .watchdog import Watchdog
+        from factbook.runbooks.kernel import Interrupt
+        from factbook.runbooks.watchdog import Watchdog
 
         self.log.target = self.target
         self.log.open(steps, previous, vars(self.options))
@@ -160,7 +160,7 @@ class Executor:
     # ---- the kernel ---------------------------------------------------------------------
 
     def _start_kernel(self) -> None:
-        from .kernel import Kernel
+        from factbook.runbooks.kernel import Kernel
 
         assert self.log.folder is not None and self.log.record is not None
         self.kernel = Kernel(
@@ -194,7 +194,7 @@ class Executor:
     def _run_step(self, step: Step, deadline: float | None) -> tuple[str, int]:
         from nbclient.exceptions import CellExecutionError, DeadKernelError
 
-        from .kernel import STEP_TIMEOUT_ENAME
+        from factbook.runbooks.kernel import STEP_TIMEOUT_ENAME
 
         assert self.log.record is not None
         entry = self.log.record.step(step.name)
@@ -264,7 +264,7 @@ class Executor:
         return self.log.finish(entry, OK, None, EXIT_OK)
 
     def _check_requires(self, step: Step, target: str | None) -> list[str]:
-        from .requires import check_requirements
+        from factbook.runbooks.requires import check_requirements
 
         assert self.log.record is not None
         verdicts = check_requirements(

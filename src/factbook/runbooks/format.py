@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import LintFailed, Problem, UsageError
-from ..names import name_problem
-from ..yamlsrc import read_text_bounded, refusal
+from factbook.errors import LintFailed, Problem, UsageError
+from factbook.knowledge.names import name_problem
+from factbook.knowledge.yamlsrc import read_text_bounded, refusal
 
 RUNBOOKS_DIR = "runbooks"
 STEP_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")

@@ -20,7 +20,7 @@ from typing import Any
 
 from nbclient import NotebookClient
 
-from ..errors import FactbookError
+from factbook.errors import FactbookError
 
 STEP_TIMEOUT_ENAME = "StepTimeout"
 

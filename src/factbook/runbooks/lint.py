@@ -1,9 +1,9 @@
-"""The runbook linter, one of `factbook lint`'s linters (factbook.linters.LINTERS).
+"""The runbook linter, one of `factbook lint`'s linters (factbook.knowledge.linters.LINTERS).
 
 Checks every runbooks/*.md: closed metadata keys, unique step names, positive timeouts; that
 every fact id in `requires`, `records`, `facts`, `pitfalls` and in `fact("...")`/`record("...")`
 calls exists; that `record()` only names declared ids; that targets are known; and the
-SGLang launch lines' problems (factbook.sglang.runbook_lint).
+SGLang launch lines' problems (factbook.serving.sglang.runbook_lint).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import importlib
 import importlib.util
 from collections.abc import Callable
 
-from ..errors import LintFailed, Problem, UsageError
-from ..kb import KnowledgeBase
-from .dryrun import fact_uses
-from .format import Runbook, load_runbook, runbook_paths
+from factbook.errors import LintFailed, Problem, UsageError
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.runbooks.dryrun import fact_uses
+from factbook.runbooks.format import Runbook, load_runbook, runbook_paths
 
 
 def runbooks_unchecked(kb: KnowledgeBase) -> int:
@@ -152,9 +152,9 @@ def _reaches_box(source: str) -> bool:
 
 def _launch_linter() -> Callable[[KnowledgeBase, Runbook], list[Problem]] | None:
     try:
-        module = importlib.import_module("factbook.sglang.runbook_lint")
+        module = importlib.import_module("factbook.serving.sglang.runbook_lint")
     except ModuleNotFoundError as exc:
-        if exc.name == "factbook.sglang.runbook_lint":
+        if exc.name == "factbook.serving.sglang.runbook_lint":
             return None
         raise
     return getattr(module, "lint_runbook", None)

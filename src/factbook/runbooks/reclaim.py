@@ -21,12 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..kb import KnowledgeBase
-from ..outcomes import INTERRUPTED, RUNNING
-from . import record as rec
-from . import servers
-from .remote import BoxClient
-from .runlog import server_entry
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.judging.outcomes import INTERRUPTED, RUNNING
+from factbook.runbooks import record as rec
+from factbook.runbooks import servers
+from factbook.runbooks.remote import BoxClient
+from factbook.runbooks.runlog import server_entry
 
 
 def start_time(pid: int) -> str | None:

@@ -6,7 +6,7 @@
     results/runbooks/<runbook>/<run_id>/records.jsonl   measured values queued by record()
     results/runbooks/<runbook>/<run_id>/servers.jsonl   the managed-server registry
 
-Run and step statuses are the constants in factbook.outcomes (RUN_STATUSES, STEP_STATUSES).
+Run and step statuses are the constants in factbook.judging.outcomes (RUN_STATUSES, STEP_STATUSES).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import stamps
-from ..atomic import write_text_atomic
-from ..errors import InputError, UsageError
-from ..names import inside
-from ..outcomes import OK, PENDING, RUNNING
-from ..results import results_dir
-from ..safehtml import slug
+from factbook.store import stamps
+from factbook.store.atomic import write_text_atomic
+from factbook.errors import InputError, UsageError
+from factbook.knowledge.names import inside
+from factbook.judging.outcomes import OK, PENDING, RUNNING
+from factbook.store.results import results_dir
+from factbook.handbook.safehtml import slug
 
 RUNS_SUBDIR = "runbooks"
 RECORD_FILE = "record.json"

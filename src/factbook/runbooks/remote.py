@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import CommandFailed, TargetError
-from ..model import Target
-from ..transports.base import Transport, transport_for
-from ..transports.diagnose import explain
-from ..verify.bundle import agent_argv
+from factbook.errors import CommandFailed, TargetError
+from factbook.knowledge.model import Target
+from factbook.verification.transports.base import Transport, transport_for
+from factbook.verification.transports.diagnose import explain
+from factbook.verification.bundle import agent_argv
 
 HELPER = Path(__file__).with_name("box_helper.py")
 _HELPER_TEXT: str | None = None

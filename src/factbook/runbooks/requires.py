@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kb import KnowledgeBase
-from ..outcomes import PASS
-from ..results import write_run
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.judging.outcomes import PASS
+from factbook.store.results import write_run
 
 
 @dataclass
@@ -33,8 +33,8 @@ def check_requirements(
     step: str,
 ) -> list[Requirement]:
     """Verify each fact on `target` (its check) or accept its `verified` status (no check)."""
-    from ..verify.engine import Engine, VerifyOptions
-    from ..verify.targets import PlannedCheck
+    from factbook.verification.engine import Engine, VerifyOptions
+    from factbook.verification.targets import PlannedCheck
 
     out: list[Requirement] = []
     plan: list[PlannedCheck] = []

@@ -17,14 +17,14 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import FactbookError
-from ..kb import KnowledgeBase
-from ..outcomes import FAILED, INTERRUPTED, OK, PENDING, RUNNING, SKIPPED
-from . import record as rec
-from . import servers
-from .api import RECORDS_FILE, RunContext
-from .format import Runbook, Step
-from .remote import BoxClient
+from factbook.errors import FactbookError
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.judging.outcomes import FAILED, INTERRUPTED, OK, PENDING, RUNNING, SKIPPED
+from factbook.runbooks import record as rec
+from factbook.runbooks import servers
+from factbook.runbooks.api import RECORDS_FILE, RunContext
+from factbook.runbooks.format import Runbook, Step
+from factbook.runbooks.remote import BoxClient
 
 
 class RunLog:
@@ -157,7 +157,7 @@ class RunLog:
         entries = [json.loads(line) for line in fresh if line.strip()]
         applied = []
         if entries:
-            from ..writeback import update_fact
+            from factbook.store.writeback import update_fact
 
         for entry in entries:
             source = {
@@ -232,7 +232,7 @@ class RunLog:
         if notebook and self.notebook is not None:
             import nbformat
 
-            from ..atomic import write_text_atomic
+            from factbook.store.atomic import write_text_atomic
 
             self.notebook.metadata["factbook_run"] = {
                 "run_id": self.record.run_id,

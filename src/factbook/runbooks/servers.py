@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import FactbookError, ServerNotReady, TargetError
-from ..names import check_name
-from ..sglang.launch import preflight
-from ..sglang.reference import local_sglang_python
-from .remote import BoxClient
+from factbook.errors import FactbookError, ServerNotReady, TargetError
+from factbook.knowledge.names import check_name
+from factbook.serving.sglang.launch import preflight
+from factbook.serving.sglang.reference import local_sglang_python
+from factbook.runbooks.remote import BoxClient
 
 REGISTRY = "servers.jsonl"
 REMOTE_RUNS = "/tmp/factbook-runs"

@@ -81,9 +81,9 @@ def main(argv: list[str]) -> int:
         received += chunk
     if received.endswith(DONE):
         return 0
-    from ..kb import load_kb
-    from . import record as rec
-    from .reclaim import reclaim_run
+    from factbook.knowledge.kb import load_kb
+    from factbook.runbooks import record as rec
+    from factbook.runbooks.reclaim import reclaim_run
 
     pid = (rec.load(folder).executor or {}).get("pid")
     why = f"the executor (pid {pid}) died while the run was running; its watchdog cleaned up"

@@ -1,0 +1,154 @@
+"""The `factbook` command line: one subcommand per module in factbook.commands.
+
+Each command module exposes `register(subparsers)`; handlers import their heavy dependencies
+themselves, so `factbook list` never pays for paramiko, nbclient or mkdocs, and a command
+whose extra is not installed says which one to install (commands/extras.py). Every
+FactbookError becomes a message and its exit code; no user error ends in a traceback.
+`--root` is accepted before or after the subcommand; without it the knowledge base is found
+upwards from the current directory (factbook.knowledge.locate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from factbook.commands.extras import missing
+from factbook.errors import EXIT_INTERRUPTED, FactbookError, LintFailed
+from factbook.knowledge.locate import resolve_root
+from factbook.store.stamps import FACTBOOK_VERSION as __version__
+from factbook.verification import colour
+
+COMMAND_MODULES = [
+    "init",
+    "lint",
+    "query",
+    "schema_cmd",
+    "verify",
+    "discover",
+    "status",
+    "docs",
+    "run",
+    "eagle3",
+    "bench",
+    "launch_lint",
+    "import_cmd",
+    "serve",
+    "export_ansible",
+    "completion",
+]
+
+EPILOG = """\
+exit codes: 0 ok, 1 some checks failed, 2 invalid input or usage (or a missing extra),
+3 some checks errored, a target was unreachable or is not the box it claims, 4 a runbook
+kernel died, 130 interrupted.
+
+Start with `factbook init DIR` (a new knowledge base) or `factbook lint` in one, then
+`factbook list --category pitfalls`, `factbook show ID`, `verify-facts --target NAME`,
+`factbook status`, `mkdocs serve`.
+"""
+
+ROOT_HELP = "the knowledge base (a folder holding facts/); default: $FACTBOOK_ROOT, else upwards"
+COLOR_CHOICES = ("auto", "always", "never")
+COLOR_HELP = "colour in the terminal: auto (a terminal and no NO_COLOR), always, never"
+
+
+def build_parser(prog: str = "factbook") -> argparse.ArgumentParser:
+    """The whole command line; with prog='verify-facts' the verify command is named so."""
+    parser = argparse.ArgumentParser(
+        prog="factbook",
+        description="A living, verifiable handbook: facts in YAML, checked live on the box.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"factbook {__version__}")
+    parser.add_argument("--root", default=None, help=ROOT_HELP)
+    parser.add_argument("--color", choices=COLOR_CHOICES, default="auto", help=COLOR_HELP)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"factbook.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"factbook.commands.{name}":
+                continue  # a command this installation does not ship
+            raise
+        module.register(sub)
+    for command in sub.choices.values():
+        _accept_root(command)
+    if prog == "verify-facts":
+        sub.choices["verify"].prog = prog
+    return parser
+
+
+def _accept_root(parser: argparse.ArgumentParser) -> None:
+    """`--root` and `--color` after the subcommand too (and after a sub-subcommand):
+    pre-commit hooks and users put them there. SUPPRESS keeps a value given before it."""
+    options = {o for action in parser._actions for o in action.option_strings}
+    if "--root" not in options:
+        parser.add_argument("--root", default=argparse.SUPPRESS, help=ROOT_HELP)
+    if "--color" not in options:
+        parser.add_argument(
+            "--color", choices=COLOR_CHOICES, default=argparse.SUPPRESS, help=COLOR_HELP
+        )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _accept_root(child)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
+    """Parse and dispatch; return the exit code."""
+    parser = build_parser(prog)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the subcommand's usage line (verify-facts' own), not the top-level one
+        chosen = _subparsers(parser).get(getattr(args, "command", None) or "", parser)
+        chosen.error(f"unrecognized arguments: {' '.join(unknown)}")
+    colour.set_mode(args.color)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    args.root = str(resolve_root(args.root))
+    try:
+        try:
+            return int(args.handler(args) or 0)
+        except ModuleNotFoundError as exc:
+            what = prog if prog == "verify-facts" else f"{prog} {args.command}"
+            error = missing(exc, f"`{what}`")
+            if error is None:
+                raise
+            raise error from exc
+    except LintFailed as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        print(f"{len(exc.problems)} problem(s)", file=sys.stderr)
+        return exc.exit_code
+    except FactbookError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+
+
+def main() -> None:
+    sys.exit(run())
+
+
+def verify_facts_main() -> None:
+    """`verify-facts ...` is `factbook verify ...`, under its own name in usage and errors."""
+    sys.exit(run(["verify", *sys.argv[1:]], prog="verify-facts"))
+
+
+if __name__ == "__main__":
+    main()

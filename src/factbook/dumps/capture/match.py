@@ -1,0 +1,147 @@
+"""A proposed fact against what is already known: unchanged, new, changed or contradicted.
+
+A proposal finds its fact, in this order, by:
+
+1. id: the line's hint names it (a document `factbook status` wrote);
+2. key: the same thing measured (extract.py: the torch version, the GPU count, a benchmark row);
+3. quote: a fact quotes the same words of a dump (either quote inside the other);
+4. statement: the same sentence, near enough (word overlap, then difflib ratio >= 0.9).
+
+Found with the same value: unchanged, nothing is proposed. Found by key with another value:
+changed (the old fact ends at the milestone, `until`, and a new one replaces it), or
+contradicted when the dump says the old belief was wrong (`NOT`, `wrong`, `actually`, a
+struck-through line): the old fact is refuted and `replaced_by` the new one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from factbook.dumps.capture.extract import fact_key
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.knowledge.model import Fact, Milestone
+
+SIMILAR = 0.9
+_WORD = re.compile(r"[a-z0-9]+(?:[.,/+-][a-z0-9]+)*")
+_SPACE = re.compile(r"\s+")
+REFUTING = re.compile(
+    r"\b(?:NOT|not|wrong|incorrect|actually|turned out|instead|refuted|mistaken)\b|DO NOT|~~"
+)
+
+
+def norm(text: str) -> str:
+    return _SPACE.sub(" ", str(text)).strip().lower()
+
+
+def words(text: str) -> set[str]:
+    return set(_WORD.findall(norm(text)))
+
+
+@dataclass
+class Found:
+    """The known fact a proposal is about, and how it was found."""
+
+    fact: Fact
+    how: str  # id | quote | key | statement
+
+
+class Index:
+    """Facts of a knowledge base that hold at a milestone, looked up four ways."""
+
+    def __init__(self, kb: KnowledgeBase, milestone: Milestone | None) -> None:
+        self.kb = kb
+        self.facts = [f for f in kb.facts.values() if _known(kb, f, milestone)]
+        self.quotes: list[tuple[str, Fact]] = []
+        self.by_key: dict[tuple[str, ...], list[Fact]] = {}
+        self.by_statement: dict[str, Fact] = {}
+        self.word_sets: list[tuple[set[str], Fact]] = []
+        for fact in self.facts:
+            for source in fact.sources:
+                if source.quote and len(norm(source.quote)) >= 8:
+                    self.quotes.append((norm(source.quote), fact))
+            key = fact_key(fact)
+            if key:
+                self.by_key.setdefault(key, []).append(fact)
+            self.by_statement.setdefault(norm(fact.statement), fact)
+            self.word_sets.append((words(fact.statement), fact))
+
+    def find(
+        self,
+        hinted_id: str | None,
+        quote: str,
+        key: tuple[str, ...] | None,
+        statement: str,
+        value: Any = None,
+    ) -> Found | None:
+        if hinted_id and hinted_id in self.kb.facts:
+            return Found(self.kb.facts[hinted_id], "id")
+        if key and key in self.by_key:
+            same = [f for f in self.by_key[key] if value is not None and same_value(value, f.value)]
+            return Found((same or self.by_key[key])[0], "key")
+        quote_n = norm(quote)
+        for known, fact in self.quotes:
+            if known in quote_n or (len(quote_n) >= 20 and quote_n in known):
+                return Found(fact, "quote")
+        statement_n = norm(statement)
+        if statement_n in self.by_statement:
+            return Found(self.by_statement[statement_n], "statement")
+        mine = words(statement)
+        best: tuple[float, Fact | None] = (0.0, None)
+        for theirs, fact in self.word_sets:
+            if not mine or not theirs:
+                continue
+            overlap = len(mine & theirs) / len(mine | theirs)
+            if overlap < 0.6:
+                continue
+            ratio = difflib.SequenceMatcher(None, statement_n, norm(fact.statement)).ratio()
+            if ratio > best[0]:
+                best = (ratio, fact)
+        if best[1] is not None and best[0] >= SIMILAR:
+            return Found(best[1], "statement")
+        return None
+
+
+def _known(kb: KnowledgeBase, fact: Fact, milestone: Milestone | None) -> bool:
+    """Known and still holding at the milestone: a fact that ended earlier cannot be unchanged
+    or changed, and one learned later (or probed today) is not what the dump talks about."""
+    return kb.visible(fact, milestone)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as a reader would judge: numbers numerically, text ignoring case and spaces."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(a)))
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() != b.keys():
+        # a table row read back: the header's words, not the fact's keys
+        return len(a) == len(b) and all(map(same_value, a.values(), b.values()))
+    if isinstance(a, (str, int, float)) and isinstance(b, (str, int, float)):
+        return norm(str(a)).rstrip("%") == norm(str(b)).rstrip("%")
+    return bool(a == b)
+
+
+def verdict(
+    found: Found | None,
+    proposed: dict[str, Any],
+    key: tuple[str, ...] | None,
+    text: str,
+    kb: KnowledgeBase,
+    milestone: Milestone,
+) -> str:
+    """new | unchanged | changed | contradicted for a proposal and what it found."""
+    if found is None:
+        return "new"
+    old = found.fact
+    old_status = kb.status_as_of(old, milestone)
+    if proposed.get("status") == "refuted":
+        return "unchanged" if old_status == "refuted" else "contradicted"
+    comparable = found.how == "id" or (key is not None and key == fact_key(old))
+    if not comparable or "value" not in proposed or old.value is None:
+        return "unchanged"
+    if same_value(proposed["value"], old.value):
+        return "unchanged"
+    return "contradicted" if REFUTING.search(text) else "changed"

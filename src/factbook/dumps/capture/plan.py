@@ -1,0 +1,172 @@
+"""One import, start to end: read the dump, build, match, decide, apply to a scratch copy.
+
+    result = plan_import(root, Path("dump.md"), "4504")
+    print(summary(result)); print(result.applied.diff)
+    write(result.applied)          # --write
+
+`accept` limits what is applied to the proposals named (by `p<N>`, or by a fact id the
+proposal adds or changes); by default every proposal that lints clean is applied.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from factbook.dumps.capture.build import build, make_id
+from factbook.dumps.capture.match import Index, norm, verdict
+from factbook.dumps.capture.parse import Document, Entry, read_document
+from factbook.dumps.capture.propose import (
+    Applied,
+    Proposal,
+    apply,
+    changed_edits,
+    contradicted_edits,
+)
+from factbook.dumps.capture.sections import resolve
+from factbook.errors import UsageError
+from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
+from factbook.knowledge.model import Milestone
+
+VERDICTS = ("new", "changed", "contradicted", "unchanged")
+
+
+@dataclass
+class ImportResult:
+    """Everything one import found and would write."""
+
+    document: Document
+    milestone: Milestone
+    proposals: list[Proposal]
+    unplaced: list[Entry]
+    duplicates: int
+    applied: Applied
+    accepted: list[Proposal] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, verdict_name: str) -> int:
+        return sum(1 for p in self.proposals if p.verdict == verdict_name)
+
+    @property
+    def actionable(self) -> list[Proposal]:
+        return [p for p in self.proposals if p.verdict != "unchanged"]
+
+
+def plan_import(
+    root: Path, dump: Path, milestone_id: str, *, accept: list[str] | None = None
+) -> ImportResult:
+    """Proposals for one dump against the knowledge base at `root`, applied to a scratch copy."""
+    started = time.perf_counter()
+    kb, baseline = load_kb_with_problems(Path(root))
+    milestone = kb.milestone(milestone_id)
+    assert milestone is not None
+    document = read_document(dump)
+    proposals, unplaced, duplicates = propose_all(kb, document, milestone)
+    accepted = _accepted(proposals, accept)
+    applied = apply(kb.root, kb, accepted, baseline)
+    result = ImportResult(document, milestone, proposals, unplaced, duplicates, applied, accepted)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def propose_all(
+    kb: KnowledgeBase, document: Document, milestone: Milestone
+) -> tuple[list[Proposal], list[Entry], int]:
+    """A proposal (with its verdict) for every placed entry; unplaced entries; duplicates."""
+    index = Index(kb, milestone)
+    taken = set(kb.facts)
+    seen: set[str] = set()
+    proposals: list[Proposal] = []
+    unplaced: list[Entry] = []
+    duplicates = 0
+    for entry in document.entries:
+        section = resolve(entry.headings)
+        if section is None:
+            unplaced.append(entry)
+            continue
+        built = build(entry, section, milestone, document.path, kb)
+        fact = built.fact
+        marker = built.hinted_id or f"{fact['category']}|{norm(entry.quote)}"
+        if marker in seen:
+            duplicates += 1  # `factbook status` shows a baseline in two places
+            continue
+        seen.add(marker)
+        found = index.find(
+            built.hinted_id, entry.quote, built.extracted.key, fact["statement"], fact.get("value")
+        )
+        name = verdict(found, fact, built.extracted.key, entry.text, kb, milestone)
+        proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
+        proposal.problems = list(built.problems)
+        proposal.how = found.how if found else ""
+        proposals.append(proposal)
+        if name == "unchanged":
+            continue
+        hinted = built.hinted_id
+        fact["id"] = hinted if hinted and hinted not in taken else make_id(fact, taken)
+        taken.add(fact["id"])
+        if name == "new":
+            proposal.fact = fact
+            continue
+        assert found is not None
+        old = found.fact
+        proposal.old_id = old.id
+        if name == "changed":
+            changed_edits(proposal, fact, old, milestone, kb)
+        elif fact.get("status") == "refuted":  # a struck-through line: the old fact itself
+            mark = entry.mark
+            note = (mark.detail if mark else "") or "refuted by the imported dump"
+            replaced = [i for i in (mark.replaced_by if mark else []) if i in kb.facts]
+            contradicted_edits(proposal, None, old, milestone, kb, note, replaced)
+        else:
+            note = f"contradicted by: {entry.quote[:120]}"
+            contradicted_edits(proposal, fact, old, milestone, kb, note, [])
+    return proposals, unplaced, duplicates
+
+
+def _accepted(proposals: list[Proposal], accept: list[str] | None) -> list[Proposal]:
+    actionable = [p for p in proposals if p.verdict != "unchanged"]
+    if accept is None:
+        return actionable
+    wanted = set(accept)
+    chosen = [p for p in actionable if p.pid in wanted or wanted & set(p.ids)]
+    known = {p.pid for p in actionable} | {i for p in actionable for i in p.ids}
+    unknown = sorted(wanted - known)
+    if unknown:
+        raise UsageError(
+            f"--accept {', '.join(unknown)}: no such proposal (see the p<N> list, or use a fact id)"
+        )
+    return chosen
+
+
+def counts_line(result: ImportResult) -> str:
+    """`115 new, 0 changed, ...; 0 cannot lint clean; ...; 0.21s`."""
+    counts = ", ".join(f"{result.count(v)} {v}" for v in VERDICTS)
+    unclean = sum(1 for p in result.actionable if not p.clean)
+    return (
+        f"{counts}; {unclean} cannot lint clean; {len(result.unplaced)} items outside any "
+        f"known section; {result.duplicates} duplicates; {result.seconds:.2f}s"
+    )
+
+
+def summary(result: ImportResult) -> str:
+    """The review list: one line per proposal that does something, then the counts."""
+    lines = [
+        f"{result.document.path}: {len(result.document.entries)} items, milestone "
+        f"{result.milestone.id}"
+        + (" (written by factbook status)" if result.document.generated else "")
+    ]
+    accepted = {p.pid for p in result.accepted}
+    for p in result.actionable:
+        target = ", ".join(p.ids)
+        state = "" if p.clean else "  [not applied: " + "; ".join(p.problems) + "]"
+        if p.clean and p.pid not in accepted:
+            state = "  [not accepted]"
+        quote = p.entry.quote if len(p.entry.quote) <= 90 else p.entry.quote[:87] + "..."
+        lines.append(
+            f"  {p.pid:>4} {p.verdict:<12} {target} ({p.category}, line {p.entry.line}): "
+            f"{quote}{state}"
+        )
+    lines.append(counts_line(result))
+    lines += [f"  lint: {p}" for p in result.applied.general_problems]
+    return "\n".join(lines)

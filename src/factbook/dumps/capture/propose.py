@@ -1,0 +1,229 @@
+"""Proposals → a reviewable diff of the fact files; `--write` applies the accepted ones.
+
+Every proposal is applied with writeback's comment-keeping machinery to a scratch copy of
+the knowledge base (facts/, milestones.yaml, targets.yaml, checks/), which is then linted:
+a proposal that adds a lint problem is set aside with the problem as its reason, and the
+rest applied again, so what is shown is exactly what `--write` writes, and it lints clean.
+The diff is the scratch files against the real ones. Writing replaces each changed file
+atomically, under writeback's per-file lock, and refuses when a file changed since it was
+read (nothing is lost to a concurrent edit).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from factbook.dumps.capture.parse import Entry
+from factbook.errors import InputError
+from factbook.knowledge.kb import FACTS_DIR, KnowledgeBase, load_kb_with_problems
+from factbook.knowledge.model import Fact, Milestone
+from factbook.store.atomic import write_text_atomic
+from factbook.store.writeback import WritebackError, append_facts, file_lock, update_fact
+
+COPIED = ("milestones.yaml", "targets.yaml", "checks")
+_FACT_IN_PROBLEM = re.compile(r"fact '([^']+)'")
+
+
+@dataclass
+class Proposal:
+    """One entry's verdict and, unless unchanged, the edits that record it."""
+
+    pid: str
+    verdict: str  # new | changed | contradicted | unchanged
+    entry: Entry
+    category: str
+    how: str = ""  # how the known fact was found: id | key | quote | statement
+    fact: dict[str, Any] | None = None  # a fact to add
+    old_id: str | None = None
+    updates: dict[str, Any] = field(default_factory=dict)  # fields set on the old fact
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ids(self) -> list[str]:
+        return [i for i in ((self.fact or {}).get("id"), self.old_id) if i]
+
+    @property
+    def clean(self) -> bool:
+        return not self.problems
+
+
+def changed_edits(
+    proposal: Proposal, new: dict[str, Any], old: Fact, milestone: Milestone, kb: KnowledgeBase
+) -> None:
+    """The old fact ends at the milestone and the new one replaces it; within one milestone
+    (the old fact began here) the value is corrected in place instead."""
+    began = kb.milestones.get(old.since) if old.since else None
+    if began is not None and began.index >= milestone.index:
+        proposal.updates = {"value": new.get("value")}
+        if new.get("unit") and new.get("unit") != old.unit:
+            proposal.updates["unit"] = new["unit"]
+        proposal.fact = None
+        return
+    new["links"] = {"replaces": [old.id]}
+    proposal.fact = new
+    proposal.updates = {"until": milestone.id, "links": _linked(old, "replaced_by", new["id"])}
+
+
+def contradicted_edits(
+    proposal: Proposal,
+    new: dict[str, Any] | None,
+    old: Fact,
+    milestone: Milestone,
+    kb: KnowledgeBase,
+    note: str,
+    replaced_by: list[str],
+) -> None:
+    """The old fact is refuted as of the milestone (history keeps what it was before), and
+    `replaced_by` the new fact, or the ids a struck-through line names."""
+    history = [
+        {"at": h.at, "status": h.status, **({"note": h.note} if h.note else {})}
+        for h in old.history
+    ]
+    if not history:
+        first = old.since or next(iter(kb.milestones), milestone.id)
+        if first != milestone.id:
+            history.append({"at": first, "status": old.status})
+    history = [h for h in history if h["at"] != milestone.id]
+    history.append({"at": milestone.id, "status": "refuted", "note": note})
+    proposal.updates = {"status": "refuted", "history": history}
+    targets = [new["id"]] if new else replaced_by
+    links: dict[str, list[str]] = {k: list(v) for k, v in old.links.items()}
+    for target in targets:
+        links = _linked_map(links, "replaced_by", target)
+    if targets:
+        proposal.updates["links"] = links
+    if new is not None:
+        new["links"] = {"replaces": [old.id]}
+    proposal.fact = new
+
+
+def _linked(old: Fact, relation: str, other: str) -> dict[str, list[str]]:
+    return _linked_map({k: list(v) for k, v in old.links.items()}, relation, other)
+
+
+def _linked_map(links: dict[str, list[str]], relation: str, other: str) -> dict[str, list[str]]:
+    ids = links.get(relation, [])
+    links[relation] = ids if other in ids else [*ids, other]
+    return links
+
+
+def fact_file(kb: KnowledgeBase, category: str, root: Path) -> Path:
+    """Where a new fact of `category` goes: the file holding most of that category."""
+    counts = Counter(f.file for f in kb.facts.values() if f.category == category)
+    if counts:
+        return root / counts.most_common(1)[0][0]
+    return root / FACTS_DIR / f"{category}.yaml"
+
+
+@dataclass
+class Applied:
+    """The fact files after the accepted proposals, and the diff from the real ones."""
+
+    texts: dict[Path, str]  # real path → new text (changed or new files only)
+    originals: dict[Path, str | None]
+    diff: str
+    general_problems: list[str]
+
+
+def _scratch_copy(root: Path, into: Path) -> None:
+    shutil.copytree(root / FACTS_DIR, into / FACTS_DIR)
+    for name in COPIED:
+        source = root / name
+        if source.is_dir():
+            shutil.copytree(source, into / name)
+        elif source.exists():
+            shutil.copy2(source, into / name)
+
+
+def _apply_to(scratch: Path, kb: KnowledgeBase, proposals: list[Proposal]) -> None:
+    by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
+    for proposal in proposals:
+        if proposal.fact is not None:
+            path = fact_file(kb, proposal.fact["category"], scratch)
+            by_file.setdefault(path, []).append((proposal, proposal.fact))
+    for path, items in by_file.items():
+        try:
+            append_facts(path, [fact for _, fact in items])
+        except WritebackError as exc:
+            for proposal, _ in items:
+                proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
+    for proposal in proposals:
+        if proposal.old_id and proposal.updates and not proposal.problems:
+            try:
+                update_fact(scratch, proposal.old_id, set_fields=proposal.updates)
+            except (WritebackError, InputError) as exc:
+                proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
+
+
+def apply(root: Path, kb: KnowledgeBase, proposals: list[Proposal], baseline: list[Any]) -> Applied:
+    """Apply `proposals` to a scratch copy until it lints as clean as the real one was."""
+    before = {(p.file, p.message) for p in baseline}
+    general: list[str] = []
+    if not any(p.clean for p in proposals):  # nothing to apply: no scratch copy, no lint
+        return Applied({}, {}, "", [])
+    with tempfile.TemporaryDirectory(prefix="factbook-import-") as tmp:
+        scratch = Path(tmp) / "kb"
+        for _attempt in range(4):
+            if scratch.exists():
+                shutil.rmtree(scratch)
+            _scratch_copy(root, scratch)
+            chosen = [p for p in proposals if p.clean]
+            _apply_to(scratch, kb, chosen)
+            _, problems = load_kb_with_problems(scratch)
+            fresh = [p for p in problems if (p.file, p.message) not in before]
+            by_id = {i: p for p in chosen for i in p.ids}
+            blamed = False
+            general = []
+            for problem in fresh:
+                named = _FACT_IN_PROBLEM.search(problem.message)
+                owner = by_id.get(named.group(1)) if named else None
+                if owner is not None and owner.clean:
+                    owner.problems.append(f"lint: {problem.message}")
+                    blamed = True
+                elif owner is None:
+                    general.append(str(problem))
+            if not blamed:
+                break
+        texts: dict[Path, str] = {}
+        originals: dict[Path, str | None] = {}
+        chunks: list[str] = []
+        for path in sorted((scratch / FACTS_DIR).rglob("*.yaml")):
+            rel = path.relative_to(scratch)
+            real = root / rel
+            new = path.read_text(encoding="utf-8")
+            old = real.read_text(encoding="utf-8") if real.exists() else None
+            if new == old:
+                continue
+            texts[real], originals[real] = new, old
+            chunks += difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                new.splitlines(keepends=True),
+                fromfile=f"a/{rel.as_posix()}" if old is not None else "/dev/null",
+                tofile=f"b/{rel.as_posix()}",
+            )
+    return Applied(texts, originals, "".join(chunks), general)
+
+
+def write(applied: Applied) -> list[Path]:
+    """Write the changed fact files, each atomically, refusing any changed since read."""
+    for path, original in applied.originals.items():
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current != original:
+            raise InputError(f"{path}: changed while importing; nothing written, run again")
+    written = []
+    for path, text in applied.texts.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with file_lock(path):
+            current = path.read_text(encoding="utf-8") if path.exists() else None
+            if current != applied.originals[path]:
+                raise InputError(f"{path}: changed while importing; stopped before writing it")
+            write_text_atomic(path, text)
+        written.append(path)
+    return written

@@ -1,0 +1,39 @@
+"""Status documents: the knowledge base as of a moment, in the seeds' structure.
+
+context.py  facts → sections (the template context)
+items.py    one fact → text + verification mark + date
+changes.py  what changed since the previous status
+redact.py   hosts, IPs, users, secrets, key paths → consistent placeholders
+shapes.py   what secrets, addresses and personal paths look like (regexes)
+redact_config.py  redact.yaml, checked before use
+render.py   Jinja2 (knowledge-base overrides first), atomic writes, the index
+"""
+
+from __future__ import annotations
+
+from factbook.dumps.status.context import StatusContext, build_context, default_previous
+from factbook.dumps.status.redact import Redactor, redactor_for
+from factbook.dumps.status.render import (
+    StatusOptions,
+    default_path,
+    prepare,
+    render_context,
+    render_status,
+    write_index,
+    write_status,
+)
+
+__all__ = [
+    "Redactor",
+    "StatusContext",
+    "StatusOptions",
+    "build_context",
+    "default_path",
+    "default_previous",
+    "prepare",
+    "redactor_for",
+    "render_context",
+    "render_status",
+    "write_index",
+    "write_status",
+]

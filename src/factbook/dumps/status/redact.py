@@ -1,0 +1,212 @@
+"""Redaction for sharing: hosts, IPs, users, secrets and key paths become placeholders.
+
+Redaction runs on the rendered text, after any template (shipped or overridden), so nothing a
+template prints can slip past it: statements, values, sources, notes, observed results and
+error reasons alike. Placeholders are consistent within one document (the same host is
+`host-1` everywhere, whatever its case or spelling), so the document still reads, and a
+redacted document redacts to itself. What is redacted (shapes.py has the patterns):
+
+- `host-N`: every `host` of targets.yaml, its short name when that looks like a host name
+  (`kpro6`, `llm-two`, not `workstation`), `hosts:` of redact.yaml, in any case, also inside
+  words (`kpro6_backup`); the domain of `user@domain.tld` (not `git@github.com`);
+- `user-N`: every target `user` except system accounts (root, ...), `users:` of redact.yaml,
+  names of home directories (`/home/NAME`, `/Users/NAME`, `/var/home/NAME`, `~NAME`), the
+  user of `user@host` and of `scheme://user:pass@host`;
+- `ip-N`: IPv4 (also with leading zeros, glued to words, or dashed as in `ip-10-1-2-3`) and
+  IPv6 (validated; an IPv4-mapped address is its IPv4 address);
+- `secret-N`: `secrets:` of redact.yaml and $FACTBOOK_SECRETS (anywhere, any case), matches
+  of `patterns:` of redact.yaml, well-known token shapes (Hugging Face, OpenAI, GitHub,
+  GitLab, AWS, Slack, Google, Stripe, npm, PyPI, JWT, private key blocks, long random
+  strings), the value of `password=`/`token: `/`--api-key ` assignments and `Bearer`
+  headers, the password of a URL;
+- `key-N`: private key paths (`~/.ssh/id_ed25519`, `*.pem`, `certs/x.key`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from factbook.dumps.status import shapes
+from factbook.dumps.status.redact_config import (
+    MIN_SECRET,
+    REDACT_FILE,
+    SECRETS_ENV,
+    load_redact_config,
+)
+from factbook.errors import InputError
+from factbook.knowledge.kb import KnowledgeBase
+
+SYSTEM_USERS = frozenset(
+    {"root", "admin", "nobody", "ubuntu", "user", "users", "git", "daemon", "www-data"}
+)
+IPV4 = shapes.IPV4
+
+
+@dataclass
+class Redactor:
+    """Replaces sensitive strings with placeholders; one instance per document."""
+
+    hosts: list[str] = field(default_factory=list)
+    users: list[str] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)
+    patterns: list[str] = field(default_factory=list)
+    mapping: dict[str, str] = field(default_factory=dict)
+    _counts: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._kinds: dict[str, str] = {}
+        for kind, values in (("secret", self.secrets), ("host", self.hosts), ("user", self.users)):
+            for value in values:
+                if value and value.lower() not in self._kinds:
+                    self._kinds[value.lower()] = kind
+        self._aliases = {h.split(".")[0].lower(): h.lower() for h in self.hosts if "." in h}
+        self._pattern = re.compile("|".join(self._parts()))
+
+    def _parts(self) -> list[str]:
+        """The alternatives, most specific first (at one position the first that matches wins)."""
+
+        def alternation(values: Iterable[str]) -> str:
+            return "|".join(map(re.escape, sorted(set(values), key=len, reverse=True)))
+
+        secrets = [v for v, k in self._kinds.items() if k == "secret"]
+        names = [v for v, k in self._kinds.items() if k != "secret"]
+        hosts = [v for v, k in self._kinds.items() if k == "host"]
+        parts = [
+            rf"(?P<keep>\[REDACTED[\w-]*\]|(?<![A-Za-z0-9]){shapes.PLACEHOLDER.pattern}(?![A-Za-z0-9-]))",
+            shapes.PRIVATE_KEY_BLOCK,
+            rf"(?P<keypath>{shapes.KEY_PATH})",
+            shapes.URL_USERINFO,
+        ]
+        if secrets:
+            parts.append(rf"(?P<secret>(?i:{alternation(secrets)}))")
+        parts += [rf"(?P<custom{i}>{p})" for i, p in enumerate(self.patterns)]
+        parts += [rf"(?P<tok_{name}>{p})" for name, p in shapes.TOKEN_SHAPES.items()]
+        parts += [shapes.BEARER, shapes.FLAG_ASSIGNMENT, shapes.ASSIGNMENT]
+        parts.append(rf"(?P<homepre>{shapes.HOME_PREFIX})(?P<home>[A-Za-z_][\w.-]*)")
+        parts.append(shapes.TILDE_HOME)
+        parts.append(shapes.user_at_host(alternation(hosts) if hosts else "(?!)"))
+        if names:
+            parts.append(rf"(?P<lit>(?<![A-Za-z0-9])(?i:{alternation(names)})(?![A-Za-z0-9]))")
+        parts.append(rf"(?P<ip4>{shapes.IPV4.pattern}|{shapes.IPV4_DASHED})")
+        parts.append(rf"(?P<ip6>{shapes.IPV6_CANDIDATE})")
+        return parts
+
+    def placeholder(self, kind: str, original: str) -> str:
+        """The placeholder of `original`, allocating `kind-N` on first sight."""
+        key = original.lower()
+        if kind == "host":
+            key = self._aliases.get(key, key)
+        key = f"{kind}:{key}"
+        if key not in self.mapping:
+            self._counts[kind] = self._counts.get(kind, 0) + 1
+            self.mapping[key] = f"{kind}-{self._counts[kind]}"
+        return self.mapping[key]
+
+    def _replace(self, m: re.Match[str]) -> str:
+        text, group = m.group(0), m.lastgroup or ""
+        if group == "keep" or shapes.PLACEHOLDER.fullmatch(text):
+            return text
+        if group == "pkblock" or group == "secret" or group.startswith(("custom", "tok_")):
+            if group == "tok_high_entropy" and not shapes.looks_random(text):
+                return text
+            return self.placeholder("secret", text)
+        if group == "keypath":
+            return self.placeholder("key", text)
+        if m.group("uinfo") is not None:
+            return m.group("uscheme") + self._userinfo(m.group("uinfo")) + "@"
+        for key, value in (("bkey", "bval"), ("fkey", "fval"), ("akey", "aval")):
+            if m.group(key) is not None:
+                head = text[: m.start(value) - m.start()]
+                return head + self._value(m.group(key), m[value], prose=head.rstrip()[-1:] == ":")
+        if m.group("home") is not None:
+            return m.group("homepre") + self._name(m.group("home"), "user")
+        if m.group("tilde") is not None:
+            return "~" + self._name(m.group("tilde"), "user")
+        if m.group("auser") is not None:
+            return self._user_at_host(m.group("auser"), m.group("aknown"), m.group("adomain"))
+        if group == "lit":
+            return self.placeholder(self._kinds[text.lower()], text)
+        if group in ("ip4", "ip6"):
+            canonical = shapes.normalise_ip(text)
+            return self.placeholder("ip", canonical) if canonical else text
+        return text
+
+    def _user_at_host(self, user: str, known: str | None, domain: str | None) -> str:
+        """`git@github.com` stays; `dave@build-3.corp.example.com` hides both parts."""
+        system = user.lower() in SYSTEM_USERS
+        user_part = user if system else self._name(user, "user")
+        if known is not None:
+            return f"{user_part}@{self(known)}"
+        assert domain is not None
+        return f"{user}@{domain}" if system else f"{user_part}@{self._name(domain, 'host')}"
+
+    def _name(self, name: str, kind: str) -> str:
+        if shapes.PLACEHOLDER.fullmatch(name):
+            return name
+        return self.placeholder(self._kinds.get(name.lower(), kind), name)
+
+    def _userinfo(self, info: str) -> str:
+        user, sep, password = info.partition(":")
+        if not sep:  # `https://TOKEN@host`: a lone user part is as often a token
+            if shapes.looks_random(user):
+                return self.placeholder("secret", user)
+            return user if user.lower() in SYSTEM_USERS else self._name(user, "user")
+        user_part = user if not user or user.lower() in SYSTEM_USERS else self._name(user, "user")
+        if not password or shapes.PLACEHOLDER.fullmatch(password):
+            return f"{user_part}:{password}"
+        return f"{user_part}:{self.placeholder('secret', password)}"
+
+    def _value(self, key: str, value: str, *, prose: bool) -> str:
+        quote = value[0] if value[:1] in "\"'" and value[-1:] == value[:1] else ""
+        core = value[1:-1] if quote else value
+        if shapes.PLACEHOLDER.fullmatch(core) or shapes.NOT_A_SECRET_VALUE.fullmatch(core):
+            return value
+        if prose and not shapes.ALWAYS_SECRET_KEY.match(key) and not _credential_like(core):
+            return value
+        return f"{quote}{self.placeholder('secret', core)}{quote}"
+
+    def __call__(self, text: str) -> str:
+        return self._pattern.sub(self._replace, text)
+
+
+def _credential_like(value: str) -> bool:
+    """A bare value after `token:`: a credential has digits or symbols, or is long; prose
+    (`token: the draft's`) and identifiers (`_STR`) have neither."""
+    return len(value) >= 16 or any(c.isdigit() or not (c.isalnum() or c in "_-.'") for c in value)
+
+
+def redactor_for(kb: KnowledgeBase, *, env: dict[str, str] | None = None) -> Redactor:
+    """A redactor for one document of `kb`: targets, redact.yaml and $FACTBOOK_SECRETS."""
+    hosts: list[str] = []
+    users: list[str] = []
+    for target in kb.targets.values():
+        if target.host:
+            hosts.append(target.host)
+            short = target.host.split(".")[0]
+            is_ip = shapes.normalise_ip(target.host) is not None
+            if short != target.host and not is_ip and shapes.hostlike(short):
+                hosts.append(short)
+        if target.user and target.user.lower() not in SYSTEM_USERS:
+            users.append(target.user)
+    config = load_redact_config(kb.root / REDACT_FILE)
+    environ = os.environ if env is None else env
+    extra = [s.strip() for s in environ.get(SECRETS_ENV, "").split(",") if s.strip()]
+    for n, secret in enumerate(extra, 1):
+        if len(secret) < MIN_SECRET:
+            raise InputError(
+                f"${SECRETS_ENV}: entry {n} has {len(secret)} character(s); a secret needs at "
+                f"least {MIN_SECRET} (shorter ones would redact ordinary words)"
+            )
+    return Redactor(
+        hosts=_unique(hosts + config.hosts),
+        users=_unique(users + config.users),
+        secrets=_unique(config.secrets + extra),
+        patterns=config.patterns,
+    )
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))

@@ -1,0 +1,196 @@
+"""Render a status document with Jinja2 and write it atomically under docs/status/.
+
+Templates are looked up in the knowledge base first (templates/status/, then templates/), then
+in the package, so a knowledge base overrides `status.md.j2` or any partial it includes.
+Environments are cached per template search path: compiling the templates is most of the
+cost of a render, and a status document for 1,000 facts must take well under half a second.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import secrets
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from factbook.dumps.status.context import StatusContext, build_context, default_previous
+from factbook.dumps.status.hint import hint_comment
+from factbook.dumps.status.items import value_text
+from factbook.dumps.status.redact import redactor_for
+from factbook.errors import InputError, UsageError
+from factbook.handbook.safehtml import safe_markdown
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.store.atomic import write_text_atomic
+from factbook.store.results import load_latest
+
+TEMPLATE = "status.md.j2"
+STATUS_DIR = Path("docs") / "status"
+INDEX = "index.md"
+_TAGLIKE = re.compile(r"<(?=[A-Za-z/|!])")
+
+
+@dataclass
+class StatusOptions:
+    """What `factbook status` was asked for."""
+
+    as_of: str | None = None
+    since: str | None = None
+    redact: bool = False
+    results: bool | None = None  # None: live results for 'now' only
+
+
+def md(text: Any) -> str:
+    """Escape what Markdown would swallow: `<think>` looks like an HTML tag. An entity, not a
+    backslash: Python-Markdown (MkDocs) does not honour `\\<`."""
+    return _TAGLIKE.sub("&lt;", str(text))
+
+
+def cell(text: Any) -> str:
+    """A Markdown table cell: escaped, pipes protected, one line."""
+    return md(text).replace("|", "\\|").replace("\n", " ")
+
+
+def kv(mapping: Any) -> str:
+    """A configuration mapping as `key=value, ...` (YAML-ish scalars, lists as JSON)."""
+    return value_text(mapping)
+
+
+def template_dirs(kb_root: Path) -> tuple[str, ...]:
+    """Override folders of a knowledge base that exist, most specific first."""
+    dirs = [kb_root / "templates" / "status", kb_root / "templates"]
+    return tuple(str(d) for d in dirs if d.is_dir())
+
+
+@lru_cache(maxsize=16)
+def environment(override_dirs: tuple[str, ...] = ()) -> jinja2.Environment:
+    loaders: list[jinja2.BaseLoader] = [jinja2.FileSystemLoader(list(override_dirs))]
+    loaders.append(jinja2.PackageLoader("factbook.dumps.status", "templates"))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=False,  # Markdown, not HTML; `md`/`cell` escape what matters
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["md"] = md
+    env.filters["cell"] = cell
+    env.filters["kv"] = kv
+    env.filters["hint"] = _hint_slot
+    return env
+
+
+# `factbook import`'s hints are HTML comments: safe_markdown would escape them like any markup
+# that came from a fact, so the template leaves a per-render placeholder that no fact text can
+# forge (a random nonce) and the comment goes in after the document was made safe.
+_HINTS: ContextVar[tuple[str, list[str]] | None] = ContextVar("status_hints", default=None)
+
+
+def _hint_slot(item: Any, **options: Any) -> str:
+    comment = hint_comment(item, **options)
+    slot = _HINTS.get()
+    if not comment or slot is None:
+        return comment
+    slot[1].append(comment)
+    return f"\ue000{slot[0]}:{len(slot[1]) - 1}\ue001"
+
+
+def render_context(context: StatusContext, kb_root: Path) -> str:
+    """The document text for a prepared context (no redaction)."""
+    env = environment(template_dirs(kb_root))
+    try:
+        template = env.get_template(TEMPLATE)
+        token = _HINTS.set((secrets.token_hex(6), []))
+        try:
+            text = safe_markdown(template.render(**context.as_dict()))
+            nonce, hints = _HINTS.get()
+            return re.sub(f"\ue000{nonce}:(\\d+)\ue001", lambda m: hints[int(m[1])], text)
+        finally:
+            _HINTS.reset(token)
+    except jinja2.TemplateError as exc:
+        where = f"{exc.filename}:{exc.lineno}: " if getattr(exc, "lineno", None) else ""
+        raise InputError(f"status template: {where}{exc}") from None
+
+
+def prepare(
+    kb: KnowledgeBase, options: StatusOptions, *, now: dt.datetime | None = None
+) -> StatusContext:
+    """Resolve milestones and results for `options` and build the context."""
+    as_of = kb.milestone(options.as_of)
+    if options.since is not None:
+        previous = kb.milestone(options.since)
+        if as_of is not None and previous.index >= as_of.index:
+            raise UsageError(f"--since {previous.id} is not before --as-of {as_of.id}")
+    else:
+        previous = default_previous(kb, as_of)
+    use_results = options.results if options.results is not None else as_of is None
+    results = (load_latest(kb.root) or None) if use_results else None  # none yet: provenance
+    return build_context(
+        kb, as_of=as_of, previous=previous, results=results, now=now, redacted=options.redact
+    )
+
+
+def render_status(
+    kb: KnowledgeBase, options: StatusOptions, *, now: dt.datetime | None = None
+) -> str:
+    """The status document for `options`, redacted when asked."""
+    context = prepare(kb, options, now=now)
+    text = render_context(context, kb.root)
+    return redactor_for(kb)(text) if options.redact else text
+
+
+def default_path(
+    kb: KnowledgeBase, options: StatusOptions, *, now: dt.datetime | None = None
+) -> Path:
+    """docs/status/status-<milestone>.md, or docs/status/<YYYY-MM-DD>-status.md for now."""
+    suffix = "-redacted" if options.redact else ""
+    if options.as_of is not None:
+        name = f"status-{options.as_of}{suffix}.md"
+    else:
+        day = (now or dt.datetime.now(dt.timezone.utc)).strftime("%Y-%m-%d")
+        name = f"{day}-status{suffix}.md"
+    return kb.root / STATUS_DIR / name
+
+
+def write_status(path: Path, text: str, *, kb_root: Path) -> Path:
+    """Write a document atomically; refresh the status index when it lands in docs/status/."""
+    write_text_atomic(path, text)
+    status_dir = (kb_root / STATUS_DIR).resolve()
+    if path.resolve().parent == status_dir:
+        write_index(status_dir)
+    return path
+
+
+_TITLE = re.compile(r"^# (.+)$", re.MULTILINE)
+
+
+def write_index(status_dir: Path) -> Path:
+    """docs/status/index.md: every status document, newest milestone/date first."""
+    docs = [p for p in status_dir.glob("*.md") if p.name != INDEX]
+
+    def key(path: Path) -> tuple[int, str]:
+        m = re.fullmatch(r"status-(\d+).*\.md", path.name)
+        return (0, f"{int(m.group(1)):012d}") if m else (1, path.name)
+
+    lines = [
+        "# Status documents",
+        "",
+        "Generated by `factbook status` (see docs/status-documents.md). Dated documents describe",
+        "the knowledge base at the time of writing; `status-<milestone>` documents reproduce",
+        "what was known, done and planned at that milestone.",
+        "",
+    ]
+    for path in sorted(docs, key=key, reverse=True):
+        head = path.read_text(encoding="utf-8")[:2000]
+        found = _TITLE.search(head)
+        title = found.group(1).strip() if found else path.stem
+        lines.append(f"- [{title}]({path.name})")
+    index = status_dir / INDEX
+    write_text_atomic(index, safe_markdown("\n".join(lines) + "\n"))  # titles are file text
+    return index

@@ -1,0 +1,259 @@
+"""`factbook serve`: verify on an interval and answer Prometheus and health checks, as goss serve.
+
+    GET /metrics   the last run as OpenMetrics (or classic text 0.0.4 when the scraper does not
+                   ask for OpenMetrics); verify/openmetrics.py
+    GET /healthz   200 when every check passed, 503 otherwise; the body is the summary table
+
+A scrape never starts more than one run: `RunCache` holds the last run and a lock; a request
+that finds it older than the interval takes the lock and runs (one batched agent per target),
+and requests arriving meanwhile wait for that run instead of starting their own. A background
+thread refreshes on the same interval, so scrapes usually find a fresh run and return at once.
+The server listens on loopback unless told otherwise, handles at most `threads` requests at
+a time (the rest wait in the listen backlog) and drops clients idle past `client_timeout`.
+The knowledge base is re-read before each run, so an edited fact is served from the next run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+from factbook.errors import FactbookError, UsageError
+from factbook.judging.outcomes import DRIFT, ERROR
+from factbook.store.results import ResultRecord
+
+DEFAULT_PORT = 9798
+
+
+@dataclass
+class ServeSettings:
+    """What to verify and how often; `verify` is passed to verify.run as `verify-facts` would."""
+
+    root: Path
+    patterns: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+    interval: float = 60.0
+    save: bool = False
+    transport: Any = None  # TransportOptions
+
+
+@dataclass
+class Snapshot:
+    """One finished run as served: the records, its header, when it ended, or why it failed."""
+
+    records: list[ResultRecord]
+    header: dict[str, Any]
+    categories: dict[str, str]
+    finished: float  # time.monotonic()
+    problem: str = ""  # the knowledge base could not be loaded or planned
+
+
+class RunCache:
+    """The last run, refreshed at most once per interval; never two runs at once."""
+
+    def __init__(self, settings: ServeSettings, runner: Callable[[ServeSettings], Snapshot]):
+        self.settings = settings
+        self.runner = runner
+        self.lock = threading.Lock()
+        self.snapshot: Snapshot | None = None
+        self.runs = 0
+
+    def get(self, *, max_age: float | None = None) -> Snapshot:
+        """The last run when younger than `max_age` (default: the interval), else a new one."""
+        limit = self.settings.interval if max_age is None else max_age
+        with self.lock:
+            current = self.snapshot
+            if current is None or time.monotonic() - current.finished >= limit:
+                self.runs += 1
+                self.snapshot = current = self.runner(self.settings)
+            return current
+
+
+def verify_snapshot(settings: ServeSettings) -> Snapshot:
+    """Load the knowledge base, run its selected checks once, and keep the outcome."""
+    from factbook.knowledge.kb import load_kb_with_problems
+    from factbook.verification.engine import VerifyOptions
+    from factbook.verification.run import (
+        Selection,
+        VerifySettings,
+        refuse_broken,
+        run_verify,
+        select_facts,
+    )
+    from factbook.verification.targets import plan_checks
+    from factbook.verification.transports.base import TransportOptions
+
+    try:
+        kb, problems = load_kb_with_problems(settings.root)
+        selection = Selection(settings.patterns, settings.categories, settings.tags)
+        facts = select_facts(kb, selection)
+        refuse_broken(facts, problems)
+        plan = plan_checks(kb, facts, settings.targets)
+        options = VerifyOptions(transport=settings.transport or TransportOptions())
+        run = run_verify(kb, plan, VerifySettings(options, save=settings.save, argv=["serve"]))
+    except FactbookError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Snapshot([], {}, {}, time.monotonic(), problem=first)
+    categories = {f.id: f.category for f in kb.facts.values()}
+    return Snapshot(run.records, run.header, categories, time.monotonic())
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: MetricsServer
+    timeout = 10.0  # replaced per server by client_timeout
+    protocol_version = "HTTP/1.0"
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == "/metrics":
+            self._metrics()
+        elif path == "/healthz":
+            self._healthz()
+        else:
+            self._send(404, "text/plain; charset=utf-8", "not found: try /metrics or /healthz\n")
+
+    def _metrics(self) -> None:
+        from factbook.verification.openmetrics import (
+            CLASSIC_CONTENT_TYPE,
+            CONTENT_TYPE,
+            to_openmetrics,
+        )
+
+        snap = self.server.cache.get()
+        if snap.problem:
+            self._send(503, "text/plain; charset=utf-8", f"factbook: {snap.problem}\n")
+            return
+        text = to_openmetrics(snap.records, snap.header, snap.categories)
+        wants_om = "application/openmetrics-text" in self.headers.get("Accept", "")
+        self._send(200, CONTENT_TYPE if wants_om else CLASSIC_CONTENT_TYPE, text)
+
+    def _healthz(self) -> None:
+        from factbook.verification.report import table
+
+        snap = self.server.cache.get()
+        if snap.problem:
+            self._send(503, "text/plain; charset=utf-8", f"factbook: {snap.problem}\n")
+            return
+        bad = any(r.outcome in (DRIFT, ERROR) for r in snap.records)
+        body = table(snap.records, float(snap.header.get("elapsed_s", 0.0)), show_passed=False)
+        self._send(503 if bad else 200, "text/plain; charset=utf-8", body)
+
+    def _send(self, status: int, content_type: str, body: str) -> None:
+        data = body.encode("utf-8", "backslashreplace")
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.log is not None:
+            self.server.log(f"{self.address_string()} {format % args}")
+
+
+class MetricsServer(HTTPServer):
+    """An HTTP server whose requests run on a fixed pool of `threads` workers."""
+
+    daemon_threads = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        cache: RunCache,
+        *,
+        threads: int = 4,
+        client_timeout: float = 10.0,
+        log: Callable[[str], None] | None = None,
+    ):
+        handler = type("Handler", (_Handler,), {"timeout": client_timeout})
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="factbook-serve")
+        try:
+            super().__init__(address, handler)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot listen on {address[0]}:{address[1]}: {exc.strerror}"
+            ) from None
+        self.cache = cache
+        self.log = log
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.pool.submit(self._handle, request, client_address)
+
+    def _handle(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self.shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+
+class Service:
+    """The server, its refresher thread and its cache, started and stopped together."""
+
+    def __init__(self, server: MetricsServer, interval: float):
+        self.server = server
+        self.interval = interval
+        self.stopping = threading.Event()
+        self.threads = [
+            threading.Thread(target=server.serve_forever, name="factbook-http", daemon=True),
+            threading.Thread(target=self._refresh, name="factbook-refresh", daemon=True),
+        ]
+
+    def start(self) -> Service:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def _refresh(self) -> None:
+        while not self.stopping.is_set():
+            self.server.cache.get()
+            self.stopping.wait(self.interval)
+
+    def wait(self) -> None:
+        while not self.stopping.wait(0.5):
+            pass
+
+    def close(self, wait: float = 60.0) -> None:
+        """Stop listening, then let a run in progress finish (its agents end with it)."""
+        self.stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.threads[1].join(wait)
+
+
+def start_service(
+    settings: ServeSettings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    threads: int = 4,
+    client_timeout: float = 10.0,
+    log: Callable[[str], None] | None = None,
+    runner: Callable[[ServeSettings], Snapshot] = verify_snapshot,
+) -> Service:
+    """Listen, start refreshing, and return the running service (`.close()` stops it)."""
+    if settings.interval <= 0 or threads < 1:
+        raise UsageError("--interval must be > 0 and --threads >= 1")
+    cache = RunCache(settings, runner)
+    server = MetricsServer(
+        (host, port), cache, threads=threads, client_timeout=client_timeout, log=log
+    )
+    return Service(server, settings.interval).start()

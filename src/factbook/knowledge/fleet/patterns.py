@@ -1,0 +1,115 @@
+"""Host patterns as Ansible operators write them: which targets `--target`/`--limit` name.
+
+    node-01            a target          @gpu-nodes, gpu-nodes   a group (@ says: only a group)
+    node-*, node-0?    a glob over target and group names        tag:h100   targets with a tag
+    ~node-(0|1)\\d      a regular expression over target names    all, *     every target
+    a,b  or  a:b       union      a:&b  intersection      a:!b  exclusion
+
+As in Ansible, the union of the plain terms is taken first, then each `&` term intersects it
+and each `!` term removes from it, whatever their order. A plain or `&` term that matches
+nothing is an error naming the pattern; a `!` term that matches nothing is not.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from factbook.errors import UsageError
+from factbook.knowledge.fleet.inventory import ALL, Inventory
+
+_SPLIT = re.compile(r"[,:]")
+
+
+def split_terms(pattern: str) -> list[str]:
+    """`a:&b,!c` -> ["a", "&b", "!c"]; a `~regex` term keeps its commas and colons only when
+    it is the whole pattern."""
+    text = pattern.strip()
+    if text.startswith("~"):
+        return [text]
+    terms: list[str] = []
+    glue = False
+    for part in (p.strip() for p in _SPLIT.split(text)):
+        if glue:
+            terms[-1] += ":" + part
+            glue = False
+        elif part:
+            terms.append(part)
+            glue = part.lstrip("&!") == "tag"
+    return terms
+
+
+def is_pattern(spec: str) -> bool:
+    """Whether a --target word is a pattern (not a plain known name)."""
+    return any(ch in spec for ch in "@*?[~:&!") or spec.startswith("tag:")
+
+
+def match(inventory: Inventory, pattern: str, *, where: str = "--target") -> list[str]:
+    """The target names `pattern` selects, in inventory order."""
+    plain: list[str] = []
+    both: list[set[str]] = []
+    minus: set[str] = set()
+    for term in split_terms(pattern):
+        if term.startswith("&"):
+            found = _term(inventory, term[1:], where, pattern)
+            both.append(set(found))
+        elif term.startswith("!"):
+            minus.update(_term(inventory, term[1:], where, pattern, must=False))
+        else:
+            plain += _term(inventory, term, where, pattern)
+    chosen = set(plain)
+    for keep in both:
+        chosen &= keep
+    chosen -= minus
+    return [t for t in inventory.targets if t in chosen]
+
+
+def _term(
+    inventory: Inventory, term: str, where: str, pattern: str, *, must: bool = True
+) -> list[str]:
+    found = _resolve(inventory, term, where)
+    if must and not found:
+        groups = ", ".join(g for g in inventory.groups if g != ALL) or "none"
+        raise UsageError(
+            f"{where} {pattern!r}: '{term}' matches no target (targets: "
+            f"{_few(list(inventory.targets))}; groups: {groups})"
+        )
+    return found
+
+
+def _resolve(inventory: Inventory, term: str, where: str) -> list[str]:
+    if term in (ALL, "*"):
+        return list(inventory.targets)
+    if term.startswith("@"):
+        name = term[1:]
+        if name not in inventory.groups and name != ALL:
+            known = ", ".join(inventory.groups) or "none"
+            raise UsageError(f"{where}: no group '{name}' (groups: {known})")
+        return inventory.members(name)
+    if term.startswith("tag:"):
+        tag = term[4:]
+        return [n for n, t in inventory.targets.items() if tag in t.tags]
+    if term.startswith("~"):
+        try:
+            regex = re.compile(term[1:])
+        except re.error as exc:
+            raise UsageError(f"{where}: bad regular expression {term[1:]!r}: {exc}") from None
+        return [n for n in inventory.targets if regex.search(n)]
+    if any(ch in term for ch in "*?["):
+        found = [n for n in inventory.targets if fnmatch.fnmatchcase(n, term)]
+        for group in inventory.groups:
+            if fnmatch.fnmatchcase(group, term):
+                found += inventory.members(group)
+        return list(dict.fromkeys(found))
+    if term in inventory.targets:
+        return [term]
+    if term in inventory.groups:
+        return inventory.members(term)
+    return []
+
+
+def _few(names: list[str], limit: int = 8) -> str:
+    if not names:
+        return "none; add targets.yaml"
+    more = f", ... ({len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more

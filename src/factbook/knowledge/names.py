@@ -1,0 +1,57 @@
+"""Names people write (targets, env keys, fact ids, runbooks, steps) and paths built from them.
+
+A name ends up in a shell command on a box, an HTML id and a folder under results/, so it is
+checked once, at load time, against a strict pattern; `inside()` then proves that a path built
+from a name stays in its folder, for names that came from somewhere the loader did not see
+(a results file, a command line, a run id).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from factbook.errors import InputError
+
+# fullmatch everywhere: `$` in re.match lets a trailing newline through
+PATTERNS: dict[str, re.Pattern[str]] = {
+    "target name": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"),
+    "env key": re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}"),
+    "fact id": re.compile(r"[a-z0-9_]+(\.[a-z0-9_-]+)*"),
+    "runbook name": re.compile(r"[a-z0-9][a-z0-9._-]{0,99}"),
+    "step name": re.compile(r"[a-z0-9][a-z0-9_-]*"),
+    "server name": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"),
+}
+HINTS = {
+    "target name": "letters, digits, '.', '_', '-'; starting with a letter or digit",
+    "env key": "letters, digits and '_', not starting with a digit",
+    "fact id": "dotted lower-case words: [a-z0-9_] then .[a-z0-9_-]",
+    "runbook name": "lower-case letters, digits, '.', '_', '-'",
+    "step name": "lower-case letters, digits, '_', '-'",
+    "server name": "letters, digits, '.', '_', '-'; starting with a letter or digit",
+}
+
+
+def name_problem(kind: str, value: object) -> str | None:
+    """Why `value` is not a valid name of `kind`, or None when it is."""
+    if isinstance(value, str) and PATTERNS[kind].fullmatch(value):
+        return None
+    return f"bad {kind} {str(value)[:80]!r} (use {HINTS[kind]})"
+
+
+def check_name(kind: str, value: object) -> str:
+    """`value` when it is a valid name of `kind`; InputError otherwise."""
+    problem = name_problem(kind, value)
+    if problem:
+        raise InputError(problem)
+    return str(value)
+
+
+def inside(base: Path, *parts: str) -> Path:
+    """base/parts..., refused when the result would leave `base` (`..`, absolute parts, links)."""
+    root = Path(base).resolve()
+    resolved = root.joinpath(*parts).resolve()
+    if not resolved.is_relative_to(root) or resolved == root:
+        shown = "/".join(parts)
+        raise InputError(f"path '{shown}' leaves {base}: names may not hold '/' or '..'")
+    return Path(base).joinpath(*parts)

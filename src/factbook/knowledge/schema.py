@@ -1,0 +1,439 @@
+"""The fact file schema, published as JSON Schema and enforced with located messages.
+
+One definition serves both: `factbook schema` prints it for editors, and `validate()` walks
+the same dict (the subset of JSON Schema used here) to report every violation at its line.
+Categories and their extra keys come from categories.py. Rules that JSON Schema cannot say
+well (per-category keys, links, milestones, probes) live in
+the loader's semantic pass.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from factbook.errors import Problem
+from factbook.knowledge import categories
+from factbook.knowledge.yamlsrc import LocatedDoc, PathKey
+from factbook.verification.transports.base import TRANSPORTS
+
+STATUSES = ["assumed", "verified", "refuted", "stale"]
+CATEGORIES = categories.NAMES
+LINK_RELATIONS = [
+    "fixed_by",
+    "fixes",
+    "checked_by",
+    "checks",
+    "justified_by",
+    "justifies",
+    "replaced_by",
+    "replaces",
+    "caused_by",
+    "causes",
+    "see_also",
+]
+# Derived from the category registry: which category may (and must) carry which extra keys.
+CATEGORY_KEYS: dict[str, set[str]] = {c.name: set(c.keys) for c in categories.CATEGORIES if c.keys}
+CATEGORY_REQUIRED: dict[str, set[str]] = {
+    c.name: set(c.required) for c in categories.CATEGORIES if c.required
+}
+ID_PATTERN = r"^[a-z0-9_]+(\.[a-z0-9_-]+)*$"
+MILESTONE_REF = {"type": ["string", "integer"]}
+
+_STR = {"type": "string"}
+_ANY: dict[str, Any] = {}
+
+SOURCE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "seed": _STR,
+        "message": {"type": "integer"},
+        "quote": _STR,
+        "run": _STR,
+        "runbook": _STR,
+        "step": _STR,
+        "target": _STR,
+        "date": {"type": ["string"]},
+        "note": _STR,
+    },
+}
+
+CHECK_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["probe"],
+    "properties": {
+        "probe": _STR,
+        "args": {"type": "object"},
+        "expect": {"type": "object"},
+        "timeout": {"type": "number", "exclusiveMinimum": 0},
+        "target": _STR,
+    },
+}
+
+FACT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["id", "category", "title", "statement", "status", "sources"],
+    "properties": {
+        "id": {"type": "string", "pattern": ID_PATTERN},
+        "category": {"type": "string", "enum": CATEGORIES},
+        "title": _STR,
+        "statement": _STR,
+        "value": _ANY,
+        "unit": {"type": ["string", "null"]},
+        "status": {"type": "string", "enum": STATUSES},
+        "target": {"type": ["string", "null"]},
+        "tags": {"type": "array", "items": _STR},
+        "since": {"type": ["string", "integer", "null"]},
+        "until": {"type": ["string", "integer", "null"]},
+        "history": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["at", "status"],
+                "properties": {
+                    "at": MILESTONE_REF,
+                    "status": {"type": "string", "enum": STATUSES},
+                    "note": _STR,
+                },
+            },
+        },
+        "sources": {"type": "array", "minItems": 1, "items": SOURCE_SCHEMA},
+        "check": CHECK_SCHEMA,
+        "links": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {r: {"type": "array", "items": _STR} for r in LINK_RELATIONS},
+        },
+        # category-specific keys (the loader checks which category may use which)
+        **categories.category_key_schemas(),
+    },
+}
+
+FACT_FILE_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://factbook.invalid/schema/facts.schema.json",
+    "title": "factbook fact file",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["facts"],
+    "properties": {"facts": {"type": "array", "items": FACT_SCHEMA}},
+}
+
+# The file's top level alone: facts are validated one by one so each gets its own messages.
+FACT_FILE_TOP_SCHEMA = {**FACT_FILE_SCHEMA, "properties": {"facts": {"type": "array"}}}
+
+MILESTONES_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["milestones"],
+    "properties": {
+        "milestones": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["id", "title"],
+                "properties": {
+                    "id": {"type": ["string", "integer"]},
+                    "title": _STR,
+                    "seed": _STR,
+                    "message": {"type": "integer"},
+                    "date": _STR,
+                },
+            },
+        }
+    },
+}
+
+TARGET_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "transport": {"type": "string", "enum": list(TRANSPORTS)},
+        "host": _STR,
+        "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+        "user": _STR,
+        "jump": {"type": ["string", "array"], "items": _STR},
+        "python": _STR,
+        "identity_file": _STR,
+        "env": {
+            "type": "object",
+            "additionalProperties": {"type": ["string", "integer", "number", "boolean"]},
+        },
+        "description": _STR,
+        "tags": {"type": "array", "items": _STR},
+        "connect_timeout": {"type": "number", "exclusiveMinimum": 0},
+        "exec": {"type": "array", "items": _STR, "minItems": 1},
+        "via": _STR,
+        "nodes": _STR,
+        "partition": _STR,
+        "srun_args": {"type": "array", "items": _STR},
+        "vars": {"type": "object"},
+        "identity": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "hostname": _STR,
+                "machine_id": _STR,
+                "gpu_uuids": {"type": "array", "items": _STR, "minItems": 1},
+                "facts": {"type": "array", "items": _STR, "minItems": 1},
+            },
+        },
+    },
+}
+
+GROUP_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "targets": {"type": "array", "items": _STR},
+        "children": {"type": "array", "items": _STR},
+        "vars": {"type": "object"},
+        "description": _STR,
+    },
+}
+
+TARGETS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "targets": {"type": "object", "additionalProperties": TARGET_SCHEMA},
+        "groups": {"type": "object", "additionalProperties": GROUP_SCHEMA},
+        "inventory": {"type": ["string", "array"], "items": _STR},
+    },
+}
+
+_FRIENDLY = {"object": "mapping", "array": "list"}
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+def _type_ok(value: Any, types: str | list[str]) -> bool:
+    """JSON Schema's types: booleans are not numbers; 2.0 is an integer (draft 2020-12)."""
+    names = [types] if isinstance(types, str) else types
+    for name in names:
+        if isinstance(value, bool) and name in ("integer", "number"):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            continue  # .nan and .inf pass every comparison check: never a valid number
+        if name == "integer" and isinstance(value, float) and value.is_integer():
+            return True
+        if isinstance(value, _JSON_TYPES[name]):
+            return True
+    return False
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON Schema's `enum` means it: true is not 1, 1.0 is 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if _is_num(a) and _is_num(b):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# The JSON Schema keywords validate() implements; any other one is refused (UnsupportedKeyword)
+# rather than silently ignored, so the published schema can never promise more than lint checks.
+KEYWORDS = frozenset(
+    {
+        *("type", "enum", "pattern", "minimum", "maximum", "exclusiveMinimum"),
+        *("properties", "required", "additionalProperties", "minItems", "items"),
+    }
+)
+ANNOTATIONS = frozenset({"$schema", "$id", "title", "description"})
+
+
+class UnsupportedKeyword(ValueError):
+    """A schema uses a JSON Schema keyword factbook's validator does not implement."""
+
+
+def check_supported(schema: dict[str, Any], where: str = "#") -> None:
+    """Raise UnsupportedKeyword for any keyword in `schema` (recursively) validate() lacks."""
+    unknown = sorted(set(schema) - KEYWORDS - ANNOTATIONS)
+    if unknown:
+        raise UnsupportedKeyword(f"{where}: JSON Schema keyword(s) not implemented: {unknown}")
+    for name, sub in schema.get("properties", {}).items():
+        check_supported(sub, f"{where}/properties/{name}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            check_supported(schema[key], f"{where}/{key}")
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "list",
+        dict: "mapping",
+    }.get(type(value), type(value).__name__)
+
+
+def validate(
+    value: Any, schema: dict[str, Any], doc: LocatedDoc, path: PathKey = (), where: str = ""
+) -> list[Problem]:
+    """Every violation of `schema` by `value`, each at the line of the offending key."""
+    problems: list[Problem] = []
+    label = where
+    pre = f"{where}: " if where else ("top level: " if not path else "")
+    if "type" in schema and not _type_ok(value, schema["type"]):
+        names = [schema["type"]] if isinstance(schema["type"], str) else schema["type"]
+        want = " or ".join(_FRIENDLY.get(n, n) for n in names)
+        return [doc.problem(path, f"{pre}expected {want}, got {_describe(value)}")]
+    if _free_form(schema):
+        bad = _non_json(value)
+        if bad is not None:
+            return [doc.problem((*path, *bad[0]), f"{pre}unsupported value of type {bad[1]}")]
+    if not schema.keys() <= KEYWORDS | ANNOTATIONS:
+        check_supported(schema)
+    if "enum" in schema and not any(_json_equal(value, c) for c in schema["enum"]):
+        choices = ", ".join(str(c) for c in schema["enum"])
+        problems.append(doc.problem(path, f"{pre}{value!r} is not one of: {choices}"))
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        problems.append(doc.problem(path, f"{pre}{value!r} does not match {schema['pattern']}"))
+    if "minimum" in schema and _type_ok(value, "number") and value < schema["minimum"]:
+        problems.append(doc.problem(path, f"{pre}must be >= {schema['minimum']}"))
+    if "maximum" in schema and _type_ok(value, "number") and value > schema["maximum"]:
+        problems.append(doc.problem(path, f"{pre}must be <= {schema['maximum']}"))
+    lo = schema.get("exclusiveMinimum")
+    if lo is not None and _type_ok(value, "number") and value <= lo:
+        problems.append(doc.problem(path, f"{pre}must be > {lo}"))
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                problems.append(doc.problem(path, f"{pre}missing required key '{key}'"))
+        extra = schema.get("additionalProperties", True)
+        for key, sub in value.items():
+            sub_label = f"{where}.{key}" if where else str(key)
+            if key in props:
+                problems += validate(sub, props[key], doc, (*path, key), sub_label)
+            elif extra is False:
+                known = ", ".join(sorted(props))
+                problems.append(doc.problem((*path, key), f"unknown key '{key}' (known: {known})"))
+            elif isinstance(extra, dict):
+                problems += validate(sub, extra, doc, (*path, key), sub_label)
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            problems.append(doc.problem(path, f"{pre}needs at least {schema['minItems']} item"))
+        items = schema.get("items")
+        if items is not None:
+            for i, item in enumerate(value):
+                problems += validate(item, items, doc, (*path, i), f"{label or 'item'}[{i}]")
+    return problems
+
+
+for _published in (FACT_FILE_SCHEMA, MILESTONES_SCHEMA, TARGETS_SCHEMA):
+    check_supported(_published)
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _free_form(schema: dict[str, Any]) -> bool:
+    """A schema that accepts any content below it (a fact's value, a check's args)."""
+    return not any(k in schema for k in ("properties", "additionalProperties", "items"))
+
+
+def _non_json(value: Any, path: PathKey = ()) -> tuple[PathKey, str] | None:
+    """The first value inside `value` that JSON cannot hold (a date, bytes, NaN), if any.
+
+    Results, the handbook and the agent exchange values as JSON; such a value would break
+    them far from its line, so it is refused here, where the line is known.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, str(value)
+    if isinstance(value, _JSON_SCALARS):
+        return None
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _non_json(item, (*path, i))
+            if found:
+                return found
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return (*path, key), f"{type(key).__name__} (as a key; quote it)"
+            found = _non_json(item, (*path, key))
+            if found:
+                return found
+        return None
+    return path, f"{type(value).__name__} (quote it)"
+
+
+INVALID: Any = object()
+
+
+def conform(value: Any, schema: dict[str, Any]) -> Any:
+    """`value` with everything `validate` would report removed; INVALID if nothing is left.
+
+    The loader builds facts, targets and milestones only from conformed values, so code
+    downstream (status, handbook, verify) may trust every type, even when lint reported
+    problems and the command carries on with a warning.
+    """
+    if "type" in schema and not _type_ok(value, schema["type"]):
+        return INVALID
+    if _free_form(schema) and _non_json(value) is not None:
+        return INVALID
+    if "enum" in schema and not any(_json_equal(value, c) for c in schema["enum"]):
+        return INVALID
+    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        return INVALID
+    if _type_ok(value, "number"):
+        lo = schema.get("exclusiveMinimum")
+        if (
+            ("minimum" in schema and value < schema["minimum"])
+            or ("maximum" in schema and value > schema["maximum"])
+            or (lo is not None and value <= lo)
+        ):
+            return INVALID
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        out = {}
+        for key, sub in value.items():
+            sub_schema = props.get(key, extra if isinstance(extra, dict) else None)
+            if sub_schema is None:
+                if key in props or extra is not False:
+                    out[key] = sub
+                continue
+            cleaned = conform(sub, sub_schema)
+            if cleaned is not INVALID:
+                out[key] = cleaned
+        if any(key not in out for key in schema.get("required", [])):
+            return INVALID
+        return out
+    if isinstance(value, list):
+        items = schema.get("items")
+        out_list = [conform(item, items) for item in value] if items is not None else list(value)
+        out_list = [item for item in out_list if item is not INVALID]
+        if len(out_list) < schema.get("minItems", 0):
+            return INVALID
+        return out_list
+    return value

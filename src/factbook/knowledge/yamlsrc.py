@@ -1,0 +1,212 @@
+"""Load YAML keeping the line of every value, so every problem can name `file:line`.
+
+PyYAML's composer gives nodes with marks; we build plain Python values from them and keep a
+side table from each value's path (("facts", 3, "check")) to its 1-based line. Duplicate keys,
+which PyYAML silently collapses, are reported.
+
+Hostile input is bounded before anything is built: a file larger than MAX_BYTES, deeper than
+MAX_DEPTH, with more than MAX_NODES values or more than one document is refused with its line.
+Aliases are refused outright rather than bounded: no knowledge base uses them, a value reached
+through an alias has no line of its own (messages and write-back would point at the anchor),
+and refusing them removes the alias bomb (`&a [*a, *a, ...]`, 560 bytes -> gigabytes) and the
+recursive alias (`&r [*r]`) as whole classes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from factbook.errors import Problem
+
+MAX_BYTES = 1 << 20  # 30x the largest shipped fact file
+MAX_DEPTH = 40  # the schema needs ~8 levels (facts/N/check/expect/all/N/...)
+MAX_NODES = 200_000  # 1 MiB of dense facts holds ~105,000; the shipped KB ~25,000 in all
+# Characters YAML forbids; PyYAML reports them without a line (a "reader error").
+_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+_NAMES = {0: "NUL", 0x1B: "ESC", 0x7F: "DEL"}
+
+PathKey = tuple[Any, ...]
+# libyaml's composer keeps marks and is ~10x faster than the pure-Python one.
+_COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass
+class LocatedDoc:
+    """A parsed YAML document with the line of every path in it."""
+
+    file: str
+    data: Any
+    lines: dict[PathKey, int] = field(default_factory=dict)
+    key_lines: dict[PathKey, int] = field(default_factory=dict)
+
+    def line(self, path: PathKey) -> int:
+        """The line of the value at `path`, or of its closest ancestor."""
+        for n in range(len(path), -1, -1):
+            sub = path[:n]
+            if sub in self.key_lines:
+                return self.key_lines[sub]
+            if sub in self.lines:
+                return self.lines[sub]
+        return 1
+
+    def problem(self, path: PathKey, message: str) -> Problem:
+        return Problem(self.file, self.line(path), message)
+
+
+def _construct(
+    node: yaml.Node, path: PathKey, doc: LocatedDoc, problems: list[Problem], ctor: yaml.SafeLoader
+) -> Any:
+    doc.lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                problems.append(
+                    Problem(doc.file, key_node.start_mark.line + 1, "mapping keys must be scalars")
+                )
+                continue
+            key = _scalar(key_node, doc, problems, ctor)
+            if key in result:
+                problems.append(
+                    Problem(doc.file, key_node.start_mark.line + 1, f"duplicate key {key!r}")
+                )
+            doc.key_lines[(*path, key)] = key_node.start_mark.line + 1
+            result[key] = _construct(value_node, (*path, key), doc, problems, ctor)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [
+            _construct(item, (*path, i), doc, problems, ctor) for i, item in enumerate(node.value)
+        ]
+    return _scalar(node, doc, problems, ctor)
+
+
+def _scalar(
+    node: yaml.Node, doc: LocatedDoc, problems: list[Problem], ctor: yaml.SafeLoader
+) -> Any:
+    line = node.start_mark.line + 1
+    try:
+        return ctor.construct_object(node, deep=True)
+    except yaml.MarkedYAMLError as exc:
+        problems.append(Problem(doc.file, line, f"invalid value: {exc.problem or exc}"))
+    except yaml.YAMLError as exc:
+        problems.append(Problem(doc.file, line, f"invalid value: {exc}"))
+    except ValueError as exc:  # e.g. an integer beyond Python's 4300-digit conversion limit
+        problems.append(Problem(doc.file, line, f"invalid value: {str(exc).split(';')[0]}"))
+    return None
+
+
+def refusal(text: str, display: str, *, first_line: int = 1) -> Problem | None:
+    """The first bound the text breaks (characters, aliases, depth, size, documents), if any.
+
+    Runs on libyaml's event stream, which is flat: nothing here recurses or builds values, so
+    it is safe on any input and costs a fraction of building the document.
+    """
+    bad = _FORBIDDEN.search(text)
+    if bad:
+        code = ord(bad.group())
+        name = _NAMES.get(code, "control character")
+        line = text.count("\n", 0, bad.start()) + first_line
+        return Problem(display, line, f"forbidden character U+{code:04X} ({name}) in YAML")
+    depth = nodes = documents = 0
+    try:
+        for event in yaml.parse(text, Loader=_COMPOSER):
+            line = event.start_mark.line + first_line
+            if isinstance(event, yaml.AliasEvent):
+                return Problem(
+                    display,
+                    line,
+                    f"YAML alias '*{event.anchor}' is not allowed here (write the value out)",
+                )
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    return Problem(display, line, "more than one YAML document in this file")
+            elif isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                nodes += 1
+                if depth > MAX_DEPTH:
+                    return Problem(display, line, f"nested deeper than {MAX_DEPTH} levels")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, yaml.ScalarEvent):
+                nodes += 1
+            if nodes > MAX_NODES:
+                return Problem(display, line, f"more than {MAX_NODES} values in one file")
+    except yaml.YAMLError:
+        found = _syntax_problem(text, display)
+        return Problem(display, found.line + first_line - 1, found.message)
+    return None
+
+
+def load_located(path: Path, display: str) -> tuple[LocatedDoc, list[Problem]]:
+    """Parse one YAML file; syntax errors come back as problems, never as exceptions."""
+    doc = LocatedDoc(display, None)
+    text, problem = read_text_bounded(path, display)
+    if problem is None:
+        problem = refusal(text, display)
+    if problem is not None:
+        return doc, [problem]
+    try:
+        node = yaml.compose(text, Loader=_COMPOSER)
+    except (yaml.YAMLError, RecursionError):
+        return doc, [_syntax_problem(text, display)]
+    problems: list[Problem] = []
+    if node is not None:
+        ctor = yaml.SafeLoader("")
+        try:
+            doc.data = _construct(node, (), doc, problems, ctor)
+        finally:
+            ctor.dispose()
+    return doc, problems
+
+
+def read_text_bounded(
+    path: Path, display: str, *, limit: int = MAX_BYTES
+) -> tuple[str, Problem | None]:
+    """A user file's text, or why it cannot be used: missing, a folder, too large, not UTF-8.
+
+    Reads at most `limit` + 1 bytes, so a huge file costs nothing; a non-UTF-8 byte is
+    reported at its line.
+    """
+    try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            return "", Problem(display, 1, "is a folder, not a file")
+        if not stat.S_ISREG(mode):  # a FIFO would block forever, /dev/zero never end
+            return "", Problem(display, 1, "not a regular file; refusing to read it")
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        return "", Problem(display, 1, f"cannot read file: {exc.strerror or exc}")
+    if len(data) > limit:
+        return "", Problem(display, 1, f"file larger than {limit} bytes; refusing to read it")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return "", Problem(display, line, f"not UTF-8 (byte 0x{data[exc.start]:02x})")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n"), None
+
+
+def _syntax_problem(text: str, display: str) -> Problem:
+    """Re-parse with the pure-Python parser: its messages name the offending character."""
+    try:
+        yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        return Problem(display, line, f"YAML syntax error: {exc.problem or exc}")
+    except yaml.YAMLError as exc:
+        return Problem(display, 1, f"YAML syntax error: {exc}")
+    except RecursionError:
+        return Problem(display, 1, f"nested deeper than {MAX_DEPTH} levels")
+    return Problem(display, 1, "YAML syntax error")

@@ -1,0 +1,65 @@
+"""EAGLE-3 draft-model checks: the traps that cost the seeds' team days, made executable.
+
+Modules, one job each:
+
+- `safetensors_files`: a checkpoint's files and tensors, single or sharded (via probes.common).
+- `keys`: speculators' `layers.0.*` vs SGLang's `midlayer.*`; the renaming fix.
+- `vocab`: build and validate `d2t` (offsets) / `t2d` (mask) from token frequencies.
+- `capture`: SGLang's capture convention (`layer_id + 1`) against what training recorded.
+- `align`: recompute hidden states with transformers and compare them to a training dump.
+- `params`: the draft model's parameter counts from its config alone.
+
+Everything that needs torch imports it inside the function, so `factbook --help` stays fast
+and the config-only checks (capture, summary) run without the ml extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from factbook.errors import InputError, MissingDependency, UsageError
+
+
+def require(module: str) -> Any:
+    """Import `module` or raise a message that names the extra to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependency(
+            f"this command needs {module.split('.')[0]} ({exc}); "
+            "install the ml extra: pip install -e '.[ml]'"
+        ) from None
+
+
+def torch_load(path: Any) -> Any:
+    """`torch.load` (weights only, to CPU) with unreadable files reported by path."""
+    torch = require("torch")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # pickle, zip and torch errors all mean: not a tensor file
+        raise InputError(
+            f"{path}: cannot read as a torch file ({type(exc).__name__}: {exc})"
+        ) from None
+
+
+def safetensors_load(path: Any) -> dict[str, Any]:
+    """All tensors of a .safetensors file, unreadable files reported by path."""
+    load_file = require("safetensors.torch").load_file
+    try:
+        return load_file(str(path))
+    except Exception as exc:  # SafetensorError, OSError
+        raise InputError(f"{path}: cannot read as safetensors ({exc})") from None
+
+
+def check_device(device: str) -> str:
+    """A usable torch device name, or a usage error (not a CUDA traceback)."""
+    torch = require("torch")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"device {device!r}: torch here has no CUDA device")
+    try:
+        torch.device(device)
+    except RuntimeError:
+        raise UsageError(f"device {device!r}: not a torch device (cpu, cuda, cuda:1)") from None
+    return device

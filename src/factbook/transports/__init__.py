@@ -1,5 +1,0 @@
-"""Transports: how the agent script reaches a box (local subprocess, SSH, SSH through jumps)."""
-
-from .base import AgentProcess, Transport, transport_for
-
-__all__ = ["AgentProcess", "Transport", "transport_for"]

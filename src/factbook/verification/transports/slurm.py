@@ -1,0 +1,198 @@
+"""The Slurm transport: N nodes checked by ONE `srun` step, one agent per node.
+
+    transport: slurm
+    nodes: gpu[01-16]          # a Slurm node list, or
+    partition: gpu             # every node of a partition (sinfo decides which)
+    srun_args: [--time=5, --immediate=60]
+    via: login1                # optional: run srun on a login node reached over SSH
+
+`srun --nodes=N --ntasks-per-node=1 --input=all --label sh -c SCRIPT` starts the same supervised
+agent (remote.py) on every node; stdin (the agent script) goes to all of them and stays open as
+every supervisor's lifeline. srun's `--label` prefixes each output line with the task id, and
+each task first prints `factbook-node PROCID NODENAME` (SLURM_PROCID, SLURMD_NODENAME), so the
+JSON lines are demultiplexed by node (SlurmStep.by_node). A cluster is checked through its own
+scheduler and accounting instead of N SSH sessions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+from collections.abc import Callable, Iterator
+
+from factbook.errors import TargetError, UnreachableError
+from factbook.knowledge.model import Target
+from factbook.verification.transports.base import AgentProcess, Transport, TransportOptions
+from factbook.verification.transports.pipe import MarkedProcess, announce, start_marked
+from factbook.verification.transports.remote import shell_join, supervised_argv
+
+START_LIMIT = 120.0  # srun may wait for the nodes; add --immediate=S to srun_args to bound it
+NODE_LINE = "factbook-node"
+_LABELLED = re.compile(r"^\s*(\d+): ?(.*)$")
+_NODE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class SlurmStep(AgentProcess):
+    """One srun step; `by_node()` yields (node, line) for every task's stdout line."""
+
+    def __init__(
+        self, proc: AgentProcess, nodes: list[str], cancel: Callable[[str], None] | None = None
+    ):
+        self.proc = proc
+        self.nodes = nodes
+        self.task_node: dict[int, str] = {}
+        self.job: str | None = None  # "JOBID.STEPID" as the tasks announced it
+        self._cancel = cancel
+        self._cancelled = False
+
+    def by_node(self) -> Iterator[tuple[str, str]]:
+        for raw in self.proc.lines():
+            match = _LABELLED.match(raw)
+            if not match:
+                continue
+            task, text = int(match.group(1)), match.group(2)
+            if text.startswith(NODE_LINE + " ") and task not in self.task_node:
+                words = text.split()
+                if len(words) == 4:
+                    self.task_node[task] = words[2]
+                    self.job = self.job or words[3]
+                continue
+            node = self.task_node.get(task)
+            if node is not None:
+                yield node, text
+
+    def lines(self) -> Iterator[str]:
+        for node, text in self.by_node():
+            yield f"{node}: {text}"
+
+    def stderr_text(self) -> str:
+        return self.proc.stderr_text()
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        status = self.proc.wait(timeout)
+        if status is None:
+            self.cancel()  # srun died or was killed: its tasks may live on
+        return status
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.cancel()
+
+    def cancel(self) -> None:
+        """scancel the step: when srun dies, slurmd keeps its tasks running (their stdin
+        does not close), so only the scheduler can end them."""
+        if self._cancel is not None and self.job and not self._cancelled:
+            self._cancelled = True
+            self._cancel(self.job)
+
+
+class SlurmTransport(Transport):
+    """srun here, or on the `via` target (a login node) over SSH."""
+
+    def __init__(self, target: Target, targets: dict[str, Target], options: TransportOptions):
+        super().__init__(target)
+        if not (target.nodes or target.partition):
+            raise TargetError(f"target {target.name}: transport slurm needs nodes or partition")
+        for word in (target.nodes, target.partition):
+            if word is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._,\[\]-]*", word):
+                raise TargetError(f"target {target.name}: {word!r} is not a Slurm node list")
+        self.via: Transport | None = None
+        if target.via:
+            from factbook.verification.transports.base import transport_for
+
+            outer = targets.get(target.via)
+            if outer is None or outer.transport not in ("ssh", "openssh"):
+                raise TargetError(
+                    f"target {target.name}: via {target.via!r} must be a known ssh/openssh target"
+                )
+            self.via = transport_for(outer, targets, options)
+
+    @property
+    def label(self) -> str:
+        what = self.target.nodes or f"partition {self.target.partition}"
+        via = f" via {self.via.label}" if self.via else ""
+        return f"{self.target.name} (slurm {what}{via})"
+
+    def _capture(self, argv: list[str]) -> str:
+        """stdout of a short Slurm command (scontrol, sinfo), here or on `via`."""
+        if self.via is not None:
+            proc = self.via.start_command(shell_join(argv), b"")
+            out = "\n".join(proc.lines())
+            status = proc.wait(30)
+            if status != 0:
+                raise UnreachableError(f"{self.label}: {argv[0]} failed: {proc.stderr_text()}")
+            return out
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise UnreachableError(f"{self.label} is unreachable: {argv[0]}: {exc}") from None
+        if done.returncode != 0:
+            raise UnreachableError(
+                f"{self.label} is unreachable: {shell_join(argv)}: {done.stderr.strip()}"
+            )
+        return done.stdout
+
+    def node_names(self) -> list[str]:
+        """The nodes to check, expanded (`scontrol show hostnames`, or the partition's)."""
+        if self.target.nodes:
+            out = self._capture(["scontrol", "show", "hostnames", self.target.nodes])
+        else:
+            assert self.target.partition is not None
+            out = self._capture(["sinfo", "-h", "-N", "-p", self.target.partition, "-o", "%N"])
+        names = list(dict.fromkeys(w for w in out.split() if _NODE_WORD.fullmatch(w)))
+        if not names:
+            raise UnreachableError(f"{self.label} is unreachable: no nodes")
+        return names
+
+    def srun_argv(self, nodes: list[str], inner: list[str]) -> list[str]:
+        argv = ["srun", f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}"]
+        argv += ["--ntasks-per-node=1", "--input=all", "--label", "--kill-on-bad-exit=0"]
+        argv += ["--job-name=factbook-verify", f"--nodelist={','.join(nodes)}"]
+        if self.target.partition:
+            argv.append(f"--partition={self.target.partition}")
+        return [*argv, *self.target.srun_args, *inner]
+
+    def start_step(
+        self, nodes: list[str], argv: list[str], stdin: bytes, env: dict[str, str]
+    ) -> SlurmStep:
+        """One srun step over `nodes`; returns once a task has started (else raises)."""
+        node_line = (
+            f'echo "{NODE_LINE} $SLURM_PROCID ${{SLURMD_NODENAME:-$(hostname)}} '
+            '${SLURM_JOB_ID}.${SLURM_STEP_ID}"'
+        )
+        inner = supervised_argv(
+            argv, len(stdin), env, self.target.python, preamble=f"{announce()}; {node_line}"
+        )
+        command = self.srun_argv(nodes, inner)
+        if self.via is not None:
+            return SlurmStep(
+                self.via.start_command(shell_join(command), stdin), nodes, self._scancel
+            )
+        proc: MarkedProcess = start_marked(
+            command,
+            stdin,
+            self.label,
+            limit=START_LIMIT,
+            failure=self._failure,
+            env={**os.environ, **self.target.env},
+        )
+        return SlurmStep(proc, nodes, self._scancel)
+
+    def _scancel(self, job: str) -> None:
+        if not re.fullmatch(r"\d+(\.\d+)?", job):
+            return
+        with contextlib.suppress(TargetError):
+            self._capture(["scancel", "--quiet", job])
+
+    def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
+        return self.start_step(self.node_names(), argv, stdin, env)
+
+    def _failure(self, stderr: str) -> TargetError:
+        said = " | ".join(s.strip() for s in stderr.strip().splitlines()[-3:] if s.strip())
+        return UnreachableError(f"{self.label} is unreachable: srun started no task: {said}")
+
+    def close(self) -> None:
+        if self.via is not None:
+            self.via.close()
