@@ -198,7 +198,12 @@ def test_pre_commit_hook_manifest() -> None:
         "runbooks/a.md",
     ):
         assert pattern.search(path), path
-    for path in ("README.md", "src/factbook/commands/cli.py", "results/latest.json", "docs/facts.yaml"):
+    for path in (
+        "README.md",
+        "src/factbook/commands/cli.py",
+        "results/latest.json",
+        "docs/facts.yaml",
+    ):
         assert not pattern.search(path), path
 
 
