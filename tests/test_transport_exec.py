@@ -74,7 +74,7 @@ def test_kill_stops_the_agent_inside_the_container(container_pid: int) -> None:
     transport = transport_for(target, {}, TransportOptions())
     script = (
         "import subprocess, time\n"
-        f"subprocess.Popen(['sh', '-c', 'sleep 1000', '{marker}'])\n"
+        f"subprocess.Popen(['sh', '-c', 'sleep 1000; true', '{marker}'])\n"
         "print('started', flush=True)\ntime.sleep(1000)\n"
     )
     proc = transport.start(["python3", "-"], script.encode(), {})
