@@ -18,14 +18,15 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imported_modules(path: Path) -> set[str]:
-    """Every module an import statement in `path` names, relative imports resolved."""
+def import_statements(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, names) for each import in `path`, relative imports resolved; a plain
+    `import a.b` is ("a.b", [])."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
+    out: list[tuple[str, list[str]]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            out += [(alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -33,8 +34,16 @@ def imported_modules(path: Path) -> set[str]:
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            found.add(module)
-            found.update(f"{module}.{alias.name}" for alias in node.names)
+            out.append((module, [alias.name for alias in node.names]))
+    return out
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module an import statement in `path` names (and each `module.name` it imports)."""
+    found: set[str] = set()
+    for module, names in import_statements(path):
+        found.add(module)
+        found.update(f"{module}.{name}" for name in names)
     return found
 
 
@@ -118,29 +127,17 @@ def module_graph() -> dict[str, set[str]]:
     paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
-        graph[name] = {m for m in _direct_imports(path) if m in paths and m != name}
+        graph[name] = {m for m in _direct_imports(path, set(paths)) if m in paths and m != name}
     return graph
 
 
-def _direct_imports(path: Path) -> set[str]:
+def _direct_imports(path: Path, modules: set[str]) -> set[str]:
     """The modules `path` imports: `from a import b` names a.b if that is a module, else a."""
-    name = _module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    modules = {_module_name(p) for p in PACKAGE.rglob("*.py")}
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            for alias in node.names:
-                sub = f"{module}.{alias.name}"
-                found.add(sub if sub in modules else module)
+    for module, names in import_statements(path):
+        found.update(f"{module}.{n}" if f"{module}.{n}" in modules else module for n in names)
+        if not names:
+            found.add(module)
     return found
 
 
