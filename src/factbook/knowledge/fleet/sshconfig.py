@@ -30,15 +30,15 @@ from factbook.verification.transports.sshconfig import Resolved, SSHConfigFile
 
 MAX_CONFIG_BYTES = 4 << 20
 # ssh_config(5)'s keywords, lower-cased: a file whose first line starts with one is an ssh config
-KEYWORDS = frozenset(
-    """host match include addkeystoagent addressfamily batchmode bindaddress bindinterface
+_KEYWORD_TEXT = """
+    host match include addkeystoagent addressfamily batchmode bindaddress bindinterface
     canonicaldomains canonicalizefallbacklocal canonicalizehostname canonicalizemaxdots
     canonicalizepermittedcnames casignaturealgorithms certificatefile checkhostip ciphers
-    clearallforwardings compression connectionattempts connecttimeout controlmaster
-    controlpath controlpersist dynamicforward enableescapecommandline enablesshkeysign
-    escapechar exitonforwardfailure fingerprinthash forkafterauthentication forwardagent
-    forwardx11 forwardx11timeout forwardx11trusted gatewayports globalknownhostsfile
-    gssapiauthentication gssapidelegatecredentials hashknownhosts hostbasedacceptedalgorithms
+    clearallforwardings compression connectionattempts connecttimeout controlmaster controlpath
+    controlpersist dynamicforward enableescapecommandline enablesshkeysign escapechar
+    exitonforwardfailure fingerprinthash forkafterauthentication forwardagent forwardx11
+    forwardx11timeout forwardx11trusted gatewayports globalknownhostsfile gssapiauthentication
+    gssapidelegatecredentials hashknownhosts hostbasedacceptedalgorithms
     hostbasedauthentication hostkeyalgorithms hostkeyalias hostname identitiesonly
     identityagent identityfile ignoreunknown kbdinteractiveauthentication kexalgorithms
     knownhostscommand localcommand localforward loglevel logverbose macs
@@ -49,8 +49,9 @@ KEYWORDS = frozenset(
     securitykeyprovider sendenv serveralivecountmax serveraliveinterval sessiontype setenv
     stdinnull streamlocalbindmask streamlocalbindunlink stricthostkeychecking syslogfacility
     tcpkeepalive tag tunnel tunneldevice updatehostkeys user userknownhostsfile
-    verifyhostkeydns visualhostkey xauthlocation""".split()
-)
+    verifyhostkeydns visualhostkey xauthlocation
+"""
+KEYWORDS = frozenset(_KEYWORD_TEXT.split())
 _FIRST_WORD = re.compile(r"\s*([A-Za-z0-9]+)(\s*=|\s+)")
 
 

@@ -190,18 +190,27 @@ class Resolved:
             return []
         where = self.where.get("proxyjump", "ProxyJump")
         out = []
-        for spec in value.split(","):
+        specs = value.split(",")
+        tokens = self._proxy_tokens()
+        for i, spec in enumerate(specs):
             try:
-                parse_jump_host(spec)  # ssh checks the raw syntax when it reads the line
-                text = percent_expand(spec.strip(), self._proxy_tokens(), "ProxyJump")
-                user, host, port = parse_jump_host(text)
+                user, host, port = parse_jump_host(spec)  # ssh reads the raw syntax first
+                if i < len(specs) - 1:  # `-J EXPANDED` for the next ssh, read again there
+                    user, host, port = parse_jump_host(percent_expand(spec, tokens, "ProxyJump"))
+                else:  # `[-l USER] [-p PORT] HOST` of the `ssh -W` command, each expanded
+                    user = percent_expand(user, tokens, "ProxyJump") if user else None
+                    host = percent_expand(host, tokens, "ProxyJump")
             except WordError as exc:
                 raise UsageError(f"{where}: {exc}") from None
+            shown = f"[{host}]" if ":" in host and port else host
+            text = f"{user + '@' if user else ''}{shown}{f':{port}' if port else ''}"
             out.append(Jump(text, user, host, port))
         last = out[-1]
         _, written, _ = parse_jump_host(value.split(",")[-1])  # ssh compares it unexpanded
-        if written == self.hostname and (last.port or 22) == self.port and (
-            (last.user or self.user) == self.user
+        if (
+            written == self.hostname
+            and (last.port or 22) == self.port
+            and ((last.user or self.user) == self.user)
         ):
             raise UsageError(f"{where}: jumphost loop via {last.host} (host {self.host})")
         return out
@@ -245,7 +254,8 @@ def _split(text: str, where: str) -> tuple[str, tuple[str, ...], str] | None:
 
 def _pattern_list(patterns: list[str], value: str, *, lower: bool) -> bool:
     """match.c match_pattern_list: a matching negated pattern wins over any positive one;
-    `lower` lower-cases the patterns (Match host/originalhost), never the value."""
+    `lower`: both lower-cased (match_hostname, for Match host/originalhost)."""
+    value = value.lower() if lower else value
     hit = False
     for pattern in patterns:
         negated = pattern.startswith("!")
@@ -468,9 +478,11 @@ class _State:
 
     def set(self, line: Line) -> None:
         key = line.keyword
-        if key in MULTI:
-            self.multi.setdefault(key, []).extend(line.args[:1])
-            self.sources.setdefault(key, []).extend([line.where] * len(line.args[:1]))
+        if key in MULTI:  # accumulate, a duplicate ignored (readconf.c add_identity_file)
+            values = self.multi.setdefault(key, [])
+            if line.args and line.args[0] not in values:
+                values.append(line.args[0])
+                self.sources.setdefault(key, []).append(line.where)
             self.where.setdefault(key, line.where)
             return
         if not line.args:

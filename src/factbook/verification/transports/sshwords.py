@@ -39,8 +39,10 @@ def argv_split(text: str) -> list[str]:
         quote = ""
         while i < n:
             c = text[i]
-            if c == "\\" and i + 1 < n and (
-                text[i + 1] in "'\"\\" or (not quote and text[i + 1] == " ")
+            if (
+                c == "\\"
+                and i + 1 < n
+                and (text[i + 1] in "'\"\\" or (not quote and text[i + 1] == " "))
             ):
                 word.append(text[i + 1])
                 i += 2
