@@ -179,13 +179,13 @@ def test_inventory_config_verifies_through_the_cli(
     text, _ = _configs(ssh_lab, ssh_home, keys)["tokens"]
     marker = tmp_path / "exec-ran"
     config = tmp_path / "config"
-    config.write_text(f'Host odd\n  HostName {ssh_lab.box.host}\nMatch originalhost odd exec "touch {marker}"\n'
-                      f"  Port 2\n" + text)  # fmt: skip
-    root = make_kb(tmp_path / "kb", [fact("os.ok", "cmd", {"path": "exit_code", "eq": 0},
-                                          args={"argv": "true"})])  # fmt: skip
+    odd = f'Host odd\n  HostName {ssh_lab.box.host}\nMatch originalhost odd exec "touch {marker}"\n'
+    config.write_text(odd + "  Port 2\n" + text)
+    check = fact("os.ok", "cmd", {"path": "exit_code", "eq": 0}, args={"argv": "true"})
+    root = make_kb(tmp_path / "kb", [check])
     (root / "targets.yaml").write_text("targets: {}\n")
-    code, out, err = cli(root, "verify", "--inventory", str(config), "--target", "Box,odd",
-                         "--format", "json", "--no-save")  # fmt: skip
+    argv = ["--inventory", str(config), "--target", "Box,odd", "--format", "json", "--no-save"]
+    code, out, _ = cli(root, "verify", *argv)
     results = {r["target"]: r for r in json.loads(out)["results"]}
     assert results["Box"]["outcome"] == "pass", results
     assert results["odd"]["outcome"] == "error"

@@ -151,7 +151,7 @@ class Resolved:
             raise UsageError(f"{where}: {exc}") from None
 
     def _expand_multi(self, keyword: str, values: list[str]) -> list[str]:
-        wheres = self.sources.get(keyword, [])
+        wheres = self.sources.get(keyword.lower(), [])
         out = []
         for i, value in enumerate(values):
             where = wheres[i] if i < len(wheres) else keyword
@@ -167,10 +167,10 @@ class Resolved:
 
     def identity_paths(self) -> list[str]:
         """Every identity file, expanded (present or not: ssh skips the missing ones)."""
-        return self._expand_multi("identityfile", self.identity_files)
+        return self._expand_multi("IdentityFile", self.identity_files)
 
     def certificate_paths(self) -> list[str]:
-        return self._expand_multi("certificatefile", self.certificate_files)
+        return self._expand_multi("CertificateFile", self.certificate_files)
 
     def proxy_command_expanded(self) -> str | None:
         """ProxyCommand with %h %n %p %r %% expanded (the shell runs the rest)."""
