@@ -169,3 +169,11 @@ def test_a_proxy_command_host_runs_the_system_ssh_with_that_file(tmp_path: Path)
     assert (target.transport, target.host) == ("openssh", "iap")
     argv = transport_for(target, {}, TransportOptions()).argv  # type: ignore[attr-defined]
     assert argv[argv.index("-F") + 1] == str(path) and argv[-1] == "iap"
+
+
+def test_match_tagged_and_an_ansible_file_that_starts_like_ssh(tmp_path: Path) -> None:
+    path = _config(tmp_path, "Host a\n  Tag gpu\nMatch tagged gpu\n  User tagged\n")
+    assert SSHConfigFile(path).lookup("a").user == "tagged"
+    path.write_text("user ansible_host=10.0.0.1\nport ansible_host=10.0.0.2\n")  # hosts so named
+    assert sorted(read_source(path).targets) == ["port", "user"]
+    assert read_source(path).targets["user"].vars["ansible_host"] == "10.0.0.1"

@@ -64,8 +64,8 @@ def is_ssh_config(path: Path) -> bool:
         stripped = line.strip()
         if not stripped or stripped.startswith(("#", ";")):
             continue
-        if stripped.startswith("["):
-            return False  # an INI section: an Ansible inventory
+        if stripped.startswith("[") or "ansible_" in stripped:
+            return False  # an INI section or a connection variable: an Ansible inventory
         if first is None:
             found = _FIRST_WORD.match(line)
             if not found:

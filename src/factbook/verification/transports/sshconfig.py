@@ -11,7 +11,8 @@ ssh_config(5) and readconf.c:
   accumulate; ProxyJump and ProxyCommand compete (whichever comes first); `none` is a value;
 - `Host` patterns (`*`, `?`, `!negated`) match the host as typed, case-sensitively; `Match host`
   matches the HostName already set (else the host as typed), `Match user` the User already set
-  (else the local user), plus originalhost, localuser, all; Match patterns are lower-cased;
+  (else the local user), plus originalhost, localuser, tagged, all; host names compare
+  case-insensitively there;
 - `Match final` (and `canonical`) as ssh: a second pass once the host name is known, in which
   `Host` patterns match that name and the values of the first pass stay;
 - command-line user and port (the target's fields) come first, as `ssh -l/-p` do;
@@ -432,6 +433,8 @@ class SSHConfigFile:
                     hit = _pattern_list(patterns, state.current_user(), lower=False)
                 elif criterion == "localuser":
                     hit = _pattern_list(patterns, local_user(), lower=False)
+                elif criterion == "tagged":  # OpenSSH 9.4: the Tag set so far
+                    hit = _pattern_list(patterns, state.options.get("tag", ""), lower=False)
                 elif criterion in UNDECIDABLE:
                     if not (enabled and result):
                         continue  # ssh skips it (exec) or its outcome cannot matter
