@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
 done
 seen=$("$REAL_SSH" -G "${args[@]}" 2>&1 </dev/null)
 { printf 'HOP %s\n' "$fwd"
-  printf '%s\n' "$seen" | grep -E '^(hostname|port|user) |loop|invalid|Invalid'
+  printf '%s\n' "$seen" | grep -E '^(hostname|port|user|identityfile) |loop|invalid|Invalid'
   printf 'END\n'; } >> "$TRACE_LOG"
 me="$fwd ${args[*]}"  # the same hop asked again: ssh would go round forever
 case "$TRACE_SEEN" in *"<$me>"*) echo DEEP >> "$TRACE_LOG"; exit 1;; esac
@@ -163,8 +163,9 @@ def test_every_host_resolves_as_ssh_G(answers) -> None:
     assert not wrong, f"{len(wrong)} of {len(answers)}:\n" + "\n\n".join(wrong[:5])
 
 
-def _trace(tmp: Path, config: Path, host: str) -> tuple[list[tuple[str, str, str, str]], str]:
-    """The hops a real ssh run goes through, outermost first: (forward, host, port, user)."""
+def _trace(tmp: Path, config: Path, host: str) -> tuple[list[tuple], str]:
+    """The hops a real ssh run goes through, outermost first:
+    (forward, host, port, user, identity files)."""
     tracer = tmp / "sshtrace"
     log = tmp / f"trace-{os.getpid()}-{abs(hash((str(config), host)))}.log"
     env = {**os.environ, "REAL_SSH": str(SSH), "TRACE_LOG": str(log)}
@@ -185,13 +186,19 @@ def _trace(tmp: Path, config: Path, host: str) -> tuple[list[tuple[str, str, str
         lines = [s for s in block.splitlines() if s]
         if not lines or not lines[0].startswith("HOP "):
             continue
-        got = dict(
-            s.split(" ", 1) for s in lines[1:] if s.split(" ", 1)[0] in ("hostname", "port", "user")
-        )
-        hops.append(
-            (lines[0][4:], got.get("hostname", "?"), got.get("port", "?"), got.get("user", "?"))
-        )
+        got: dict[str, list[str]] = {}
+        for line in lines[1:]:
+            key, _, value = line.partition(" ")
+            got.setdefault(key, []).append(value)
+        one = [got.get(k, ["?"])[0] for k in ("hostname", "port", "user")]
+        hops.append((lines[0][4:], *one, tuple(got.get("identityfile", []))))
     return hops[::-1], done.stderr + text
+
+
+def _identities(path: Path, spec: str) -> tuple[str, ...]:
+    """The raw identity files factbook's config gives the jump `spec` (`ssh -l -p host`)."""
+    user, host, port = parse_jump_host(spec)
+    return tuple(SSHConfigFile(path).lookup(host, user=user, port=port).identity_files)
 
 
 def test_jump_chains_hop_by_hop_as_a_traced_ssh_run(answers, tmp_path: Path) -> None:
@@ -224,8 +231,8 @@ def test_jump_chains_hop_by_hop_as_a_traced_ssh_run(answers, tmp_path: Path) -> 
         if refused:
             wrong.append(f"{where}ssh refused ({said[-300:]}), factbook: {ours}")
             continue
-        want = [(h, p, u) for _, h, p, u in hops]
-        got = [(h.host, str(h.port), h.user) for h in ours[:-1]]
+        want = [(h, p, u, i) for _, h, p, u, i in hops]
+        got = [(h.host, str(h.port), h.user, _identities(path, h.name)) for h in ours[:-1]]
         forwards = [f for f, *_ in hops]
         ours_fwd = [f"[{h.host}]:{h.port}" for h in ours[1:]]
         if got != want or forwards != ours_fwd:
