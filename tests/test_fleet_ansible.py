@@ -245,5 +245,5 @@ def test_ssh_config_hosts_become_targets(tmp_path: Path) -> None:
     assert list(inv.targets) == ["bastion", "gpu-1", "gpu-2"]
     gpu = inv.targets["gpu-1"]
     assert (gpu.host, gpu.user, gpu.jump) == ("10.1.0.5", "ml", ("bastion",))
-    assert gpu.identity_file and gpu.identity_file.endswith("/.ssh/gpu")
+    assert gpu.ssh_config == str(config)  # its keys come from there, as `ssh -F config gpu-1`
     assert (inv.targets["bastion"].port, inv.targets["bastion"].user) == (2200, "fallback")

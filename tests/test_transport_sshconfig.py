@@ -135,8 +135,21 @@ def test_proxy_command_and_options_reach_the_hop(corpus: Path) -> None:
     assert hop.identities_only
 
 
-def test_match_exec_is_refused_with_file_and_line(tmp_path: Path) -> None:
+def test_match_exec_is_refused_with_file_and_line_for_the_hosts_it_decides(
+    tmp_path: Path,
+) -> None:
+    """Never run: a host whose settings hang on the outcome is refused (file:line); a host
+    the block cannot change (its User already set) or a Match it never reaches is not."""
+    marker = tmp_path / "ran"
     config = tmp_path / "config"
-    config.write_text('Host a\n  User u\nMatch exec "test -e /x"\n  User other\n')
-    with pytest.raises(UsageError, match=rf"{config}:3: Match exec .*transport: openssh"):
-        SSHConfigFile(config).lookup("a")
+    config.write_text(
+        f'Host a\n  User u\nMatch exec "touch {marker}"\n  User other\n'
+        f'Match host c exec "touch {marker}"\n  Port 2222\n'
+    )
+    ours = SSHConfigFile(config)
+    with pytest.raises(UsageError, match=rf"{config}:3: Match exec .*host b.*transport: openssh"):
+        ours.lookup("b")
+    assert ours.lookup("a").user == "u"
+    with pytest.raises(UsageError, match=rf"{config}:3: Match exec"):
+        ours.lookup("c")  # line 3 decides its user first
+    assert not marker.exists()

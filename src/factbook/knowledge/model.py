@@ -93,6 +93,9 @@ class Target:
     # what makes this box this box (hostname, machine_id, gpu_uuids, facts): checked before
     # a run, which is refused on any other machine (verify/identity.py)
     identity: dict[str, Any] = field(default_factory=dict)
+    # read from an ssh config (`--inventory CONFIG`): connect as `ssh -F FILE NAME` resolves
+    # NAME, every hop from that file, never looked up a second time by its HostName
+    ssh_config: str | None = None
 
 
 @dataclass

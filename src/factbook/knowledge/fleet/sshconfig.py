@@ -1,16 +1,24 @@
 """`Host` entries of an ssh config as targets: what `ssh NAME` already reaches, factbook can.
 
-Each concrete alias (no `*`, `?` or `!`) of the file becomes a target of that name with the
-HostName, Port, User, IdentityFile and ProxyJump the config gives it, evaluated as OpenSSH
-does (transports/sshconfig.py: Include, Match, `Host *` defaults, first value wins). A host
-reached through a ProxyCommand keeps its alias as host and uses `transport: openssh`, so the
-system ssh runs that command (pass the file with `--ssh-config` when it is not
-~/.ssh/config). A file is taken for an ssh config when its first keyword line starts with
-`Host`, `Match` or `Include`.
+Each concrete alias (no `*`, `?` or `!`; quoted ones unquoted) of the file and of the files it
+includes becomes a target of that name. It is connected to as `ssh -F FILE NAME` would connect:
+the target remembers the file (`Target.ssh_config`) and the SSH transport resolves NAME there
+(transports/sshconfig.py: Include, Match, `Host *` defaults, first value wins, tokens), every
+jump host of its ProxyJump too; the HostName is never matched against the Host patterns a
+second time. The target's host, port, user and jump show what that resolution gives. A host
+reached through a ProxyCommand keeps its alias as host and uses `transport: openssh` with the
+file (`ssh -F FILE`), so the system ssh runs that command.
+
+A host the file cannot be resolved for here (its outcome hangs on a `Match exec`, which factbook
+never runs; a bad Port; a jump loop) is still a target; using it fails with that file:line,
+and every other host of the file works. A file is taken for an ssh config when it has no
+`[section]` line and its first keyword line starts with an ssh_config keyword.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 from factbook.errors import InputError, UsageError
@@ -21,56 +29,97 @@ from factbook.knowledge.yamlsrc import read_text_bounded
 from factbook.verification.transports.sshconfig import Resolved, SSHConfigFile
 
 MAX_CONFIG_BYTES = 4 << 20
+# ssh_config(5)'s keywords, lower-cased: a file whose first line starts with one is an ssh config
+_KEYWORD_TEXT = """
+    host match include addkeystoagent addressfamily batchmode bindaddress bindinterface
+    canonicaldomains canonicalizefallbacklocal canonicalizehostname canonicalizemaxdots
+    canonicalizepermittedcnames casignaturealgorithms certificatefile checkhostip ciphers
+    clearallforwardings compression connectionattempts connecttimeout controlmaster controlpath
+    controlpersist dynamicforward enableescapecommandline enablesshkeysign escapechar
+    exitonforwardfailure fingerprinthash forkafterauthentication forwardagent forwardx11
+    forwardx11timeout forwardx11trusted gatewayports globalknownhostsfile gssapiauthentication
+    gssapidelegatecredentials hashknownhosts hostbasedacceptedalgorithms
+    hostbasedauthentication hostkeyalgorithms hostkeyalias hostname identitiesonly
+    identityagent identityfile ignoreunknown kbdinteractiveauthentication kexalgorithms
+    knownhostscommand localcommand localforward loglevel logverbose macs
+    nohostauthenticationforlocalhost numberofpasswordprompts passwordauthentication
+    permitlocalcommand permitremoteopen pkcs11provider port preferredauthentications
+    proxycommand proxyjump proxyusefdpass pubkeyacceptedalgorithms pubkeyauthentication
+    rekeylimit remotecommand remoteforward requesttty requiredrsasize revokedhostkeys
+    securitykeyprovider sendenv serveralivecountmax serveraliveinterval sessiontype setenv
+    stdinnull streamlocalbindmask streamlocalbindunlink stricthostkeychecking syslogfacility
+    tcpkeepalive tag tunnel tunneldevice updatehostkeys user userknownhostsfile
+    verifyhostkeydns visualhostkey xauthlocation
+"""
+KEYWORDS = frozenset(_KEYWORD_TEXT.split())
+_FIRST_WORD = re.compile(r"\s*([A-Za-z0-9]+)(\s*=|\s+)")
 
 
 def is_ssh_config(path: Path) -> bool:
     text, problem = read_text_bounded(path, str(path), limit=MAX_CONFIG_BYTES)
     if problem is not None:
         return False
+    first: str | None = None
     for line in text.splitlines():
-        word = line.strip().split(None, 1)[0] if line.strip() else ""
-        if not word or word.startswith("#"):
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", ";")):
             continue
-        return word.lower() in ("host", "match", "include")
-    return False
+        if stripped.startswith("[") or "ansible_" in stripped:
+            return False  # an INI section or a connection variable: an Ansible inventory
+        if first is None:
+            found = _FIRST_WORD.match(line)
+            if not found:
+                return False
+            first = found.group(1).lower()
+    return first in KEYWORDS
 
 
 def read_ssh_config(path: Path) -> Inventory:
-    """Concrete `Host` aliases -> targets, each resolved as `ssh ALIAS` would resolve it."""
-    text, problem = read_text_bounded(path, str(path), limit=MAX_CONFIG_BYTES)
+    """Concrete `Host` aliases -> targets, each resolved as `ssh -F path ALIAS` would."""
+    _, problem = read_text_bounded(path, str(path), limit=MAX_CONFIG_BYTES)
     if problem is not None:
         raise InputError(f"{problem.file}:{problem.line}: {problem.message}")
     config = SSHConfigFile(path)
+    try:
+        lines = config.host_lines()
+    except UsageError as exc:  # a line OpenSSH itself could not read (unbalanced quotes)
+        raise InputError(str(exc)) from None
     inv = Inventory()
-    for number, line in enumerate(text.splitlines(), 1):
-        words = line.split("#", 1)[0].replace("=", " ", 1).split()
-        if not words or words[0].lower() != "host":
-            continue
-        for alias in words[1:]:
-            if any(ch in alias for ch in "*?!"):
+    source = os.path.abspath(path)
+    for line in lines:
+        for alias in line.args:
+            if any(ch in alias for ch in "*?!") or alias in inv.targets:
                 continue
             bad = name_problem("target name", alias)
             if bad:
-                raise InputError(f"{path}:{number}: Host: {bad}")
+                raise InputError(f"{line.where}: Host: {bad}")
             try:
                 found = config.lookup(alias)
-            except UsageError as exc:  # a bad Port, an unsupported Match: file:line inside
-                raise InputError(str(exc)) from None
-            inv.targets.setdefault(alias, _target(found, alias))
+                target = _target(found, alias, source)
+            except UsageError:  # refused for this host only: using it reports the line
+                target = Target(name=alias, host=alias, ssh_config=source)
+            inv.targets[alias] = target
     return inv
 
 
-def _target(found: Resolved, alias: str) -> Target:
-    proxy = found.proxy_jump or ""
+def _target(found: Resolved, alias: str, source: str) -> Target:
     timeout = found.get("connecttimeout") or ""
-    through_command = found.proxy_command is not None
+    connect_timeout = float(timeout) if timeout.isdigit() else None
+    if found.proxy_command is not None:  # the system ssh runs it: `ssh -F source alias`
+        return Target(
+            name=alias,
+            transport="openssh",
+            host=alias,
+            connect_timeout=connect_timeout,
+            ssh_config=source,
+        )
     return Target(
         name=alias,
-        transport="openssh" if through_command else "ssh",
-        host=alias if through_command else found.hostname,
+        transport="ssh",
+        host=found.hostname,
         port=found.port if "port" in found.where else None,
         user=found.user if "user" in found.where else None,
-        identity_file=found.identity_files[0] if found.identity_files_set else None,
-        jump=tuple(j.strip() for j in proxy.split(",")) if proxy else (),
-        connect_timeout=float(timeout) if timeout.isdigit() else None,
+        jump=tuple(jump.spec for jump in found.jumps()),
+        connect_timeout=connect_timeout,
+        ssh_config=source,
     )

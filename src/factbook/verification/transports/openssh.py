@@ -133,6 +133,7 @@ class OpenSSHTransport(Transport):
             words += ["-o", f"ServerAliveInterval={max(1, round(o.keepalive))}"]
             words += ["-o", "ServerAliveCountMax=3"]
         config, known, keys = _home_files(o)
+        config = target.ssh_config or config  # a target read from an ssh config: `ssh -F` it
         if config:
             words += ["-F", config]
         if known:

@@ -6,30 +6,50 @@ ssh_config(5) and readconf.c:
 
 - one pass over the file, `Include` expanded in place (globs; relative paths are relative to
   ~/.ssh); an Include inside a non-matching Host/Match block includes nothing that matches;
+- words split as OpenSSH splits them (sshwords.py: quotes, escapes, `#`);
 - the FIRST value obtained for a keyword wins, except IdentityFile and CertificateFile, which
   accumulate; ProxyJump and ProxyCommand compete (whichever comes first); `none` is a value;
-- `Host` patterns (`*`, `?`, `!negated`) match the host as typed; `Match host` matches the
-  HostName already set (else the host as typed), `Match user` the User already set (else the
-  local user), plus originalhost, localuser, all;
-- command-line user and port (the target's fields) come first, as `ssh -l/-p` do.
+- `Host` patterns (`*`, `?`, `!negated`) match the host as typed, case-sensitively; `Match host`
+  matches the HostName already set (else the host as typed), `Match user` the User already set
+  (else the local user), plus originalhost, localuser, tagged, all; host names compare
+  case-insensitively there;
+- `Match final` (and `canonical`) as ssh: a second pass once the host name is known, in which
+  `Host` patterns match that name and the values of the first pass stay;
+- command-line user and port (the target's fields) come first, as `ssh -l/-p` do;
+- tokens (`%h %p %r %n %%`, and `%C %d %i %k %L %l %u` in file names) expanded where ssh
+  expands them: HostName, ProxyJump, ProxyCommand, IdentityFile, CertificateFile,
+  UserKnownHostsFile.
 
-What the paramiko transport cannot do (`Match exec`, `Match canonical/final`) is refused with
-the file and line; `transport: openssh` handles those. tests/test_transport_sshconfig.py checks
-the result against `ssh -G` for a corpus of configs.
+`Match exec` is never run: when its outcome changes what a host resolves to (both outcomes are
+evaluated), that host alone is refused with the file and line; so are `Match localnetwork` and
+a CanonicalizeHostname that would need DNS. `transport: openssh` handles those.
+tests/test_transport_sshconfig.py and tests/test_sshconfig_oracle.py check the result against
+`ssh -G` and real ssh runs.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import getpass
 import glob
+import hashlib
 import os
-import shlex
-import socket
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from factbook.errors import UsageError
+from factbook.verification.transports.sshwords import (
+    WordError,
+    a2port,
+    argv_split,
+    dollar_expand,
+    is_address,
+    local_tokens,
+    local_user,
+    parse_jump_host,
+    percent_expand,
+    tilde,
+    valid_hostname,
+)
 
 MULTI = frozenset({"identityfile", "certificatefile"})
 DEFAULT_IDENTITIES = (
@@ -42,6 +62,10 @@ DEFAULT_IDENTITIES = (
     "~/.ssh/id_dsa",
 )
 MAX_INCLUDE_DEPTH = 16
+MAX_UNDECIDED = 6  # Match exec/localnetwork outcomes explored per host (2**6 evaluations)
+RAW = frozenset({"proxycommand", "proxyjump", "localcommand", "remotecommand"})
+RAW |= frozenset({"knownhostscommand"})
+UNDECIDABLE = frozenset({"exec", "localnetwork"})
 
 
 @dataclass(frozen=True)
@@ -52,7 +76,14 @@ class Line:
     raw: str = ""  # the value as written (ProxyCommand keeps its quotes)
 
 
-RAW = frozenset({"proxycommand", "localcommand", "remotecommand", "knownhostscommand"})
+@dataclass(frozen=True)
+class Jump:
+    """One ProxyJump entry after token expansion: what `ssh -l user -p port host` gets."""
+
+    spec: str
+    user: str | None
+    host: str
+    port: int | None
 
 
 @dataclass
@@ -67,9 +98,23 @@ class Resolved:
     identity_files_set: bool
     options: dict[str, str] = field(default_factory=dict)  # other keywords, first value
     where: dict[str, str] = field(default_factory=dict)  # keyword -> file:line
+    certificate_files: list[str] = field(default_factory=list)  # raw
+    sources: dict[str, list[str]] = field(default_factory=dict)  # multi keyword -> file:line each
 
     def get(self, keyword: str) -> str | None:
         return self.options.get(keyword.lower())
+
+    def settings(self) -> tuple[object, ...]:
+        """What decides the connection (not where it was written): two equal settings connect
+        the same way."""
+        return (
+            self.hostname,
+            self.port,
+            self.user,
+            tuple(self.identity_files),
+            tuple(self.certificate_files),
+            tuple(sorted(self.options.items())),
+        )
 
     @property
     def proxy_jump(self) -> str | None:
@@ -81,64 +126,160 @@ class Resolved:
         value = self.get("proxycommand")
         return None if value is None or value.lower() == "none" else value
 
-    def expand(self, text: str) -> str:
-        """OpenSSH's tokens and `~` in a path-like value (IdentityFile, UserKnownHostsFile)."""
-        tokens = {
-            "%": "%",
-            "d": os.path.expanduser("~"),
+    def tokens(self) -> dict[str, str]:
+        """The tokens of file-name keywords (IdentityFile, CertificateFile, ...)."""
+        local = local_tokens()
+        conn = f"{local['l']}{self.hostname}{self.port}{self.user}"
+        return {
+            **local,
+            "C": hashlib.sha1(conn.encode()).hexdigest(),
             "h": self.hostname,
+            "k": self.get("hostkeyalias") or self.host,
             "n": self.host,
             "p": str(self.port),
             "r": self.user,
-            "u": getpass.getuser(),
-            "l": socket.gethostname().split(".")[0],
-            "L": socket.gethostname().split(".")[0],
-            "i": str(os.getuid()),
         }
-        out, i = [], 0
-        while i < len(text):
-            c = text[i]
-            if c == "%" and i + 1 < len(text) and text[i + 1] in tokens:
-                out.append(tokens[text[i + 1]])
-                i += 2
-                continue
-            out.append(c)
-            i += 1
-        return os.path.expanduser("".join(out))
+
+    def _proxy_tokens(self) -> dict[str, str]:
+        return {"h": self.hostname, "n": self.host, "p": str(self.port), "r": self.user}
+
+    def expand(self, text: str, keyword: str = "IdentityFile") -> str:
+        """A file name as ssh opens it: `~`, then tokens and `${VAR}`."""
+        where = self.where.get(keyword.lower(), keyword)
+        try:
+            return dollar_expand(percent_expand(tilde(text), self.tokens(), keyword), keyword)
+        except WordError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+
+    def _expand_multi(self, keyword: str, values: list[str]) -> list[str]:
+        wheres = self.sources.get(keyword.lower(), [])
+        out = []
+        for i, value in enumerate(values):
+            where = wheres[i] if i < len(wheres) else keyword
+            try:
+                path = percent_expand(tilde(value), self.tokens(), keyword)
+            except WordError as exc:
+                raise UsageError(f"{where}: {exc}") from None
+            try:
+                out.append(dollar_expand(path, keyword))
+            except WordError:
+                continue  # ssh: "the setting for that keyword will be ignored"
+        return out
+
+    def identity_paths(self) -> list[str]:
+        """Every identity file, expanded (present or not: ssh skips the missing ones)."""
+        return self._expand_multi("IdentityFile", self.identity_files)
+
+    def certificate_paths(self) -> list[str]:
+        return self._expand_multi("CertificateFile", self.certificate_files)
+
+    def proxy_command_expanded(self) -> str | None:
+        """ProxyCommand with %h %n %p %r %% expanded (the shell runs the rest)."""
+        command = self.proxy_command
+        if command is None:
+            return None
+        try:
+            return percent_expand(command, self._proxy_tokens(), "ProxyCommand")
+        except WordError as exc:
+            raise UsageError(f"{self.where.get('proxycommand')}: {exc}") from None
+
+    def jumps(self) -> list[Jump]:
+        """ProxyJump's hosts, outermost first, tokens expanded as ssh expands the implicit
+        `ssh -W` command it builds from them (%h %n %p %r of this host)."""
+        value = self.proxy_jump
+        if value is None:
+            return []
+        where = self.where.get("proxyjump", "ProxyJump")
+        out = []
+        specs = value.split(",")
+        tokens = self._proxy_tokens()
+        for i, spec in enumerate(specs):
+            try:
+                user, host, port = parse_jump_host(spec)  # ssh reads the raw syntax first
+                if i < len(specs) - 1:  # `-J EXPANDED` for the next ssh, read again there
+                    user, host, port = parse_jump_host(percent_expand(spec, tokens, "ProxyJump"))
+                else:  # `[-l USER] [-p PORT] HOST` of the `ssh -W` command, each expanded
+                    user = percent_expand(user, tokens, "ProxyJump") if user else None
+                    host = percent_expand(host, tokens, "ProxyJump")
+            except WordError as exc:
+                raise UsageError(f"{where}: {exc}") from None
+            shown = f"[{host}]" if ":" in host and port else host
+            text = f"{user + '@' if user else ''}{shown}{f':{port}' if port else ''}"
+            out.append(Jump(text, user, host, port))
+        last = out[-1]
+        _, written, _ = parse_jump_host(value.split(",")[-1])  # ssh compares it unexpanded
+        if (
+            written == self.hostname
+            and (last.port or 22) == self.port
+            and ((last.user or self.user) == self.user)
+        ):
+            raise UsageError(f"{where}: jumphost loop via {last.host} (host {self.host})")
+        return out
+
+
+class _Undecided(Exception):
+    """The outcome of a criterion factbook does not evaluate (Match exec) is needed."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
 
 
 def _split(text: str, where: str) -> tuple[str, tuple[str, ...], str] | None:
-    text = text.strip()
+    """readconf.c: the keyword (up to whitespace or one `=`), then the rest split in words."""
+    text = text.strip(" \t\r\f\n")
     if not text or text.startswith("#"):
         return None
-    key, _, rest = text.replace("\t", " ").partition(" ")
-    if "=" in key:
-        key, _, more = key.partition("=")
-        rest = f"{more} {rest}".strip()
-    rest = rest.strip()
+    i = 0
+    while i < len(text) and text[i] not in " \t=":
+        i += 1
+    key, rest = text[:i], text[i:]
+    rest = rest.lstrip(" \t")
     if rest.startswith("="):
-        rest = rest[1:].strip()
-    if key.lower() in RAW:
-        return key.lower(), tuple(rest.split()), rest
+        rest = rest[1:].lstrip(" \t")
+    if not key:
+        return None
+    if not rest:
+        raise UsageError(f'{where}: no argument after keyword "{key}"')
+    key = key.lower()
+    if key in RAW:
+        if key == "proxyjump":
+            rest = rest.split("#", 1)[0].rstrip()
+        return key, tuple(rest.split()), rest
     try:
-        args = shlex.split(rest, comments=True, posix=True)
-    except ValueError as exc:
+        args = argv_split(rest)
+    except WordError as exc:
         raise UsageError(f"{where}: {exc}") from None
-    return key.lower(), tuple(args), rest
+    return key, tuple(args), rest
 
 
-def _pattern_list(patterns: list[str], value: str) -> bool:
-    """OpenSSH's match_pattern_list: a matching negated pattern wins over any positive one."""
-    value = value.lower()
+def _pattern_list(patterns: list[str], value: str, *, lower: bool) -> bool:
+    """match.c match_pattern_list: a matching negated pattern wins over any positive one;
+    `lower`: both lower-cased (match_hostname, for Match host/originalhost)."""
+    value = value.lower() if lower else value
     hit = False
     for pattern in patterns:
         negated = pattern.startswith("!")
         pattern = pattern[1:] if negated else pattern
-        if fnmatch.fnmatchcase(value, pattern.lower()):
+        if fnmatchcase(value, pattern.lower() if lower else pattern):
             if negated:
                 return False
             hit = True
     return hit
+
+
+def _host_line(patterns: tuple[str, ...], host: str, where: str) -> bool:
+    """readconf.c oHost: each word a case-sensitive pattern; a negated match ends the line."""
+    active = False
+    for pattern in patterns:
+        if not pattern:
+            raise UsageError(f"{where}: Host has an empty pattern")
+        negated = pattern.startswith("!")
+        if fnmatchcase(host, pattern[1:] if negated else pattern):
+            if negated:
+                return False
+            active = True
+    return active
 
 
 class SSHConfigFile:
@@ -164,34 +305,106 @@ class SSHConfigFile:
             self._cache[path] = lines
         return self._cache[path]
 
+    def host_lines(self) -> list[Line]:
+        """Every `Host` line of the file and of what it includes, in reading order."""
+        out: list[Line] = []
+        if self.path is not None and self.path.is_file():
+            self._collect_hosts(self.path, out, 0)
+        return out
+
+    def _collect_hosts(self, path: Path, out: list[Line], depth: int) -> None:
+        for line in self._lines(path):
+            if line.keyword == "host":
+                out.append(line)
+            elif line.keyword == "include" and depth < MAX_INCLUDE_DEPTH:
+                for found in self._included(line):
+                    self._collect_hosts(found, out, depth + 1)
+
+    def _included(self, line: Line) -> list[Path]:
+        """The files an `Include` line names, in ssh's order (each glob sorted)."""
+        out = []
+        for pattern in line.args:
+            full = os.path.expanduser(pattern)
+            if not os.path.isabs(full):
+                full = str(self.ssh_dir / full)
+            out += [Path(found) for found in sorted(glob.glob(full))]
+        return out
+
     def lookup(self, host: str, *, user: str | None = None, port: int | None = None) -> Resolved:
         """What `ssh [-l user] [-p port] host` would use."""
-        state = _State(host.lower() if host else host, user, port)
-        if self.path is not None and self.path.is_file():
+        return self._explore(host, user, port, ())
+
+    def _explore(
+        self, host: str, user: str | None, port: int | None, assumed: tuple[bool, ...]
+    ) -> Resolved:
+        """Evaluate with `assumed` outcomes for Match exec (in order); when one more is needed,
+        evaluate both and refuse the host only if they differ."""
+        try:
+            return self._evaluate_host(host, user, port, assumed)
+        except _Undecided as undecided:
+            if len(assumed) >= MAX_UNDECIDED:
+                raise UsageError(undecided.message) from None
+            try:
+                yes = self._explore(host, user, port, (*assumed, True))
+                no = self._explore(host, user, port, (*assumed, False))
+            except UsageError:  # a later line depends on it too: name the first one
+                raise UsageError(undecided.message) from None
+            if yes.settings() != no.settings():
+                raise UsageError(undecided.message) from None
+            return yes
+
+    def _evaluate_host(
+        self, host: str, user: str | None, port: int | None, assumed: tuple[bool, ...]
+    ) -> Resolved:
+        state = _State(host, user, port, assumed)
+        if self.path is None or not self.path.is_file():
+            return state.result()
+        self._evaluate(self.path, state, True, 0)
+        canonicalize = (state.options.get("canonicalizehostname") or "no").lower()
+        if canonicalize in ("yes", "always"):
+            self._refuse_canonical(state, canonicalize)
+        if state.want_final or canonicalize != "no":
+            state.begin_final()
             self._evaluate(self.path, state, True, 0)
         return state.result()
+
+    def _refuse_canonical(self, state: _State, mode: str) -> None:
+        """CanonicalizeHostname looks names up in DNS; refused where ssh would do so."""
+        proxied = state.options.get("proxyjump", "none").lower() != "none" or (
+            state.options.get("proxycommand", "none").lower() != "none"
+        )
+        name = state.current_hostname()
+        if (mode == "yes" and proxied) or is_address(name):
+            return
+        dots = name.rstrip(".").count(".")
+        most = state.options.get("canonicalizemaxdots", "1")
+        if not name.endswith(".") and most.isdigit() and dots > int(most):
+            return
+        if not name.endswith(".") and not state.options.get("canonicaldomains"):
+            return
+        raise UsageError(
+            f"{state.where['canonicalizehostname']}: CanonicalizeHostname {mode} needs DNS to "
+            f"resolve {name}, which factbook does not do; use transport: openssh for this host"
+        )
 
     def _evaluate(self, path: Path, state: _State, enabled: bool, depth: int) -> None:
         """`enabled` False: the Include sat in a non-matching block, so nothing here matches."""
         active = enabled
         for line in self._lines(path):
             if line.keyword == "host":
-                active = enabled and _pattern_list(list(line.args), state.original)
+                active = enabled and _host_line(line.args, state.host_for_patterns(), line.where)
             elif line.keyword == "match":
-                active = enabled and self._match(line, state)
+                active = self._match(line, state, enabled)
             elif line.keyword == "include":
                 if depth >= MAX_INCLUDE_DEPTH:
                     raise UsageError(f"{line.where}: Include nested deeper than {depth}")
-                for pattern in line.args:
-                    full = os.path.expanduser(pattern)
-                    if not os.path.isabs(full):
-                        full = str(self.ssh_dir / full)
-                    for found in sorted(glob.glob(full)):
-                        self._evaluate(Path(found), state, active, depth + 1)
+                for found in self._included(line):
+                    self._evaluate(found, state, active, depth + 1)
             elif active:
                 state.set(line)
 
-    def _match(self, line: Line, state: _State) -> bool:
+    def _match(self, line: Line, state: _State, enabled: bool) -> bool:
+        """readconf.c match_cfg_line; criteria after a false one still count for `final`."""
         args = list(line.args)
         if not args:
             raise UsageError(f"{line.where}: Match needs criteria")
@@ -201,41 +414,51 @@ class SSHConfigFile:
             criterion = args[i].lower()
             negate = criterion.startswith("!")
             criterion = criterion.lstrip("!")
+            i += 1
             if criterion == "all":
                 hit = True
-                i += 1
-            elif criterion in ("exec", "canonical", "final", "localnetwork", "tagged"):
-                raise UsageError(
-                    f"{line.where}: Match {criterion} is not supported by the paramiko transport;"
-                    f" use transport: openssh for this host"
-                )
+            elif criterion in ("canonical", "final"):
+                state.want_final |= criterion == "final"
+                hit = state.final
             else:
-                if i + 1 >= len(args):
+                if i >= len(args):
                     raise UsageError(f"{line.where}: Match {criterion} needs an argument")
-                patterns = args[i + 1].split(",")
-                i += 2
+                patterns = args[i].split(",")
+                i += 1
                 if criterion == "host":
-                    hit = _pattern_list(patterns, state.current_hostname())
+                    hit = _pattern_list(patterns, state.current_hostname(), lower=True)
                 elif criterion == "originalhost":
-                    hit = _pattern_list(patterns, state.original)
+                    hit = _pattern_list(patterns, state.original, lower=True)
                 elif criterion == "user":
-                    hit = _pattern_list(patterns, state.current_user())
+                    hit = _pattern_list(patterns, state.current_user(), lower=False)
                 elif criterion == "localuser":
-                    hit = _pattern_list(patterns, getpass.getuser())
+                    hit = _pattern_list(patterns, local_user(), lower=False)
+                elif criterion == "tagged":  # OpenSSH 9.4: the Tag set so far
+                    hit = _pattern_list(patterns, state.options.get("tag", ""), lower=False)
+                elif criterion in UNDECIDABLE:
+                    if not (enabled and result):
+                        continue  # ssh skips it (exec) or its outcome cannot matter
+                    hit = state.decide(line, criterion, patterns)
                 else:
                     raise UsageError(f"{line.where}: unknown Match criterion {criterion!r}")
             result = result and (hit != negate)
-        return result
+        return enabled and result
 
 
 class _State:
     """The options collected so far for one lookup (first value wins)."""
 
-    def __init__(self, original: str, user: str | None, port: int | None):
+    def __init__(self, original: str, user: str | None, port: int | None, assumed=()):
         self.original = original
         self.options: dict[str, str] = {}
         self.multi: dict[str, list[str]] = {}
+        self.sources: dict[str, list[str]] = {}
         self.where: dict[str, str] = {}
+        self.assumed: tuple[bool, ...] = assumed
+        self.decided: dict[str, bool] = {}  # Match line -> the outcome assumed for it
+        self.want_final = False
+        self.final = False
+        self.final_hostname: str | None = None
         if user:
             self.options["user"] = user
             self.where["user"] = "target"
@@ -243,10 +466,26 @@ class _State:
             self.options["port"] = str(port)
             self.where["port"] = "target"
 
+    def decide(self, line: Line, criterion: str, patterns: list[str]) -> bool:
+        """The assumed outcome of the next undecidable criterion, or _Undecided."""
+        if line.where in self.decided:
+            return self.decided[line.where]
+        if len(self.decided) < len(self.assumed):
+            self.decided[line.where] = self.assumed[len(self.decided)]
+            return self.decided[line.where]
+        what = " ".join(patterns)
+        raise _Undecided(
+            f"{line.where}: Match {criterion} {what} decides how host {self.original} is "
+            f"reached, and factbook never runs it; use transport: openssh for this host"
+        )
+
     def set(self, line: Line) -> None:
         key = line.keyword
-        if key in MULTI:
-            self.multi.setdefault(key, []).extend(line.args[:1])
+        if key in MULTI:  # accumulate, a duplicate ignored (readconf.c add_identity_file)
+            values = self.multi.setdefault(key, [])
+            if line.args and line.args[0] not in values:
+                values.append(line.args[0])
+                self.sources.setdefault(key, []).append(line.where)
             self.where.setdefault(key, line.where)
             return
         if not line.args:
@@ -258,32 +497,62 @@ class _State:
         if key in self.options:
             return
         value = line.raw if key in RAW else line.args[0]
-        if key == "port" and not value.isdigit():
-            raise UsageError(f"{line.where}: Port {value!r} is not a number")
+        if key == "port":
+            port = a2port(value)
+            if not port:
+                raise UsageError(f"{line.where}: Bad port {value!r}")
+            value = str(port)
+        elif key == "proxyjump" and value.lower() != "none":
+            for spec in value.split(","):
+                try:
+                    parse_jump_host(spec)
+                except WordError as exc:
+                    raise UsageError(f"{line.where}: Invalid ProxyJump: {exc}") from None
         self.options[key] = value
         self.where[key] = line.where
 
+    def begin_final(self) -> None:
+        """ssh's second pass: the host name is fixed, Host patterns now match it."""
+        self.final_hostname = _normal(self.current_hostname())
+        self.final = True
+
+    def host_for_patterns(self) -> str:
+        return self.final_hostname if self.final_hostname is not None else self.original
+
     def current_hostname(self) -> str:
+        if self.final_hostname is not None:
+            return self.final_hostname
         name = self.options.get("hostname")
-        return _expand_host(name, self.original) if name else self.original
+        if not name:
+            return self.original
+        try:
+            return percent_expand(name, {"h": self.original}, "HostName")
+        except WordError as exc:
+            raise UsageError(f"{self.where['hostname']}: {exc}") from None
 
     def current_user(self) -> str:
-        return self.options.get("user") or getpass.getuser()
+        return self.options.get("user") or local_user()
 
     def result(self) -> Resolved:
+        hostname = _normal(self.current_hostname())
+        if not valid_hostname(hostname):
+            where = self.where.get("hostname", f"host {self.original!r}")
+            raise UsageError(f"{where}: hostname {hostname!r} contains invalid characters")
         idents = self.multi.get("identityfile", [])
         return Resolved(
             host=self.original,
-            hostname=self.current_hostname(),
+            hostname=hostname,
             port=int(self.options.get("port", 22)),
             user=self.current_user(),
             identity_files=list(idents) if idents else list(DEFAULT_IDENTITIES),
             identity_files_set=bool(idents),
             options=dict(self.options),
             where=dict(self.where),
+            certificate_files=list(self.multi.get("certificatefile", [])),
+            sources={k: list(v) for k, v in self.sources.items()},
         )
 
 
-def _expand_host(value: str, original: str) -> str:
-    """HostName accepts %h (the host as typed) and %%."""
-    return value.replace("%%", "\0").replace("%h", original).replace("\0", "%").lower()
+def _normal(name: str) -> str:
+    """ssh lower-cases a host name, never an address."""
+    return name if is_address(name) else name.lower()

@@ -58,6 +58,8 @@ class Hop:
     proxy_command: str | None = None  # ssh_config ProxyCommand, tokens expanded
     identities_only: bool = False  # IdentitiesOnly yes: only identity_files, no agent/defaults
     host_key_alias: str | None = None  # HostKeyAlias: the known_hosts name to use
+    certificate_files: list[str] = field(default_factory=list)  # CertificateFile, present ones
+    default_identities: list[str] = field(default_factory=list)  # ~/.ssh/id_* when none is set
 
     @property
     def address(self) -> str:
@@ -97,11 +99,47 @@ class ChainResolver:
         self.options = options
         path = Path(os.path.expanduser(options.ssh_config or "~/.ssh/config"))
         self.config = SSHConfigFile(path if path.is_file() else None)
+        self._files: dict[str, SSHConfigFile] = {}
 
     def resolve(self, target: Target) -> list[Hop]:
         return self._resolve(target, "box", 0)
 
-    def _resolve(self, target: Target, role: str, depth: int, own_jumps: bool = True) -> list[Hop]:
+    def _file(self, path: str) -> SSHConfigFile:
+        if path not in self._files:
+            self._files[path] = SSHConfigFile(path)
+        return self._files[path]
+
+    def _lookup(
+        self, target: Target, config: SSHConfigFile | None
+    ) -> tuple[SSHConfigFile, Resolved]:
+        """The config entry for a hop: a target read from an ssh config is its alias there
+        (its HostName never looked up again); a jump host named by a config's ProxyJump is
+        looked up in that config, as `ssh -l USER -p PORT HOST` would; any other target is its
+        host looked up in the user's ssh config, its own fields first."""
+        if config is not None:
+            alias = target.host or target.name
+            return config, config.lookup(alias, user=target.user, port=target.port)
+        if target.ssh_config:
+            config = self._file(target.ssh_config)
+            found = config.lookup(target.name)
+            if (target.user and target.user != found.user) or (
+                target.port and target.port != found.port
+            ):  # set after reading (inventory variables): they come first, as -l/-p
+                found = config.lookup(target.name, user=target.user, port=target.port)
+            if target.host and target.host != found.hostname:
+                found.hostname = target.host
+            return config, found
+        alias = target.host or target.name
+        return self.config, self.config.lookup(alias, user=target.user, port=target.port)
+
+    def _resolve(
+        self,
+        target: Target,
+        role: str,
+        depth: int,
+        own_jumps: bool = True,
+        config: SSHConfigFile | None = None,
+    ) -> list[Hop]:
         """The hops to target, outermost first.
 
         As in OpenSSH's `-J a,b`: in a list of jumps only the first one's own jumps (its
@@ -110,37 +148,12 @@ class ChainResolver:
         """
         if depth > MAX_HOPS:
             raise UsageError(f"target {target.name}: jump chain longer than {MAX_HOPS} (a loop?)")
-        alias = target.host or target.name
-        cfg = self.config.lookup(alias, user=target.user, port=target.port)
-        if target.identity_file and not os.path.isfile(os.path.expanduser(target.identity_file)):
-            raise UsageError(
-                f"target {target.name}: identity file {target.identity_file} does not exist"
-            )
-        idents = [target.identity_file] if target.identity_file else []
-        if cfg.identity_files_set:
-            idents += [cfg.expand(p) for p in cfg.identity_files]
-        idents = [os.path.expanduser(p) for p in idents]  # ssh skips missing ones; so do we
-        known = self.options.known_hosts or cfg.expand(
-            (cfg.get("userknownhostsfile") or "~/.ssh/known_hosts").split()[0]
-        )
-        timeout = target.connect_timeout or _float(cfg.get("connecttimeout"))
-        alias_key = cfg.get("hostkeyalias")
-        hop = Hop(
-            role=role,
-            name=target.name,
-            host=cfg.hostname,
-            port=cfg.port,
-            user=cfg.user,
-            identity_files=[p for p in dict.fromkeys(idents) if os.path.isfile(p)],
-            known_hosts=known,
-            connect_timeout=timeout or self.options.connect_timeout,
-            identities_only=(cfg.get("identitiesonly") or "no").lower() == "yes",
-            host_key_alias=cfg.expand(alias_key) if alias_key else None,
-        )
-        jumps: list[Target] = []
+        config, cfg = self._lookup(target, config)
+        hop = self._hop(target, cfg, role)
+        jumps: list[tuple[Target, SSHConfigFile | None]] = []
         if not own_jumps:
             pass
-        elif target.jump:
+        elif target.jump and not target.ssh_config:
             for name in target.jump:
                 jt = self.targets.get(name)
                 if jt is None and not _looks_like_spec(name):
@@ -148,33 +161,48 @@ class ChainResolver:
                 if jt is None:  # `user@host:port` from an inventory's ProxyJump / -J
                     juser, jhost, jport = split_jump_spec(name)
                     jt = Target(name=name, host=jhost, port=jport, user=juser)
-                jumps.append(jt)
+                jumps.append((jt, None))
         elif cfg.proxy_jump:
-            for spec in cfg.proxy_jump.split(","):
-                juser, jhost, jport = split_jump_spec(spec)
-                if jhost.lower() == alias.lower():  # as OpenSSH: `Host *` ProxyJump j, on j
-                    raise UsageError(f"target {target.name}: jumphost loop via {jhost}")
-                jumps.append(Target(name=spec.strip(), host=jhost, port=jport, user=juser))
+            for jump in cfg.jumps():  # tokens expanded; a bare name is a host name
+                jt = Target(name=jump.spec, host=jump.host, port=jump.port, user=jump.user)
+                jumps.append((jt, config))
         elif cfg.proxy_command:
-            hop.proxy_command = _proxy_tokens(cfg.proxy_command, cfg)
+            hop.proxy_command = cfg.proxy_command_expanded()
         before: list[Hop] = []
-        for i, jt in enumerate(jumps):
-            before += self._resolve(jt, "jump host", depth + 1, own_jumps=i == 0)
+        for i, (jt, where) in enumerate(jumps):
+            before += self._resolve(jt, "jump host", depth + 1, own_jumps=i == 0, config=where)
         return [*before, hop]
 
-
-def _proxy_tokens(command: str, cfg: Resolved) -> str:
-    """ProxyCommand's %h, %p, %r, %n, %% (OpenSSH expands these; the shell runs the rest)."""
-    out, i = [], 0
-    tokens = {"h": cfg.hostname, "p": str(cfg.port), "r": cfg.user, "n": cfg.host, "%": "%"}
-    while i < len(command):
-        if command[i] == "%" and i + 1 < len(command) and command[i + 1] in tokens:
-            out.append(tokens[command[i + 1]])
-            i += 2
-        else:
-            out.append(command[i])
-            i += 1
-    return "".join(out)
+    def _hop(self, target: Target, cfg: Resolved, role: str) -> Hop:
+        """One hop's login: the target's own identity file first (it must exist, as an
+        explicit choice), then the config's (ssh skips missing ones, and so do we)."""
+        if target.identity_file and not os.path.isfile(os.path.expanduser(target.identity_file)):
+            raise UsageError(
+                f"target {target.name}: identity file {target.identity_file} does not exist"
+            )
+        idents = [os.path.expanduser(target.identity_file)] if target.identity_file else []
+        present = [p for p in cfg.identity_paths() if os.path.isfile(p)]
+        if cfg.identity_files_set:
+            idents += present
+        known = self.options.known_hosts or cfg.expand(
+            (cfg.get("userknownhostsfile") or "~/.ssh/known_hosts").split()[0],
+            "UserKnownHostsFile",
+        )
+        timeout = target.connect_timeout or _float(cfg.get("connecttimeout"))
+        return Hop(
+            role=role,
+            name=target.name,
+            host=cfg.hostname,
+            port=cfg.port,
+            user=cfg.user,
+            identity_files=list(dict.fromkeys(idents)),
+            known_hosts=known,
+            connect_timeout=timeout or self.options.connect_timeout,
+            identities_only=(cfg.get("identitiesonly") or "no").lower() == "yes",
+            host_key_alias=cfg.get("hostkeyalias"),
+            certificate_files=[p for p in cfg.certificate_paths() if os.path.isfile(p)],
+            default_identities=[] if cfg.identity_files_set else present,
+        )
 
 
 def _looks_like_spec(name: str) -> bool:
@@ -444,6 +472,7 @@ def _login(hop: Hop, sock: Any, known: KnownHosts, keepalive: float) -> paramiko
             hop.host,
             hop.port,
             username=hop.user,
+            pkey=_certified_key(hop),
             key_filename=hop.identity_files or None,
             timeout=hop.connect_timeout,
             banner_timeout=hop.connect_timeout,
@@ -477,6 +506,20 @@ def _login(hop: Hop, sock: Any, known: KnownHosts, keepalive: float) -> paramiko
     return client
 
 
+def _certified_key(hop: Hop) -> paramiko.PKey | None:
+    """The private key a CertificateFile belongs to, with the certificate loaded: paramiko
+    offers it first (as OpenSSH offers a configured certificate with its key)."""
+    for cert in hop.certificate_files:
+        for path in [*hop.identity_files, *hop.default_identities]:
+            try:
+                key = paramiko.PKey.from_path(path)
+                key.load_certificate(cert)
+            except (paramiko.SSHException, OSError, ValueError):
+                continue  # encrypted, unreadable, or not this certificate's key
+            return key
+    return None
+
+
 def _no_banner(hop: Hop, made: list[paramiko.Transport]) -> str | None:
     """The message for a host that took the TCP connection but never spoke SSH, else None.
 
@@ -506,7 +549,14 @@ def _auth_message(hop: Hop, exc: Exception) -> str:
 
 
 def _hop_key(hop: Hop) -> tuple[Any, ...]:
-    return (hop.host, hop.port, hop.user, tuple(hop.identity_files), hop.known_hosts)
+    return (
+        hop.host,
+        hop.port,
+        hop.user,
+        tuple(hop.identity_files),
+        tuple(hop.certificate_files),
+        hop.known_hosts,
+    )
 
 
 class JumpPool:
