@@ -1,26 +1,16 @@
-"""A status dump that fits a token budget: what goes in, by priority, and what was left out.
+"""A status dump that fits a token budget: the document, its token count, what was left out.
 
 Tokens are counted with one rule, `ceil(characters / 4)` over the whole document (front
 matter included), the rule of thumb for English and code under BPE tokenizers; the count is
 written into the front matter. No tokenizer is loaded: the count must not depend on what is
 installed, and a dump must cost the same on every machine.
 
-Every fact known at the document's moment is ranked (the first rule that applies wins):
-
-1. the goal;
-2. instructions in force (access, tooling rules, "do not" rules);
-3. what is broken or open now (a drifted or errored check, work in progress), then the next
-   steps in their order;
-4. pitfalls that still apply (symptom → fix, with the fact id);
-5. the figures that matter now: per metric, the best figure and the best baseline;
-6. what changed since the previous dump: refuted assumptions, moved figures, new facts;
-7. the rest, most recently established first, taking turns across categories.
-
-Within the budget every chosen fact first gets its brief line, in rank order (a fact too
-long for what is left is skipped, a shorter one after it may still fit); what is left then
-turns brief lines into full ones, in the same order. Facts that do not fit are counted and
-named by id per category, with the handbook page they are on; the names themselves take at
-most a tenth of the budget, the rest are counted.
+selection.py ranks the facts and chooses which to show and how fully; this module lays the
+chosen lines out in the seeds' section order (compact.py), measures the exact document, and
+corrects the room it reserved for the list of facts left out until the document fits. Facts
+left out are counted per category, with the handbook page they are on, and named by id, most
+important first, while the names take at most NAMES_SHARE of the budget; the rest are counted.
+Escaping and redaction run before measuring, so the budget holds for what is written.
 """
 
 from __future__ import annotations
@@ -45,17 +35,7 @@ from factbook.knowledge.kb import KnowledgeBase
 
 TOKEN_RULE = "ceil(characters / 4)"
 CHARS_PER_TOKEN = 4
-NAMES_SHARE = 0.10  # of the budget, at most, for naming the facts left out
-RANKS = {
-    1: "goal",
-    2: "instruction in force",
-    3: "broken or open now, next step",
-    4: "pitfall that applies",
-    5: "figure that matters now",
-    6: "changed since the previous dump",
-    7: "the rest, most recent first",
-}
-_TIME_UNITS = {"ms", "s", "us", "µs", "ns", "min", "h"}
+NAMES_SHARE = 0.05  # of the budget, at most, for naming the facts left out
 _CATEGORY_ORDER = {c.name: n for n, c in enumerate(CATEGORIES)}
 
 

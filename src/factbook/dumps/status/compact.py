@@ -152,8 +152,13 @@ def forms(item: Item, kind: str, titles: dict[str, str], live: bool) -> tuple[st
         ref = f" `{item.id}`"
         symptom, fix = item.get("symptom"), item.get("fix")
         brief = f"{md(item.title)}{ref}{stamp}"
+        cause = item.get("cause")
         if symptom and fix:
-            full = f"{md(item.title)}: {md(one_line(symptom))} → {md(one_line(fix))}{ref}{stamp}"
+            why = f" (cause: {md(one_line(cause))})" if cause else ""
+            full = (
+                f"{md(item.title)}: {md(one_line(symptom))}{why} → {md(one_line(fix))}"
+                f"{ref}{stamp}"
+            )
         else:
             full = f"{md(item.title)}: {md(item.text)}{ref}{stamp}"
         return brief, full

@@ -43,7 +43,7 @@ RANKS = {
 STRICT_RANKS = (1, 2, 3)
 RANK_WEIGHTS = {1: 4.0, 2: 3.0, 3: 4.0, 4: 3.0, 5: 3.0, 6: 3.0, 7: 1.0}
 AGE_FACTOR = 0.7
-ITEM_BONUS = 5.0  # rank 7: weight per milestone of age
+ITEM_BONUS = 8.0  # showing a fact at all is worth eight new names or numbers
 _TIME_UNITS = {"ms", "s", "us", "µs", "ns", "min", "h"}
 _WORD = re.compile(r"[A-Za-z0-9_<][A-Za-z0-9_.+*=<>|\[\]-]*")
 _STRONG = re.compile(r"[\d_./=<>*+]|.[A-Z]")
