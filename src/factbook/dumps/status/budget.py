@@ -183,7 +183,7 @@ class _Frame:
         if ctx.as_of is None:
             meta["generated"] = ctx.generated
         intro = (
-            f"# {title}\n\n> By `factbook status`: {moment}, nothing learned later. Marks: "
+            f"# {title}\n\n> Made by `factbook status` for {moment}; nothing learned later. Marks: "
             f"{legend(since)}.\n"
         )
         body = body_text(shown, self.parents) + left_out_text(left_out, cap)

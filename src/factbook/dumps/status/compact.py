@@ -156,8 +156,7 @@ def forms(item: Item, kind: str, titles: dict[str, str], live: bool) -> tuple[st
         if symptom and fix:
             why = f" (cause: {md(one_line(cause))})" if cause else ""
             full = (
-                f"{md(item.title)}: {md(one_line(symptom))}{why} → {md(one_line(fix))}"
-                f"{ref}{stamp}"
+                f"{md(item.title)}: {md(one_line(symptom))}{why} → {md(one_line(fix))}{ref}{stamp}"
             )
         else:
             full = f"{md(item.title)}: {md(item.text)}{ref}{stamp}"
