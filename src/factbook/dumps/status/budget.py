@@ -197,27 +197,24 @@ class _Frame:
 
 
 def fit(frame: _Frame) -> tuple[str, list[Line], list[Line]]:
-    """The fullest document within the budget: choose, render exactly, and correct the room
-    reserved for the list of facts left out until the document fits."""
+    """The fullest document within the budget: choose with room reserved for the list of
+    facts left out (at first its upper bound: every fact left out), render exactly, then
+    correct the room by what the document really took (a few rounds at most)."""
     chars = frame.budget * CHARS_PER_TOKEN
     cap = int(chars * NAMES_SHARE)
-    reserve = len(left_out_text(frame.lines, cap))
     fixed = len(frame.document([], [], 0))
-    best: tuple[str, dict[str, bool]] | None = None
+    room = chars - fixed - len(left_out_text(frame.lines, cap))
     info = line_information(frame.lines)
-    for _ in range(8):
-        picked = choose(frame.lines, chars - fixed - reserve, frame.parents, info)
+    best: tuple[str, dict[str, bool]] | None = None
+    for _ in range(4):
+        picked = choose(frame.lines, room, frame.parents, info)
         text = frame.document(*_apply(frame, picked), cap)
-        over = len(text) - chars
-        if over > 0:
-            reserve += over
-            continue
-        if best is None or len(picked) > len(best[1]) or len(text) > len(best[0]):
+        slack = chars - len(text)
+        if slack >= 0 and (best is None or len(text) > len(best[0])):
             best = (text, picked)
-        listing = len(left_out_text(_apply(frame, picked)[1], cap))
-        if reserve - listing <= 8:
+        if 0 <= slack <= max(16, chars // 100):
             break
-        reserve = listing
+        room += slack if slack < 0 else slack * 9 // 10
     if best is None:
         minimum = count_tokens(frame.document([], frame.lines, cap))
         raise UsageError(

@@ -61,16 +61,16 @@ class Line:
     order: tuple[Any, ...] = ()
     shown: bool = False
     use_full: bool = False
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        self.id = self.item.id
 
     def with_configuration(self) -> None:
         """A figure that matters now carries its configuration in its full line."""
         config = self.item.get("config")
         if config and self.item.category == "benchmarks":
             self.full += f" [{md(value_text(config))}]"
-
-    @property
-    def id(self) -> str:
-        return self.item.id
 
     @property
     def mark(self) -> str:

@@ -249,7 +249,7 @@ def _weight(line: Line, newest: int) -> float:
 
 
 def _gain(info: dict[str, float], known: set[str]) -> float:
-    return sum(v for k, v in info.items() if k not in known)
+    return sum(info[k] for k in info.keys() - known)
 
 
 def line_information(lines: list[Line]) -> dict[str, tuple[dict[str, float], dict[str, float]]]:
