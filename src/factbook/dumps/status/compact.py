@@ -18,6 +18,7 @@ a stale fact.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ COMPACT_MARKS = {
     "refuted": "✗",
 }
 NEW_FLAG = "+"
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
 
 
 def legend(previous: str | None) -> str:
@@ -61,6 +63,7 @@ class Line:
     order: tuple[Any, ...] = ()
     shown: bool = False
     use_full: bool = False
+    stamp: str = ""  # when and where, only where trust needs it (_stamp)
     id: str = ""
 
     def __post_init__(self) -> None:
@@ -78,7 +81,7 @@ class Line:
 
     @property
     def text(self) -> str:
-        return self.full if self.use_full else self.brief
+        return (self.full if self.use_full else self.brief) + self.stamp
 
     def render(self, number: int | None = None) -> str:
         """`- ✓+ text` (or `1. ✓ text` in a numbered list)."""
@@ -89,7 +92,7 @@ class Line:
     def cost(self, full: bool) -> int:
         """Characters of the rendered line, newline included (numbered lists: about as long)."""
         text = self.full if full else self.brief
-        return len(text) + 5 + (1 if self.new else 0)
+        return len(text) + len(self.stamp) + 5 + (1 if self.new else 0)
 
 
 # --- the two sizes --------------------------------------------------------------------------
@@ -99,7 +102,8 @@ def _stamp(item: Item, live: bool) -> str:
     """` (2026-11-29 h200)`, ` (expected 8, observed 7)`: only where trust needs it."""
     mark = item.mark
     parts = []
-    if mark.kind in ("drifted", "error") or (live and mark.kind == "verified" and mark.when):
+    checked = live and mark.kind == "verified" and _DATE.match(mark.when)  # by a run, not a seed
+    if mark.kind in ("drifted", "error") or checked:
         parts.append(" ".join(p for p in (mark.when, mark.where) if p))
     elif mark.kind == "stale" and mark.when:
         parts.append(f"held at {mark.when}")
@@ -136,10 +140,9 @@ def _truth(item: Item, titles: dict[str, str]) -> str:
     return "; ".join(replaced) or item.mark.detail or "refuted"
 
 
-def forms(item: Item, kind: str, titles: dict[str, str], live: bool) -> tuple[str, str]:
+def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
     """(brief, full) Markdown text of an item placed as `kind` (line, pitfall, refuted,
-    figure, file, step)."""
-    stamp = _stamp(item, live)
+    figure, step, progress); the stamp (_stamp) goes after either."""
     if kind == "refuted":
         truth = md(_truth(item, titles))
         detail = md(item.mark.detail) if item.mark.detail else ""
@@ -151,40 +154,36 @@ def forms(item: Item, kind: str, titles: dict[str, str], live: bool) -> tuple[st
     if kind == "pitfall":
         ref = f" `{item.id}`"
         symptom, fix = item.get("symptom"), item.get("fix")
-        brief = f"{md(item.title)}{ref}{stamp}"
+        brief = f"{md(item.title)}{ref}"
         cause = item.get("cause")
         if symptom and fix:
             why = f" (cause: {md(one_line(cause))})" if cause else ""
-            full = (
-                f"{md(item.title)}: {md(one_line(symptom))}{why} → {md(one_line(fix))}{ref}{stamp}"
-            )
+            full = f"{md(item.title)}: {md(one_line(symptom))}{why} → {md(one_line(fix))}{ref}"
         else:
-            full = f"{md(item.title)}: {md(item.text)}{ref}{stamp}"
+            full = f"{md(item.title)}: {md(item.text)}{ref}"
         return brief, full
     if kind == "figure":
         brief = md(_with_value(item))
         if item.get("accept_len") is not None:
             brief += f", accept len {item.get('accept_len')}"
-        return brief + stamp, md(item.text) + stamp
+        return brief, md(item.text)
     if kind == "step":
         criterion = item.get("criterion")
         brief = md(item.title)
         full = md(item.text) + (f" (done when: {md(one_line(criterion))})" if criterion else "")
-        return brief + stamp, full + stamp
+        return brief, full
     if kind == "progress":
         failed = " (FAILED)" if item.get("state") in ("failed", "blocked") else ""
-        return md(item.title) + failed + stamp, md(item.text) + failed + stamp
-    brief = md(_with_value(item))
-    return brief + stamp, md(item.text) + stamp
+        return md(item.title) + failed, md(item.text) + failed
+    return md(_with_value(item)), md(item.text)
 
 
-def file_forms(item: Item, shown_path: str, live: bool) -> tuple[str, str]:
+def file_forms(item: Item, shown_path: str) -> tuple[str, str]:
     """A file: `path` (size), and with its purpose when there is room."""
-    stamp = _stamp(item, live)
     size = f" ({item.get('size')})" if item.get("size") else ""
     purpose = item.get("purpose")
-    brief = f"`{shown_path}`{size}{stamp}"
-    full = f"`{shown_path}` — {md(one_line(purpose))}{size}{stamp}" if purpose else brief
+    brief = f"`{shown_path}`{size}"
+    full = f"`{shown_path}` — {md(one_line(purpose))}{size}" if purpose else brief
     return brief, full
 
 
@@ -249,8 +248,11 @@ def place(ctx: StatusContext, *, live: bool) -> Placed:
         seen.add(item.id)
         if item.refuted and kind not in ("file",):
             section, group, kind = "discoveries", "Refuted assumptions (believed → true)", "refuted"
-        brief, full = forms(item, kind, titles, live)
-        placed.lines.append(Line(item, section, group, brief, full, new=item.id in new))
+        brief, full = forms(item, kind, titles)
+        stamp = _stamp(item, live)
+        placed.lines.append(
+            Line(item, section, group, brief, full, new=item.id in new, stamp=stamp)
+        )
 
     for item in ctx.goal:
         add(item, "goal", "", "line")
@@ -285,8 +287,16 @@ def place(ctx: StatusContext, *, live: bool) -> Placed:
         for item in items:
             parent, rel = shown[paths[item.id]]
             seen.add(item.id)
-            brief, full = file_forms(item, rel, live)
-            line = Line(item, "files", machine.machine, brief, full, new=item.id in new)
+            brief, full = file_forms(item, rel)
+            line = Line(
+                item,
+                "files",
+                machine.machine,
+                brief,
+                full,
+                item.id in new,
+                stamp=_stamp(item, live),
+            )
             placed.lines.append(line)
             if parent:
                 placed.parents[item.id] = parent
