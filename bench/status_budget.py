@@ -77,10 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     print(head + " | unbudgeted document |")
     print("|---|---:|" + "---:|" * (len(budgets) + 1))
     for milestone, row in report.items():
-        cells = [
-            f"{row[str(b)]['kept']} ({row[str(b)]['share']:.0%}), {row[str(b)]['facts_shown']} facts"
-            for b in budgets
-        ]
+        cells = []
+        for b in budgets:
+            cell = row[str(b)]
+            cells.append(f"{cell['kept']} ({cell['share']:.0%}), {cell['facts_shown']} facts")
         full = row["unbudgeted"]
         print(
             f"| {milestone} | {row['items']} | " + " | ".join(cells) + f" | {full['kept']} in "
