@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import socket
 import time
@@ -184,3 +185,32 @@ def require_chromium() -> str:
     """The Chromium path, after `require`."""
     require(None if os.path.exists(CHROMIUM) else f"{CHROMIUM} missing (Debian's chromium)")
     return CHROMIUM
+
+
+SEED_ITEMS = REPO / "tests" / "data" / "seed_items.yaml"
+_DIGIT_GROUP = re.compile(r"(?<=\d),(?=\d{3})")
+
+
+def seed_items() -> dict[str, dict[str, str]]:
+    """{milestone: {label: needles}}: what each seed says its dump held (the file explains)."""
+    data = yaml.safe_load(SEED_ITEMS.read_text(encoding="utf-8"))
+    return {str(m): {str(k): str(v) for k, v in items.items()} for m, items in data.items()}
+
+
+def _plain(text: str) -> str:
+    text = _DIGIT_GROUP.sub("", text.replace("&lt;", "<"))
+    return " ".join(text.split()).lower()
+
+
+def item_kept(text: str, needles: str, *, plain: bool = False) -> bool:
+    """Whether every ` & `-separated needle (each `a | b`: either) occurs in `text`."""
+    body = text if plain else _plain(text)
+    return all(
+        any(_plain(alt) in body for alt in part.split(" | ")) for part in needles.split(" & ")
+    )
+
+
+def items_missing(text: str, items: dict[str, str]) -> list[str]:
+    """The labels of the seed items `text` does not hold."""
+    body = _plain(text)
+    return [label for label, needles in items.items() if not item_kept(body, needles, plain=True)]

@@ -165,12 +165,28 @@ def status(
     since: str | None = None,
     redact: bool = False,
     results: bool | None = None,
+    budget: int | None = None,
+    format: str = "markdown",
 ) -> str:
-    """The status document (Markdown) as of a milestone (None: now), redacted if asked."""
-    from factbook.dumps.status import StatusOptions, render_status
+    """The status document as of a milestone (None: now), redacted if asked.
 
+    `budget`: a dense dump within that many tokens (characters / 4), facts chosen by
+    priority, the rest named by id; `format="json"` returns its selection as JSON text
+    (needs `budget`). Without a budget: the full document in the seeds' structure.
+    """
+    from factbook.dumps.status import StatusOptions, render_status
+    from factbook.dumps.status.budget import render_budgeted
+    from factbook.errors import UsageError
+
+    if format not in ("markdown", "json"):
+        raise UsageError(f"format must be 'markdown' or 'json', not {format!r}")
     options = StatusOptions(as_of=as_of, since=since, redact=redact, results=results)
-    return render_status(kb, options)
+    if budget is None:
+        if format == "json":
+            raise UsageError("format='json' needs a budget (the selection it describes)")
+        return render_status(kb, options)
+    dump = render_budgeted(kb, options, budget)
+    return dump.json() if format == "json" else dump.text
 
 
 def nothing_selected(kb: KnowledgeBase, targets: Iterable[str] = ()) -> str:

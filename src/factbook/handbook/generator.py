@@ -46,6 +46,7 @@ from factbook.store.atomic import write_text_atomic
 from factbook.store.results import list_runs, load_latest
 
 CSS_URI = "assets/factbook.css"
+HANDOVER_PAGE = "status-handover.md"  # handover.HANDOVER; that module is imported lazily
 MANIFEST = ".factbook-pages.json"
 
 
@@ -224,7 +225,7 @@ def build_nav(
     if RUNBOOKS_GUIDE in section_guides:
         books.append({"About runbooks": RUNBOOKS_GUIDE})
     books += [{html.escape(title): uri} for title, uri in runbooks or []]
-    status: list[Any] = [{"Newest first": STATUS_DOCS}]
+    status: list[Any] = [{"Newest first": STATUS_DOCS}, {"Hand-over dump": HANDOVER_PAGE}]
     if STATUS_GUIDE in section_guides:
         status.append({"About status documents": STATUS_GUIDE})
     status += [{d.title: d.uri} for d in status_docs]

@@ -67,6 +67,13 @@ def page_specs(
         specs.append(
             PageSpec(entry.uri, entry.book.title, "runbook.md.j2", runbook_context(entry, views))
         )
+    # imported here: the dump renderer uses handbook.safehtml, and importing it from this
+    # module's top would run the handbook package's __init__ before the renderer exists
+    from factbook.handbook.handover import HANDOVER, handover_context
+
+    specs.append(
+        PageSpec(HANDOVER, "Hand-over dump", "status-handover.md.j2", handover_context(kb))
+    )
     specs.append(
         PageSpec(
             STATUS_DOCS,

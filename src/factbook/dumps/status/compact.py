@@ -1,0 +1,303 @@
+"""One fact as a dense status line, in two sizes, and where in the dump it goes.
+
+A budgeted dump (budget.py) is read at a hand-over, usually by the next context of an AI
+assistant: every token spent on boilerplate is a fact left out. So a line is its mark (one
+character, the legend is printed once), an optional `+` for "new since the previous dump",
+and the fact in one of two sizes:
+
+- brief: the fact's title, with its value when the title does not already say it
+  (`RAM: 449 GB`); a pitfall's title with its id; a file's path and size;
+- full: the statement (a pitfall: title — symptom → fix, with its id; a refuted assumption:
+  what was believed → what is true now; a file: path — purpose (size)).
+
+Budget.py gives every chosen fact its brief line first and spends what is left on full lines,
+most important first. A date or a place is printed only where trust depends on it: a live
+result (when and where it was checked), a drift (expected vs observed), a check that errored,
+a stale fact.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from factbook.dumps.status.context import StatusContext
+from factbook.dumps.status.items import Item, one_line, value_text
+from factbook.dumps.status.render import md
+
+# The compact marks: one character each, explained once at the top of the dump.
+COMPACT_MARKS = {
+    "verified": "✓",
+    "assumed": "?",
+    "stale": "~",
+    "drifted": "!",
+    "error": "E",
+    "refuted": "✗",
+}
+NEW_FLAG = "+"
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+
+
+def legend(previous: str | None) -> str:
+    """The one legend line: every mark, and the new flag when there is a previous dump."""
+    text = "✓ verified · ? assumed, never checked · ~ stale · ! check drifted · E check errored"
+    text += " · ✗ refuted"
+    if previous:
+        text += f" · {NEW_FLAG} new since {previous}"
+    return text
+
+
+@dataclass
+class Line:
+    """A fact placed in the dump: its section and group, its priority and both sizes."""
+
+    item: Item
+    section: str
+    group: str
+    brief: str
+    full: str
+    new: bool = False
+    rank: int = 7
+    reason: str = "rest"
+    order: tuple[Any, ...] = ()
+    shown: bool = False
+    use_full: bool = False
+    stamp: str = ""  # when and where, only where trust needs it (_stamp)
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        self.id = self.item.id
+
+    def with_configuration(self) -> None:
+        """A figure that matters now carries its configuration in its full line."""
+        config = self.item.get("config")
+        if config and self.item.category == "benchmarks":
+            self.full += f" [{md(value_text(config))}]"
+
+    @property
+    def mark(self) -> str:
+        return COMPACT_MARKS.get(self.item.mark.kind, "?")
+
+    @property
+    def text(self) -> str:
+        return (self.full if self.use_full else self.brief) + self.stamp
+
+    def render(self, number: int | None = None) -> str:
+        """`- ✓+ text` (or `1. ✓ text` in a numbered list)."""
+        bullet = f"{number}." if number is not None else "-"
+        flag = NEW_FLAG if self.new else ""
+        return f"{bullet} {self.mark}{flag} {self.text}"
+
+    def cost(self, full: bool) -> int:
+        """Characters of the rendered line, newline included (numbered lists: about as long)."""
+        text = self.full if full else self.brief
+        return len(text) + len(self.stamp) + 5 + (1 if self.new else 0)
+
+
+# --- the two sizes --------------------------------------------------------------------------
+
+
+def _stamp(item: Item, live: bool) -> str:
+    """` (2026-11-29 h200)`, ` (expected 8, observed 7)`: only where trust needs it."""
+    mark = item.mark
+    parts = []
+    checked = live and mark.kind == "verified" and _DATE.match(mark.when)  # by a run, not a seed
+    if mark.kind in ("drifted", "error") or checked:
+        parts.append(" ".join(p for p in (mark.when, mark.where) if p))
+    elif mark.kind == "stale" and mark.when:
+        parts.append(f"held at {mark.when}")
+    if mark.detail and mark.kind in ("drifted", "error", "stale"):
+        parts.append(mark.detail)
+    text = "; ".join(p for p in parts if p)
+    return f" ({md(text)})" if text else ""
+
+
+def figure(item: Item) -> str:
+    """The value as the seeds write it: `30%`, `2.4x`, `90.0 tok/s`."""
+    fact = item.fact
+    if fact is not None and fact.unit in ("%", "x") and item.value.endswith(" " + fact.unit):
+        return item.value[: -len(fact.unit) - 1] + fact.unit
+    return item.value
+
+
+def _with_value(item: Item) -> str:
+    """The title, and the value when the title does not already say it."""
+    title = item.title
+    value = figure(item)
+    fact_value = item.fact.value if item.fact else None
+    if not value or isinstance(fact_value, bool) or len(value) > 160:
+        return title
+    plain = value.replace(",", "").replace(" ", "").lower()
+    if plain and plain in title.replace(",", "").replace(" ", "").lower():
+        return title
+    return f"{title} ({value})" if ":" in title else f"{title}: {value}"
+
+
+def _truth(item: Item, titles: dict[str, str]) -> str:
+    """What is true instead of a refuted fact: what replaced it, or the refutation's note."""
+    replaced = [titles[i] for i in item.links.get("replaced_by", []) if i in titles]
+    return "; ".join(replaced) or item.mark.detail or "refuted"
+
+
+def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
+    """(brief, full) Markdown text of an item placed as `kind` (line, pitfall, refuted,
+    figure, step, progress); the stamp (_stamp) goes after either."""
+    if kind == "refuted":
+        truth = md(_truth(item, titles))
+        detail = md(item.mark.detail) if item.mark.detail else ""
+        brief = f"{md(item.title)} → {truth}"
+        full = f"{md(item.text)} → {detail or truth}" + (
+            f"; now: {truth}" if detail and truth != detail else ""
+        )
+        return brief, full
+    if kind == "pitfall":
+        ref = f" `{item.id}`"
+        symptom, fix = item.get("symptom"), item.get("fix")
+        brief = f"{md(item.title)}{ref}"
+        cause = item.get("cause")
+        if symptom and fix:
+            why = f" (cause: {md(one_line(cause))})" if cause else ""
+            full = f"{md(item.title)}: {md(one_line(symptom))}{why} → {md(one_line(fix))}{ref}"
+        else:
+            full = f"{md(item.title)}: {md(item.text)}{ref}"
+        return brief, full
+    if kind == "figure":
+        brief = md(_with_value(item))
+        if item.get("accept_len") is not None:
+            brief += f", accept len {item.get('accept_len')}"
+        return brief, md(item.text)
+    if kind == "step":
+        criterion = item.get("criterion")
+        brief = md(item.title)
+        full = md(item.text) + (f" (done when: {md(one_line(criterion))})" if criterion else "")
+        return brief, full
+    if kind == "progress":
+        failed = " (FAILED)" if item.get("state") in ("failed", "blocked") else ""
+        return md(item.title) + failed, md(item.text) + failed
+    return md(_with_value(item)), md(item.text)
+
+
+def file_forms(item: Item, shown_path: str) -> tuple[str, str]:
+    """A file: `path` (size), and with its purpose when there is room."""
+    size = f" ({item.get('size')})" if item.get("size") else ""
+    purpose = item.get("purpose")
+    brief = f"`{shown_path}`{size}"
+    full = f"`{shown_path}` — {md(one_line(purpose))}{size}" if purpose else brief
+    return brief, full
+
+
+def relative_paths(paths: list[str]) -> dict[str, tuple[str, str]]:
+    """{path: (parent, path shown)}: a path under another listed directory of at least two
+    components (`/root/sglang/`, not `/data`) is shown relative to the deepest one, the way the
+    seeds list `eagle3-train/04_train.py` under the repository they name once."""
+    dirs = sorted(
+        {p.rstrip("/") + "/" for p in paths if p.startswith("/") and p.rstrip("/").count("/") >= 2},
+        key=len,
+        reverse=True,
+    )
+    out: dict[str, tuple[str, str]] = {}
+    for path in paths:
+        own = path.rstrip("/") + "/"
+        parent = next((d for d in dirs if path.startswith(d) and own != d), "")
+        out[path] = (parent, path[len(parent) :]) if parent else ("", path)
+    return out
+
+
+# --- placing every item ---------------------------------------------------------------------
+
+SECTIONS = (
+    ("goal", "Goal"),
+    ("instructions", "Instructions"),
+    ("discoveries", "Discoveries"),
+    ("accomplished", "Accomplished"),
+    ("in_progress", "In progress"),
+    ("next", "Next steps"),
+    ("files", "Relevant files"),
+)
+
+
+@dataclass
+class Placed:
+    """Every visible fact as a Line, in document order; `parents` holds file group heads."""
+
+    lines: list[Line] = field(default_factory=list)
+    parents: dict[str, str] = field(default_factory=dict)  # item id -> parent dir shown
+
+
+def place(ctx: StatusContext, *, live: bool) -> Placed:
+    """Each item of the context once, in the seeds' section order, with both its sizes."""
+    titles: dict[str, str] = {}
+    everything: list[Item] = list(ctx.goal) + list(ctx.pitfalls) + list(ctx.benchmarks)
+    for group in ctx.instructions + ctx.discoveries:
+        everything += group.items
+    for table in ctx.training_tables:
+        everything += [row[2] for row in table.rows]
+    everything += ctx.training + ctx.accomplished + ctx.in_progress + ctx.next_steps
+    for machine in ctx.files:
+        for group in machine.groups:
+            everything += group.items
+    titles = {i.id: i.title for i in everything}
+    new = {i.id for i in ctx.changes.new}
+    placed = Placed()
+    seen: set[str] = set()
+
+    def add(item: Item, section: str, group: str, kind: str) -> None:
+        if item.id in seen:
+            return
+        seen.add(item.id)
+        if item.refuted and kind not in ("file",):
+            section, group, kind = "discoveries", "Refuted assumptions (believed → true)", "refuted"
+        brief, full = forms(item, kind, titles)
+        stamp = _stamp(item, live)
+        placed.lines.append(
+            Line(item, section, group, brief, full, new=item.id in new, stamp=stamp)
+        )
+
+    for item in ctx.goal:
+        add(item, "goal", "", "line")
+    for group in ctx.instructions:
+        for item in group.items:
+            add(item, "instructions", group.title, "line")
+    refuted = [i for i in everything if i.refuted and i.category not in ("inventory",)]
+    for item in refuted:
+        add(item, "discoveries", "", "refuted")
+    for item in ctx.pitfalls:
+        add(item, "discoveries", "Known pitfalls", "pitfall")
+    for item in ctx.benchmarks:
+        add(item, "discoveries", "Benchmarks", "figure")
+    for group in ctx.discoveries:
+        for item in group.items:
+            add(item, "discoveries", group.title, "line")
+    for table in ctx.training_tables:
+        for _, _, item in table.rows:
+            add(item, "discoveries", "Training metrics", "line")
+    for item in ctx.training:
+        add(item, "discoveries", "Training metrics", "line")
+    for item in ctx.accomplished:
+        add(item, "accomplished", "", "progress")
+    for item in ctx.in_progress:
+        add(item, "in_progress", "", "progress")
+    for item in ctx.next_steps:
+        add(item, "next", "", "step")
+    for machine in ctx.files:
+        items = [i for g in machine.groups for i in g.items if i.id not in seen]
+        paths = {i.id: str(i.get("path") or i.title) for i in items}
+        shown = relative_paths(list(paths.values()))
+        for item in items:
+            parent, rel = shown[paths[item.id]]
+            seen.add(item.id)
+            brief, full = file_forms(item, rel)
+            line = Line(
+                item,
+                "files",
+                machine.machine,
+                brief,
+                full,
+                item.id in new,
+                stamp=_stamp(item, live),
+            )
+            placed.lines.append(line)
+            if parent:
+                placed.parents[item.id] = parent
+    return placed

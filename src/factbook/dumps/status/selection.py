@@ -1,0 +1,332 @@
+"""Which facts a budgeted dump shows, and how fully: ranks first, then information per character.
+
+Every fact known at the document's moment gets a rank (the first rule that applies wins):
+
+1. the goal;
+2. instructions in force (access, tooling rules, "do not" rules);
+3. what is broken or open now (a drifted or errored check, work in progress), then the next
+   steps in their order;
+4. pitfalls that still apply (symptom → fix, with the fact id);
+5. the figures that matter now: per metric, the best figure and the best baseline;
+6. what changed since the previous dump: refuted assumptions, moved figures, new facts;
+7. the rest, most recently established first.
+
+Ranks 1-3 go in first, in order, each as its brief line. Everything else competes for the room
+that is left: a fact's brief line, or turning a shown line into its full one, is worth the
+*new information* it adds (distinctive words, numbers, names and paths not yet in the dump)
+per character, times the weight of its rank (RANK_WEIGHTS; rank 7 loses weight with every
+milestone of age). So a pitfall or a new finding goes before an old detail of the same
+information, and a fact that only repeats what the dump already says is left out (and named
+at the end) instead of costing a line. The choice is greedy, best value first; a value only
+falls as the dump grows, so values are recomputed lazily.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from typing import Any
+
+from factbook.dumps.status.compact import SECTIONS, Line
+from factbook.dumps.status.context import StatusContext
+from factbook.knowledge.kb import KnowledgeBase
+
+RANKS = {
+    1: "goal",
+    2: "instruction in force",
+    3: "broken or open now, next step",
+    4: "pitfall that applies",
+    5: "figure that matters now",
+    6: "changed since the previous dump",
+    7: "the rest, most recent first",
+}
+STRICT_RANKS = (1, 2, 3)
+RANK_WEIGHTS = {1: 4.0, 2: 3.0, 3: 4.0, 4: 3.0, 5: 3.0, 6: 3.0, 7: 1.0}
+AGE_FACTOR = 0.7
+ITEM_BONUS = 8.0  # showing a fact at all is worth eight new names or numbers
+_TIME_UNITS = {"ms", "s", "us", "µs", "ns", "min", "h"}
+_WORD = re.compile(r"[A-Za-z0-9_<][A-Za-z0-9_.+*=<>|\[\]-]*")
+_STRONG = re.compile(r"[\d_./=<>*+]|.[A-Z]")
+_DIGIT_GROUP = re.compile(r"(?<=\d),(?=\d{3})")
+_STOP = frozenset(
+    [
+        "this",
+        "that",
+        "with",
+        "from",
+        "into",
+        "than",
+        "then",
+        "they",
+        "them",
+        "their",
+        "there",
+        "these",
+        "those",
+        "when",
+        "what",
+        "which",
+        "while",
+        "where",
+        "have",
+        "been",
+        "were",
+        "will",
+        "would",
+        "should",
+        "could",
+        "does",
+        "done",
+        "only",
+        "also",
+        "more",
+        "most",
+        "some",
+        "each",
+        "every",
+        "other",
+        "under",
+        "over",
+        "after",
+        "before",
+        "about",
+        "just",
+        "like",
+        "used",
+        "uses",
+        "using",
+        "same",
+        "very",
+        "once",
+        "here",
+        "both",
+        "many",
+        "much",
+        "such",
+        "make",
+        "made",
+        "runs",
+    ]
+)
+
+
+def information(text: str) -> dict[str, float]:
+    """The distinctive pieces of a line and what each is worth: a number, a name or a path
+    (anything with a digit, `_ . / = < > * +`, or capitals inside: `163586`, `midlayer.*`,
+    `NCCL_PROTO=LL`, `SGLang`) counts 1; another word of five letters or more counts 0.3.
+    Lower-cased, thousands separators dropped."""
+    found: dict[str, float] = {}
+    for raw in _WORD.findall(_DIGIT_GROUP.sub("", text)):
+        raw = raw.strip(".,;:-/")
+        word = raw.lower()
+        if not word or word in _STOP:
+            continue
+        if _STRONG.search(raw):
+            found[word] = 1.0
+        elif len(word) >= 5:
+            found.setdefault(word, 0.3)
+    return found
+
+
+def _number(item_value: Any) -> float | None:
+    if isinstance(item_value, bool) or not isinstance(item_value, (int, float)):
+        return None
+    return float(item_value)
+
+
+def best_figures(kb: KnowledgeBase, lines: list[Line]) -> set[str]:
+    """Per metric, the best current figure (lower is better for times, higher for everything
+    else) and the first baseline it is measured against."""
+    since = {
+        ln.id: kb.milestones[ln.item.fact.since].index
+        if ln.item.fact and ln.item.fact.since in kb.milestones
+        else -1
+        for ln in lines
+    }
+    by_metric: dict[str, list[Line]] = {}
+    for line in lines:
+        item = line.item
+        fact = item.fact
+        if item.category != "benchmarks" or item.refuted or item.status == "stale" or not fact:
+            continue
+        if _number(fact.value) is None or not item.get("metric"):
+            continue
+        by_metric.setdefault(str(item.get("metric")), []).append(line)
+    best: set[str] = set()
+    for group in by_metric.values():
+        unit = (group[0].item.fact.unit or "") if group[0].item.fact else ""
+        sign = -1.0 if unit.strip() in _TIME_UNITS else 1.0
+
+        def score(line: Line, sign: float = sign) -> float:
+            fact = line.item.fact
+            return sign * (_number(fact.value if fact else None) or 0.0)
+
+        best.add(max(group, key=score).id)
+        baselines = [x for x in group if x.item.fact and "baseline" in x.item.fact.tags]
+        if baselines:  # the reference the best is measured against: the first baseline
+            best.add(min(baselines, key=lambda x: since[x.id]).id)
+    return best
+
+
+def _recency(kb: KnowledgeBase, line: Line, ctx: StatusContext) -> int:
+    """How recently the fact was established: a live result first, then the milestone of its
+    `since` or of its latest history entry up to the document's moment."""
+    item, fact = line.item, line.item.fact
+    if ctx.uses_results and item.mark.when[:2] == "20" and item.mark.kind != "stale":
+        return 10**6
+    limit = ctx.as_of.index if ctx.as_of else 10**5
+    best = -1
+    if fact is None:
+        return best
+    if fact.since in kb.milestones:
+        best = kb.milestones[fact.since].index
+    for entry in fact.history:
+        if entry.at in kb.milestones and kb.milestones[entry.at].index <= limit:
+            best = max(best, kb.milestones[entry.at].index)
+    return best
+
+
+def rank_lines(kb: KnowledgeBase, lines: list[Line], ctx: StatusContext) -> list[Line]:
+    """Give every line its rank, reason and order; returns them most important first."""
+    best = best_figures(kb, lines)
+    refuted = {i.id for i in ctx.changes.refuted}
+    moved = {m.after.id for m in ctx.changes.moved}
+    changed = {i.id for i in ctx.changes.new} | {i.id for i, _ in ctx.changes.status_changed}
+    for position, line in enumerate(lines):
+        item = line.item
+        category = item.category
+        recency = _recency(kb, line, ctx)
+        rank, reason, order = 7, RANKS[7], (-recency, 0, position)
+        if category == "goal" and not item.refuted:
+            rank, reason, order = 1, RANKS[1], (position,)
+        elif category == "instructions" and not item.refuted and item.status != "stale":
+            rank, reason, order = 2, RANKS[2], (position,)
+        elif item.mark.kind in ("drifted", "error"):
+            rank, reason, order = 3, "broken now (check)", (0, position)
+        elif line.section == "in_progress":
+            rank, reason, order = 3, "open now", (1, position)
+        elif line.section == "next":
+            rank, reason, order = 3, "next step", (2, position)
+        elif category == "pitfalls" and not item.refuted and item.status != "stale":
+            rank, reason, order = 4, RANKS[4], (-recency, position)
+        elif line.id in best:
+            rank, reason, order = 5, RANKS[5], (-recency, position)
+            line.with_configuration()
+        elif line.id in refuted:
+            rank, reason, order = 6, "refuted since the previous dump", (0, 0, position)
+        elif line.id in moved:
+            rank, reason, order = 6, "figure moved since the previous dump", (1, 0, position)
+        elif line.id in changed:
+            rank, reason, order = 6, RANKS[6], (2, 0, position)
+        line.rank, line.reason, line.order = rank, reason, order
+    # ranks 6 and 7 take turns across categories: the first fact of each, then the second...
+    turn: dict[tuple[int, Any, str], int] = {}
+    for line in sorted(lines, key=lambda x: (x.rank, *x.order)):
+        if line.rank in (6, 7):
+            key = (line.rank, line.order[0], line.item.category)
+            turn[key] = turn.get(key, -1) + 1
+            line.order = (line.order[0], turn[key], line.order[2])
+    return sorted(lines, key=lambda x: (x.rank, *x.order))
+
+
+def _heading_cost(line: Line, opened: set[tuple[str, str]], parents: dict[str, str]) -> int:
+    cost = 0
+    if (line.section, "") not in opened:
+        cost += len(dict(SECTIONS)[line.section]) + 6
+    if (line.section, line.group) not in opened and line.group:
+        cost += len(line.group) + 6
+    if line.id in parents:
+        cost += len(parents[line.id]) // 3  # a directory label, shared by its files
+    return cost
+
+
+def _weight(line: Line, newest: int) -> float:
+    """The rank's weight; rank 7 loses AGE_FACTOR per milestone older than the newest."""
+    if line.rank == 7:
+        age = newest - (-line.order[0])
+        return RANK_WEIGHTS[7] * AGE_FACTOR ** min(max(age, 0), 10)
+    return RANK_WEIGHTS.get(line.rank, 1.0)
+
+
+def _gain(info: dict[str, float], known: set[str]) -> float:
+    return sum(info[k] for k in info.keys() - known)
+
+
+def line_information(lines: list[Line]) -> dict[str, tuple[dict[str, float], dict[str, float]]]:
+    """{id: (information of the brief line, of the full line)}; a pitfall's id is left out:
+    naming the fact adds nothing a reader did not already have."""
+    out = {}
+    for ln in lines:
+        ref = f"`{ln.id}`"
+        out[ln.id] = (
+            information(ln.brief.replace(ref, "")),
+            information(ln.full.replace(ref, "")),
+        )
+    return out
+
+
+def choose(
+    lines: list[Line],
+    room: int,
+    parents: dict[str, str],
+    info: dict[str, tuple[dict[str, float], dict[str, float]]],
+) -> dict[str, bool]:
+    """{id: full?} of the lines to show within `room` characters (see the module docstring).
+    `lines` come ranked (rank_lines); `info` from line_information."""
+    chosen: dict[str, bool] = {}
+    known: set[str] = set()
+    opened: set[tuple[str, str]] = set()
+    for ln in lines:
+        if ln.rank not in STRICT_RANKS:
+            continue
+        cost = ln.cost(full=False) + _heading_cost(ln, opened, parents)
+        if cost <= room:
+            room -= cost
+            chosen[ln.id] = False
+            opened |= {(ln.section, ""), (ln.section, ln.group)}
+            known |= set(info[ln.id][0])
+    recencies = [-ln.order[0] for ln in lines if ln.rank == 7 and ln.order]
+    newest = max(recencies, default=0)
+    by_id = {ln.id: ln for ln in lines}
+    weight = {ln.id: _weight(ln, newest) for ln in lines}
+
+    def value(fid: str, full: bool) -> tuple[float, int]:
+        ln = by_id[fid]
+        if full:
+            cost = ln.cost(full=True) - ln.cost(full=False)
+            gain = _gain(info[fid][1], known)
+        else:
+            cost = ln.cost(full=False) + _heading_cost(ln, opened, parents)
+            gain = _gain(info[fid][0], known)
+            gain = gain + ITEM_BONUS if gain > 0 or _gain(info[fid][1], known) > 0 else 0.0
+        if gain <= 0 or cost <= 0:
+            return 0.0, cost
+        return weight[fid] * gain / cost, cost
+
+    heap: list[tuple[float, int, str, bool]] = []
+    for n, ln in enumerate(lines):
+        full = ln.id in chosen
+        if full or ln.rank not in STRICT_RANKS:
+            score = value(ln.id, full)[0]
+            if score > 0:
+                heap.append((-score, n, ln.id, full))
+    heapq.heapify(heap)
+    order = {ln.id: n for n, ln in enumerate(lines)}
+    while heap:
+        _, n, fid, full = heapq.heappop(heap)
+        score, cost = value(fid, full)
+        if score <= 0 or cost > room:
+            continue
+        if heap and score < -heap[0][0]:
+            heapq.heappush(heap, (-score, n, fid, full))
+            continue
+        ln = by_id[fid]
+        room -= cost
+        chosen[fid] = full
+        known |= set(info[fid][1 if full else 0])
+        if not full:
+            opened |= {(ln.section, ""), (ln.section, ln.group)}
+            follow = value(fid, True)[0]
+            if follow > 0:
+                heapq.heappush(heap, (-follow, order[fid], fid, True))
+    return chosen
