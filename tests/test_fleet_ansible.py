@@ -16,7 +16,8 @@ import pytest
 from helpers import cli, fact, make_kb
 
 from factbook.errors import InputError
-from factbook.knowledge.fleet.ansible import expand_range, read_ansible
+from factbook.knowledge.fleet.ansible import read_ansible
+from factbook.knowledge.fleet.hostpattern import expand_range
 from factbook.knowledge.fleet.load import read_source
 
 ANSIBLE_INVENTORY = shutil.which("ansible-inventory") or str(
@@ -191,11 +192,11 @@ def test_ranges() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[gpu\nnode-1\n", "hosts.ini:1: bad section header"),
+        ("[gpu\nnode-1\n", "hosts.ini:1: '[gpu': '[' without ']'"),
         ("[gpu:vars]\ndriver\n", "hosts.ini:2: expected key=value"),
         ("[gpu]\nnode-1 'unclosed\n", "hosts.ini:2: "),
         ("[gpu]\nno/slash\n", "hosts.ini:2: host: bad target name"),
-        ("[gpu:weird]\n", "hosts.ini:1: unknown section kind ':weird'"),
+        ("[gpu:weird]\n", "hosts.ini:1: section [gpu:weird] has unknown type"),
     ],
 )
 def test_bad_ini_names_file_and_line(tmp_path: Path, text: str, message: str) -> None:
