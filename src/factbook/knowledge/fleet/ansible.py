@@ -220,22 +220,24 @@ def _read_file(builder: _Builder, path: Path) -> None:
             f"{path}: an inventory script; factbook never runs one: save its "
             "`ansible-inventory --list` output as JSON and read that"
         )
+    yaml_error: InputError | None = None
     if path.suffix in _YAML_SUFFIXES:
         try:
             data = _json_or_yaml(path, text)
-        except InputError:
-            if path.suffix:  # .yml/.yaml/.json: the YAML error is the useful one
-                raise
-            data = None
+        except InputError as exc:
+            data, yaml_error = None, exc
         if isinstance(data, dict) and data:
             if "_meta" in data and path.suffix == ".json":
                 _from_list_json(builder, path, data)
             else:
                 _from_yaml(builder, path, data)
             return
-        if path.suffix and data is not None:
-            raise InputError(f"{path}: an inventory is a mapping of groups")
-    _from_ini(builder, path, text)
+    try:  # what is not a YAML inventory is tried as INI, as Ansible's plugins are in turn
+        _from_ini(builder, path, text)
+    except InputError:
+        if yaml_error is not None and path.suffix:  # a .yml that is neither: say why as YAML
+            raise yaml_error from None
+        raise
 
 
 def _where(path: Path, line: int | None) -> str:
