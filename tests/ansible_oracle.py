@@ -8,8 +8,8 @@ script calls), so each case gets a fresh Ansible and the slow import is paid onc
 cases named after --ssh, a second child runs `ansible -i INV all -m ping` (AdHocCLI) with
 `ansible_ssh_executable` pointing at a tracer per host: a symlink named after the host to a
 small script that records the argv Ansible's ssh connection built and exits 255
-(unreachable), so nothing is contacted. Two children run at a time. Writes CASE/list.json, CASE/list.rc and
-CASE/ssh/HOST.json; stderr of each child goes to CASE/*.err.
+(unreachable), so nothing is contacted. Two children run at a time. Writes CASE/list.json,
+CASE/list.rc and CASE/ssh/HOST.json; stderr of each child goes to CASE/*.err.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import json
 import os
 import sys
 from pathlib import Path
-
 
 TRACER = """#!{python}
 import json, sys
@@ -55,7 +54,7 @@ def _child(case: Path, kind: str) -> int:
             code = AdHocCLI.cli_executor(argv)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 0
-    except BaseException:  # noqa: BLE001 - reported through the rc file, never raised
+    except BaseException:
         code = 98
     finally:
         sys.stdout.flush()
@@ -77,7 +76,7 @@ def _prepare_ssh(case: Path, tracer: Path) -> None:
 
 
 def main(root: Path, ssh_cases: set[str]) -> None:
-    import ansible.cli.adhoc  # noqa: F401 - imported once, before the forks
+    import ansible.cli.adhoc
     import ansible.cli.inventory  # noqa: F401
 
     tracer = root / "tracer.py"

@@ -110,7 +110,8 @@ CASES: dict[str, tuple[dict[str, str], str, bool]] = {
     ),
     "ini_proxy_command": (
         {
-            "h.ini": "[g]\nh1 ansible_ssh_common_args='-o ProxyCommand=\"nc -X 5 -x p:1080 %h %p\"'\n"
+            "h.ini": "[g]\n"
+            "h1 ansible_ssh_common_args='-o ProxyCommand=\"nc -X 5 -x p:1080 %h %p\"'\n"
             "h2 ansible_ssh_common_args='-o \"ProxyCommand ssh -W %h:%p gw\"'\n"
             "h3 ansible_ssh_common_args='-o ProxyJump=j1 -o ProxyCommand=\"nc %h %p\"'\n"
         },
@@ -129,7 +130,8 @@ CASES: dict[str, tuple[dict[str, str], str, bool]] = {
     ),
     "ini_keys": (
         {
-            "h.ini": "[g]\nh1 ansible_ssh_private_key_file=/keys/a ansible_private_key_file=/keys/b\n"
+            "h.ini": "[g]\n"
+            "h1 ansible_ssh_private_key_file=/keys/a ansible_private_key_file=/keys/b\n"
             "h2 ansible_private_key_file=/keys/c\n"
         },
         "h.ini",
@@ -226,7 +228,8 @@ CASES: dict[str, tuple[dict[str, str], str, bool]] = {
     ),
     "dir_file_layer_over_child_inline": (
         {
-            "inv/hosts.ini": "[parent:children]\nchild\n[child]\nh1\n[child:vars]\nv=child_inline\n",
+            "inv/hosts.ini": "[parent:children]\nchild\n[child]\nh1\n"
+            "[child:vars]\nv=child_inline\n",
             "inv/group_vars/parent.yml": "v: parent_file\n",
         },
         "inv",
@@ -329,9 +332,7 @@ CASES: dict[str, tuple[dict[str, str], str, bool]] = {
         True,
     ),
     "ini_vars_replace_dicts": (
-        {
-            "h.ini": "[a]\nh1\n[a:vars]\nd={'x': 1, 'y': 2}\n[b:children]\na\n[b:vars]\nd={'z': 3}\n"
-        },
+        {"h.ini": "[a]\nh1\n[a:vars]\nd={'x': 1, 'y': 2}\n[b:children]\na\n[b:vars]\nd={'z': 3}\n"},
         "h.ini",
         False,
     ),
@@ -385,10 +386,16 @@ def _has_ansible(python: Path) -> bool:
 
 
 def test_enough_cases() -> None:
+    """At least 40 inventories of every kind, a dozen of them traced through ssh."""
     assert len(CASES) >= 40
     assert sum(trace for _, _, trace in CASES.values()) >= 12
-    kinds = {Path(inv).suffix or ("dir" if "/" in next(iter(f)) else "") for f, inv, _ in CASES.values()}
-    assert {".ini", ".yml", ".yaml", ".json", "", "dir"} <= kinds | {"dir"}
+    kinds = {
+        "dir" if any(rel.startswith(inv + "/") for rel in files) else Path(inv).suffix
+        for files, inv, _ in CASES.values()
+    }
+    assert {".ini", ".yml", ".yaml", ".json", "", "dir"} <= kinds
+    beside = [f for f, inv, _ in CASES.values() if any(r.startswith("group_vars/") for r in f)]
+    assert beside  # group_vars/ next to an inventory file, not only inside a folder
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 
 from factbook.errors import InputError
-from factbook.knowledge.fleet.hostpattern import PatternError, count, parse_host, split_port
+from factbook.knowledge.fleet.hostpattern import PatternError, parse_host
 from factbook.knowledge.fleet.inventory import ALL, Group, Inventory
 from factbook.knowledge.model import Target
 from factbook.knowledge.names import name_problem
@@ -46,7 +46,7 @@ UNGROUPED = "ungrouped"
 MAX_INVENTORY_BYTES = 64 << 20  # `ansible-inventory --list` of ~100,000 hosts
 # Host names one read may expand to (all patterns together): 60 ranges of 100k hosts is a
 # typo or an attack, and is refused before any name is made.
-MAX_INVENTORY_HOSTS = 500_000
+MAX_INVENTORY_HOSTS = 200_000
 _YAML_SUFFIXES = ("", ".yml", ".yaml", ".json")
 _IGNORED_SUFFIXES = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst")
 _IGNORED_SUFFIXES += (".orig", ".cfg", ".retry")
@@ -88,17 +88,18 @@ class _Builder:
             try:
                 found.priority = int(value)
             except (TypeError, ValueError):
-                raise InputError(f"{at}: ansible_group_priority {value!r} is not a number") from None
+                raise InputError(
+                    f"{at}: ansible_group_priority {value!r} is not a number"
+                ) from None
             return
         found.vars[key] = value
 
     def hosts_of(self, spec: Any, at: str) -> tuple[list[str], int | None]:
         try:
-            if isinstance(spec, str):
-                self.expanded += count(split_port(spec)[0])
-                if self.expanded > MAX_INVENTORY_HOSTS:
-                    raise PatternError(f"more than {MAX_INVENTORY_HOSTS} hosts in one inventory")
-            names, port = parse_host(spec)
+            names, port = parse_host(spec)  # one pattern: at most MAX_RANGE_HOSTS names
+            self.expanded += len(names)
+            if self.expanded > MAX_INVENTORY_HOSTS:
+                raise PatternError(f"more than {MAX_INVENTORY_HOSTS} hosts in one inventory")
         except PatternError as exc:
             raise InputError(f"{at}: {exc}") from None
         for host in names:
@@ -268,7 +269,11 @@ def _plain(value: Any, text: str) -> Any:
         return str(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", "surrogateescape")
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _MAX_INT_BITS:
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and value.bit_length() > _MAX_INT_BITS
+    ):
         return text
     return value
 
@@ -407,7 +412,9 @@ def _yaml_host(builder: _Builder, group: str, spec: Any, host_vars: Any, at: str
     names, port = builder.hosts_of(spec, at)
     if not isinstance(host_vars, (dict, type(None))):
         kind = type(host_vars).__name__
-        raise InputError(f"{at}: host {str(spec)[:80]!r}: variables must be a mapping, not a {kind}")
+        raise InputError(
+            f"{at}: host {str(spec)[:80]!r}: variables must be a mapping, not a {kind}"
+        )
     for host in names:
         builder.add_host(host, group, port, at)
         for key, value in (host_vars or {}).items():
@@ -512,4 +519,3 @@ def _load_vars(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(f"{path}: variables must be a mapping, not a {type(data).__name__}")
     return data
-

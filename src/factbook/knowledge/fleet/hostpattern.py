@@ -88,14 +88,6 @@ def expand_range(pattern: str, limit: int = MAX_RANGE_HOSTS) -> list[str]:
     return ["".join(words) for words in itertools.product(*parts)]
 
 
-def count(pattern: str) -> int:
-    """How many names `pattern` expands to, without making them."""
-    total = 1
-    for part in _segments(pattern):
-        total *= len(part)
-    return total
-
-
 def _segments(pattern: str) -> list[Sequence[str]]:
     """The pattern cut into literal text and range values, left to right (as Ansible cuts at
     the first `[` and the first `]` after it, then goes on with the rest)."""
