@@ -42,7 +42,8 @@ def main(full: bool) -> None:
             merged = time.perf_counter() - began
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
             print(
-                f"{len(inventory.targets):>7} hosts: read {read:.2f} s, merge {merged:.2f} s, {rss} MB"
+                f"{len(inventory.targets):>7} hosts: read {read:.2f} s, "
+                f"merge {merged:.2f} s, {rss} MB"
             )
         huge = _write(folder, 60, 100_000, 6)
         began = time.perf_counter()
