@@ -207,7 +207,9 @@ def _json_or_yaml(path: Path, text: str) -> Any:
     if path.suffix == ".json":
         try:
             return json.loads(text)
-        except (ValueError, RecursionError):
+        except RecursionError:
+            raise InputError(f"{path}: not valid JSON: nested too deep") from None
+        except ValueError:
             pass  # JSON with YAML in it: Ansible's loader tries YAML next, so do we
     return _safe_yaml(path, text)
 
