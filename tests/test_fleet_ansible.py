@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,8 @@ import pytest
 from helpers import cli, fact, make_kb
 
 from factbook.errors import InputError
-from factbook.knowledge.fleet.ansible import expand_range, read_ansible
+from factbook.knowledge.fleet.ansible import read_ansible
+from factbook.knowledge.fleet.hostpattern import expand_range
 from factbook.knowledge.fleet.load import read_source
 
 ANSIBLE_INVENTORY = shutil.which("ansible-inventory") or str(
@@ -191,17 +194,17 @@ def test_ranges() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[gpu\nnode-1\n", "hosts.ini:1: bad section header"),
+        ("[gpu\nnode-1\n", "hosts.ini:1: '[gpu': '[' without ']'"),
         ("[gpu:vars]\ndriver\n", "hosts.ini:2: expected key=value"),
         ("[gpu]\nnode-1 'unclosed\n", "hosts.ini:2: "),
         ("[gpu]\nno/slash\n", "hosts.ini:2: host: bad target name"),
-        ("[gpu:weird]\n", "hosts.ini:1: unknown section kind ':weird'"),
+        ("[gpu:weird]\n", "hosts.ini:1: section [gpu:weird] has unknown type"),
     ],
 )
 def test_bad_ini_names_file_and_line(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "hosts.ini"
     path.write_text(text)
-    with pytest.raises(InputError, match=message.replace(".", r"\.")):
+    with pytest.raises(InputError, match=re.escape(message)):
         read_source(path)
 
 
@@ -247,3 +250,145 @@ def test_ssh_config_hosts_become_targets(tmp_path: Path) -> None:
     assert (gpu.host, gpu.user, gpu.jump) == ("10.1.0.5", "ml", ("bastion",))
     assert gpu.ssh_config == str(config)  # its keys come from there, as `ssh -F config gpu-1`
     assert (inv.targets["bastion"].port, inv.targets["bastion"].user) == (2200, "fallback")
+
+
+# Malformed inventories of every format: one line naming the file (and line where the format
+# has lines), InputError (exit 2), never a traceback. (file name, text, message fragment)
+MALFORMED = [
+    ("h.yml", "g:\n  vars: [a, b]\n", "group 'g': 'vars' must be a mapping, not a list"),
+    ("h.yml", "g:\n  hosts: 5\n", "group 'g': 'hosts' must be a mapping, not a int"),
+    ("h.yml", "g:\n  children: [a]\n", "group 'g': 'children' must be a mapping, not a list"),
+    ("h.yml", "g:\n  hosts:\n    5:\n", "host pattern 5 must be a string"),
+    ("h.yml", "g:\n  hosts:\n    h1: [1, 2]\n", "host 'h1': variables must be a mapping"),
+    ("h.yml", "5:\n  hosts: {h1: }\n", "group name 5 is not a string"),
+    ("h.yml", "g:\n  vars: {ansible_group_priority: high}\n", "ansible_group_priority 'high'"),
+    ("h.yml", "plugin: aws_ec2\nregions: [x]\n", "an inventory plugin configuration"),
+    ("h.yml", "g: {hosts: {'n[1:0:0]': }}\n", "the step of a host range is a positive number"),
+    ("h.yml", "g: {hosts: {'n[01:100]': }}\n", "a zero-padded range needs equal-length bounds"),
+    ("h.yml", "g: {hosts: {'n[1:9999999]': }}\n", "expands to more than 100000 hosts"),
+    ("h.yml", "g: {hosts: {'-oProxyCommand=x': }}\n", "host: bad target name"),
+    ("h.json", '{"_meta": {"hostvars": [1]}, "g": {"hosts": ["a"]}}', "_meta.hostvars must be"),
+    ("h.json", '{"_meta": {}, "g": {"hosts": 3}}', "group 'g': 'hosts' must be a list"),
+    ("h.json", '{"_meta": {}, "g": {"vars": [1]}}', "group 'g': 'vars' must be an object"),
+    ("h.json", '{"_meta": {"hostvars": {"a": 7}}}', "hostvars of 'a' must be an object"),
+    ("h.json", '{"_meta": {}, "g": 5}', "group 'g': expected an object"),
+    ("h.json", "[1, 2]", "h.json"),
+    ("h.ini", "[g:children]\n-oProxyCommand=x\n", "h.ini:2: child group: bad target name"),
+    ("h.ini", "[g:children]\n../../etc\n", "h.ini:2: child group: bad target name"),
+    ("h.ini", "[g:children]\nkid\n", "h.ini:2: section [g:children] names undefined group 'kid'"),
+    ("h.ini", "[g:vars]\nx=1\n", "h.ini:1: section [g:vars] names a group declared nowhere"),
+    ("h.ini", "[-g]\nh1\n", "h.ini:1: group: bad target name"),
+    ("h.ini", "[../x]\nh1\n", "h.ini:1: group: bad target name"),
+    ("h.ini", "[g]\nh1:\n", "h.ini:2: host pattern 'h1:' ends in ':'"),
+    ("h.ini", "[g]\nh1 novalue\n", "h.ini:2: expected key=value host variable"),
+    ("h.ini", "[g]\nn[1:2:x]\n", "h.ini:2: 'n[1:2:x]': the step of a host range is a number"),
+    ("h.ini", "[g]\nn[a:B:1:2]\n", "h.ini:2: 'n[a:B:1:2]': a host range is [begin:end]"),
+    ("h.ini", "[g:vars]\nansible_group_priority=x\n[g]\n", "h.ini:2: ansible_group_priority"),
+    ("h.toml", "[g]\n", "TOML inventories are not read"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "message"), MALFORMED)
+def test_malformed_inventory_is_one_line(
+    tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        read_source(path)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert str(caught.value).startswith(str(path))
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"group_vars/g.yml": "[1, 2]\n"}, "group_vars/g.yml: variables must be a mapping"),
+        ({"group_vars/g.json": '{"a": '}, "group_vars/g.json:1: "),
+        ({"host_vars/h1.yml": "a: [\n"}, "host_vars/h1.yml:2: YAML syntax error"),
+        ({"host_vars/h1": "just text\n"}, "host_vars/h1: variables must be a mapping, not a str"),
+        ({"host_vars/h1.yml": b"a: \xff\n"}, "host_vars/h1.yml:1: "),
+        ({"group_vars/all/x.yml": "- 1\n"}, "group_vars/all/x.yml: variables must be a mapping"),
+    ],
+)
+def test_bad_vars_file_is_one_line(tmp_path: Path, files: dict[str, Any], message: str) -> None:
+    (tmp_path / "hosts.ini").write_text("[g]\nh1\n")
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        data = text if isinstance(text, bytes) else text.encode()
+        (tmp_path / rel).write_bytes(data)
+    with pytest.raises(InputError, match=re.escape(message)):
+        read_source(tmp_path / "hosts.ini")
+
+
+def test_malformed_inventory_through_the_cli_exits_2(tmp_path: Path) -> None:
+    root = make_kb(tmp_path / "kb", [fact("sw.driver", "env.var", args={"name": "X"})])
+    bad = tmp_path / "bad.yml"
+    bad.write_text("g:\n  hosts: 5\n")
+    code, out, err = cli(root, "verify", "--inventory", str(bad), "--target", "g", "--dry-run")
+    assert code == 2 and "'hosts' must be a mapping" in err and "Traceback" not in out + err
+    assert len(err.strip().splitlines()) == 1
+    (root / "targets.yaml").write_text(f"inventory: {bad}\ntargets: {{}}\n")
+    code, out, err = cli(root, "lint")
+    assert code == 2 and "targets.yaml:1: inventory" in out + err and "Traceback" not in out + err
+
+
+def test_huge_inventory_is_refused_fast_and_a_large_one_loads_linearly(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.ini"
+    huge.write_text("".join(f"[g{i}]\nh{i}-[000001:100000]\n" for i in range(60)))
+    started = time.perf_counter()
+    with pytest.raises(InputError, match="more than 200000 hosts in one inventory"):
+        read_source(huge)
+    refused = time.perf_counter() - started
+
+    def load(per_group: int) -> float:
+        path = tmp_path / f"fleet{per_group}.ini"
+        path.write_text("".join(f"[g{i}]\nh{i}-[1:{per_group}]\n" for i in range(60)))
+        began = time.perf_counter()
+        assert len(read_source(path).targets) == 60 * per_group
+        return time.perf_counter() - began
+
+    small, large = load(250), load(1000)  # 15k and 60k hosts
+    assert refused < 15
+    assert large < 8 * small + 1  # 4x the hosts: linear, with room for a busy machine
+
+
+def test_empty_group_selects_nothing_unless_checks_were_asked_for(tmp_path: Path) -> None:
+    root = make_kb(tmp_path / "kb", [fact("sw.driver", "env.var", args={"name": "X"})])
+    (root / "inv.ini").write_text("[empty]\n[gpu]\nn1\n[fleet:children]\nempty\n")
+    (root / "targets.yaml").write_text("inventory: inv.ini\ntargets: {}\n")
+    for spec in ("@empty", "empty", "fleet", "gpu:&empty"):
+        code, out, err = cli(root, "verify", "--target", spec)
+        assert (code, out) == (0, ""), err
+        assert err.strip() == f"no targets: --target '{spec}' selects none"
+    assert not (root / "results").exists()
+    code, _, err = cli(root, "verify", "--target", "@empty", "sw.driver")
+    assert code == 2 and "checks asked for (sw.driver) have nowhere to run" in err
+    code, _, err = cli(root, "verify", "--target", "nosuch")
+    assert code == 2 and "unknown target 'nosuch'" in err
+
+
+def test_connection_variables_refused_where_factbook_cannot_honour_them(tmp_path: Path) -> None:
+    path = tmp_path / "h.ini"
+    path.write_text(
+        "[g]\nwin ansible_connection=winrm\n"
+        "tpl ansible_host='{{ inventory_hostname }}.example.com'\n"
+        "badj ansible_ssh_common_args='-o ProxyCommand=nc -J j'\n"
+        "loc ansible_connection=ansible.builtin.local\n"
+        "pc ansible_ssh_extra_args='-o ProxyCommand=\"nc %h %p\"'\n"
+    )
+    targets = read_source(path).finish()
+    from factbook.knowledge.fleet.connection import field_problems
+
+    assert field_problems(targets["win"]) == [
+        "ansible_connection=winrm: factbook connects over ssh or locally only"
+    ]
+    assert "ansible_host is a Jinja2 template, which factbook does not evaluate" in (
+        field_problems(targets["tpl"])
+    )
+    assert field_problems(targets["badj"]) == ["ssh refuses -J after a ProxyCommand"]
+    assert targets["loc"].transport == "local" and field_problems(targets["loc"]) == []
+    assert (targets["pc"].transport, targets["pc"].proxy_command) == ("openssh", "nc %h %p")
+    root = make_kb(tmp_path / "kb", [fact("sw.driver", "env.var", args={"name": "X"})])
+    code, _, err = cli(root, "verify", "--inventory", str(path), "--target", "win", "--dry-run")
+    assert code == 2 and "target 'win': ansible_connection=winrm" in err

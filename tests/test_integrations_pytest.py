@@ -119,3 +119,71 @@ def test_entry_point_declared() -> None:
     assert project["entry-points"]["pytest11"] == {
         "factbook": "factbook.integrations.pytest_plugin"
     }
+
+
+def test_header_and_collect_only_count_fact_items(pytester: pytest.Pytester, kb: Path) -> None:
+    result = _run(pytester, "--factbook", "--factbook-no-save", "-k", "pid")
+    result.stdout.fnmatch_lines(["collected 6 items / 3 deselected / 3 selected"])
+    result = _run(pytester, "--factbook", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        [
+            "facts/facts.yaml::hw.cpu.threads@local",
+            "facts/facts.yaml::sw.pid.other@other",
+            "6 tests collected in *",
+        ]
+    )
+    assert result.ret == 0
+
+
+def test_a_printed_node_id_runs_again(pytester: pytest.Pytester, kb: Path) -> None:
+    result = _run(pytester, "--factbook", "--factbook-no-save", "-rf")
+    failed = [ln.split()[1] for ln in result.stdout.lines if ln.startswith("FAILED ")]
+    assert failed == ["facts/facts.yaml::hw.cpu.too_many@local"]
+    again = _run(pytester, "--factbook", "--factbook-no-save", failed[0])
+    again.assert_outcomes(failed=1)
+    again.stdout.fnmatch_lines(["collected 1 item"])
+    one = _run(pytester, "--factbook", "--factbook-no-save", "facts/facts.yaml::sw.pid.other@other")
+    one.assert_outcomes(passed=1)
+    whole = _run(pytester, "--factbook", "--factbook-no-save", "facts/facts.yaml")
+    whole.assert_outcomes(passed=5, failed=1)
+    missing = _run(pytester, "--factbook", "--factbook-no-save", "facts/facts.yaml::nope@local")
+    assert missing.ret == pytest.ExitCode.USAGE_ERROR  # pytest's own "not found"
+
+
+def test_facts_run_beside_the_teams_tests_given_as_a_path(
+    pytester: pytest.Pytester, kb: Path
+) -> None:
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "test_own.py").write_text("def test_mine():\n    pass\n")
+    result = _run(pytester, "--factbook", "--factbook-no-save", "tests")
+    result.assert_outcomes(passed=6, failed=1)
+    result.stdout.fnmatch_lines(["collected 7 items"])
+
+
+NAP_PROBE = '''
+import time
+def nap(seconds):
+    """Sleeps `seconds`, then returns them."""
+    time.sleep(seconds)
+    return seconds
+PROBES = {"t.nap": nap}
+'''
+
+
+def test_junit_gives_each_item_its_own_time(pytester: pytest.Pytester) -> None:
+    from lxml import etree
+
+    facts = [
+        fact("t.quick", "t.nap", {"ge": 0}, args={"seconds": 0}, target="local"),
+        fact("t.slow", "t.nap", {"ge": 0}, args={"seconds": 0.6}, target="local"),
+    ]
+    make_kb(pytester.path, facts, checks={"nap.py": NAP_PROBE})
+    report = pytester.path / "report.xml"
+    result = _run(pytester, "--factbook", "--factbook-no-save", f"--junitxml={report}")
+    result.assert_outcomes(passed=2)
+    root = etree.parse(str(report))
+    schema = etree.XMLSchema(etree.parse(str(REPO / "tests" / "data" / "junit-10.xsd")))
+    schema.assertValid(root)
+    times = {c.get("name"): float(c.get("time")) for c in root.iter("testcase")}
+    assert times["t.slow@local"] >= 0.55  # the check's own time on the box
+    assert times["t.quick@local"] < 0.3  # ran the batch first, but does not carry it

@@ -34,6 +34,8 @@ from tests.helpers import cli, fact, make_kb
 
 ROOT = Path(__file__).resolve().parents[1]
 JUNIT_XSD = etree.XMLSchema(etree.parse(str(ROOT / "schema" / "junit.xsd")))
+# Jenkins' xunit-plugin schema, as pytest keeps it for its own tests (tests/data/README.md)
+JENKINS_XSD = etree.XMLSchema(etree.parse(str(ROOT / "tests" / "data" / "junit-10.xsd")))
 RESULTS_SCHEMA = json.loads((ROOT / "schema" / "results.schema.json").read_text())
 
 # One sample of each character class a box can send back.
@@ -127,6 +129,7 @@ def test_junit_is_valid_and_reads_back_in_junitparser(case: str) -> None:
     records = CASES[case]
     xml = _utf8(report.to_junit(records, HEADER))
     JUNIT_XSD.assertValid(etree.fromstring(xml))
+    JENKINS_XSD.assertValid(etree.fromstring(xml))
     suites = JUnitXml.fromstring(xml)
     cases = [c for suite in suites for c in suite]
     assert len(cases) == len(records)
@@ -304,6 +307,7 @@ def test_cli_output_from_a_hostile_box_parses(hostile_kb: Path, fmt: str) -> Non
     _utf8(out)
     if fmt == "junit":
         JUNIT_XSD.assertValid(etree.fromstring(_utf8(out)))
+        JENKINS_XSD.assertValid(etree.fromstring(_utf8(out)))
         assert len(next(iter(JUnitXml.fromstring(_utf8(out))))) == 3
     elif fmt == "tap":
         results = [line for line in Parser().parse_text(out) if line.category == "test"]
@@ -329,6 +333,25 @@ def test_a_clipped_reason_keeps_its_location() -> None:
     record = ResultRecord("a.b", "h200", "error", HUGE + " [facts/hw.yaml:12]")
     line = report.table([record], 0.1).splitlines()[0]
     assert len(line) < 5000 and line.endswith("more characters] [facts/hw.yaml:12]")
+
+
+def test_junit_carries_file_and_line_where_jenkins_schema_allows() -> None:
+    records = [
+        ResultRecord("hw.a", "h200", "drift", "expected 1", extra={"location": "facts/hw.yaml:12"}),
+        ResultRecord("hw.b", "h200", "pass", "", extra={"location": "facts/hw.yaml:30"}),
+        ResultRecord("hw.c", "h200", "pass", ""),
+    ]
+    root = etree.fromstring(_utf8(report.to_junit(records, HEADER)))
+    JENKINS_XSD.assertValid(root)
+    cases = root.findall(".//testcase")
+    assert [c.findtext("system-out") for c in cases] == [
+        "at: facts/hw.yaml:12",
+        "at: facts/hw.yaml:30",
+        None,
+    ]
+    assert all("file" not in c.attrib for c in cases)
+    cases[0].set("file", "facts/hw.yaml")  # what the old output had: Jenkins' schema refuses it
+    assert not JENKINS_XSD.validate(root)
 
 
 @pytest.mark.parametrize(

@@ -112,6 +112,11 @@ def plan(
     facts = select_facts(kb, selection)
     elsewhere = refuse_broken(facts, problems)
     placed = plan_checks(kb, facts, list(targets), limit=limit, exclude=exclude)
+    if placed.empty_selection is not None and patterns and not placed.checks:
+        raise UsageError(
+            f"--target {placed.empty_selection!r} selects no target (an empty group), so the "
+            f"checks asked for ({', '.join(patterns)}) have nowhere to run"
+        )
     return VerifyPlan(placed, facts, elsewhere)
 
 

@@ -99,6 +99,9 @@ def handle(args: argparse.Namespace) -> int:
     warn_lint_problems(planned.problems_elsewhere, "in facts not selected")
     plan = planned.plan
     reports = _parse_reports(args.report)
+    if plan.empty_selection is not None and not plan.checks:
+        print(f"no targets: --target {plan.empty_selection!r} selects none", file=sys.stderr)
+        return EXIT_OK
     if args.dry_run:
         sys.stdout.write(render_plan(plan))
         print(

@@ -4,11 +4,18 @@
     pytest --factbook --factbook-target llm-two -k "hw. and not nccl" -m hardware
     pytest --factbook --factbook-root ../kb tests/ # the team's own tests run beside the facts
 
+    pytest --factbook 'facts/hw.yaml::hw.gpu.count@h200'   # one item again, by its node id
+
 Registered as the `factbook` pytest11 entry point, so it loads wherever factbook is installed
-and stays inert without `--factbook`. Items are collected from the knowledge base (not from
-test files), placed on targets as `verify-facts` places them, then filtered by `-k`/`-m` as
-usual. The first item of a target runs every selected item of that target in one agent
-(verify.run.run_verify), cached for the session; each item then reports its own record:
+and stays inert without `--factbook`. Each fact file is a pytest File and each fact x target
+an item in it (node id `facts/FILE.yaml::FACT_ID@TARGET`), placed on targets as
+`verify-facts` places them: files pytest walks to (or is given, with or without `::item`)
+are collected like test files, and when no argument points into facts/ every other fact file
+is collected too, so `pytest --factbook tests/` runs the team's tests beside all facts. They
+count in "collected N items" and `--collect-only`, and `-k`/`-m` filter them as usual.
+The first item of a target runs every selected item of that target in one agent
+(verify.run.run_verify), cached for the session; each item then reports its own record and
+its own time (the check's duration on the box; the shared batch is no one item's setup):
 a drift fails with expected vs observed and the fact's file:line, an error is a pytest
 error, a skip a skip. Markers: `factbook`, the fact's category, and each of its tags.
 Results are saved to results/ like any run unless `--factbook-no-save`.
@@ -66,15 +73,26 @@ class FactbookSession:
 
     def __init__(self, config: pytest.Config):
         from factbook.knowledge.kb import load_kb_with_problems
+        from factbook.verification.run import Selection, refuse_broken, select_facts
+        from factbook.verification.targets import plan_checks
 
         root = config.getoption("factbook_root") or os.environ.get("FACTBOOK_ROOT")
+        self.config = config
         self.root = Path(root) if root else Path(config.rootpath)
         self.no_save = bool(config.getoption("factbook_no_save"))
         self.target_specs = list(config.getoption("factbook_target"))
         try:
             self.kb, self.problems = load_kb_with_problems(self.root)
+            facts = select_facts(self.kb, Selection())
+            refuse_broken(facts, self.problems)
+            self.plan = plan_checks(self.kb, facts, self.target_specs)
         except Exception as exc:  # a FactbookError: one line, not a traceback
             raise pytest.UsageError(f"factbook: {exc}") from None
+        self.by_file: dict[Path, list[Any]] = {}  # resolved fact file -> its planned checks
+        for check in self.plan.checks:
+            path = (self.root / check.fact.file).resolve()
+            self.by_file.setdefault(path, []).append(check)
+        self.collected: set[Path] = set()
         self.runs: dict[str, dict[str, Any]] = {}  # target -> {fact id: ResultRecord}
         self.selected: dict[str, list[FactItem]] = {}
         self.lock = threading.Lock()
@@ -84,27 +102,37 @@ class FactbookSession:
         words |= {t for f in self.kb.facts.values() for t in f.tags}
         return sorted({n for n in map(marker_name, words) if n})
 
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> Any:
+        """A fact file pytest walks to or is given is collected like a test file."""
+        resolved = file_path.resolve()
+        if resolved not in self.by_file:
+            return None
+        self.collected.add(resolved)
+        return FactFile.from_parent(parent, path=file_path, owner=self)
+
+    def _args_name_facts(self) -> bool:
+        """Does an argument point into the knowledge base's facts/ (then only those run)?"""
+        facts = (self.root / "facts").resolve()
+        base = Path(self.config.invocation_params.dir)
+        for arg in self.config.args:
+            path = (base / arg.split("::", 1)[0]).resolve()
+            if path == facts or facts in path.parents:
+                return True
+        return False
+
     @pytest.hookimpl(tryfirst=True)  # before -k / -m deselect
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        from factbook.verification.run import Selection, refuse_broken, select_facts
-        from factbook.verification.targets import plan_checks
-
-        try:
-            facts = select_facts(self.kb, Selection())
-            refuse_broken(facts, self.problems)
-            self.plan = plan_checks(self.kb, facts, self.target_specs)
-        except Exception as exc:
-            raise pytest.UsageError(f"factbook: {exc}") from None
-        files: dict[str, FactFile] = {}
-        for check in self.plan.checks:
-            file = files.get(check.fact.file)
-            if file is None:
-                path = self.root / check.fact.file
-                file = files[check.fact.file] = FactFile.from_parent(session, path=path)
-            item = FactItem.from_parent(file, name=check.key, check=check, owner=self)
-            items.append(item)
+        """Fact files outside what pytest walked, when no argument chose fact files: collected
+        through the session, so they are counted and reported like walked ones."""
+        if self._args_name_facts():
+            return
+        for path in self.by_file:
+            if path not in self.collected:
+                self.collected.add(path)
+                file = FactFile.from_parent(session, path=path, owner=self)
+                items.extend(session.genitems(file))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
@@ -113,10 +141,19 @@ class FactbookSession:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Any:
-        """An errored check reads like a drift (pytest shows setup errors as tracebacks)."""
+        """An errored check reads like a drift (pytest shows setup errors as tracebacks); each
+        item's time is its own check's, not its target's batch."""
         report = yield
-        if isinstance(item, FactItem) and call.excinfo and call.excinfo.errisinstance(FactError):
-            report.longrepr = item.explain()
+        if isinstance(item, FactItem):
+            if call.excinfo and call.excinfo.errisinstance(FactError):
+                report.longrepr = item.explain()
+            record = getattr(item, "record", None)
+            if record is not None and call.when in ("setup", "call"):
+                # an error ends the item in setup, anything else in call: that phase
+                # carries the check's own time, the other none
+                ends_in_setup = record.outcome == "error"
+                own = (call.when == "setup") == ends_in_setup
+                report.duration = _seconds(record.duration_s) if own else 0.0
         return report
 
     def record_for(self, item: FactItem) -> Any:
@@ -139,11 +176,24 @@ class FactbookSession:
         return {r.fact: r for r in run.records}
 
 
+def _seconds(value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return seconds if seconds >= 0 else 0.0
+
+
 class FactFile(pytest.File):
-    """A fact file as a collector node, so items report their file; never collected itself."""
+    """A fact file: its items are its facts' checks, one per target they run on."""
+
+    def __init__(self, *, owner: FactbookSession, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.owner = owner
 
     def collect(self) -> list[pytest.Item]:
-        return []
+        checks = self.owner.by_file.get(self.path.resolve(), [])
+        return [FactItem.from_parent(self, name=c.key, check=c, owner=self.owner) for c in checks]
 
 
 class FactDrift(Exception):

@@ -74,6 +74,8 @@ class Target:
     port: int | None = None
     user: str | None = None
     jump: tuple[str, ...] = ()
+    # an ssh ProxyCommand (from an Ansible inventory's ssh args): the openssh transport runs it
+    proxy_command: str | None = None
     python: str | None = None
     identity_file: str | None = None
     env: dict[str, str] = field(default_factory=dict)

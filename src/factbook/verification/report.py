@@ -213,7 +213,10 @@ _XML_DETAIL = 64_000
 def to_junit(records: list[ResultRecord], header: dict[str, Any]) -> str:
     """JUnit XML: a testsuite per target, a testcase per fact (classname = category).
 
-    Valid against schema/junit.xsd (the Ant/Jenkins shape) whatever a box printed.
+    Valid against Jenkins' junit-10.xsd (the schema pytest's own tests use) and
+    schema/junit.xsd whatever a box printed. That schema has no `file` attribute on a
+    testcase, so a fact's file:line is the testcase's `<system-out>` (`at: facts/x.yaml:12`),
+    which Jenkins, GitLab and GitHub reporters show beside the test.
     """
     root = ET.Element("testsuites", name="factbook", tests=str(len(records)))
     root.set("failures", str(sum(r.outcome == DRIFT for r in records)))
@@ -245,9 +248,6 @@ def to_junit(records: list[ResultRecord], header: dict[str, Any]) -> str:
                 name=for_xml(r.fact, limit=200),
                 time=f"{_duration(r):.3f}",
             )
-            where = str(r.extra.get("location", "")).rsplit(":", 1)[0]
-            if where:
-                case.set("file", for_xml(where, limit=1000))
             message = for_xml(r.reason.replace("\n", " "), limit=_XML_MESSAGE)
             if r.outcome == DRIFT:
                 failure = ET.SubElement(case, "failure", message=message, type="drift")
@@ -257,6 +257,9 @@ def to_junit(records: list[ResultRecord], header: dict[str, Any]) -> str:
                 error.text = for_xml(r.reason, limit=_XML_DETAIL)
             elif r.outcome == SKIPPED:
                 ET.SubElement(case, "skipped", message=message)
+            where = str(r.extra.get("location", ""))
+            if where:
+                ET.SubElement(case, "system-out").text = for_xml(f"at: {where}", limit=1000)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

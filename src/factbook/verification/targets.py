@@ -47,6 +47,9 @@ class Plan:
     checks: list[PlannedCheck]
     targets: dict[str, Target]
     unplaced: list[Fact]  # facts with a check but no target to run it on
+    # --target words that select no target at all (an empty group, as Ansible allows):
+    # nothing to run, which is not an error unless checks were asked for by name
+    empty_selection: str | None = None
 
 
 def parse_target_url(
@@ -131,6 +134,7 @@ def plan_checks(
                 f"unknown target '{name}' (known: {known}{groups}, all, or ssh://user@host)"
             )
     selected = match(kb.inventory, ",".join(terms)) if terms else []
+    empty = bool(terms) and not selected and not override and not fragments
     # `all` (with any & or ! terms): every fact on its own targets, among those selected;
     # otherwise the selected targets take their own facts and the untargeted ones.
     named = [*fragments, *([] if everything else selected)]
@@ -152,11 +156,11 @@ def plan_checks(
         if not specs and own:
             places += covered
         places = [p for p in places if keep(p)]
-        if not places and own is None and not (limit or exclude):
+        if not places and own is None and not (limit or exclude) and not empty:
             unplaced.append(fact)
         for name in dict.fromkeys(places):
             checks.append(PlannedCheck(fact, name))
-    return Plan(checks, targets, unplaced)
+    return Plan(checks, targets, unplaced, ",".join(words) if empty else None)
 
 
 def _filter(

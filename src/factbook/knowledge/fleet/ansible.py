@@ -1,14 +1,25 @@
 """Ansible inventories as factbook targets: INI, YAML, `ansible-inventory --list` JSON, and
 directories of them with group_vars/ and host_vars/.
 
-Read as ansible-core reads them (tests cross-check against `ansible-inventory --list`):
-every host is in `all`, hosts in no group are in `ungrouped`, `node-[01:64]` and `[a:f]`
-ranges expand, INI values go through `ast.literal_eval`, group_vars/host_vars next to a file
-or inside a directory apply by group or host name (`NAME`, `NAME.yml|.yaml|.json`, or a folder
-of such files). Connection variables become target fields once all vars are merged
-(fleet/connection.py): ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file,
-ansible_python_interpreter, ansible_connection=local, and `-J`/`ProxyJump` in
-ansible_ssh_common_args or ansible_ssh_extra_args. Every variable stays in `target.vars`.
+Read as ansible-core 2.16+ reads them (tests compare with `ansible-inventory --list` and with
+the ssh command line `ansible` builds):
+
+- a file is tried as YAML when its suffix is none, .yml, .yaml or .json, then as INI;
+  a folder is every file in it (recursively, sorted; hidden files, group_vars/, host_vars/
+  and Ansible's ignored suffixes left out); only the top folder's group_vars/ apply;
+- every host is in `all`; hosts in no other group are in `ungrouped`; host patterns as
+  fleet/hostpattern.py reads them (ranges anywhere, `:port`);
+- INI: `[g]`, `[g:vars]`, `[g:children]`; a group named only in `:vars` or as a child must
+  be declared by a `[g]` or `[g:children]` section somewhere; values through
+  `ast.literal_eval`; YAML: `hosts`, `vars` and `children` must be mappings, other keys and
+  groups that are not mappings are skipped (Ansible warns and skips them);
+- `ansible_group_priority` sets the group's priority, not a variable;
+- group_vars/NAME and host_vars/NAME: the first of NAME, NAME.yml, NAME.yaml, NAME.json, or
+  every file of a folder NAME (sorted, recursively); they land in a layer above the
+  inventory's own group variables (fleet/inventory.py merges the layers as Ansible does).
+
+Connection variables become target fields once all vars are merged (fleet/connection.py).
+An inventory is read, never run: inventory scripts and plugin configurations are refused.
 """
 
 from __future__ import annotations
@@ -17,24 +28,156 @@ import ast
 import json
 import re
 import shlex
-import string
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from factbook.errors import InputError
+from factbook.knowledge.fleet.hostpattern import PatternError, parse_host
 from factbook.knowledge.fleet.inventory import ALL, Group, Inventory
 from factbook.knowledge.model import Target
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.yamlsrc import read_text_bounded, refusal
 
 UNGROUPED = "ungrouped"
-_RANGE = re.compile(r"\[([^\]:]+):([^\]:]+)(?::(\d+))?\]")
-_VAR_SUFFIXES = ("", ".yml", ".yaml", ".json")
-_SKIP_IN_DIR = (".ini.bak", ".retry", ".orig", ".pyc", ".pyo", "~", ".md", ".txt", ".cfg")
 MAX_INVENTORY_BYTES = 64 << 20  # `ansible-inventory --list` of ~100,000 hosts
+# Host names one read may expand to (all patterns together): 60 ranges of 100k hosts is a
+# typo or an attack, and is refused before any name is made.
+MAX_INVENTORY_HOSTS = 200_000
+_YAML_SUFFIXES = ("", ".yml", ".yaml", ".json")
+_IGNORED_SUFFIXES = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst")
+_IGNORED_SUFFIXES += (".orig", ".cfg", ".retry")
+_SECTION = re.compile(r"\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?")
+_GROUP_LINE = re.compile(r"([^:\]\s]+)\s*(?:#.*)?")
+_MAX_INT_BITS = 4000 * 3  # an int whose text passes Python's 4300-digit limit stays text
+
+
+@dataclass
+class _Group:
+    hosts: dict[str, None] = field(default_factory=dict)
+    children: dict[str, None] = field(default_factory=dict)
+    vars: dict[str, Any] = field(default_factory=dict)
+    priority: int = 1
+
+
+class _Builder:
+    """An inventory being read: membership in dicts, so adding a host is O(1)."""
+
+    def __init__(self, where: str):
+        self.where = where
+        self.hosts: dict[str, dict[str, Any]] = {}
+        self.groups: dict[str, _Group] = {ALL: _Group(), UNGROUPED: _Group()}
+        self.expanded = 0
+
+    def group(self, name: Any, at: str) -> _Group:
+        if not isinstance(name, str):
+            raise InputError(f"{at}: group name {name!r} is not a string")
+        bad = name_problem("target name", name)
+        if bad:
+            raise InputError(f"{at}: group: {bad}")
+        if name not in self.groups:
+            self.groups[name] = _Group()
+        return self.groups[name]
+
+    def set_group_var(self, group: str, key: Any, value: Any, at: str) -> None:
+        found = self.group(group, at)
+        if key == "ansible_group_priority":
+            try:
+                found.priority = int(value)
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"{at}: ansible_group_priority {value!r} is not a number"
+                ) from None
+            return
+        found.vars[key] = value
+
+    def hosts_of(self, spec: Any, at: str) -> tuple[list[str], int | None]:
+        try:
+            names, port = parse_host(spec)  # one pattern: at most MAX_RANGE_HOSTS names
+            self.expanded += len(names)
+            if self.expanded > MAX_INVENTORY_HOSTS:
+                raise PatternError(f"more than {MAX_INVENTORY_HOSTS} hosts in one inventory")
+        except PatternError as exc:
+            raise InputError(f"{at}: {exc}") from None
+        for host in names:
+            bad = name_problem("target name", host)
+            if bad:
+                raise InputError(f"{at}: host: {bad}")
+        return names, port
+
+    def add_host(self, name: str, group: str | None, port: int | None, at: str) -> None:
+        if name not in self.hosts:
+            self.hosts[name] = {"ansible_port": port} if port else {}
+        if group is not None:
+            self.group(group, at).hosts[name] = None
+
+    def set_host_var(self, name: str, key: Any, value: Any) -> None:
+        self.hosts[name][key] = value
+
+    def inventory(self) -> Inventory:
+        """Ansible's reconciliation: a host in some group leaves `ungrouped`, one in none
+        joins it; a group without a parent is a child of `all`."""
+        grouped = {
+            h for name, g in self.groups.items() if name not in (ALL, UNGROUPED) for h in g.hosts
+        }
+        ungrouped = self.groups[UNGROUPED].hosts
+        for name in self.hosts:
+            if name in grouped:
+                ungrouped.pop(name, None)
+            else:
+                ungrouped[name] = None
+        children = {c for g in self.groups.values() for c in g.children}
+        everything = self.groups[ALL]
+        for name in self.groups:
+            if name != ALL and name not in children:
+                everything.children[name] = None
+        everything.hosts.clear()
+        inv = Inventory()
+        inv.targets = {name: Target(name=name, vars=v) for name, v in self.hosts.items()}
+        for name, g in self.groups.items():
+            inv.groups[name] = Group(
+                name=name,
+                targets=list(g.hosts),
+                children=list(g.children),
+                vars=g.vars,
+                priority=g.priority,
+            )
+        return inv
+
+
+def read_ansible(path: Path) -> Inventory:
+    """An inventory file or directory -> an Inventory (targets with their own vars, groups with
+    theirs); InputError naming the file (and line) when it cannot be read."""
+    builder = _Builder(str(path))
+    if path.is_dir():
+        for item in _inventory_files(path):
+            _read_file(builder, item)
+        base = path
+    else:
+        _read_file(builder, path)
+        base = path.parent
+    inventory = builder.inventory()
+    _apply_var_dirs(inventory, base)
+    return inventory
+
+
+def _inventory_files(folder: Path) -> list[Path]:
+    """The files of an inventory folder, as Ansible walks it (sorted, recursively)."""
+    out: list[Path] = []
+    for item in sorted(folder.iterdir(), key=lambda p: p.name):
+        name = item.name
+        if name.startswith(".") or name in ("group_vars", "host_vars", "vars_plugins"):
+            continue
+        if name.endswith(_IGNORED_SUFFIXES):
+            continue
+        if item.is_dir():
+            out += _inventory_files(item)
+        elif item.is_file():
+            out.append(item)
+    return out
 
 
 def _read(path: Path) -> str:
@@ -55,308 +198,326 @@ def _safe_yaml(path: Path, text: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise InputError(f"{_where(path, line)}: not valid YAML: {exc}") from None
+        reason = getattr(exc, "problem", None) or "not valid YAML"
+        raise InputError(f"{_where(path, line)}: not valid YAML: {reason}") from None
 
 
-def read_ansible(path: Path) -> Inventory:
-    """An inventory file or directory -> an Inventory (targets with their own vars, groups with
-    theirs); InputError naming the file (and line, for INI) when it cannot be read."""
-    if path.is_dir():
-        inventory = Inventory()
-        for item in sorted(path.iterdir()):
-            if item.name in ("group_vars", "host_vars") or item.name.startswith("."):
-                continue
-            if item.is_file() and not item.name.endswith(_SKIP_IN_DIR):
-                inventory.add(_read_file(item))
-        _apply_var_dirs(inventory, path)
-        return _finish(inventory)
-    inventory = _read_file(path)
-    _apply_var_dirs(inventory, path.parent)
-    return _finish(inventory)
+def _json_or_yaml(path: Path, text: str) -> Any:
+    """JSON parsed as JSON (fast for a large `--list`), anything else as YAML."""
+    if path.suffix == ".json":
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise InputError(f"{path}: not valid JSON: nested too deep") from None
+        except ValueError:
+            pass  # JSON with YAML in it: Ansible's loader tries YAML next, so do we
+    return _safe_yaml(path, text)
 
 
-def _read_file(path: Path) -> Inventory:
+def _read_file(builder: _Builder, path: Path) -> None:
+    if path.suffix == ".toml":
+        raise InputError(f"{path}: TOML inventories are not read; convert it to YAML or INI")
     text = _read(path)
-    stripped = text.lstrip()
-    if path.suffix == ".json" or stripped.startswith("{"):
-        return _from_list_json(path, text)
-    if path.suffix in (".yml", ".yaml") or _looks_yaml(text):
-        return _from_yaml(path, text)
-    return _from_ini(path, text)
-
-
-def _looks_yaml(text: str) -> bool:
-    if refusal(text, "") is not None:
-        return False
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return False
-    return isinstance(data, dict) and all(
-        isinstance(v, dict) and set(v) <= {"hosts", "vars", "children"} for v in data.values()
-    )
-
-
-MAX_RANGE_HOSTS = 100_000  # one pattern's expansion; `n[1:99999999]` is a typo, not a fleet
-
-
-def expand_range(pattern: str) -> list[str]:
-    """`node-[01:03]` -> node-01, node-02, node-03; `[a:c]` letters; `[0:10:5]` a stride."""
-    total = 1
-    for found in _RANGE.finditer(pattern):
-        total *= _range_size(found)
-        if total > MAX_RANGE_HOSTS:
-            raise ValueError(f"{pattern!r} expands to more than {MAX_RANGE_HOSTS} hosts")
-    return _expand(pattern)
-
-
-def _range_size(match: re.Match[str]) -> int:
-    start, end, stride = match.group(1), match.group(2), max(1, int(match.group(3) or 1))
-    if start.isdigit() and end.isdigit():
-        return max(0, (int(end) - int(start)) // stride + 1)
-    return 52  # letters: at most a-zA-Z
-
-
-def _expand(pattern: str) -> list[str]:
-    match = _RANGE.search(pattern)
-    if not match:
-        return [pattern]
-    start, end, stride = match.group(1), match.group(2), max(1, int(match.group(3) or 1))
-    head, tail = pattern[: match.start()], pattern[match.end() :]
-    if start.isdigit() and end.isdigit():
-        width = len(start) if start.startswith("0") else 0
-        values = [str(i).zfill(width) for i in range(int(start), int(end) + 1, stride)]
-    elif len(start) == 1 and len(end) == 1 and start in string.ascii_letters:
-        letters = string.ascii_letters
-        values = list(letters[letters.index(start) : letters.index(end) + 1 : stride])
-    else:
-        raise ValueError(f"bad range [{start}:{end}] in {pattern!r}")
-    return [name for v in values for name in _expand(head + v + tail)]
-
-
-def _host(path: Path, line: int | None, spec: str) -> tuple[list[str], int | None]:
-    """`name[:port]` with ranges -> (names, port)."""
-    name, port = spec, None
-    if spec.count(":") == 1 and not spec.endswith("]"):
-        name, _, text = spec.partition(":")
-        if not text.isdigit():
-            raise InputError(f"{_where(path, line)}: bad port in host {spec!r}")
-        port = int(text)
-    try:
-        names = expand_range(name)
-    except ValueError as exc:
-        raise InputError(f"{_where(path, line)}: {exc}") from None
-    for host in names:
-        bad = name_problem("target name", host)
-        if bad:
-            raise InputError(f"{_where(path, line)}: host: {bad}")
-    return names, port
+    if text.startswith("#!") and path.stat().st_mode & 0o111:
+        raise InputError(
+            f"{path}: an inventory script; factbook never runs one: save its "
+            "`ansible-inventory --list` output as JSON and read that"
+        )
+    yaml_error: InputError | None = None
+    if path.suffix in _YAML_SUFFIXES:
+        try:
+            data = _json_or_yaml(path, text)
+        except InputError as exc:
+            data, yaml_error = None, exc
+        if isinstance(data, dict) and data:
+            if "_meta" in data and path.suffix == ".json":
+                _from_list_json(builder, path, data)
+            else:
+                _from_yaml(builder, path, data)
+            return
+    try:  # what is not a YAML inventory is tried as INI, as Ansible's plugins are in turn
+        _from_ini(builder, path, text)
+    except InputError:
+        if yaml_error is not None and path.suffix:  # a .yml that is neither: say why as YAML
+            raise yaml_error from None
+        raise
 
 
 def _where(path: Path, line: int | None) -> str:
     return f"{path}:{line}" if line else str(path)
 
 
-def _value(text: str) -> Any:
-    """INI values as Ansible reads them: a Python literal when one parses, else the text."""
+# --- INI ---------------------------------------------------------------------------------
+
+
+def ini_value(text: str) -> Any:
+    """An INI value as Ansible reads it: a Python literal when one parses, else the text
+    (tuples and sets become lists; bytes text; `...` and complex numbers their text)."""
     try:
         value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return text
-    if value is ... or isinstance(value, (complex, bytes)):
+    return _plain(value, text)
+
+
+def _plain(value: Any, text: str) -> Any:
+    if isinstance(value, (list, tuple, set)):
+        return [_plain(v, text) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v, text) for k, v in value.items()}
+    if value is ...:
+        return "..."
+    if isinstance(value, complex):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogateescape")
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and value.bit_length() > _MAX_INT_BITS
+    ):
         return text
-    return list(value) if isinstance(value, (tuple, set)) else value
+    return value
 
 
-def _add_host(
-    inv: Inventory, name: str, port: int | None, variables: dict[str, Any], group: str | None
-) -> None:
-    target = inv.targets.get(name) or Target(name=name)
-    merged = {**target.vars, **variables}
-    if port is not None:
-        merged.setdefault("ansible_port", port)
-    inv.targets[name] = replace(target, vars=merged)
-    if group is not None:
-        members = _group(inv, group).targets
-        if name not in members:
-            members.append(name)
-
-
-def _group(inv: Inventory, name: str) -> Group:
-    if name not in inv.groups:
-        inv.groups[name] = Group(name=name)
-    return inv.groups[name]
-
-
-def _from_ini(path: Path, text: str) -> Inventory:
-    inv = Inventory()
-    _group(inv, ALL)
-    section, kind = UNGROUPED, "hosts"
+def _from_ini(builder: _Builder, path: Path, text: str) -> None:
+    pending: dict[str, dict[str, Any]] = {}  # groups named before their own section
+    group, state = UNGROUPED, "hosts"
     for number, raw in enumerate(text.splitlines(), 1):
+        at = f"{path}:{number}"
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
-        if line.startswith("["):
-            if not line.endswith("]"):
-                raise InputError(f"{path}:{number}: bad section header {line!r}")
-            section, _, kind = line[1:-1].partition(":")
-            kind = kind or "hosts"
-            if kind not in ("hosts", "vars", "children"):
-                raise InputError(f"{path}:{number}: unknown section kind ':{kind}'")
-            bad = name_problem("target name", section)
-            if bad:
-                raise InputError(f"{path}:{number}: group: {bad}")
-            _group(inv, section)
+        section = _SECTION.fullmatch(line)
+        if section:
+            group, state = section.group(1), section.group(2) or "hosts"
+            if state not in ("hosts", "children", "vars"):
+                raise InputError(f"{at}: section [{line[1:].split(']')[0]}] has unknown type")
+            if group not in builder.groups:
+                if state == "vars" and group not in pending:
+                    pending[group] = {"line": number, "state": state, "parents": []}
+                builder.group(group, at)
+            if group in pending and state != "vars":
+                _declared(builder, group, pending, at)
             continue
-        if kind == "vars":
+        if line.startswith("[") and line.endswith("]"):
+            raise InputError(f"{at}: invalid section {line!r} (no spaces in a section name)")
+        if state == "hosts":
+            _ini_hosts(builder, group, line, at)
+        elif state == "vars":
             key, sep, value = line.partition("=")
             if not sep:
-                raise InputError(f"{path}:{number}: expected key=value, got {line!r}")
-            _group(inv, section).vars[key.strip()] = _value(value.strip())
-        elif kind == "children":
-            child = line.split()[0]
-            _group(inv, child)
-            if child not in inv.groups[section].children:
-                inv.groups[section].children.append(child)
+                raise InputError(f"{at}: expected key=value, got {line!r}")
+            builder.set_group_var(group, key.strip(), ini_value(value.strip()), at)
         else:
-            try:
-                words = shlex.split(line, comments=True)
-            except ValueError as exc:
-                raise InputError(f"{path}:{number}: {exc}") from None
-            names, port = _host(path, number, words[0])
-            variables = {}
-            for word in words[1:]:
-                key, sep, value = word.partition("=")
-                if not sep:
-                    raise InputError(f"{path}:{number}: expected key=value, got {word!r}")
-                variables[key] = _value(value)
-            for name in names:
-                _add_host(inv, name, port, variables, section)
-    return inv
+            found = _GROUP_LINE.fullmatch(line)
+            if not found:
+                raise InputError(f"{at}: expected a group name, got {line!r}")
+            child = found.group(1)
+            bad = name_problem("target name", child)
+            if bad:
+                raise InputError(f"{at}: child group: {bad}")
+            if child in builder.groups:
+                builder.groups[group].children[child] = None
+            elif child in pending:
+                pending[child]["parents"].append(group)
+            else:
+                pending[child] = {"line": number, "state": "children", "parents": [group]}
+    for name, decl in pending.items():
+        at = f"{path}:{decl['line']}"
+        if decl["state"] == "vars":
+            raise InputError(f"{at}: section [{name}:vars] names a group declared nowhere")
+        raise InputError(
+            f"{at}: section [{decl['parents'][-1]}:children] names undefined group '{name}'"
+        )
 
 
-def _from_yaml(path: Path, text: str) -> Inventory:
-    data = _safe_yaml(path, text)
-    if data is None:
-        return Inventory()
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: an inventory is a mapping of groups")
-    inv = Inventory()
-    _group(inv, ALL)
-    for name, body in data.items():
-        _yaml_group(inv, path, str(name), body)
-    return inv
+def _declared(builder: _Builder, group: str, pending: dict[str, dict[str, Any]], at: str) -> None:
+    """A pending group got its own section: link the parents that named it first."""
+    decl = pending.pop(group)
+    for parent in decl["parents"]:
+        builder.group(parent, at).children[group] = None
+        if parent in pending and pending[parent]["state"] == "children":
+            _declared(builder, parent, pending, at)
 
 
-def _yaml_group(inv: Inventory, path: Path, name: str, body: Any) -> None:
-    bad = name_problem("target name", name)
-    if bad:
-        raise InputError(f"{path}: group: {bad}")
-    group = _group(inv, name)
-    if body is None:
-        return
-    if not isinstance(body, dict):
-        raise InputError(f"{path}: group {name!r}: expected hosts/vars/children")
-    unknown = set(body) - {"hosts", "vars", "children"}
-    if unknown:
-        raise InputError(f"{path}: group {name!r}: unknown key {sorted(unknown)[0]!r}")
-    group.vars.update(body.get("vars") or {})
-    for spec, host_vars in (body.get("hosts") or {}).items():
-        names, port = _host(path, None, str(spec))
-        for host in names:
-            _add_host(inv, host, port, dict(host_vars or {}), name)
-    for child, child_body in (body.get("children") or {}).items():
-        if str(child) not in group.children:
-            group.children.append(str(child))
-        _yaml_group(inv, path, str(child), child_body)
-
-
-def _from_list_json(path: Path, text: str) -> Inventory:
-    """The JSON of `ansible-inventory --list` (hostvars under `_meta`)."""
+def _ini_hosts(builder: _Builder, group: str, line: str, at: str) -> None:
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"{path}: not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: expected the JSON object of ansible-inventory --list")
-    inv = Inventory()
-    hostvars = (data.get("_meta") or {}).get("hostvars") or {}
+        words = shlex.split(line, comments=True)
+    except ValueError as exc:
+        raise InputError(f"{at}: cannot split host line: {exc}") from None
+    if not words:
+        return
+    names, port = builder.hosts_of(words[0], at)
+    variables: dict[str, Any] = {}
+    for word in words[1:]:
+        key, sep, value = word.partition("=")
+        if not sep:
+            raise InputError(f"{at}: expected key=value host variable, got {word!r}")
+        variables[key] = ini_value(value)
+    for name in names:
+        builder.add_host(name, group, port, at)
+        for key, value in variables.items():
+            builder.set_host_var(name, key, value)
+
+
+# --- YAML --------------------------------------------------------------------------------
+
+
+def _from_yaml(builder: _Builder, path: Path, data: dict[Any, Any]) -> None:
+    if data.get("plugin"):
+        raise InputError(
+            f"{path}: an inventory plugin configuration ('plugin: {data['plugin']}'); factbook "
+            "reads inventories, it runs no plugin: save `ansible-inventory --list` and use that"
+        )
+    for name, body in data.items():
+        _yaml_group(builder, path, name, body, depth=0)
+
+
+def _yaml_group(builder: _Builder, path: Path, name: Any, body: Any, depth: int) -> str | None:
+    at = f"{path}: group {str(name)[:80]!r}"
+    if depth > 64:
+        raise InputError(f"{at}: children nested more than 64 deep")
+    if not isinstance(body, (dict, type(None))):
+        return None  # Ansible skips (with a warning) a group that is not a mapping
+    builder.group(name, str(path))
+    if body is None:
+        return name
+    sections = {}
+    for key in ("vars", "children", "hosts"):
+        value = body.get(key)
+        if isinstance(value, str):
+            value = {value: None}
+        if key in body and not isinstance(value, (dict, type(None))):
+            kind = type(value).__name__
+            raise InputError(f"{at}: '{key}' must be a mapping, not a {kind}")
+        sections[key] = value
+    for key in body:  # in the file's order, as Ansible walks them
+        value = sections.get(key)
+        if not value:
+            continue
+        if key == "vars":
+            for var, val in value.items():
+                builder.set_group_var(name, var, val, at)
+        elif key == "children":
+            for child, child_body in value.items():
+                added = _yaml_group(builder, path, child, child_body, depth + 1)
+                if added is not None:
+                    builder.groups[name].children[added] = None
+        elif key == "hosts":
+            for spec, host_vars in value.items():
+                _yaml_host(builder, name, spec, host_vars, at)
+    return name
+
+
+def _yaml_host(builder: _Builder, group: str, spec: Any, host_vars: Any, at: str) -> None:
+    names, port = builder.hosts_of(spec, at)
+    if not isinstance(host_vars, (dict, type(None))):
+        kind = type(host_vars).__name__
+        raise InputError(
+            f"{at}: host {str(spec)[:80]!r}: variables must be a mapping, not a {kind}"
+        )
+    for host in names:
+        builder.add_host(host, group, port, at)
+        for key, value in (host_vars or {}).items():
+            builder.set_host_var(host, key, value)
+
+
+# --- `ansible-inventory --list` JSON -----------------------------------------------------
+
+
+def _from_list_json(builder: _Builder, path: Path, data: dict[str, Any]) -> None:
+    """The JSON of `ansible-inventory --list` (hostvars under `_meta`); group vars there are
+    already merged into hostvars, so they are read as the hosts' own."""
+    where = str(path)
+    meta = data.get("_meta")
+    hostvars = meta.get("hostvars") if isinstance(meta, dict) else None
+    if not isinstance(hostvars, (dict, type(None))):
+        raise InputError(f"{where}: _meta.hostvars must be an object")
     for name, body in data.items():
         if name == "_meta":
             continue
         if isinstance(body, list):  # the short form: a group as a list of hosts
             body = {"hosts": body}
         if not isinstance(body, dict):
-            raise InputError(f"{path}: group {name!r}: expected an object")
-        bad = name_problem("target name", name)
-        if bad:
-            raise InputError(f"{path}: group: {bad}")
-        group = _group(inv, name)
-        group.vars.update(body.get("vars") or {})
-        group.children += [c for c in body.get("children") or [] if c not in group.children]
+            raise InputError(f"{where}: group {str(name)[:80]!r}: expected an object")
+        group = builder.group(name, where)
+        for key in ("hosts", "children"):
+            if not isinstance(body.get(key) or [], list):
+                raise InputError(f"{where}: group {name!r}: '{key}' must be a list")
+        variables = body.get("vars") or {}
+        if not isinstance(variables, dict):
+            raise InputError(f"{where}: group {name!r}: 'vars' must be an object")
+        for key, value in variables.items():
+            builder.set_group_var(name, key, value, where)
         for child in body.get("children") or []:
-            _group(inv, child)
+            builder.group(child, where)
+            group.children[child] = None
         for host in body.get("hosts") or []:
-            names, _ = _host(path, None, str(host))
-            _add_host(inv, names[0], None, {}, name)
-    for host, variables in hostvars.items():
-        names, _ = _host(path, None, str(host))
-        _add_host(inv, names[0], None, dict(variables or {}), None)
-    return inv
+            names, _ = builder.hosts_of(host, where)
+            builder.add_host(names[0], name, None, where)
+    for host, variables in (hostvars or {}).items():
+        names, _ = builder.hosts_of(host, where)
+        if not isinstance(variables, (dict, type(None))):
+            raise InputError(f"{where}: hostvars of {str(host)[:80]!r} must be an object")
+        builder.add_host(names[0], None, None, where)
+        for key, value in (variables or {}).items():
+            builder.set_host_var(names[0], key, value)
+
+
+# --- group_vars/ and host_vars/ ----------------------------------------------------------
 
 
 def _apply_var_dirs(inv: Inventory, base: Path) -> None:
-    """group_vars/NAME and host_vars/NAME beside the inventory (file or folder, any suffix)."""
-    for folder, names, apply in (
-        ("group_vars", list(inv.groups), lambda n, v: _group(inv, n).vars.update(v)),
-        ("host_vars", list(inv.targets), lambda n, v: _add_host(inv, n, None, v, None)),
-    ):
+    """group_vars/NAME and host_vars/NAME beside the inventory, for the groups and hosts it
+    has: group files into the group's file layer, host files over the host's own vars."""
+
+    def to_group(name: str, found: dict[str, Any]) -> None:
+        inv.groups[name].file_vars.update(found)
+
+    def to_host(name: str, found: dict[str, Any]) -> None:
+        inv.targets[name].vars.update(found)
+
+    apply: tuple[tuple[str, list[str], Callable[[str, dict[str, Any]], None]], ...] = (
+        ("group_vars", list(inv.groups), to_group),
+        ("host_vars", list(inv.targets), to_host),
+    )
+    for folder, names, add in apply:
         root = base / folder
         if not root.is_dir():
             continue
         for name in names:
-            for variables in _var_files(root, name):
-                apply(name, variables)
+            for path in _var_files(root, name):
+                add(name, _load_vars(path))
 
 
-def _var_files(root: Path, name: str) -> list[dict[str, Any]]:
-    found = []
-    for suffix in _VAR_SUFFIXES:
+def _var_files(root: Path, name: str) -> list[Path]:
+    """The first of NAME, NAME.yml, NAME.yaml, NAME.json; a folder: its files, recursively."""
+    for suffix in _YAML_SUFFIXES:
         path = root / (name + suffix)
+        if path.is_dir():
+            return _var_folder(path)
         if path.is_file():
-            found.append(_load_vars(path))
-    folder = root / name
-    if folder.is_dir():
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and path.suffix in (".yml", ".yaml", ".json", ""):
-                found.append(_load_vars(path))
-    return found
+            return [path]
+    return []
+
+
+def _var_folder(folder: Path) -> list[Path]:
+    out: list[Path] = []
+    for item in sorted(folder.iterdir(), key=lambda p: p.name):
+        if item.name.startswith(".") or item.name.endswith("~"):
+            continue
+        if item.is_dir() and not item.suffix:
+            out += _var_folder(item)
+        elif item.is_file() and item.suffix in _YAML_SUFFIXES:
+            out.append(item)
+    return out
 
 
 def _load_vars(path: Path) -> dict[str, Any]:
-    text = _read(path)
-    data = json.loads(text) if path.suffix == ".json" else _safe_yaml(path, text)
-    if data is None:
+    data = _json_or_yaml(path, _read(path))
+    if not data:
         return {}
     if not isinstance(data, dict):
-        raise InputError(f"{path}: variables must be a mapping")
+        raise InputError(f"{path}: variables must be a mapping, not a {type(data).__name__}")
     return data
-
-
-def _finish(inv: Inventory) -> Inventory:
-    """`all` holds every top-level group, `ungrouped` every host in no other group."""
-    all_group = _group(inv, ALL)
-    grouped = {
-        t for name, g in inv.groups.items() if name not in (ALL, UNGROUPED) for t in g.targets
-    }
-    ungrouped = _group(inv, UNGROUPED)
-    ungrouped.targets = [t for t in ungrouped.targets if t not in grouped]
-    for name in inv.targets:
-        if name not in grouped and name not in ungrouped.targets:
-            ungrouped.targets.append(name)
-    all_group.targets = []
-    children = {c for g in inv.groups.values() for c in g.children}
-    for name in inv.groups:
-        if name != ALL and name not in children and name not in all_group.children:
-            all_group.children.append(name)
-    return inv

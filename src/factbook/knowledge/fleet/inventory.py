@@ -5,10 +5,12 @@
       h100: {targets: [node-01, "node-1*"], vars: {gpu_count: 8}}
 
 A group lists targets (names or globs over known names) and child groups; a target belongs to
-a group directly or through any child. Variables merge as Ansible merges them: the `all` group
-first, then groups from the outermost to the innermost (same depth: by name), then the
-target's own `vars:`; a later value replaces an earlier one. `finish()` writes each target's
-groups and merged vars into it, so the engine and lint read `target.vars` directly.
+a group directly or through any child. Variables merge as Ansible merges them, a later value
+replacing an earlier one: the `all` group's own vars, then each group's own vars from the
+outermost to the innermost (same depth: lower `ansible_group_priority` first, then by name),
+then the same two steps for the group_vars/ files layer (`file_vars`), then the target's own
+(host_vars/ files already merged over them). `finish()` writes each target's groups and merged
+vars into it, so the engine and lint read `target.vars` directly.
 """
 
 from __future__ import annotations
@@ -31,12 +33,19 @@ class Group:
     targets: list[str] = field(default_factory=list)  # names or globs over target names
     children: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
+    # from group_vars/ files beside an Ansible inventory: above every group's own vars
+    file_vars: dict[str, Any] = field(default_factory=dict)
+    priority: int = 1  # ansible_group_priority: orders groups of the same depth
 
     def absorb(self, other: Group) -> None:
         """Merge a second declaration of the same group (another inventory file)."""
-        self.targets += [t for t in other.targets if t not in self.targets]
-        self.children += [c for c in other.children if c not in self.children]
+        targets, children = set(self.targets), set(self.children)
+        self.targets += [t for t in dict.fromkeys(other.targets) if t not in targets]
+        self.children += [c for c in dict.fromkeys(other.children) if c not in children]
         self.vars.update(other.vars)
+        self.file_vars.update(other.file_vars)
+        if other.priority != 1:
+            self.priority = other.priority
 
 
 @dataclass
@@ -63,6 +72,7 @@ class Inventory:
                     targets=list(group.targets),
                     children=list(group.children),
                     vars=dict(group.vars),
+                    file_vars=dict(group.file_vars),
                 )
 
     def problems(self) -> list[tuple[str, str]]:
@@ -153,10 +163,14 @@ class Inventory:
                 belongs[member].append(name)
         out = {}
         for name, target in self.targets.items():
-            groups = sorted(belongs[name], key=lambda g: (depth.get(g, 0), g))
+            groups = sorted(
+                belongs[name],
+                key=lambda g: (depth.get(g, 0), self.groups[g].priority, g),
+            )
             merged: dict[str, Any] = {}
-            for group in groups:
-                merged.update(self.groups[group].vars)
+            for layer in ("vars", "file_vars"):
+                for group in groups:
+                    merged.update(getattr(self.groups[group], layer))
             merged.update(target.vars)
             done = replace(target, groups=tuple(g for g in groups if g != ALL), vars=merged)
             out[name] = connection(done)

@@ -7,7 +7,9 @@
 
 As in Ansible, the union of the plain terms is taken first, then each `&` term intersects it
 and each `!` term removes from it, whatever their order. A plain or `&` term that matches
-nothing is an error naming the pattern; a `!` term that matches nothing is not.
+nothing is an error naming the pattern, except a group that exists but is empty: as in
+Ansible, that selects no target ("no hosts matched"), which is not a mistake; a `!` term that
+matches nothing is not an error either.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def _term(
     inventory: Inventory, term: str, where: str, pattern: str, *, must: bool = True
 ) -> list[str]:
     found = _resolve(inventory, term, where)
-    if must and not found:
+    if must and not found and term.removeprefix("@") not in inventory.groups:
         groups = ", ".join(g for g in inventory.groups if g != ALL) or "none"
         raise UsageError(
             f"{where} {pattern!r}: '{term}' matches no target (targets: "

@@ -168,6 +168,8 @@ class OpenSSHTransport(Transport):
 
     def _hop_argv(self, target: Target, proxy: str | None) -> list[str]:
         words = ["ssh", "-T", *self._common(target)]
+        if proxy is None and target.proxy_command:
+            proxy = target.proxy_command  # the user's own, %-tokens for ssh to expand
         if proxy is not None:
             words += ["-o", f"ProxyCommand={proxy}"]
         return [*words, "--", self._destination(target)]
