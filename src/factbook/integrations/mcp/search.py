@@ -60,6 +60,20 @@ STOPWORDS = frozenset(
     know let like make need really tell use used using want way one ones out up very""".split()
 )
 
+# words that stand for one another in bring-up notes (general vocabulary, not one knowledge
+# base's): a query word also matches the others of its group, at a discount
+SYNONYMS = (
+    ("hang", "hung", "stuck", "freeze", "deadlock", "idle"),
+    ("error", "fail", "failure", "broken", "crash"),
+    ("best", "winning", "optimal", "fastest"),
+    ("throughput", "tok/s", "speed"),
+    ("kill", "stop"),
+    ("oom", "memory"),
+    ("env", "environment"),
+    ("vram", "hbm"),
+)
+SYNONYM_WEIGHT = 0.5
+_ENV_ASSIGNMENT = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+=")
 _SPECIAL = re.compile(r"</?\|?[A-Za-z0-9_]+\|?>")
 _COMPOUND = re.compile(r"[A-Za-z0-9]+(?:[-_.+/:=,*][A-Za-z0-9]+)*")
 _ALNUM = re.compile(r"[A-Za-z]+|[0-9]+")
@@ -125,6 +139,8 @@ def terms(text: str) -> Counter[str]:
             found[low] += 1  # the compound as written: sgl-kernel, 2.10.0+cu128, tok/s
         if not raw.islower() and not raw.isupper() and raw.isalnum() and len(raw) <= 64:
             found[low] += 1  # a CamelCase name as one term too
+    if _ENV_ASSIGNMENT.search(text):  # NCCL_ALGO=Ring: an environment variable is set
+        found.update(("environment", "variable"))
     sequence = words(text)
     found.update(sequence)
     found.update(f"{a} {b}" for a, b in zip(sequence, sequence[1:]) if a != b)
@@ -208,9 +224,12 @@ class SearchIndex:
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
     def _expand(self, term: str) -> list[tuple[str, float]]:
-        """The term itself, or words sharing a long prefix with it, each with its discount."""
+        """The term itself (and its synonyms), or words sharing a long prefix with it, each
+        with its discount."""
         if term in self.postings:
-            return [(term, 1.0)]
+            return [(term, 1.0)] + [
+                (other, SYNONYM_WEIGHT) for other in _SYNONYMS.get(term, ()) if other in self.postings
+            ]
         if len(term) < 5 or not term.isalpha():
             return []
         prefix = term[:5]
@@ -261,6 +280,11 @@ class SearchIndex:
             best = max((self.idf(t) * d for t, d in expanded), default=0.0)
             total += (best or self.idf(term)) * (1.0 + math.log(qcount))
         return total
+
+
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    stem(word): tuple(stem(o) for o in group if o != word) for group in SYNONYMS for word in group
+}
 
 
 def _common_prefix(a: str, b: str) -> str:
