@@ -45,7 +45,7 @@ FIELD_WEIGHTS = {
     "check": 0.5,
 }
 PITFALL_FIELDS = ("title", "keys", "statement", "check")
-STATUS_WEIGHT = {"verified": 1.0, "assumed": 0.95, "stale": 0.8, "refuted": 0.7}
+STATUS_WEIGHT = {"verified": 1.0, "assumed": 0.95, "stale": 0.75, "refuted": 0.5}
 PAST_WEIGHT = 0.6  # a fact that no longer holds (it has `until`), shown only when asked "now"
 K1, B = 1.2, 0.6
 BIGRAM_WEIGHT = 0.6

@@ -68,7 +68,10 @@ class FactbookMCP(MCPServer):
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(_validation_line(name, exc.__cause__)) from None
-            raise ToolError(_one_line(str(exc))) from exc.__cause__
+            text = _one_line(str(exc))
+            sdk = f"Error executing tool {name}: "  # the SDK's prefix; ours names the tool
+            text = text[len(sdk) :] if text.startswith(sdk + name + ":") else text
+            raise ToolError(text) from exc.__cause__
 
     async def list_resources(self) -> list[Any]:
         from mcp.types import Resource
