@@ -19,12 +19,12 @@ import yaml
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 
-import anyio  # noqa: E402
-from helpers import REPO, cli, local_trio, make_kb  # noqa: E402
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+import anyio
+from helpers import REPO, cli, local_trio, make_kb
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
-from factbook.api import lint  # noqa: E402
+from factbook.api import lint
 
 Scenario = Callable[[ClientSession], Awaitable[None]]
 
@@ -40,10 +40,12 @@ def serve(root: Path, scenario: Scenario) -> None:
 
     async def main() -> None:
         with anyio.fail_after(120):
-            async with stdio_client(params) as (read, write):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    await scenario(session)
+            async with (
+                stdio_client(params) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                await scenario(session)
 
     anyio.run(main)
 
@@ -66,7 +68,12 @@ async def error(session: ClientSession, tool: str, **arguments: Any) -> str:
     return text
 
 
-def test_tools_listed_search_and_resources(kb_copy: Path) -> None:
+def test_tools_search_resources_and_hostile_arguments(kb_copy: Path) -> None:
+    """One server: every read-only tool, the resources, then hostile arguments, each a
+    one-line tool error, and nothing written or read outside the knowledge base."""
+    outside = kb_copy.parent / "secret.txt"
+    outside.write_text("facts: []\n")
+
     async def scenario(session: ClientSession) -> None:
         listed = {t.name: t for t in (await session.list_tools()).tools}
         assert set(listed) == {
@@ -123,56 +130,7 @@ def test_tools_listed_search_and_resources(kb_copy: Path) -> None:
         assert json.loads(read.contents[0].text)["value"] == 163586
         status = await session.read_resource("factbook://status/3157")
         assert status.contents[0].text.startswith("# Status as of milestone 3157")
-
-    serve(kb_copy, scenario)
-
-
-def test_hostile_arguments_are_one_line_errors(kb_copy: Path) -> None:
-    outside = kb_copy.parent / "secret.txt"
-    outside.write_text("facts: []\n")
-
-    async def scenario(session: ClientSession) -> None:
-        assert "bad fact id" in await error(session, "show_fact", id="../secret.txt")
-        assert "bad fact id" in await error(session, "show_fact", id="/etc/passwd")
-        assert "no fact with id" in await error(session, "show_fact", id="tok.nope")
-        assert "at most 2000" in await error(session, "search_facts", query="gpu " * 5000)
-        assert "limit" in await error(session, "search_facts", query="gpu", limit=10**9)
-        assert "unknown milestone" in await error(
-            session, "search_facts", query="gpu", as_of="../../etc"
-        )
-        assert "unknown target" in await error(
-            session, "verify_facts", facts=["tok.im_end.id"], target="ssh://root@127.0.0.1"
-        )
-        assert "unknown target" in await error(
-            session, "verify_facts", facts=["tok.im_end.id"], target="../../etc/hosts"
-        )
-        assert "not a fact id or glob" in await error(
-            session, "verify_facts", facts=["../secret.txt"]
-        )
-        assert "no fact matches" in await error(session, "verify_facts", facts=["nothing.*"])
-        assert "timeout_s" in await error(
-            session, "verify_facts", facts=["hw.cpu.*"], timeout_s=10**6
-        )
-        assert "not an SGLang launch" in await error(session, "check_launch", argv="rm -rf /")
-        assert "at most 512" in await error(session, "check_launch", argv=["x"] * 600)
-        assert "bad fact id" in await error(
-            session, "propose_fact", id="../../evil", category="hardware", title="t",
-            statement="s", reason="r",
-        )  # fmt: skip
-        assert "not lint clean" in await error(
-            session, "propose_fact", id="hw.evil", category="hardware", title="t",
-            statement="s", reason="r", check={"probe": "os.system", "args": {"cmd": "id"}},
-        )  # fmt: skip
-        assert "cannot be changed" in await error(
-            session, "propose_change", id="tok.im_end.id", reason="r", fields={"statement": "x"}
-        )
-        huge = await call(session, "match_pitfalls", text="no output " * 30000)
-        assert "cut to its last" in huge["note"]
-        with pytest.raises(Exception, match="security|Unknown resource|no fact"):
-            await session.read_resource("factbook://fact/..%2F..%2Fsecret.txt")
-        # still serving after all of that
-        again = await call(session, "search_facts", query="<|im_end|>", limit=3)
-        assert again["count"] == 3
+        await hostile(session)
 
     serve(kb_copy, scenario)
     assert outside.read_text() == "facts: []\n"
@@ -180,8 +138,49 @@ def test_hostile_arguments_are_one_line_errors(kb_copy: Path) -> None:
     assert not (kb_copy / "results").exists()
 
 
-def test_verify_a_local_fact_writes_results(tmp_path: Path) -> None:
+async def hostile(session: ClientSession) -> None:
+    assert "bad fact id" in await error(session, "show_fact", id="../secret.txt")
+    assert "bad fact id" in await error(session, "show_fact", id="/etc/passwd")
+    assert "no fact with id" in await error(session, "show_fact", id="tok.nope")
+    assert "at most 2000" in await error(session, "search_facts", query="gpu " * 5000)
+    assert "limit" in await error(session, "search_facts", query="gpu", limit=10**9)
+    assert "unknown milestone" in await error(
+        session, "search_facts", query="gpu", as_of="../../etc"
+    )
+    assert "unknown target" in await error(
+        session, "verify_facts", facts=["tok.im_end.id"], target="ssh://root@127.0.0.1"
+    )
+    assert "unknown target" in await error(
+        session, "verify_facts", facts=["tok.im_end.id"], target="../../etc/hosts"
+    )
+    assert "not a fact id or glob" in await error(session, "verify_facts", facts=["../secret.txt"])
+    assert "no fact matches" in await error(session, "verify_facts", facts=["nothing.*"])
+    assert "timeout_s" in await error(session, "verify_facts", facts=["hw.cpu.*"], timeout_s=10**6)
+    assert "not an SGLang launch" in await error(session, "check_launch", argv="rm -rf /")
+    assert "at most 512" in await error(session, "check_launch", argv=["x"] * 600)
+    assert "bad fact id" in await error(
+            session, "propose_fact", id="../../evil", category="hardware", title="t",
+            statement="s", reason="r",
+        )  # fmt: skip
+    assert "not lint clean" in await error(
+            session, "propose_fact", id="hw.evil", category="hardware", title="t",
+            statement="s", reason="r", check={"probe": "os.system", "args": {"cmd": "id"}},
+        )  # fmt: skip
+    assert "cannot be changed" in await error(
+        session, "propose_change", id="tok.im_end.id", reason="r", fields={"statement": "x"}
+    )
+    huge = await call(session, "match_pitfalls", text="no output " * 30000)
+    assert "cut to its last" in huge["note"]
+    with pytest.raises(Exception, match=r"security|Unknown resource|no fact"):
+        await session.read_resource("factbook://fact/..%2F..%2Fsecret.txt")
+    # still serving after all of that
+    again = await call(session, "search_facts", query="<|im_end|>", limit=3)
+    assert again["count"] == 3
+
+
+def test_verify_a_local_fact_and_write_facts_setting(tmp_path: Path) -> None:
     root = make_kb(tmp_path / "kb", local_trio())
+    (root / "factbook.yaml").write_text("mcp:\n  write_facts: true\n")
 
     async def scenario(session: ClientSession) -> None:
         run = await call(session, "verify_facts", facts=["hw.cpu.*"], timeout_s=20)
@@ -196,10 +195,20 @@ def test_verify_a_local_fact_writes_results(tmp_path: Path) -> None:
         assert shown["results"][0]["outcome"] == "pass"
         found = await call(session, "search_facts", query="cpu threads")
         assert found["results"][0]["last_verified"][0]["outcome"] == "pass"
+        # factbook.yaml allows direct writes: the change lands in facts/ at once, lint clean
+        done = await call(
+            session, "propose_change", id="hw.cpu.too_many", value=1, reason="measured"
+        )
+        assert done["written"] == ["facts/facts.yaml"]
+        assert "value: 1" in (root / "facts" / "facts.yaml").read_text()
+        found = await call(session, "search_facts", query="too_many")  # read again
+        assert found["results"][0]["value"] == 1
 
     serve(root, scenario)
     latest = json.loads((root / "results" / "latest.json").read_text())
     assert latest["hw.cpu.threads"]["local"]["outcome"] == "pass"
+    assert lint(root) == []
+    assert not (root / "proposals").exists()
 
 
 def test_propose_accept_reject_and_lint_stays_clean(kb_copy: Path) -> None:
@@ -251,25 +260,6 @@ def test_propose_accept_reject_and_lint_stays_clean(kb_copy: Path) -> None:
     code, _, err = cli(kb_copy, "proposals", "accept", "../../etc")
     assert code == 2 and "bad proposal id" in err
 
-    # the accepted fact is in the knowledge base now: a fresh server verifies it locally
-    async def verify(session: ClientSession) -> None:
-        run = await call(session, "verify_facts", facts=["hw.cpu.bringup_threads"])
-        assert [r["outcome"] for r in run["results"]] == ["pass"]
-
-    serve(kb_copy, verify)
-
-
-def test_write_facts_setting_writes_at_once(tmp_path: Path) -> None:
-    root = make_kb(tmp_path / "kb", local_trio())
-    (root / "factbook.yaml").write_text("mcp:\n  write_facts: true\n")
-
-    async def scenario(session: ClientSession) -> None:
-        done = await call(
-            session, "propose_change", id="hw.cpu.too_many", value=1, reason="measured"
-        )
-        assert done["written"] == ["facts/facts.yaml"]
-
-    serve(root, scenario)
-    assert lint(root) == []
-    assert "value: 1" in (root / "facts" / "facts.yaml").read_text()
-    assert not (root / "proposals").exists()
+    # the accepted fact is part of the knowledge base now, with its check
+    fact = load(kb_copy).facts["hw.cpu.bringup_threads"]
+    assert fact.check is not None and fact.check.probe == "cpu.threads"

@@ -168,7 +168,10 @@ def _apply_to(scratch: Path, kb: KnowledgeBase, proposals: list[Proposal]) -> No
         if proposal.old_id and (proposal.updates or proposal.source) and not proposal.problems:
             try:
                 update_fact(
-                    scratch, proposal.old_id, set_fields=proposal.updates, add_source=proposal.source
+                    scratch,
+                    proposal.old_id,
+                    set_fields=proposal.updates,
+                    add_source=proposal.source,
                 )
             except (WritebackError, InputError) as exc:
                 proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))

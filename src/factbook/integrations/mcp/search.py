@@ -23,6 +23,7 @@ only the postings of its terms, so a search over 1,000 facts takes about a milli
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import re
 from collections import Counter
@@ -57,7 +58,7 @@ STOPWORDS = frozenset(
     have how i if in into is it its it's me my of on or our should so than that the their
     them then there these they this those to too us was we were what when where which while
     who whom why will with would you your yours about again any all also am get got just
-    know let like make need really tell use used using want way one ones out up very""".split()
+    know let like make need really tell use used using want way one ones out up very""".split()  # noqa: SIM905
 )
 
 # words that stand for one another in bring-up notes (general vocabulary, not one knowledge
@@ -143,7 +144,7 @@ def terms(text: str) -> Counter[str]:
         found.update(("environment", "variable"))
     sequence = words(text)
     found.update(sequence)
-    found.update(f"{a} {b}" for a, b in zip(sequence, sequence[1:]) if a != b)
+    found.update(f"{a} {b}" for a, b in itertools.pairwise(sequence) if a != b)
     return found
 
 
@@ -228,7 +229,9 @@ class SearchIndex:
         with its discount."""
         if term in self.postings:
             return [(term, 1.0)] + [
-                (other, SYNONYM_WEIGHT) for other in _SYNONYMS.get(term, ()) if other in self.postings
+                (other, SYNONYM_WEIGHT)
+                for other in _SYNONYMS.get(term, ())
+                if other in self.postings
             ]
         if len(term) < 5 or not term.isalpha():
             return []
@@ -289,7 +292,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
 
 def _common_prefix(a: str, b: str) -> str:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1

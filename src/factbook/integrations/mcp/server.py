@@ -156,7 +156,9 @@ AsOf = Annotated[
     str | None,
     Field(description="a milestone id: what was known then (default: now)", max_length=100),
 ]
-Limit = Annotated[int | None, Field(description="results to return (default 10)", ge=1, le=MAX_LIMIT)]
+Limit = Annotated[
+    int | None, Field(description="results to return (default 10)", ge=1, le=MAX_LIMIT)
+]
 
 
 def _register_reading(server: FactbookMCP, box: Toolbox) -> None:
@@ -199,10 +201,14 @@ def _register_reading(server: FactbookMCP, box: Toolbox) -> None:
     def match_pitfalls(
         text: Annotated[
             str,
-            Field(description="an error message, a log excerpt or a command line (the end of "
-                  "a long log is kept)"),
+            Field(
+                description="an error message, a log excerpt or a command line (the end of "
+                "a long log is kept)"
+            ),
         ],
-        limit: Annotated[int | None, Field(description="results (default 5)", ge=1, le=MAX_LIMIT)] = None,
+        limit: Annotated[
+            int | None, Field(description="results (default 5)", ge=1, le=MAX_LIMIT)
+        ] = None,
     ) -> dict[str, Any]:
         """The known pitfalls this text looks like, best first, each with symptom, cause and
         fix. Use it on an error or a surprising result before debugging from scratch."""
@@ -212,8 +218,12 @@ def _register_reading(server: FactbookMCP, box: Toolbox) -> None:
     def status_brief(
         budget: Annotated[
             int | None,
-            Field(description="size budget of the document, where this factbook supports a "
-                  "budgeted dump; omitted: the whole document", ge=100, le=1_000_000),
+            Field(
+                description="size budget of the document, where this factbook supports a "
+                "budgeted dump; omitted: the whole document",
+                ge=100,
+                le=1_000_000,
+            ),
         ] = None,
         as_of: AsOf = None,
     ) -> dict[str, Any]:
@@ -226,9 +236,11 @@ def _register_reading(server: FactbookMCP, box: Toolbox) -> None:
     def check_launch(
         argv: Annotated[
             list[str] | str,
-            Field(description="the SGLang launch command: a list of arguments or one string, "
-                  "e.g. 'python -m sglang.launch_server --model-path ... "
-                  "--speculative-algorithm EAGLE3 ...'"),
+            Field(
+                description="the SGLang launch command: a list of arguments or one string, "
+                "e.g. 'python -m sglang.launch_server --model-path ... "
+                "--speculative-algorithm EAGLE3 ...'"
+            ),
         ],
     ) -> dict[str, Any]:
         """Lint an SGLang launch command line before running it: the speculative flags as
@@ -260,14 +272,25 @@ def _register_acting(server: FactbookMCP, box: Toolbox) -> None:
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False))
     def propose_fact(
-        id: Annotated[str, Field(description="a new dotted id, e.g. hw.gpu.ecc_mode", max_length=200)],
-        category: Annotated[str, Field(description="hardware, software, model, tokenizer, "
-                                       "pitfalls, benchmarks, decisions, ...")],
+        id: Annotated[
+            str, Field(description="a new dotted id, e.g. hw.gpu.ecc_mode", max_length=200)
+        ],
+        category: Annotated[
+            str,
+            Field(
+                description="hardware, software, model, tokenizer, "
+                "pitfalls, benchmarks, decisions, ..."
+            ),
+        ],
         title: Annotated[str, Field(description="a short title")],
         statement: Annotated[str, Field(description="the fact as one or two sentences")],
-        reason: Annotated[str, Field(description="how you know: what you ran or read, "
-                                     "recorded as the fact's source")],
-        value: Annotated[Any, Field(description="the value (number, string, list, mapping)")] = None,
+        reason: Annotated[
+            str,
+            Field(description="how you know: what you ran or read, recorded as the fact's source"),
+        ],
+        value: Annotated[
+            Any, Field(description="the value (number, string, list, mapping)")
+        ] = None,
         unit: Annotated[str | None, Field(description="its unit (GB, tok/s, ...)")] = None,
         status: Annotated[str, Field(description="assumed (default) unless checked")] = "assumed",
         tags: Annotated[list[str] | None, Field(description="tags")] = None,
@@ -275,13 +298,17 @@ def _register_acting(server: FactbookMCP, box: Toolbox) -> None:
         since: Annotated[str | None, Field(description="the milestone it holds from")] = None,
         fields: Annotated[
             dict[str, Any] | None,
-            Field(description="the category's own keys: pitfalls need symptom, cause, fix; "
-                  "decisions need rationale"),
+            Field(
+                description="the category's own keys: pitfalls need symptom, cause, fix; "
+                "decisions need rationale"
+            ),
         ] = None,
         check: Annotated[
             dict[str, Any] | None,
-            Field(description="a live check: {probe, args, expect}, with a probe factbook "
-                  "knows (e.g. {probe: cpu.threads, expect: {ge: 1}})"),
+            Field(
+                description="a live check: {probe, args, expect}, with a probe factbook "
+                "knows (e.g. {probe: cpu.threads, expect: {ge: 1}})"
+            ),
         ] = None,
         links: Annotated[
             dict[str, list[str]] | None,
@@ -302,8 +329,10 @@ def _register_acting(server: FactbookMCP, box: Toolbox) -> None:
     @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False))
     def propose_change(
         id: Annotated[str, Field(description="the fact to change", max_length=200)],
-        reason: Annotated[str, Field(description="what you observed or learned; recorded as "
-                                     "a new source of the fact")],
+        reason: Annotated[
+            str,
+            Field(description="what you observed or learned; recorded as a new source of the fact"),
+        ],
         value: Annotated[Any, Field(description="the corrected value")] = None,
         unit: Annotated[str | None, Field(description="the corrected unit")] = None,
         status: Annotated[

@@ -57,13 +57,17 @@ def load_settings(root: Path) -> McpSettings:
     known = {"write_facts", "verify_timeout_s", "inventories"}
     for key in section:
         if key not in known:
-            found.append(doc.problem(("mcp", key), f"unknown key mcp.{key} (known: {sorted(known)})"))
+            found.append(
+                doc.problem(("mcp", key), f"unknown key mcp.{key} (known: {sorted(known)})")
+            )
     write = section.get("write_facts", False)
     if not isinstance(write, bool):
         found.append(doc.problem(("mcp", "write_facts"), "mcp.write_facts: true or false"))
     timeout = section.get("verify_timeout_s", DEFAULT_VERIFY_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
-        0 < timeout <= MAX_VERIFY_TIMEOUT
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not (0 < timeout <= MAX_VERIFY_TIMEOUT)
     ):
         found.append(
             doc.problem(

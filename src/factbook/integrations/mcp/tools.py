@@ -280,9 +280,7 @@ class Toolbox:
         if not command:
             raise UsageError("argv is empty: give the launch command")
         try:
-            report = check_command(
-                command, read_config=lambda path: None, exists=lambda path: None
-            )
+            report = check_command(command, read_config=lambda path: None, exists=lambda path: None)
         except ValueError as exc:  # shlex: an unclosed quote
             raise UsageError(f"cannot split the command: {exc}") from None
         if report is None:
@@ -515,4 +513,3 @@ class Toolbox:
     def facts(self) -> list[Fact]:
         kb, _ = self.kb()
         return list(kb.facts.values())
-
