@@ -24,7 +24,7 @@ from helpers import REPO, cli, local_trio, make_kb
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from factbook.api import lint
+from factbook.api import lint, load
 
 Scenario = Callable[[ClientSession], Awaitable[None]]
 
