@@ -133,14 +133,22 @@ class Toolbox:
 
     # --- reading -------------------------------------------------------------------
 
-    def _last_verified(self, fact: Fact) -> list[dict[str, Any]]:
-        found = self._latest_results().get(fact.id, {})
+    def _last_verified(self, fact: Fact, latest: dict[str, Any]) -> list[dict[str, Any]]:
+        found = latest.get(fact.id, {})
         return [
             {"target": t, "outcome": r.get("outcome"), "time": r.get("time")}
             for t, r in sorted(found.items())
         ]
 
-    def _summary(self, kb: KnowledgeBase, fact: Fact, as_of: Milestone | None) -> dict[str, Any]:
+    def _summary(
+        self,
+        kb: KnowledgeBase,
+        fact: Fact,
+        as_of: Milestone | None,
+        latest: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A result line: what an assistant needs to answer without show_fact."""
+        latest = self._latest_results() if latest is None else latest
         statement = " ".join(fact.statement.split())
         if len(statement) > STATEMENT_SNIPPET:
             statement = statement[: STATEMENT_SNIPPET - 3] + "..."
@@ -152,7 +160,7 @@ class Toolbox:
             "unit": fact.unit,
             "status": kb.status_as_of(fact, as_of),
             "statement": statement,
-            "last_verified": self._last_verified(fact),
+            "last_verified": self._last_verified(fact, latest),
             "uri": f"factbook://fact/{fact.id}",
         }
         if fact.until:
@@ -189,8 +197,9 @@ class Toolbox:
         )
         hits = rank(index, query, candidates, milestone, count)
         results = []
+        latest = self._latest_results()
         for hit in hits:
-            item = self._summary(kb, hit.fact, milestone)
+            item = self._summary(kb, hit.fact, milestone, latest)
             item["score"] = round(hit.score, 3)
             if not hit.current:
                 item["current"] = False
