@@ -168,6 +168,22 @@ async def session_run(root: Path, questions: dict[str, list[dict]], repeat: int)
     return out
 
 
+def search_in_process(root: Path, questions: dict[str, list[dict]], repeat: int) -> list[float]:
+    """The same searches without the protocol: Toolbox.search_facts in this process."""
+    from factbook.integrations.mcp.tools import Toolbox
+
+    box = Toolbox(root)
+    box.kb()
+    times = []
+    for _ in range(repeat):
+        for items in questions.values():
+            for question in items:
+                started = time.perf_counter()
+                box.search_facts(question["ask"], limit=10)
+                times.append(time.perf_counter() - started)
+    return times
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -189,6 +205,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             wall, cpu = await time_start(params([str(floor_script)], Path(tmp)))
             floors.append(wall)
             floor_cpu.append(cpu)
+        in_process = search_in_process(big, questions, args.repeat)
         on_shipped = await session_run(shipped, questions, 0)
         on_big = await session_run(big, questions, args.repeat)
     times = on_big["times"]
@@ -211,6 +228,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             "median": statistics.median(times),
             "p95": percentile(times, 0.95),
             "max": max(times),
+        },
+        "search_in_process_s": {
+            "median": statistics.median(in_process),
+            "p95": percentile(in_process, 0.95),
         },
         "answered": {
             "shipped": {k: f"{v}/{len(questions[k])}" for k, v in on_shipped["scores"].items()},
@@ -246,6 +267,11 @@ def main() -> int:
         print(
             f"search_facts over stdio, {q['calls']} calls: median {q['median'] * 1000:.1f} ms, "
             f"p95 {q['p95'] * 1000:.1f} ms, max {q['max'] * 1000:.1f} ms"
+        )
+        p = report["search_in_process_s"]
+        print(
+            f"the same searches in process (no protocol): median {p['median'] * 1000:.1f} ms, "
+            f"p95 {p['p95'] * 1000:.1f} ms"
         )
         for where, scores in report["answered"].items():
             print(
