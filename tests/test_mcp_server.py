@@ -119,6 +119,12 @@ def test_tools_search_resources_and_hostile_arguments(kb_copy: Path) -> None:
         assert launch["resolved"]["speculative_num_draft_tokens"] == 2
         assert [f["pitfall"] for f in launch["findings"]] == ["pit.topk1-num-draft-tokens"]
 
+        budgeted = await call(session, "status_brief", budget=400)
+        whole = (await call(session, "status_brief"))["document"]
+        if "budget" in budgeted:  # api.status renders budgeted dumps (the dense-dumps issue)
+            assert len(budgeted["document"]) < len(whole)
+        else:
+            assert "no budgeted status" in budgeted["note"] and budgeted["document"] == whole
         brief = await call(session, "status_brief", as_of="3478")
         assert brief["document"].startswith("# Status as of milestone 3478")
 
