@@ -135,9 +135,9 @@ def submit(
 
 
 def new_pid() -> str:
-    """A proposal id that sorts by time: 20261201-224512-3f9a."""
+    """A proposal id that sorts by time: 20261201-224512-3f9a0c."""
     stamp = now_iso().replace("-", "").replace(":", "").replace("T", "-")[:15]
-    return f"{stamp}-{secrets.token_hex(2)}"
+    return f"{stamp}-{secrets.token_hex(3)}"
 
 
 def _item_data(item: Item) -> dict[str, Any]:
