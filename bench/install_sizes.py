@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS = ["core", "handbook", "runbooks", "sglang", "ml", "all"]
+EXTRAS = ["core", "handbook", "runbooks", "sglang", "mcp", "ml", "all"]
 CPU_TORCH = "torch==2.13.0"
 
 

@@ -35,6 +35,8 @@ COMMAND_MODULES = [
     "bench",
     "launch_lint",
     "import_cmd",
+    "proposals",
+    "mcp_cmd",
     "serve",
     "export_ansible",
     "completion",

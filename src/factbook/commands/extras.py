@@ -24,6 +24,8 @@ MODULE_EXTRAS: dict[str, str] = {
     "tokenizers": "ml",
     "numpy": "ml",
     "transformers": "ml",
+    "mcp": "mcp",
+    "mcp_types": "mcp",
 }
 
 

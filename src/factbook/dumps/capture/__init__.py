@@ -7,6 +7,7 @@ build.py     an entry → a proposed fact in the fact-file format (or why it can
 match.py     a proposal against the knowledge base: unchanged / new / changed / contradicted
 propose.py   the edits, applied to a scratch copy and linted → a unified diff; atomic writes
 plan.py      one import start to end, and its review summary
+review.py    the proposals area (proposals/): submitted, listed, accepted, rejected
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ class Proposal:
     fact: dict[str, Any] | None = None  # a fact to add
     old_id: str | None = None
     updates: dict[str, Any] = field(default_factory=dict)  # fields set on the old fact
+    source: dict[str, Any] | None = None  # a source appended to the old fact (review.py)
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -82,16 +83,7 @@ def contradicted_edits(
 ) -> None:
     """The old fact is refuted as of the milestone (history keeps what it was before), and
     `replaced_by` the new fact, or the ids a struck-through line names."""
-    history = [
-        {"at": h.at, "status": h.status, **({"note": h.note} if h.note else {})}
-        for h in old.history
-    ]
-    if not history:
-        first = old.since or next(iter(kb.milestones), milestone.id)
-        if first != milestone.id:
-            history.append({"at": first, "status": old.status})
-    history = [h for h in history if h["at"] != milestone.id]
-    history.append({"at": milestone.id, "status": "refuted", "note": note})
+    history = history_with(old, milestone, kb, "refuted", note)
     proposal.updates = {"status": "refuted", "history": history}
     targets = [new["id"]] if new else replaced_by
     links: dict[str, list[str]] = {k: list(v) for k, v in old.links.items()}
@@ -102,6 +94,24 @@ def contradicted_edits(
     if new is not None:
         new["links"] = {"replaces": [old.id]}
     proposal.fact = new
+
+
+def history_with(
+    old: Fact, milestone: Milestone, kb: KnowledgeBase, status: str, note: str
+) -> list[dict[str, Any]]:
+    """The fact's history with `status` from `milestone` on; a fact without history first
+    gets its old status from its start, so reading it as of earlier still shows that."""
+    history = [
+        {"at": h.at, "status": h.status, **({"note": h.note} if h.note else {})}
+        for h in old.history
+    ]
+    if not history:
+        first = old.since or next(iter(kb.milestones), milestone.id)
+        if first != milestone.id:
+            history.append({"at": first, "status": old.status})
+    history = [h for h in history if h["at"] != milestone.id]
+    history.append({"at": milestone.id, "status": status, **({"note": note} if note else {})})
+    return history
 
 
 def _linked(old: Fact, relation: str, other: str) -> dict[str, list[str]]:
@@ -155,9 +165,14 @@ def _apply_to(scratch: Path, kb: KnowledgeBase, proposals: list[Proposal]) -> No
             for proposal, _ in items:
                 proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
     for proposal in proposals:
-        if proposal.old_id and proposal.updates and not proposal.problems:
+        if proposal.old_id and (proposal.updates or proposal.source) and not proposal.problems:
             try:
-                update_fact(scratch, proposal.old_id, set_fields=proposal.updates)
+                update_fact(
+                    scratch,
+                    proposal.old_id,
+                    set_fields=proposal.updates,
+                    add_source=proposal.source,
+                )
             except (WritebackError, InputError) as exc:
                 proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
 

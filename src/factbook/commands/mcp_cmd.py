@@ -1,0 +1,37 @@
+"""`factbook mcp`: serve the knowledge base to an AI assistant over MCP (stdio)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from factbook.errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "mcp",
+        help="serve the knowledge base to AI assistants over MCP (stdio)",
+        description=(
+            "Run a Model Context Protocol server over stdin/stdout for one knowledge base: "
+            "tools search_facts, show_fact, verify_facts, propose_fact, propose_change, "
+            "status_brief, check_launch, match_pitfalls; resources factbook://status and "
+            "factbook://fact/ID. Proposals wait in proposals/ for `factbook proposals accept` "
+            "unless factbook.yaml sets mcp.write_facts. Register it with your assistant "
+            "(docs/mcp.md); it is not meant to be run by hand."
+        ),
+    )
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    root = Path(args.root)
+    if not (root / "facts").is_dir():
+        raise UsageError(f"{root}: not a knowledge base (no facts/ folder); give --root")
+    from factbook.integrations.mcp.settings import load_settings
+
+    load_settings(root)  # a wrong factbook.yaml stops here, with its file:line
+    from factbook.integrations.mcp.server import serve
+
+    serve(root)
+    return 0

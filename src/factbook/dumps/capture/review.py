@@ -1,0 +1,250 @@
+"""The proposals area: facts and changes proposed from outside (an assistant over MCP),
+waiting in proposals/ for a person to accept or reject them.
+
+    item = NewFact({...}) or FactChange("tok.im_end.id", set_fields={...}, source={...})
+    outcome = submit(root, item, origin="mcp", reason="...", write=False)  # diff, lint clean
+    pending(root); accept(root, pid); reject(root, pid, why)
+
+A proposal is checked exactly as `factbook import` checks its own: applied with writeback's
+comment-keeping edits to a scratch copy of the knowledge base and linted (propose.apply); one
+that would add any lint problem is refused with the problems, so nothing waiting for review,
+and nothing accepted, can break lint. Accepting applies it again to the facts as they are
+then (they may have moved on), and writes with propose.write (atomic, refusing a file changed
+meanwhile). Each proposal is one YAML file holding the item, who proposed it, why, and the
+diff it made when proposed; decided ones move to proposals/accepted/ or proposals/rejected/
+with when and why, so the review trail stays in the repository.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from factbook.dumps.capture.parse import Entry
+from factbook.dumps.capture.propose import Applied, Proposal, apply, write
+from factbook.errors import InputError, UsageError
+from factbook.knowledge.kb import load_kb_with_problems
+from factbook.knowledge.names import inside
+from factbook.store.atomic import write_text_atomic
+from factbook.store.stamps import now_iso
+
+PROPOSALS_DIR = "proposals"
+DECIDED = ("accepted", "rejected")
+MAX_PENDING = 1000  # a runaway client cannot fill the disk with proposals
+
+
+@dataclass
+class NewFact:
+    """A fact to add, in the fact-file format."""
+
+    fact: dict[str, Any]
+
+    def describe(self) -> str:
+        return f"new fact {self.fact.get('id')} ({self.fact.get('category')})"
+
+
+@dataclass
+class FactChange:
+    """Fields to set on a known fact, and the source that says why."""
+
+    fact_id: str
+    set_fields: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] | None = None
+
+    def describe(self) -> str:
+        return f"change {self.fact_id}: {', '.join(self.set_fields) or 'source'}"
+
+
+Item = NewFact | FactChange
+
+
+@dataclass
+class Submitted:
+    """What a submission did: its diff, and where it went (a proposal file, or facts/)."""
+
+    pid: str
+    summary: str
+    diff: str
+    proposal_file: Path | None = None
+    written: list[Path] = field(default_factory=list)
+
+
+def _proposal(item: Item, pid: str, kb: Any) -> Proposal:
+    """The item as the importer's Proposal, so its scratch apply + lint runs unchanged."""
+    text = item.describe()
+    entry = Entry(line=0, kind="proposal", text=text, quote=text, headings=[])
+    if isinstance(item, NewFact):
+        category = str(item.fact.get("category", ""))
+        return Proposal(pid, "new", entry, category, fact=dict(item.fact))
+    fact = kb.get(item.fact_id)  # UsageError naming close ids when unknown
+    proposal = Proposal(pid, "changed", entry, fact.category, old_id=fact.id)
+    proposal.updates = dict(item.set_fields)
+    proposal.source = item.source
+    return proposal
+
+
+def plan(root: Path, item: Item, pid: str = "p1") -> tuple[Applied, str]:
+    """Apply one item to a scratch copy; (the applied files and diff, the summary line).
+
+    InputError, one line, when it cannot be applied or would add a lint problem.
+    """
+    kb, baseline = load_kb_with_problems(Path(root).resolve())
+    if isinstance(item, NewFact) and item.fact.get("id") in kb.facts:
+        raise InputError(f"fact '{item.fact['id']}' already exists; use propose_change")
+    proposal = _proposal(item, pid, kb)
+    applied = apply(kb.root, kb, [proposal], baseline)
+    problems = proposal.problems + applied.general_problems
+    if problems:
+        raise InputError(f"{item.describe()} would not lint clean: {'; '.join(problems)}")
+    if not applied.diff:
+        raise InputError(f"{item.describe()}: nothing would change")
+    return applied, item.describe()
+
+
+def submit(
+    root: Path, item: Item, *, origin: str, reason: str = "", write_facts: bool = False
+) -> Submitted:
+    """Check an item; write it into facts/ (write_facts) or save it for review."""
+    root = Path(root)
+    pid = new_pid()
+    applied, summary = plan(root, item, pid)
+    if write_facts:
+        return Submitted(pid, summary, applied.diff, written=write(applied))
+    folder = root / PROPOSALS_DIR
+    if len(list(folder.glob("*.yaml"))) >= MAX_PENDING:
+        raise InputError(
+            f"{PROPOSALS_DIR}/ already holds {MAX_PENDING} pending proposals; review some first"
+        )
+    record = {
+        "id": pid,
+        "created": now_iso(),
+        "origin": origin,
+        "summary": summary,
+        "reason": reason,
+        "item": _item_data(item),
+        "diff": applied.diff,
+    }
+    path = _path(root, pid)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, _dump(record))
+    return Submitted(pid, summary, applied.diff, proposal_file=path)
+
+
+def new_pid() -> str:
+    """A proposal id that sorts by time: 20261201-224512-3f9a0c."""
+    stamp = now_iso().replace("-", "").replace(":", "").replace("T", "-")[:15]
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def _item_data(item: Item) -> dict[str, Any]:
+    if isinstance(item, NewFact):
+        return {"new": item.fact}
+    return {"change": {"id": item.fact_id, "set": item.set_fields, "source": item.source}}
+
+
+def _item_from(data: Any, where: str) -> Item:
+    if isinstance(data, dict) and isinstance(data.get("new"), dict):
+        return NewFact(data["new"])
+    change = data.get("change") if isinstance(data, dict) else None
+    if isinstance(change, dict) and isinstance(change.get("id"), str):
+        return FactChange(change["id"], dict(change.get("set") or {}), change.get("source"))
+    raise InputError(f"{where}: not a proposal (no 'item: new:' or 'item: change:')")
+
+
+class _Dumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str_block(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str_block)
+
+
+def _dump(record: dict[str, Any]) -> str:
+    return yaml.dump(record, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _path(root: Path, pid: str, folder: str = "") -> Path:
+    """proposals/[folder/]PID.yaml, refused when the id would leave proposals/."""
+    if not pid or not all(ch.isalnum() or ch == "-" for ch in pid):
+        raise UsageError(f"bad proposal id {pid[:60]!r} (see `factbook proposals list`)")
+    parts = [folder, f"{pid}.yaml"] if folder else [f"{pid}.yaml"]
+    return inside(Path(root) / PROPOSALS_DIR, *parts)
+
+
+@dataclass
+class Pending:
+    """A proposal file as read back."""
+
+    pid: str
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def summary(self) -> str:
+        return str(self.data.get("summary", ""))
+
+    @property
+    def item(self) -> Item:
+        return _item_from(self.data.get("item"), str(self.path))
+
+
+def read(root: Path, pid: str) -> Pending:
+    """One pending proposal; UsageError naming the pending ones when it is not there."""
+    path = _path(root, pid)
+    if not path.is_file():
+        known = ", ".join(p.pid for p in pending(root)[:10]) or "none"
+        raise UsageError(f"no pending proposal '{pid}' (pending: {known})")
+    return _load(path)
+
+
+def _load(path: Path) -> Pending:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: unreadable proposal: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: not a proposal")
+    return Pending(path.stem, path, data)
+
+
+def pending(root: Path) -> list[Pending]:
+    """Proposals waiting for review, oldest first."""
+    folder = Path(root) / PROPOSALS_DIR
+    return [_load(p) for p in sorted(folder.glob("*.yaml"))] if folder.is_dir() else []
+
+
+def accept(root: Path, pid: str) -> tuple[Pending, list[Path], str]:
+    """Apply a pending proposal to the facts as they are now, write it, file it as accepted.
+
+    Returns (the proposal, the fact files written, the diff applied).
+    """
+    found = read(root, pid)
+    applied, _ = plan(Path(root), found.item, pid)
+    written = write(applied)
+    _decide(root, found, "accepted", "")
+    return found, written, applied.diff
+
+
+def reject(root: Path, pid: str, why: str = "") -> Pending:
+    """File a pending proposal as rejected, with why; facts/ is not touched."""
+    found = read(root, pid)
+    _decide(root, found, "rejected", why)
+    return found
+
+
+def _decide(root: Path, found: Pending, verdict: str, why: str) -> None:
+    data = dict(found.data)
+    data.update({verdict: now_iso(), **({"why": why} if why else {})})
+    target = _path(root, found.pid, verdict)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(target, _dump(data))
+    found.path.unlink()

@@ -1,0 +1,90 @@
+"""What a knowledge base allows an assistant to do over MCP: the `mcp:` key of factbook.yaml.
+
+    # factbook.yaml, at the knowledge base's root (every key optional)
+    mcp:
+      write_facts: false        # true: propose_fact / propose_change write facts/ at once
+                                # (still lint clean); false: proposals/ for review
+      verify_timeout_s: 120     # the longest a verify_facts call may run
+      inventories: [hosts.ini]  # Ansible inventories / ssh configs (inside the knowledge
+                                # base) whose hosts verify_facts may also check
+
+The file belongs to the people who own the knowledge base, never to the assistant: no tool
+writes it. Other top-level keys are left to whoever reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from factbook.errors import InputError, LintFailed
+from factbook.knowledge.names import inside
+from factbook.knowledge.yamlsrc import load_located
+
+SETTINGS_FILE = "factbook.yaml"
+DEFAULT_VERIFY_TIMEOUT = 120.0
+MAX_VERIFY_TIMEOUT = 3600.0
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    """The knowledge base's choices for its MCP server (defaults: review everything)."""
+
+    write_facts: bool = False
+    verify_timeout_s: float = DEFAULT_VERIFY_TIMEOUT
+    inventories: tuple[str, ...] = field(default_factory=tuple)
+
+
+def load_settings(root: Path) -> McpSettings:
+    """factbook.yaml's `mcp:` settings, or the defaults when there is none.
+
+    A wrong value stops the server with its file:line (LintFailed), rather than silently
+    allowing or refusing writes.
+    """
+    path = Path(root) / SETTINGS_FILE
+    if not path.exists():
+        return McpSettings()
+    doc, problems = load_located(path, SETTINGS_FILE)
+    if problems:
+        raise LintFailed(problems)
+    data = doc.data if isinstance(doc.data, dict) else {}
+    section = data.get("mcp")
+    if section is None:
+        return McpSettings()
+    if not isinstance(section, dict):
+        raise LintFailed([doc.problem(("mcp",), "mcp: must be a mapping")])
+    found = []
+    known = {"write_facts", "verify_timeout_s", "inventories"}
+    for key in section:
+        if key not in known:
+            found.append(
+                doc.problem(("mcp", key), f"unknown key mcp.{key} (known: {sorted(known)})")
+            )
+    write = section.get("write_facts", False)
+    if not isinstance(write, bool):
+        found.append(doc.problem(("mcp", "write_facts"), "mcp.write_facts: true or false"))
+    timeout = section.get("verify_timeout_s", DEFAULT_VERIFY_TIMEOUT)
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not (0 < timeout <= MAX_VERIFY_TIMEOUT)
+    ):
+        found.append(
+            doc.problem(
+                ("mcp", "verify_timeout_s"),
+                f"mcp.verify_timeout_s: seconds, more than 0 and at most {MAX_VERIFY_TIMEOUT:g}",
+            )
+        )
+        timeout = DEFAULT_VERIFY_TIMEOUT
+    inventories = section.get("inventories", [])
+    if not isinstance(inventories, list) or not all(isinstance(i, str) for i in inventories):
+        found.append(doc.problem(("mcp", "inventories"), "mcp.inventories: a list of paths"))
+        inventories = []
+    for number, name in enumerate(inventories):
+        try:
+            inside(Path(root), name)
+        except InputError as exc:
+            found.append(doc.problem(("mcp", "inventories", number), str(exc)))
+    if found:
+        raise LintFailed(found)
+    return McpSettings(bool(write), float(timeout), tuple(inventories))
