@@ -33,6 +33,7 @@ from factbook.handbook.pages import (
     page_specs,
 )
 from factbook.handbook.runbook_view import RunbookPage, runbook_pages
+from factbook.handbook.sandbox import KBSandbox
 from factbook.handbook.sources import (
     RUNBOOKS_GUIDE,
     STATUS_GUIDE,
@@ -75,7 +76,8 @@ class Generator:
     """Renders handbook pages; remembers each page's input hash to skip unchanged pages."""
 
     def __init__(self) -> None:
-        self.env = jinja2.Environment(
+        # the package's own templates, sandboxed all the same: fact text reaches them
+        self.env = KBSandbox(
             loader=jinja2.FileSystemLoader(str(template_dir())),
             autoescape=False,  # Markdown out; values are escaped by the md/code filters
             trim_blocks=True,

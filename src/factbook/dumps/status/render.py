@@ -2,6 +2,9 @@
 
 Templates are looked up in the knowledge base first (templates/status/, then templates/), then
 in the package, so a knowledge base overrides `status.md.j2` or any partial it includes.
+A knowledge base is data, never code: its templates run in Jinja2's immutable sandbox, so
+`{{ cycler.__init__.__globals__ }}`, `''.__class__.__mro__`, `str.format` tricks and list
+mutation are refused (one `status template:` line, exit 2) instead of reaching Python.
 Environments are cached per template search path: compiling the templates is most of the
 cost of a render, and a status document for 1,000 facts must take well under half a second.
 """
@@ -25,6 +28,7 @@ from factbook.dumps.status.items import value_text
 from factbook.dumps.status.redact import redactor_for
 from factbook.errors import InputError, UsageError
 from factbook.handbook.safehtml import safe_markdown
+from factbook.handbook.sandbox import KBSandbox, SecurityError
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.store.atomic import write_text_atomic
 from factbook.store.results import load_latest
@@ -68,10 +72,10 @@ def template_dirs(kb_root: Path) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=16)
-def environment(override_dirs: tuple[str, ...] = ()) -> jinja2.Environment:
+def environment(override_dirs: tuple[str, ...] = ()) -> KBSandbox:
     loaders: list[jinja2.BaseLoader] = [jinja2.FileSystemLoader(list(override_dirs))]
     loaders.append(jinja2.PackageLoader("factbook.dumps.status", "templates"))
-    env = jinja2.Environment(
+    env = KBSandbox(
         loader=jinja2.ChoiceLoader(loaders),
         autoescape=False,  # Markdown, not HTML; `md`/`cell` escape what matters
         undefined=jinja2.StrictUndefined,
@@ -105,6 +109,7 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
     """The document text for a prepared context (no redaction)."""
     env = environment(template_dirs(kb_root))
     try:
+        env.start()
         template = env.get_template(TEMPLATE)
         token = _HINTS.set((secrets.token_hex(6), []))
         try:
@@ -113,9 +118,14 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
             return re.sub(f"\ue000{nonce}:(\\d+)\ue001", lambda m: hints[int(m[1])], text)
         finally:
             _HINTS.reset(token)
+    except SecurityError as exc:
+        raise InputError(f"status template: refused by the sandbox: {exc}") from None
     except jinja2.TemplateError as exc:
         where = f"{exc.filename}:{exc.lineno}: " if getattr(exc, "lineno", None) else ""
         raise InputError(f"status template: {where}{exc}") from None
+    except (RecursionError, MemoryError, OverflowError, ValueError, TypeError) as exc:
+        # a template's own loop or arithmetic ({{ 9**9**9 }}, 'x' * 10**10, a self-include)
+        raise InputError(f"status template: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 def prepare(
