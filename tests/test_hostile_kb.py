@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -122,8 +123,47 @@ CASES: list[Case] = [
     *[Case(f"status.md.j2 {n}", tpl(p), "status", 2, "status template:") for n, p in ESCAPES.items()],
     *[Case(f"_macros.j2 {n}", macros(p), "status", 2, "status template:") for n, p in ESCAPES.items() if n != "self include"],
     Case("status.md.j2 nested loop", tpl("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"), "status", 2, "rendering took longer than", env={"FACTBOOK_TEMPLATE_SECONDS": "1"}),
-    Case("status.md.j2 output bomb", tpl("{% for i in range(100000) %}{{ 'x' * 1000000 }}{% endfor %}"), "status", 2, "grew beyond", max_rss_mb=400, isolated=True),
+    Case("status.md.j2 output bomb", tpl("{% for i in range(100000) %}{{ 'x' * 1000000 }}{% endfor %}"), "status", 2, "grew beyond", max_rss_mb=250, isolated=True),
     Case("status.md.j2 benign", tpl("{% for f in [1, 2] %}{{ f * 2 }}{% endfor %} {{ '%s' % 'ok' }}"), "status", 0, "24 ok"),
+    # --- 2. reads outside the knowledge base: refused with the path, content never shown ---
+    Case("fact file -> shadow", {"facts/x.yaml": Link("{out}/shadow")}, "lint", 2, "facts/x.yaml:1: resolves to {out}/shadow, outside the knowledge base"),
+    Case("fact file -> environ", {"facts/x.yaml": Link("/proc/self/environ")}, "lint", 2, "facts/x.yaml:1: resolves to /proc/"),
+    Case("fact file -> shadow, list", {"facts/x.yaml": Link("{out}/shadow")}, "list", 0, "hw.gpu.count"),
+    Case("fact file -> shadow, docs", {"facts/x.yaml": Link("{out}/shadow")}, "docs", 0, "outside the knowledge base"),
+    Case("facts folder -> outside", {"facts": Link("{out}/facts")}, "lint", 2, "facts:1: resolves to {out}/facts"),
+    Case("nested fact folder -> outside", {"facts/sub": Link("{out}/facts")}, "lint", 0, "ok: 1 facts"),
+    Case("targets.yaml -> shadow", {"targets.yaml": Link("{out}/shadow")}, "lint", 2, "targets.yaml:1: resolves to"),
+    Case("milestones.yaml -> shadow", {"milestones.yaml": Link("{out}/shadow")}, "lint", 2, "milestones.yaml:1: resolves to"),
+    Case("checks probe -> shadow", {"checks/x.py": Link("{out}/shadow")}, "lint", 2, "checks/x.py:1: resolves to"),
+    Case("checks folder -> outside", {"checks": Link("{out}")}, "lint", 2, "checks:1: resolves to"),
+    Case("inventory: outside path", {"targets.yaml": "inventory: {out}/inventory.ini\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "inventory {out}/inventory.ini: {out}/inventory.ini:1: resolves to"),
+    Case("inventory: ../ path", {"targets.yaml": "inventory: ../outside/shadow\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "outside the knowledge base"),
+    Case("inventory: /proc/self/environ", {"targets.yaml": "inventory: /proc/self/environ\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "outside the knowledge base"),
+    Case("inventory file -> shadow", {"inv.ini": Link("{out}/shadow"), "targets.yaml": "inventory: inv.ini\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "inv.ini:1: resolves to"),
+    Case("inventory dir host_vars -> shadow", {"inv/hosts.ini": "[g]\nn1\n", "inv/host_vars/n1.yml": Link("{out}/shadow"), "targets.yaml": "inventory: inv\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "outside the knowledge base"),
+    Case("ssh_config Include outside", {"ssh_config": "Include {out}/ssh_config\nHost n1\n  HostName 10.0.0.1\n", "targets.yaml": "inventory: ssh_config\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "ssh_config:1: Include {out}/ssh_config: resolves to"),
+    Case("ssh_config Include glob outside", {"ssh_config": "Host n1\n  HostName 10.0.0.1\nInclude {out}/ssh_*\n", "targets.yaml": "inventory: ssh_config\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "outside the knowledge base"),
+    Case("ssh_config Include inside", {"ssh_config": "Include {kb}/more\nHost n1\n  HostName 10.0.0.1\n", "more": "Host n1\n  User ops\n", "targets.yaml": "inventory: ssh_config\ntargets:\n  here: {transport: local}\n"}, "list", 0, "hw.gpu.count"),
+    Case("latest.json -> outside", {"results/latest.json": Link("{out}/latest.json")}, "status", 2, "results/latest.json:1: resolves to"),
+    Case("results folder -> outside, status", {"results": Link("{out}")}, "status", 2, "results/latest.json:1: resolves to"),
+    Case("results folder -> outside, show", {"results": Link("{out}")}, "show", 2, "resolves to"),
+    Case("results folder -> outside, verify", {"results": Link("{out}")}, ["verify", "hw.gpu.count"], 2, "resolves to {out}/latest.json, outside the knowledge base"),
+    Case("results folder -> empty outside, verify", {"results": Link("{out}/facts")}, ["verify", "hw.gpu.count"], 2, "results: resolves to {out}/facts, outside the knowledge base"),
+    Case("lock folder -> outside", {"results/.latest.lock": Link("{out}/lock")}, ["verify", "hw.gpu.count"], 2, "results/.latest.lock: cannot open the lock file: is a link"),
+    Case("run file -> shadow", {"results/runs/r1.jsonl": Link("{out}/shadow")}, "docs", 0, "pages generated"),
+    Case("runbook -> shadow", {"runbooks/rb.md": Link("{out}/shadow")}, "lint", 2, "runbooks/rb.md:1: resolves to"),
+    Case("runbook record -> shadow", {"results/runbooks/rb/r1/record.json": Link("{out}/shadow")}, "docs", 0, "pages generated"),
+    Case("status template -> shadow", {"templates/status/status.md.j2": Link("{out}/shadow")}, "status", 2, "templates/status/status.md.j2:1: resolves to"),
+    Case("_macros.j2 -> shadow", {"templates/_macros.j2": Link("{out}/shadow")}, "status", 2, "templates/_macros.j2:1: resolves to"),
+    Case("template folder -> outside", {"templates/status": Link("{out}")}, "status", 2, "templates/status:1: resolves to"),
+    Case("status template fifo", {"templates/status/status.md.j2": FIFO}, "status", 2, "not a regular file"),
+    Case("redact.yaml -> shadow", {"redact.yaml": Link("{out}/shadow")}, ["status", "--redact", "--out", "-"], 2, "redact.yaml:1: resolves to"),
+    Case("docs page -> shadow", {"docs/leak.md": Link("{out}/shadow")}, "docs", 0, "leak.md: not copied"),
+    Case("docs status page -> shadow", {"docs/status/status-1.md": Link("{out}/shadow")}, "docs", 0, "pages generated"),
+    Case("docs page fifo", {"docs/pipe.md": FIFO}, "docs", 0, "pipe.md: not copied"),
+    Case("--inventory shadow", {}, ["verify", "--dry-run", "--inventory", "{out}/shadow"], 2, "{out}/shadow"),
+    Case("--inventory ini of secrets", {}, ["verify", "--dry-run", "--inventory", "{out}/inventory.ini"], 2, "{out}/inventory.ini"),
+    Case("--inventory ssh_config of secrets", {}, ["verify", "--dry-run", "--inventory", "{out}/ssh_config"], 2, "{out}/ssh_config"),
 ]
 # fmt: on
 
@@ -138,6 +178,8 @@ def plant(root: Path, out: Path, files: dict[str, str | bytes | Link]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_symlink() or path.is_file():
             path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
         if isinstance(content, Link):
             if content is FIFO:
                 os.mkfifo(path)
@@ -146,7 +188,7 @@ def plant(root: Path, out: Path, files: dict[str, str | bytes | Link]) -> None:
         elif isinstance(content, bytes):
             path.write_bytes(content)
         else:
-            path.write_text(content.replace("{out}", str(out)), encoding="utf-8")
+            path.write_text(expand(content, root, out), encoding="utf-8")
 
 
 def outside_tree(out: Path) -> dict[str, tuple[int, int]]:
@@ -174,6 +216,10 @@ def make_outside(out: Path) -> None:
 def argv_for(case: Case, root: Path, out: Path) -> list[str]:
     argv = COMMANDS[case.command] if isinstance(case.command, str) else case.command
     return [a.replace("{out}", str(out)).replace("{kb}", str(root)) for a in argv]
+
+
+def expand(text: str, root: Path, out: Path) -> str:
+    return text.replace("{out}", str(out)).replace("{kb}", str(root))
 
 
 class _Alarm(Exception):
@@ -251,11 +297,14 @@ def run_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str
     assert code != -1, f"{case.name}: still running after {case.max_s} s"
     assert "Traceback" not in output, output[-3000:]
     assert code == case.code, (code, output[-3000:])
-    assert case.fragment in output, output[-3000:]
+    assert case.fragment.replace("{out}", str(out)) in output, output[-3000:]
     assert SECRET not in output, output[-3000:]
     assert rss <= case.max_rss_mb, f"{case.name}: {rss:.0f} MB > {case.max_rss_mb} MB"
     assert not (out / "MARKER").exists(), f"{case.name}: the payload ran"
     assert outside_tree(out) == before, f"{case.name}: a file outside the knowledge base changed"
+    for path in root.rglob("*"):  # nothing read outside was copied in (links are planted)
+        if path.is_file() and not path.is_symlink() and path.stat().st_size < (1 << 24):
+            assert SECRET.encode() not in path.read_bytes(), f"{case.name}: copied into {path}"
     return output
 
 

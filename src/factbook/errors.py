@@ -6,6 +6,7 @@
     │   │   └── ResultsUnreadable results/latest.json unreadable; never overwritten
     │   ├── WritebackError        a fact file cannot be edited safely (flow style, clash)
     │   └── LaunchRefused         an SGLang launch the linter is sure is wrong (not started)
+    ├── WriteFailed               a file could not be saved (disk full, read-only); old kept
     ├── UsageError                the command line is wrong (unknown id, milestone, target)
     │   └── MissingDependency     an optional module (torch, safetensors, ...) is not installed
     ├── TargetError               exit 3: a box cannot be reached or refuses us
@@ -89,6 +90,11 @@ class ResultsUnreadable(LintFailed):
 
 class LaunchRefused(InputError):
     """A launch command has errors the linter is sure of; it is not started."""
+
+
+class WriteFailed(FactbookError):
+    """A file could not be written (a full disk, a read-only folder, a file size limit); the
+    file it was to replace is unchanged and no temp file is left."""
 
 
 class UsageError(FactbookError):

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from factbook.errors import Problem
+from factbook.knowledge.kbfiles import outside_problem
 
 MAX_BYTES = 1 << 20  # 30x the largest shipped fact file
 MAX_DEPTH = 40  # the schema needs ~8 levels (facts/N/check/expect/all/N/...)
@@ -173,8 +174,12 @@ def read_text_bounded(
     """A user file's text, or why it cannot be used: missing, a folder, too large, not UTF-8.
 
     Reads at most `limit` + 1 bytes, so a huge file costs nothing; a non-UTF-8 byte is
-    reported at its line.
+    reported at its line. While a knowledge base is read (`kbfiles.confined`), a path that
+    resolves outside it is refused before it is opened.
     """
+    escaped = outside_problem(path, display)
+    if escaped is not None:
+        return "", escaped
     try:
         mode = os.stat(path).st_mode
         if stat.S_ISDIR(mode):

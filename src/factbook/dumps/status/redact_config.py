@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factbook.errors import InputError
+from factbook.knowledge.kbfiles import confined
 from factbook.knowledge.yamlsrc import load_located
 
 REDACT_FILE = "redact.yaml"
@@ -37,9 +38,10 @@ class RedactConfig:
 
 def load_redact_config(path: Path) -> RedactConfig:
     """Read and check redact.yaml; a missing file is an empty configuration."""
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):
         return RedactConfig()
-    doc, problems = load_located(path, path.name)
+    with confined(path.parent):  # redact.yaml sits at the root of the knowledge base
+        doc, problems = load_located(path, path.name)
     if problems:
         raise InputError(str(problems[0]))
     data = doc.data if doc.data is not None else {}
