@@ -118,6 +118,18 @@ ESCAPES = {
     "repeat bomb": "{{ 'x' * 10000000000 }}",
     "self include": "{% include 'status.md.j2' %}",
 }
+REGEX_FACT = """\
+facts:
+  - id: sw.r
+    category: software
+    title: R
+    statement: S.
+    status: assumed
+    target: here
+    sources: [{seed: a.txt}]
+    check: {probe: env.var, args: {name: HOME}, expect: {path: value, regex: 'PATTERN'}}
+"""
+SLOW_REGEXES = ["(a|aa)+$", "(a+)+$", "(\\w+\\s?)*$", "(.*a){12}", "(x+x+)+y", "^(\\d+)*$", "(a|a)*$", "(ab|a.)*z"]
 # fmt: off
 CASES: list[Case] = [
     *[Case(f"status.md.j2 {n}", tpl(p), "status", 2, "status template:") for n, p in ESCAPES.items()],
@@ -163,6 +175,11 @@ CASES: list[Case] = [
     Case("docs page fifo", {"docs/pipe.md": FIFO}, "docs", 0, "pipe.md: not copied"),
     Case("--inventory shadow", {}, ["verify", "--dry-run", "--inventory", "{out}/shadow"], 2, "{out}/shadow"),
     Case("--inventory ini of secrets", {}, ["verify", "--dry-run", "--inventory", "{out}/inventory.ini"], 2, "{out}/inventory.ini"),
+    # --- 3. catastrophic regular expressions: flagged by lint, stopped when they run ---
+    *[Case(f"regex expectation {p}", {"facts/r.yaml": REGEX_FACT.replace("PATTERN", p)}, "lint", 2, "nested quantifiers") for p in SLOW_REGEXES],
+    Case("regex expectation benign", {"facts/r.yaml": REGEX_FACT.replace("PATTERN", "^(/[a-z]+)+$")}, "lint", 0, "ok: 2 facts"),
+    *[Case(f"redact pattern {p}", {"redact.yaml": f"patterns: ['{p}']\n"}, ["status", "--redact", "--out", "-"], 2, "redact.yaml:1: patterns[0]: nested quantifiers") for p in SLOW_REGEXES],
+    Case("--target ~REGEX backtracking", {"targets.yaml": "targets:\n  here: {transport: local}\n  " + "a" * 40 + "b: {transport: local}\n"}, ["verify", "--dry-run", "--target", "~^(a|aa)+$"], 2, "stopped after 1 s on 41 characters", max_s=30, isolated=True),
     Case("--inventory ssh_config of secrets", {}, ["verify", "--dry-run", "--inventory", "{out}/ssh_config"], 2, "{out}/ssh_config"),
 ]
 # fmt: on
@@ -318,3 +335,16 @@ def test_hostile_knowledge_base(
 def test_corpus_is_large_and_named_once() -> None:
     assert len(CASES) >= 100
     assert len({c.name for c in CASES}) == len(CASES)
+
+
+# --- what the CLI cannot reach in a test: a value from a box that makes a regex backtrack ---
+def test_regex_expectation_is_stopped_on_a_hostile_value() -> None:
+    import time
+
+    from factbook.judging.expectations import evaluate
+
+    started = time.monotonic()
+    outcome = evaluate({"regex": "(a|aa)+$"}, "a" * 80 + "b")  # minutes with `re`
+    assert not outcome.passed and "stopped after 1 s on 81 characters" in outcome.reason
+    assert time.monotonic() - started < 15
+    assert evaluate({"regex": "^sm_9\\d$"}, "sm_90").passed  # ordinary patterns still work

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factbook.errors import InputError
+from factbook.judging import userregex
 from factbook.knowledge.kbfiles import confined
 from factbook.knowledge.yamlsrc import load_located
 
@@ -79,8 +80,12 @@ def _check_pattern(pattern: str, at: str, index: int) -> None:
     """A pattern must compile, have no named groups and never match the empty string."""
     try:
         compiled = re.compile(pattern)
-    except re.error as exc:
+        userregex.compile_user(pattern)  # what runs it
+    except (re.error, userregex.error) as exc:
         raise InputError(f"{at}: patterns[{index}] is not a regular expression: {exc}") from None
+    slow = userregex.nested_quantifier(pattern)
+    if slow:
+        raise InputError(f"{at}: patterns[{index}]: {slow}")
     if compiled.groupindex:
         raise InputError(f"{at}: patterns[{index}] must not use named groups (?P<...>)")
     if compiled.fullmatch(""):
