@@ -129,7 +129,16 @@ facts:
     sources: [{seed: a.txt}]
     check: {probe: env.var, args: {name: HOME}, expect: {path: value, regex: 'PATTERN'}}
 """
-SLOW_REGEXES = ["(a|aa)+$", "(a+)+$", "(\\w+\\s?)*$", "(.*a){12}", "(x+x+)+y", "^(\\d+)*$", "(a|a)*$", "(ab|a.)*z"]
+SLOW_REGEXES = [
+    "(a|aa)+$",
+    "(a+)+$",
+    "(\\w+\\s?)*$",
+    "(.*a){12}",
+    "(x+x+)+y",
+    "^(\\d+)*$",
+    "(a|a)*$",
+    "(ab|a.)*z",
+]
 # fmt: off
 CASES: list[Case] = [
     *[Case(f"status.md.j2 {n}", tpl(p), "status", 2, "status template:") for n, p in ESCAPES.items()],

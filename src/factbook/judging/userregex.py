@@ -166,7 +166,7 @@ def _ambiguous(body: list[Any]) -> bool:
 
 def _overlapping(alternatives: list[Any]) -> bool:
     """Two alternatives that can begin alike (both empty, or a shared first character)."""
-    firsts = [_chars(*list(alt)[0]) if len(alt) else None for alt in alternatives]
+    firsts = [_chars(*next(iter(alt))) if len(alt) else None for alt in alternatives]
     for i, a in enumerate(firsts):
         for b in firsts[i + 1 :]:
             if a is None or b is None:
