@@ -43,6 +43,8 @@ BASE = {
     ),
 }
 
+ASSUMED = BASE["facts/good.yaml"].replace("status: verified", "status: assumed")  # --record edits
+
 
 @dataclass(frozen=True)
 class Link:
@@ -77,6 +79,7 @@ class Case:
     max_s: float = 10.0
     isolated: bool = False
     env: dict[str, str] = field(default_factory=dict)
+    fsize: int | None = None  # RLIMIT_FSIZE for an isolated case: a disk that fills up
 
 
 def tpl(payload: str) -> dict[str, str | bytes | Link]:
@@ -129,6 +132,20 @@ facts:
     sources: [{seed: a.txt}]
     check: {probe: env.var, args: {name: HOME}, expect: {path: value, regex: 'PATTERN'}}
 """
+HUGE_INTS = {
+    "hex": "0x" + "f" * 4000,
+    "octal": "0" + "7" * 5000,
+    "0o string": "0o" + "7" * 5000,
+    "binary": "0b" + "1" * 15000,
+    "sexagesimal": "1:" + "59:" * 3000 + "1",
+}
+
+
+def value_fact(value: str) -> str:
+    """A fact file whose one fact has `value: VALUE` on line 7."""
+    return f"facts:\n  - id: x.one\n    category: hardware\n    title: T\n    statement: S.\n    status: assumed\n    value: {value}\n    sources: [{{seed: a.txt}}]\n"
+
+
 SLOW_REGEXES = [
     "(a|aa)+$",
     "(a+)+$",
@@ -189,6 +206,36 @@ CASES: list[Case] = [
     Case("regex expectation benign", {"facts/r.yaml": REGEX_FACT.replace("PATTERN", "^(/[a-z]+)+$")}, "lint", 0, "ok: 2 facts"),
     *[Case(f"redact pattern {p}", {"redact.yaml": f"patterns: ['{p}']\n"}, ["status", "--redact", "--out", "-"], 2, "redact.yaml:1: patterns[0]: nested quantifiers") for p in SLOW_REGEXES],
     Case("--target ~REGEX backtracking", {"targets.yaml": "targets:\n  here: {transport: local}\n  " + "a" * 40 + "b: {transport: local}\n"}, ["verify", "--dry-run", "--target", "~^(a|aa)+$"], 2, "stopped after 1 s on 41 characters", max_s=30, isolated=True),
+    # --- 6. tracebacks: each input is one line and exit 2 (or carried on with a warning) ---
+    *[Case(f"{form} integer in a fact, {cmd}", {"facts/x.yaml": value_fact(big)}, cmd, 2 if cmd == "lint" and form != "0o string" else 0, "facts/x.yaml:7: invalid value: Exceeds the limit" if cmd == "lint" and form != "0o string" else "") for form, big in HUGE_INTS.items() for cmd in ("lint", "list", "status", "docs")],
+    *[Case(f"{form} integer in a fact, show", {"facts/x.yaml": value_fact(big)}, ["show", "x.one"], 0, "x.one") for form, big in HUGE_INTS.items()],
+    Case("hex integer as a target port", {"targets.yaml": "targets:\n  here: {transport: local}\n  t: {host: h, port: " + HUGE_INTS["hex"] + "}\n"}, "lint", 2, "targets.yaml:3: invalid value: Exceeds the limit"),
+    Case("hex integer in target vars, verify", {"targets.yaml": "targets:\n  here: {transport: local, vars: {a: " + HUGE_INTS["hex"] + "}}\n"}, "verify-dry", 2, "targets.yaml:2: invalid value: Exceeds the limit"),
+    Case("hex integer as a milestone id", {"milestones.yaml": "milestones:\n  - {id: " + HUGE_INTS["hex"] + ", title: x}\n"}, "lint", 2, "milestones.yaml:2: invalid value: Exceeds the limit"),
+    Case("octal integer as a milestone message", {"milestones.yaml": "milestones:\n  - {id: '1', title: x, message: " + HUGE_INTS["octal"] + "}\n"}, "status", 0, "# Status"),
+    Case("python apply on a sequence", {"facts/x.yaml": value_fact('!!python/object/apply:os.system ["touch {out}/MARKER"]')}, "lint", 2, "facts/x.yaml:7: invalid value: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'"),
+    Case("python apply on a mapping", {"facts/x.yaml": value_fact("!!python/object/apply:os.system {args: [x]}")}, "lint", 2, "could not determine a constructor"),
+    Case("python object on the top mapping", {"facts/x.yaml": "!!python/object:os.X\nfacts: []\n"}, "lint", 2, "facts/x.yaml:1: invalid value: could not determine a constructor"),
+    Case("python tag on targets", {"targets.yaml": "!!python/object/new:os.system [x]\n"}, "lint", 2, "targets.yaml:1: invalid value: could not determine a constructor"),
+    Case("set tag", {"facts/x.yaml": value_fact("!!set {a, b}")}, "lint", 2, "tag:yaml.org,2002:set"),
+    Case("non-UTF-8 run file, docs", {"results/runs/r1.jsonl": b'{"run": {"id": "r1\xff"}}\n{"fact": "x\xff", "probe": "measure.x"}\n'}, "docs", 0, "pages generated"),
+    Case("non-UTF-8 run record, docs", {"results/runbooks/rb/r1/record.json": b'{"run_id": "r1", "status": "ok\xff"}'}, "docs", 0, "pages generated"),
+    Case("huge number in a run record", {"results/runbooks/rb/r1/record.json": '{"run_id": "r1", "duration_s": ' + "9" * 5000 + "}"}, "docs", 0, "pages generated"),
+    Case("fact lock path is a folder", {"facts/good.yaml": ASSUMED, ".factbook-cache/locks/facts__good.yaml.lock/x": "x"}, ["verify", "hw.gpu.count", "--record"], 2, ".factbook-cache/locks/facts__good.yaml.lock: is a folder, not a lock file"),
+    Case("results lock path is a folder", {"results/.latest.lock/x": "x"}, ["verify", "hw.gpu.count"], 2, "results/.latest.lock: is a folder, not a lock file"),
+    Case("lock folder -> outside, write-back", {"facts/good.yaml": ASSUMED, ".factbook-cache/locks": Link("{out}/facts")}, ["verify", "hw.gpu.count", "--record"], 2, "resolves to {out}/facts, outside the knowledge base"),
+    Case("disk full while saving results", {}, ["verify", "hw.gpu.count"], 2, "could not save (File too large); the old file is unchanged", isolated=True, fsize=200),
+    Case("import: a folder", {"dump.md/x": "x"}, ["import", "{kb}/dump.md", "--milestone", "1"], 2, "dump.md:1: is a folder"),
+    Case("import: not UTF-8", {"dump.md": b"# Status\n- caf\xe9\n"}, ["import", "{kb}/dump.md", "--milestone", "1"], 2, "dump.md:2: not UTF-8"),
+    Case("import: unreadable", {"dump.md": Link("dump.md")}, ["import", "{kb}/dump.md", "--milestone", "1"], 2, "cannot read file: Too many levels of symbolic links"),
+    Case("import: huge number in a hint", {"dump.md": "# Status as of 1\n\nGenerated by `factbook status`.\n\n## Hardware\n\n- GPUs <!-- factbook: {\"id\": \"hw.x\", \"value\": " + "9" * 5000 + "} -->\n"}, ["import", "{kb}/dump.md", "--milestone", "1"], 0, "dump.md: 1 items"),
+    Case("import: deep hint", {"dump.md": "# Status as of 1\n\nGenerated by `factbook status`.\n\n## Hardware\n\n- GPUs <!-- factbook: " + "[" * 100000 + " -->\n"}, ["import", "{kb}/dump.md", "--milestone", "1"], 0, "dump.md: 1 items"),
+    # --- 5. unbounded input: a size bound checked before reading ---
+    Case("import: /dev/zero", {}, ["import", "/dev/zero", "--milestone", "1"], 2, "/dev/zero:1: not a regular file", isolated=True, max_s=20),
+    Case("import: a FIFO", {"pipe.md": FIFO}, ["import", "{kb}/pipe.md", "--milestone", "1"], 2, "pipe.md:1: not a regular file", isolated=True, max_s=20),
+    Case("import: 40 MB", {"big.md": "# Notes\n\n" + "- a line of a dump\n" * 2_200_000}, ["import", "{kb}/big.md", "--milestone", "1"], 2, "big.md:1: file larger than", isolated=True, max_s=20),
+    Case("--inventory /dev/zero", {}, ["verify", "--dry-run", "--inventory", "/dev/zero"], 2, "not a regular file", isolated=True, max_s=20),
+    Case("ssh_config Include a FIFO", {"ssh_config": "Include {kb}/pipe\nHost n1\n  HostName 10.0.0.1\n", "pipe": FIFO, "targets.yaml": "inventory: ssh_config\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "not a regular file", isolated=True, max_s=20),
     Case("--inventory ssh_config of secrets", {}, ["verify", "--dry-run", "--inventory", "{out}/ssh_config"], 2, "{out}/ssh_config"),
 ]
 # fmt: on
@@ -291,7 +338,8 @@ def _isolated(argv: list[str], case: Case, cwd: Path) -> tuple[int, str, float]:
     """The CLI in a child under prlimit (address space) and a wall-clock limit."""
     limit = (case.max_rss_mb + 400) << 20  # address space > RSS: the interpreter maps more
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **case.env}
-    cmd = ["prlimit", f"--as={limit}", sys.executable, "-c", MEASURE, *argv]
+    fsize = [f"--fsize={case.fsize}"] if case.fsize is not None else []
+    cmd = ["prlimit", f"--as={limit}", *fsize, sys.executable, "-c", MEASURE, *argv]
     try:
         proc = subprocess.run(
             cmd, capture_output=True, text=True, timeout=case.max_s, env=env, cwd=cwd

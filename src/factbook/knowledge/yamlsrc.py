@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,12 @@ MAX_NODES = 200_000  # 1 MiB of dense facts holds ~105,000; the shipped KB ~25,0
 # Characters YAML forbids; PyYAML reports them without a line (a "reader error").
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
 _NAMES = {0: "NUL", 0x1B: "ESC", 0x7F: "DEL"}
+
+# An integer whose decimal form Python refuses to write (json.dumps, str) crashes every
+# reader; 0x/0o/0b forms get past the parser's own decimal limit, so the bound is in bits.
+_DIGITS = sys.get_int_max_str_digits() or 4300
+MAX_INT_BITS = int(_DIGITS * 3.3)  # log2(10) = 3.32: every such integer prints
+_PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 
 PathKey = tuple[Any, ...]
 # libyaml's composer keeps marks and is ~10x faster than the pure-Python one.
@@ -65,6 +72,17 @@ def _construct(
     node: yaml.Node, path: PathKey, doc: LocatedDoc, problems: list[Problem], ctor: yaml.SafeLoader
 ) -> Any:
     doc.lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.CollectionNode) and node.tag not in _PLAIN_TAGS:
+        # `!!python/object/apply:os.system [cmd]` on a list or mapping: refused like the
+        # scalar forms, never silently built as a plain list or mapping
+        problems.append(
+            Problem(
+                doc.file,
+                node.start_mark.line + 1,
+                f"invalid value: could not determine a constructor for the tag {node.tag!r}",
+            )
+        )
+        return None
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
@@ -93,7 +111,13 @@ def _scalar(
 ) -> Any:
     line = node.start_mark.line + 1
     try:
-        return ctor.construct_object(node, deep=True)
+        value = ctor.construct_object(node, deep=True)
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:  # 0x + 4000 digits
+            problems.append(
+                Problem(doc.file, line, f"invalid value: Exceeds the limit ({_DIGITS} digits)")
+            )
+            return None
+        return value
     except yaml.MarkedYAMLError as exc:
         problems.append(Problem(doc.file, line, f"invalid value: {exc.problem or exc}"))
     except yaml.YAMLError as exc:
