@@ -12,11 +12,13 @@ backtrack catastrophically (`nested_quantifier`), so they are fixed before they 
 from __future__ import annotations
 
 import re
-import re._parser as sre_parse  # type: ignore[import-not-found]  # the stdlib's own parser
 from functools import lru_cache
 from typing import Any
 
 import regex
+
+# the stdlib's own pattern parser (sre_parse before 3.11): lint reads the pattern as `re` does
+sre_parse: Any = getattr(re, "_parser", None) or __import__("sre_parse")
 
 MATCH_TIMEOUT_S = 1.0  # one match; a sane pattern on 1 MiB of text takes milliseconds
 
