@@ -80,6 +80,7 @@ class Case:
     isolated: bool = False
     env: dict[str, str] = field(default_factory=dict)
     fsize: int | None = None  # RLIMIT_FSIZE for an isolated case: a disk that fills up
+    absent: tuple[str, ...] = ()  # must appear in no output (a secret, a raw control char)
 
 
 def tpl(payload: str) -> dict[str, str | bytes | Link]:
@@ -236,6 +237,10 @@ CASES: list[Case] = [
     Case("import: 40 MB", {"big.md": "# Notes\n\n" + "- a line of a dump\n" * 2_200_000}, ["import", "{kb}/big.md", "--milestone", "1"], 2, "big.md:1: file larger than", isolated=True, max_s=20),
     Case("--inventory /dev/zero", {}, ["verify", "--dry-run", "--inventory", "/dev/zero"], 2, "not a regular file", isolated=True, max_s=20),
     Case("ssh_config Include a FIFO", {"ssh_config": "Include {kb}/pipe\nHost n1\n  HostName 10.0.0.1\n", "pipe": FIFO, "targets.yaml": "inventory: ssh_config\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "not a regular file", isolated=True, max_s=20),
+    # --- 7. secrets ---
+    Case("password in an ssh:// target", {}, ["verify", "hw.gpu.count", "--target", "ssh://ops:{secret}@127.0.0.1:1", "--timeout", "2"], 3, "unreachable", isolated=True, max_s=30),
+    Case("redaction: a host learned from user@host, then bare", {"facts/x.yaml": value_fact("1").replace("statement: S.", "statement: dave@build-3.corp.example.com ran it; build-3.corp.example.com rebooted and dave left")}, ["status", "--redact", "--out", "-"], 0, "user-1@host-1 ran it; host-1 rebooted and user-1 left", absent=("build-3", "dave")),
+    Case("redaction: a secret with < and | after escaping", {"redact.yaml": "secrets: ['p<ss|w0rd42']\n", "facts/x.yaml": value_fact("1").replace("statement: S.", "statement: 'the key is p<ss|w0rd42'")}, ["status", "--redact", "--out", "-"], 0, "the key is secret-1", absent=("w0rd42",)),
     Case("--inventory ssh_config of secrets", {}, ["verify", "--dry-run", "--inventory", "{out}/ssh_config"], 2, "{out}/ssh_config"),
 ]
 # fmt: on
@@ -288,11 +293,11 @@ def make_outside(out: Path) -> None:
 
 def argv_for(case: Case, root: Path, out: Path) -> list[str]:
     argv = COMMANDS[case.command] if isinstance(case.command, str) else case.command
-    return [a.replace("{out}", str(out)).replace("{kb}", str(root)) for a in argv]
+    return [expand(a, root, out) for a in argv]
 
 
 def expand(text: str, root: Path, out: Path) -> str:
-    return text.replace("{out}", str(out)).replace("{kb}", str(root))
+    return text.replace("{out}", str(out)).replace("{kb}", str(root)).replace("{secret}", SECRET)
 
 
 class _Alarm(Exception):
@@ -373,6 +378,8 @@ def run_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str
     assert code == case.code, (code, output[-3000:])
     assert case.fragment.replace("{out}", str(out)) in output, output[-3000:]
     assert SECRET not in output, output[-3000:]
+    for text in case.absent:
+        assert text not in output, (text, output[-3000:])
     assert rss <= case.max_rss_mb, f"{case.name}: {rss:.0f} MB > {case.max_rss_mb} MB"
     assert not (out / "MARKER").exists(), f"{case.name}: the payload ran"
     assert outside_tree(out) == before, f"{case.name}: a file outside the knowledge base changed"

@@ -76,7 +76,9 @@ class Redactor:
         def alternation(values: Iterable[str]) -> str:
             return "|".join(map(re.escape, sorted(set(values), key=len, reverse=True)))
 
-        secrets = [v for v, k in self._kinds.items() if k == "secret"]
+        # a secret as a table cell or Markdown shows it (`|` -> `\\|`, `<x` -> `&lt;x`):
+        # documents are escaped before they are redacted, so both forms are looked for
+        secrets = [e for v, k in self._kinds.items() if k == "secret" for e in _escaped(v)]
         names = [v for v, k in self._kinds.items() if k != "secret"]
         hosts = [v for v, k in self._kinds.items() if k == "host"]
         parts = [
@@ -114,7 +116,9 @@ class Redactor:
         text, group = m.group(0), m.lastgroup or ""
         if group == "keep" or shapes.PLACEHOLDER.fullmatch(text):
             return text
-        if group == "pkblock" or group == "secret" or group.startswith(("custom", "tok_")):
+        if group == "secret":
+            return self.placeholder("secret", _unescaped(text))
+        if group == "pkblock" or group.startswith(("custom", "tok_")):
             if group == "tok_high_entropy" and not shapes.looks_random(text):
                 return text
             return self.placeholder("secret", text)
@@ -174,6 +178,27 @@ class Redactor:
         return f"{quote}{self.placeholder('secret', core)}{quote}"
 
     def __call__(self, text: str) -> str:
+        """Redact `text`; a user or host first seen in `user@host` (or a home folder) is then
+        also hidden where it stands alone, by a second pass that knows it."""
+        out = self._sub(text)
+        learned = self._learned()
+        if learned:
+            for kind, name in learned:
+                (self.hosts if kind == "host" else self.users).append(name)
+            self.__post_init__()
+            out = self._sub(text)
+        return out
+
+    def _learned(self) -> list[tuple[str, str]]:
+        """Users and hosts given a placeholder that the pattern does not know by name."""
+        found = []
+        for key in self.mapping:
+            kind, _, name = key.partition(":")
+            if kind in ("host", "user") and len(name) >= 3 and name not in self._kinds:
+                found.append((kind, name))
+        return found
+
+    def _sub(self, text: str) -> str:
         if not self.patterns:
             return self._pattern.sub(self._replace, text)
         try:
@@ -183,6 +208,17 @@ class Redactor:
                 f"redact.yaml: patterns took longer than {REDACT_TIMEOUT_S:g} s on "
                 f"{len(text)} characters (catastrophic backtracking?); nothing written"
             ) from None
+
+
+def _escaped(secret: str) -> list[str]:
+    """`secret` and the forms Markdown escaping gives it in a document."""
+    cell = secret.replace("|", "\\|")
+    tag = re.sub(r"<(?=[A-Za-z/|!])", "&lt;", secret)
+    return list(dict.fromkeys([secret, cell, tag, re.sub(r"<(?=[A-Za-z/|!])", "&lt;", cell)]))
+
+
+def _unescaped(text: str) -> str:
+    return text.replace("\\|", "|").replace("&lt;", "<")
 
 
 def _credential_like(value: str) -> bool:
