@@ -62,6 +62,7 @@ COMMANDS = {
     "status": ["status", "--out", "-"],
     "docs": ["docs", "--out", "_site_md"],
     "verify-dry": ["verify", "--dry-run"],
+    "verify": ["verify", "hw.gpu.count"],
     "export-ansible": ["export-ansible", "--out", "-"],
 }
 
@@ -147,6 +148,7 @@ def value_fact(value: str) -> str:
     return f"facts:\n  - id: x.one\n    category: hardware\n    title: T\n    statement: S.\n    status: assumed\n    value: {value}\n    sources: [{{seed: a.txt}}]\n"
 
 
+INJECTED_NAME = "facts/a\n::error file=x::pwned\x1b[31m\u202e.yaml"
 SLOW_REGEXES = [
     "(a|aa)+$",
     "(a+)+$",
@@ -241,6 +243,10 @@ CASES: list[Case] = [
     Case("password in an ssh:// target", {}, ["verify", "hw.gpu.count", "--target", "ssh://ops:{secret}@127.0.0.1:1", "--timeout", "2"], 3, "unreachable", isolated=True, max_s=30),
     Case("redaction: a host learned from user@host, then bare", {"facts/x.yaml": value_fact("1").replace("statement: S.", "statement: dave@build-3.corp.example.com ran it; build-3.corp.example.com rebooted and dave left")}, ["status", "--redact", "--out", "-"], 0, "user-1@host-1 ran it; host-1 rebooted and user-1 left", absent=("build-3", "dave")),
     Case("redaction: a secret with < and | after escaping", {"redact.yaml": "secrets: ['p<ss|w0rd42']\n", "facts/x.yaml": value_fact("1").replace("statement: S.", "statement: 'the key is p<ss|w0rd42'")}, ["status", "--redact", "--out", "-"], 0, "the key is secret-1", absent=("w0rd42",)),
+    # --- 8. output injection: one problem is one line, controls and bidi shown escaped ---
+    *[Case(f"file name with a newline, lint {fmt}", {INJECTED_NAME: "facts: [x]\n"}, ["lint", "--format", fmt], 2, "expected mapping", absent=("\n::error file=x", "\u202e", "\x1b")) for fmt in ("text", "github", "json", "sarif")],
+    Case("file name with a newline, list", {INJECTED_NAME: "facts: [x]\n"}, "list", 0, "lint problem", absent=("\n::error file=x", "\u202e", "\x1b")),
+    Case("file name with a newline, verify", {INJECTED_NAME: "facts: [x]\n"}, "verify-dry", 2, "\\n::error file=x::pwned", absent=("\n::error file=x", "\u202e", "\x1b")),
     Case("--inventory ssh_config of secrets", {}, ["verify", "--dry-run", "--inventory", "{out}/ssh_config"], 2, "{out}/ssh_config"),
 ]
 # fmt: on
@@ -412,3 +418,34 @@ def test_regex_expectation_is_stopped_on_a_hostile_value() -> None:
     assert not outcome.passed and "stopped after 1 s on 81 characters" in outcome.reason
     assert time.monotonic() - started < 15
     assert evaluate({"regex": "^sm_9\\d$"}, "sm_90").passed  # ordinary patterns still work
+
+
+def test_results_honour_the_umask_and_stale_temp_files_are_cleaned(tmp_path: Path) -> None:
+    """Under umask 022 results and status files are 0644, not mkstemp's 0600; a `.tmp` left
+    by a killed write-back is removed by the next write of that file once it is stale."""
+    from factbook.store.atomic import STALE_TMP_S
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, {})
+    stale = root / "results" / ".latest.json.abc123.tmp"
+    fresh = root / "results" / ".latest.json.def456.tmp"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{half")
+    fresh.write_text("{half")
+    old = os.path.getmtime(stale) - STALE_TMP_S - 5
+    os.utime(stale, (old, old))
+    previous = os.umask(0o022)
+    try:
+        code, output, _ = _in_process(["--root", str(root), "verify", "hw.gpu.count"], 30)
+        assert code == 0, output
+        code, output, _ = _in_process(["--root", str(root), "status"], 30)
+        assert code == 0, output
+    finally:
+        os.umask(previous)
+    written = [root / "results" / "latest.json", *(root / "results" / "runs").glob("*.jsonl")]
+    written += list((root / "docs" / "status").glob("*.md"))
+    assert len(written) >= 4
+    for path in written:
+        assert path.stat().st_mode & 0o777 == 0o644, (path, oct(path.stat().st_mode))
+    assert not stale.exists() and fresh.exists()  # a live writer's temp file is left alone

@@ -229,8 +229,9 @@ def _approx_arg(arg: Any, where: str) -> list[str]:
 
 def _regex_arg(arg: Any, where: str) -> list[str]:
     try:
-        userregex.compile_user(str(arg))
-    except userregex.error as exc:
+        re.compile(str(arg))  # the message people know
+        userregex.compile_user(str(arg))  # what runs it
+    except (re.error, userregex.error) as exc:
         return [f"{where}: invalid regex {arg!r}: {exc}"]
     slow = userregex.nested_quantifier(str(arg))
     return [f"{where}: regex {arg!r}: {slow}"] if slow else []
