@@ -6,6 +6,7 @@
     │   │   └── ResultsUnreadable results/latest.json unreadable; never overwritten
     │   ├── WritebackError        a fact file cannot be edited safely (flow style, clash)
     │   └── LaunchRefused         an SGLang launch the linter is sure is wrong (not started)
+    ├── WriteFailed               a file could not be saved (disk full, read-only); old kept
     ├── UsageError                the command line is wrong (unknown id, milestone, target)
     │   └── MissingDependency     an optional module (torch, safetensors, ...) is not installed
     ├── TargetError               exit 3: a box cannot be reached or refuses us
@@ -29,6 +30,7 @@ so the CLI prints one line per problem and never a traceback.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,16 +42,43 @@ EXIT_KERNEL_DIED = 4
 EXIT_INTERRUPTED = 130
 
 
+# Control characters, line breaks and bidirectional overrides: in a file name or a message
+# they would start a new line (a GitHub Actions `::error` command of their own), repaint a
+# terminal or reorder what it shows. Every message names them escaped instead.
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+    "\ud800-\udfff\ufffe\uffff]"
+)
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def visible(text: str, *, keep: str = "") -> str:
+    """`text` with every control, line-break and bidi character shown escaped (`\\n`, `\\x1b`),
+    except those in `keep` (a format that escapes them its own way)."""
+
+    def escape(m: re.Match[str]) -> str:
+        char = m.group()
+        if char in keep:
+            return char
+        code = ord(char)
+        if char in _NAMED:
+            return _NAMED[char]
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _UNSAFE.sub(escape, text)
+
+
 @dataclass(frozen=True, order=True)
 class Problem:
-    """One located problem in a user's file: rendered as `file:line: message`."""
+    """One located problem in a user's file: rendered as `file:line: message`, one line
+    whatever the file name or message contains."""
 
     file: str
     line: int
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.message}"
+        return f"{visible(self.file)}:{self.line}: {visible(self.message)}"
 
 
 class FactbookError(Exception):
@@ -89,6 +118,11 @@ class ResultsUnreadable(LintFailed):
 
 class LaunchRefused(InputError):
     """A launch command has errors the linter is sure of; it is not started."""
+
+
+class WriteFailed(FactbookError):
+    """A file could not be written (a full disk, a read-only folder, a file size limit); the
+    file it was to replace is unchanged and no temp file is left."""
 
 
 class UsageError(FactbookError):

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from factbook.commands.extras import missing
-from factbook.errors import EXIT_INTERRUPTED, FactbookError, LintFailed
+from factbook.errors import EXIT_INTERRUPTED, FactbookError, LintFailed, visible
 from factbook.knowledge.locate import resolve_root
 from factbook.store.stamps import FACTBOOK_VERSION as __version__
 from factbook.verification import colour
@@ -134,7 +134,8 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
         print(f"{len(exc.problems)} problem(s)", file=sys.stderr)
         return exc.exit_code
     except FactbookError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        message = visible(str(exc), keep="\n")  # a file name cannot start a line of its own
+        print(f"{prog}: error: {message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)

@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle_docs(args: argparse.Namespace) -> int:
-    from factbook.handbook import generate, write_tree
+    from factbook.handbook import copy_docs, generate, write_tree
     from factbook.handbook.editlinks import check_template
 
     root = Path(args.root)
@@ -49,9 +49,9 @@ def handle_docs(args: argparse.Namespace) -> int:
     handbook = generate(root, docs_dir=docs_dir if docs_dir.is_dir() else None, edit=edit)
     extra: dict[str, bytes] = {}
     if not args.no_copy and docs_dir.is_dir():
-        for path in sorted(docs_dir.rglob("*")):
-            if path.is_file() and not path.name.startswith("."):
-                extra[path.relative_to(docs_dir).as_posix()] = path.read_bytes()
+        extra, refused = copy_docs(docs_dir, root)
+        for message in refused:
+            print(f"warning: {message}", file=sys.stderr)
     written = write_tree(handbook, root / args.out, extra=extra)
     for problem in handbook.lint_problems:
         print(f"warning: {problem}", file=sys.stderr)

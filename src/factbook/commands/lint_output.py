@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from factbook.errors import Problem
-from factbook.judging.sanitize import escape_controls, json_safe
+from factbook.errors import Problem, visible
+from factbook.judging.sanitize import json_safe
 from factbook.store.stamps import FACTBOOK_VERSION as __version__
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -53,9 +53,10 @@ def rule_of(problem: Problem) -> str:
 def render(fmt: str, problems: list[Problem], *, root: Path, cwd: Path | None = None) -> str:
     """All problems in one format; '' for text and github when there are none."""
     if fmt == "text":
-        return "".join(f"{escape_controls(str(p))}\n" for p in problems)
+        return "".join(f"{p}\n" for p in problems)  # Problem shows controls escaped
     if fmt == "json":
-        return json.dumps([_as_dict(p) for p in problems], indent=1, ensure_ascii=False) + "\n"
+        # ASCII: a bidi override or line separator in a file name stays an escape, not raw
+        return json.dumps([_as_dict(p) for p in problems], indent=1) + "\n"
     base = Path(cwd or Path.cwd())
     if fmt == "sarif":
         return json.dumps(to_sarif(problems, root=root, cwd=base), indent=1) + "\n"
@@ -134,7 +135,8 @@ def github_command(problem: Problem, *, path: str) -> str:
     if problem.line >= 1:
         props.append(f"line={problem.line}")
     props.append(f"title={_gh_property('factbook lint: ' + rule_of(problem))}")
-    return f"::error {','.join(props)}::{_gh_data(escape_controls(problem.message))}\n"
+    message = _gh_data(visible(problem.message, keep="\n"))  # GitHub escapes LF
+    return f"::error {','.join(props)}::{message}\n"
 
 
 def _gh_data(text: str) -> str:
@@ -142,4 +144,4 @@ def _gh_data(text: str) -> str:
 
 
 def _gh_property(text: str) -> str:
-    return _gh_data(escape_controls(text)).replace(":", "%3A").replace(",", "%2C")
+    return _gh_data(visible(text, keep="\n")).replace(":", "%3A").replace(",", "%2C")

@@ -33,6 +33,7 @@ from factbook.handbook.pages import (
     page_specs,
 )
 from factbook.handbook.runbook_view import RunbookPage, runbook_pages
+from factbook.handbook.sandbox import KBSandbox
 from factbook.handbook.sources import (
     RUNBOOKS_GUIDE,
     STATUS_GUIDE,
@@ -42,6 +43,7 @@ from factbook.handbook.sources import (
 )
 from factbook.handbook.views import ViewBuilder, category_uri
 from factbook.knowledge.kb import load_kb_with_problems
+from factbook.knowledge.kbfiles import confined, read_bytes
 from factbook.store.atomic import write_text_atomic
 from factbook.store.results import list_runs, load_latest
 
@@ -75,7 +77,8 @@ class Generator:
     """Renders handbook pages; remembers each page's input hash to skip unchanged pages."""
 
     def __init__(self) -> None:
-        self.env = jinja2.Environment(
+        # the package's own templates, sandboxed all the same: fact text reaches them
+        self.env = KBSandbox(
             loader=jinja2.FileSystemLoader(str(template_dir())),
             autoescape=False,  # Markdown out; values are escaped by the md/code filters
             trim_blocks=True,
@@ -95,13 +98,19 @@ class Generator:
         docs_dir: Path | str | None = None,
         edit: EditLinks | None = None,
     ) -> Handbook:
-        """All pages of the handbook of the knowledge base at `root`.
+        """All pages of the handbook of the knowledge base at `root` (every file read inside
+        it: kbfiles.confined).
 
         `edit`: where a fact's YAML line opens for editing (editlinks.py); None shows the
         file:line as text.
         """
+        with confined(root):
+            return self._generate(Path(root).resolve(), docs_dir=docs_dir, edit=edit)
+
+    def _generate(
+        self, root: Path, *, docs_dir: Path | str | None, edit: EditLinks | None
+    ) -> Handbook:
         started = time.perf_counter()
-        root = Path(root).resolve()
         docs = Path(docs_dir).resolve() if docs_dir is not None else None
         kb, problems = load_kb_with_problems(root)
         latest = load_latest(root)
@@ -238,6 +247,25 @@ def build_nav(
     if guides:
         nav.append({"Guides": guides})
     return nav
+
+
+MAX_DOC_BYTES = 64 << 20  # one hand-written page or picture copied into the handbook
+
+
+def copy_docs(docs_dir: Path, root: Path) -> tuple[dict[str, bytes], list[str]]:
+    """The hand-written pages under `docs_dir` to copy beside the generated ones, and one line
+    for each file left out: a link out of the knowledge base, a FIFO, a huge file."""
+    found: dict[str, bytes] = {}
+    refused: list[str] = []
+    for path in sorted(docs_dir.rglob("*")):
+        if path.name.startswith(".") or (path.is_dir() and not path.is_symlink()):
+            continue
+        rel = path.relative_to(docs_dir).as_posix()
+        try:
+            found[rel] = read_bytes(path, root=root, limit=MAX_DOC_BYTES)
+        except OSError as exc:
+            refused.append(f"{rel}: not copied: {str(exc).split(': ', 1)[-1]}")
+    return found, refused
 
 
 def write_tree(

@@ -15,8 +15,11 @@ from typing import Any
 
 from factbook.handbook.markup import md, time_text
 from factbook.judging.expectations import PathMissing, get_path
+from factbook.knowledge.kbfiles import read_text
 from factbook.knowledge.model import Fact
 from factbook.store.results import results_dir
+
+MAX_RUN_BYTES = 64 << 20  # a run file of ~200,000 records
 
 MEASURED_PREFIX = "measure."
 HISTORY_SHOWN = 8  # most recent runs listed under a fact
@@ -87,8 +90,8 @@ def load_history(root: Path) -> dict[str, list[dict[str, Any]]]:
     history: dict[str, list[dict[str, Any]]] = {}
     for path in sorted((results_dir(root) / "runs").glob("*.jsonl")):
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError:
+            lines = read_text(path, root=root, limit=MAX_RUN_BYTES).splitlines()
+        except (OSError, ValueError):
             continue
         for line in lines[1:]:
             try:

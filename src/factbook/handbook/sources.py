@@ -7,11 +7,14 @@ a failed build.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from factbook.knowledge.kbfiles import read_text
 
 RUNBOOKS_DIR = "runbooks"
 RUN_RECORDS_DIR = "results/runbooks"
@@ -121,9 +124,8 @@ def _parse_runbook(path: Path, root: Path) -> Runbook:
         parsed = load_runbook(path, root)
     except Exception as exc:  # a broken runbook must not break the handbook
         text = ""
-        if path.is_file():  # not a FIFO (open would block); read the head only, for a heading
-            with path.open(encoding="utf-8", errors="replace") as handle:
-                text = handle.read(1 << 16)
+        with contextlib.suppress(OSError):  # a FIFO, a link out: no heading
+            text = read_text(path, root=root, limit=1 << 16, errors="replace")
         return Runbook(
             path.stem,
             _first_heading(text) or path.stem,
@@ -197,8 +199,8 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
     for path in paths:
         run_id = path.parent.name if path.name == "record.json" else path.stem
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):  # not UTF-8, not JSON, too deep
+            data = json.loads(read_text(path, root=root))
+        except (OSError, ValueError, RecursionError):  # not UTF-8, not JSON, too deep, outside
             runs.append(Run(run_id, "unreadable", "", "", []))
             continue
         if not isinstance(data, dict):
@@ -237,7 +239,10 @@ def load_status_docs(docs_dir: Path | None, milestones: dict[str, Any]) -> list[
     for path in (docs_dir / STATUS_DIR).rglob("*.md"):
         if path.name == "index.md":
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            text = read_text(path, errors="replace")  # confined by generate()
+        except OSError:
+            continue
         meta = _front_matter(text)
         title = str(meta.get("title") or _first_heading(text) or path.stem)
         generated = re.search(r"Generated (\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?: UTC)?)", text)

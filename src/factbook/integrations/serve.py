@@ -8,13 +8,22 @@ A scrape never starts more than one run: `RunCache` holds the last run and a loc
 that finds it older than the interval takes the lock and runs (one batched agent per target),
 and requests arriving meanwhile wait for that run instead of starting their own. A background
 thread refreshes on the same interval, so scrapes usually find a fresh run and return at once.
-The server listens on loopback unless told otherwise, handles at most `threads` requests at
-a time (the rest wait in the listen backlog) and drops clients idle past `client_timeout`.
+The server listens on loopback unless told otherwise. One thread reads every request head
+without blocking (selectors): a client gets `header_timeout` seconds in all to send its
+request line and headers, however slowly it trickles them, and at most `max_pending`
+connections wait for a head at once (the oldest is dropped for a new one), so slow or idle
+sockets cannot keep a scraper out. Only complete requests reach the `threads` workers; a
+worker drops a client that stops reading for `client_timeout`. The request log is one line
+per event, never a traceback.
 The knowledge base is re-read before each run, so an edited fact is served from the next run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import selectors
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -111,6 +120,17 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = 10.0  # replaced per server by client_timeout
     protocol_version = "HTTP/1.0"
 
+    def setup(self) -> None:
+        """`request` is (socket, the request head already read by the server's reader)."""
+        sock, head = self.request
+        self.connection = sock
+        sock.settimeout(self.timeout)
+        self.rfile = io.BytesIO(head)
+        self.wfile = _SocketWriter(sock)
+
+    def finish(self) -> None:
+        self.rfile.close()
+
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         if path == "/metrics":
@@ -159,10 +179,38 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.log(f"{self.address_string()} {format % args}")
 
 
+MAX_HEAD_BYTES = 64 << 10
+
+
+@dataclass
+class _Pending:
+    """A connection whose request head is still arriving."""
+
+    address: Any
+    started: float
+    head: bytearray = field(default_factory=bytearray)
+
+
+class _SocketWriter(io.RawIOBase):
+    """wfile for a handler: every write is a sendall (the socket has `client_timeout`)."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.sock.sendall(data)
+        return len(data)
+
+
 class MetricsServer(HTTPServer):
-    """An HTTP server whose requests run on a fixed pool of `threads` workers."""
+    """An HTTP server that reads request heads on one non-blocking thread, with a deadline
+    and a bound on waiting connections, and handles complete requests on `threads` workers."""
 
     daemon_threads = True
+    request_queue_size = 128  # the listen backlog; the reader accepts all that are ready
 
     def __init__(
         self,
@@ -171,6 +219,8 @@ class MetricsServer(HTTPServer):
         *,
         threads: int = 4,
         client_timeout: float = 10.0,
+        header_timeout: float = 5.0,
+        max_pending: int = 64,
         log: Callable[[str], None] | None = None,
     ):
         handler = type("Handler", (_Handler,), {"timeout": client_timeout})
@@ -183,17 +233,110 @@ class MetricsServer(HTTPServer):
             ) from None
         self.cache = cache
         self.log = log
+        self.header_timeout = header_timeout
+        self.max_pending = max_pending
+        self.pending: dict[socket.socket, _Pending] = {}
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._stopped.set()
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        self.pool.submit(self._handle, request, client_address)
-
-    def _handle(self, request: Any, client_address: Any) -> None:
+    def serve_forever(self, poll_interval: float = 0.25) -> None:
+        """Accept, read heads without blocking, expire slow ones; until `shutdown()`."""
+        self._stopped.clear()
         try:
-            self.finish_request(request, client_address)
-        except Exception:
-            self.handle_error(request, client_address)
+            with selectors.DefaultSelector() as selector:
+                selector.register(self.socket, selectors.EVENT_READ)
+                while not self._stop.is_set():
+                    for key, _ in selector.select(timeout=min(poll_interval, 0.25)):
+                        if key.fileobj is self.socket:
+                            self._accept(selector)
+                        else:
+                            self._read(selector, key.fileobj)  # type: ignore[arg-type]
+                    self._expire(selector)
+                for conn in list(self.pending):
+                    self._drop(selector, conn, "")
         finally:
-            self.shutdown_request(request)
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._stopped.wait()
+
+    def _note(self, address: Any, message: str) -> None:
+        if self.log is not None and message:
+            host = address[0] if isinstance(address, tuple) else str(address)
+            self.log(f"{host} {message}")
+
+    def _accept(self, selector: selectors.BaseSelector) -> None:
+        self.socket.setblocking(False)
+        for _ in range(self.request_queue_size):  # every connection ready now
+            try:
+                conn, address = self.socket.accept()
+            except OSError:
+                return
+            self._admit(selector, conn, address)
+
+    def _admit(self, selector: selectors.BaseSelector, conn: socket.socket, address: Any) -> None:
+        conn.setblocking(False)
+        if len(self.pending) >= self.max_pending:  # drop the one that has waited longest
+            oldest = min(self.pending, key=lambda c: self.pending[c].started)
+            self._drop(selector, oldest, f"dropped: more than {self.max_pending} waiting")
+        self.pending[conn] = _Pending(address, time.monotonic())
+        selector.register(conn, selectors.EVENT_READ)
+
+    def _read(self, selector: selectors.BaseSelector, conn: socket.socket) -> None:
+        state = self.pending.get(conn)
+        if state is None:
+            return
+        try:
+            data = conn.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            self._drop(selector, conn, f"closed: {exc.strerror or exc}")
+            return
+        if not data:
+            self._drop(selector, conn, "")
+            return
+        state.head += data
+        if len(state.head) > MAX_HEAD_BYTES:
+            self._drop(selector, conn, f"dropped: request head over {MAX_HEAD_BYTES} bytes")
+            return
+        if b"\r\n\r\n" in state.head or b"\n\n" in state.head:
+            selector.unregister(conn)
+            del self.pending[conn]
+            conn.setblocking(True)
+            self.pool.submit(self._handle, conn, state.address, bytes(state.head))
+
+    def _expire(self, selector: selectors.BaseSelector) -> None:
+        limit = time.monotonic() - self.header_timeout
+        for conn, state in list(self.pending.items()):
+            if state.started < limit:
+                why = f"dropped: no complete request head within {self.header_timeout:g} s"
+                self._drop(selector, conn, why)
+
+    def _drop(self, selector: selectors.BaseSelector, conn: socket.socket, why: str) -> None:
+        state = self.pending.pop(conn, None)
+        with contextlib.suppress(KeyError, ValueError):
+            selector.unregister(conn)
+        with contextlib.suppress(OSError):
+            conn.close()
+        if state is not None:
+            self._note(state.address, why)
+
+    def _handle(self, conn: socket.socket, address: Any, head: bytes) -> None:
+        try:
+            self.finish_request((conn, head), address)  # type: ignore[arg-type]
+        except Exception as exc:  # a client that went away mid-answer: one line
+            self._note(address, f"error: {type(exc).__name__}: {exc}")
+        finally:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_WR)
+            with contextlib.suppress(OSError):
+                conn.close()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        self._note(client_address, "error while handling the request")
 
     def server_close(self) -> None:
         super().server_close()
@@ -246,6 +389,8 @@ def start_service(
     port: int = DEFAULT_PORT,
     threads: int = 4,
     client_timeout: float = 10.0,
+    header_timeout: float = 5.0,
+    max_pending: int = 64,
     log: Callable[[str], None] | None = None,
     runner: Callable[[ServeSettings], Snapshot] = verify_snapshot,
 ) -> Service:
@@ -254,6 +399,12 @@ def start_service(
         raise UsageError("--interval must be > 0 and --threads >= 1")
     cache = RunCache(settings, runner)
     server = MetricsServer(
-        (host, port), cache, threads=threads, client_timeout=client_timeout, log=log
+        (host, port),
+        cache,
+        threads=threads,
+        client_timeout=client_timeout,
+        header_timeout=header_timeout,
+        max_pending=max_pending,
+        log=log,
     )
     return Service(server, settings.interval).start()

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from factbook.judging import userregex
 from factbook.judging.versions import judge, parse_specifier
 
 
@@ -178,6 +179,8 @@ def evaluate(expect: dict[str, Any], observed: Any) -> Outcome:
         passed = OPERATORS[op].evaluate(arg, value)
     except (TypeError, ValueError) as exc:
         return Outcome(False, f"{op} {_short(arg)}: cannot compare {_short(value)}: {exc}")
+    except userregex.RegexTimeout as exc:  # the value from the box made it backtrack
+        return Outcome(False, str(exc))
     if isinstance(passed, Outcome):
         return passed
     scheme = ""
@@ -226,10 +229,12 @@ def _approx_arg(arg: Any, where: str) -> list[str]:
 
 def _regex_arg(arg: Any, where: str) -> list[str]:
     try:
-        re.compile(str(arg))
-    except re.error as exc:
+        re.compile(str(arg))  # the message people know
+        userregex.compile_user(str(arg))  # what runs it
+    except (re.error, userregex.error) as exc:
         return [f"{where}: invalid regex {arg!r}: {exc}"]
-    return []
+    slow = userregex.nested_quantifier(str(arg))
+    return [f"{where}: regex {arg!r}: {slow}"] if slow else []
 
 
 def _list_arg(arg: Any, where: str) -> list[str]:
@@ -385,7 +390,9 @@ OPERATORS: dict[str, Operator] = {
         Operator("between", _between_arg, lambda arg, v: arg[0] <= _num(v) <= arg[1]),
         Operator("approx", _approx_arg, _approx),
         Operator("contains", _any_arg, _contains),
-        Operator("regex", _regex_arg, lambda arg, v: re.search(str(arg), str(v)) is not None),
+        Operator(
+            "regex", _regex_arg, lambda arg, v: userregex.search(str(arg), str(v)) is not None
+        ),
         Operator("one_of", _list_arg, lambda arg, v: any(_equal(v, a) for a in arg)),
         Operator("exists", _bool_arg, lambda arg, v: (v is not None) == arg),
         Operator("length", _length_arg, _length),

@@ -122,3 +122,13 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def escape_lone_surrogates(text: str) -> str:
     """Lone surrogates (bytes that were not UTF-8) shown escaped; nothing else changed."""
     return _SURROGATE.sub(_escape_char, text)
+
+
+# `scheme://user:PASSWORD@host`: the password part, up to the last `@` before the host
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:?#]*):[^\s/?#]*@")
+
+
+def hide_url_passwords(text: str) -> str:
+    """`ssh://ops:PASS@host` -> `ssh://ops:***@host`: a command line stored in run files
+    (their `argv`) keeps which target it named, never the password given in the URL."""
+    return _URL_PASSWORD.sub(lambda m: f"{m['head']}:***@", text)

@@ -19,6 +19,7 @@ from factbook.knowledge import schema
 from factbook.knowledge.fleet.inventory import Group, Inventory
 from factbook.knowledge.fleet.load import load_targets_file
 from factbook.knowledge.fleet.patterns import is_pattern, match
+from factbook.knowledge.kbfiles import confined, escapes, outside_problem
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.yamlsrc import LocatedDoc, load_located
@@ -212,8 +213,16 @@ def load_kb(root: Path | str = ".", *, strict: bool = True) -> KnowledgeBase:
 
 
 def load_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
-    """The knowledge base and all its problems; never raises for bad input."""
+    """The knowledge base and all its problems; never raises for bad input.
+
+    Everything is read inside the root (kbfiles.confined): a file or folder of the knowledge
+    base that resolves outside it is refused with its name, never read."""
     root = root.resolve()
+    with confined(root):
+        return _load_kb(root)
+
+
+def _load_kb(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
     kb = KnowledgeBase(root=root)
     problems: list[Problem] = []
     if not (root / FACTS_DIR).is_dir():
@@ -221,13 +230,15 @@ def load_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
             f"{root}: no {FACTS_DIR}/ folder here; run inside a knowledge base, pass --root, "
             "or start one with `factbook init DIR`"
         )
+    problems += folder_problems(root, (FACTS_DIR, CHECKS_DIR))
     problems += _load_milestones(kb)
     problems += _load_targets(kb)
     custom, custom_problems = find_custom_probes(root / CHECKS_DIR, root)
     problems += custom_problems
     kb.probes = {**builtin_probes(), **custom}
     docs: list[tuple[LocatedDoc, list[tuple[int, dict[str, Any], set[Any]]]]] = []
-    for path in sorted((root / FACTS_DIR).rglob("*")):
+    facts_dir = root / FACTS_DIR
+    for path in sorted(facts_dir.rglob("*") if not escapes(facts_dir) else ()):
         display = path.relative_to(root).as_posix()
         if path.suffix != ".yaml":
             if path.suffix.lower() in (".yaml", ".yml") and not path.name.startswith("."):
@@ -414,6 +425,16 @@ def _check_problems(
         messages = problems_in(fact.check.expect) or _var_problems(kb, fact)
         for message in messages:
             out.append(doc.problem((*at, "expect"), f"fact '{fact.id}': {message}"))
+    return out
+
+
+def folder_problems(root: Path, names: Iterable[str]) -> list[Problem]:
+    """One line for each folder of the knowledge base that is a link leading out of it."""
+    out = []
+    for name in names:
+        problem = outside_problem(root / name, name)
+        if problem is not None:
+            out.append(problem)
     return out
 
 

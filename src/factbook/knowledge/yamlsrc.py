@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 import yaml
 
 from factbook.errors import Problem
+from factbook.knowledge.kbfiles import outside_problem
 
 MAX_BYTES = 1 << 20  # 30x the largest shipped fact file
 MAX_DEPTH = 40  # the schema needs ~8 levels (facts/N/check/expect/all/N/...)
@@ -31,6 +33,12 @@ MAX_NODES = 200_000  # 1 MiB of dense facts holds ~105,000; the shipped KB ~25,0
 # Characters YAML forbids; PyYAML reports them without a line (a "reader error").
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
 _NAMES = {0: "NUL", 0x1B: "ESC", 0x7F: "DEL"}
+
+# An integer whose decimal form Python refuses to write (json.dumps, str) crashes every
+# reader; 0x/0o/0b forms get past the parser's own decimal limit, so the bound is in bits.
+_DIGITS = sys.get_int_max_str_digits() or 4300
+MAX_INT_BITS = int(_DIGITS * 3.3)  # log2(10) = 3.32: every such integer prints
+_PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 
 PathKey = tuple[Any, ...]
 # libyaml's composer keeps marks and is ~10x faster than the pure-Python one.
@@ -64,6 +72,17 @@ def _construct(
     node: yaml.Node, path: PathKey, doc: LocatedDoc, problems: list[Problem], ctor: yaml.SafeLoader
 ) -> Any:
     doc.lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.CollectionNode) and node.tag not in _PLAIN_TAGS:
+        # `!!python/object/apply:os.system [cmd]` on a list or mapping: refused like the
+        # scalar forms, never silently built as a plain list or mapping
+        problems.append(
+            Problem(
+                doc.file,
+                node.start_mark.line + 1,
+                f"invalid value: could not determine a constructor for the tag {node.tag!r}",
+            )
+        )
+        return None
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
@@ -92,7 +111,13 @@ def _scalar(
 ) -> Any:
     line = node.start_mark.line + 1
     try:
-        return ctor.construct_object(node, deep=True)
+        value = ctor.construct_object(node, deep=True)
+        if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:  # 0x + 4000 digits
+            problems.append(
+                Problem(doc.file, line, f"invalid value: Exceeds the limit ({_DIGITS} digits)")
+            )
+            return None
+        return value
     except yaml.MarkedYAMLError as exc:
         problems.append(Problem(doc.file, line, f"invalid value: {exc.problem or exc}"))
     except yaml.YAMLError as exc:
@@ -173,8 +198,12 @@ def read_text_bounded(
     """A user file's text, or why it cannot be used: missing, a folder, too large, not UTF-8.
 
     Reads at most `limit` + 1 bytes, so a huge file costs nothing; a non-UTF-8 byte is
-    reported at its line.
+    reported at its line. While a knowledge base is read (`kbfiles.confined`), a path that
+    resolves outside it is refused before it is opened.
     """
+    escaped = outside_problem(path, display)
+    if escaped is not None:
+        return "", escaped
     try:
         mode = os.stat(path).st_mode
         if stat.S_ISDIR(mode):

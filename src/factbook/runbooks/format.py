@@ -7,6 +7,8 @@ a typo (`destuctive: true`) is an error instead of a silently ignored safety swi
 
 from __future__ import annotations
 
+import os
+
 import math
 import re
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ from typing import Any
 
 from factbook.errors import LintFailed, Problem, UsageError
 from factbook.knowledge.names import name_problem
+from factbook.knowledge.kbfiles import confined
 from factbook.knowledge.yamlsrc import read_text_bounded, refusal
 
 RUNBOOKS_DIR = "runbooks"
@@ -122,7 +125,11 @@ def load_runbook(path: Path, root: Path | None = None) -> Runbook:
 
     path = Path(path)
     display = _display(path, root)
-    text, unreadable = read_text_bounded(path, display)
+    inside_root = root is not None and Path(os.path.abspath(path)).is_relative_to(
+        os.path.realpath(root)
+    )
+    with confined(root if inside_root else None):  # a link from runbooks/ out is refused
+        text, unreadable = read_text_bounded(path, display)
     if unreadable is not None:
         raise LintFailed([unreadable])
     problems = _unsafe_yaml(text, display)

@@ -19,6 +19,7 @@ from typing import Any
 from factbook.store import stamps
 from factbook.store.atomic import write_text_atomic
 from factbook.errors import InputError, UsageError
+from factbook.knowledge.kbfiles import read_text
 from factbook.knowledge.names import inside
 from factbook.judging.outcomes import OK, PENDING, RUNNING
 from factbook.store.results import results_dir
@@ -117,7 +118,7 @@ def save(record: RunRecord, folder: Path) -> Path:
 def load(folder: Path) -> RunRecord:
     path = folder / RECORD_FILE
     try:
-        record = RunRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        record = RunRecord.from_dict(json.loads(read_text(path)))  # bounded, never a FIFO
     except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise InputError(f"{path}: unreadable run record ({type(exc).__name__})") from None
     if not isinstance(record.run_id, str) or not isinstance(record.status, str):

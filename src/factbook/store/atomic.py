@@ -1,24 +1,108 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either."""
+"""Atomic file writes and lock files: a reader sees the old file or the new one, never half.
+
+A write goes through a temp file in the same folder (`.NAME.XXXX.tmp`) and a rename. The new
+file gets the mode the umask gives (mkstemp's 0600 is not kept: results and status documents
+are shared), or the mode of the file it replaces. A temp file left by a killed writer is
+removed by the next write of the same file once it is older than STALE_TMP_S. A failed write
+(a full disk, a read-only folder) leaves the old file as it was and raises `WriteFailed` with
+one line. Lock files are opened without following a link and only inside the knowledge base.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+from factbook.errors import InputError, WriteFailed
+from factbook.knowledge.kbfiles import require_inside
+
+STALE_TMP_S = 60.0
+
+
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask would race other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def clean_stale_tmp(path: Path, *, older_than: float = STALE_TMP_S) -> int:
+    """Remove `.NAME.*.tmp` left beside `path` by a writer that was killed; how many."""
+    removed = 0
+    cutoff = time.time() - older_than
+    try:
+        siblings = list(path.parent.glob(f".{path.name}.*.tmp"))
+    except OSError:
+        return 0
+    for tmp in siblings:
+        try:
+            if tmp.is_file() and not tmp.is_symlink() and tmp.stat().st_mtime < cutoff:
+                tmp.unlink()
+                removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temp file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = ""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_tmp(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         if path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+    except OSError as exc:
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
+        why = exc.strerror or type(exc).__name__
+        raise WriteFailed(f"{path}: could not save ({why}); the old file is unchanged") from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_path: Path, root: Path, display: str) -> Iterator[None]:
+    """Hold an exclusive flock on `lock_path` (created if missing) inside `root`.
+
+    A lock folder that leads out of the knowledge base, a lock path that is a folder or a
+    link: one line, exit 2, instead of a traceback or a file created elsewhere."""
+    require_inside(lock_path.parent, str(Path(display).parent), root)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(lock_path, flags, 0o666)
+    except IsADirectoryError:
+        raise InputError(f"{display}: is a folder, not a lock file; remove it") from None
+    except OSError as exc:
+        why = "is a link; refusing to follow it" if lock_path.is_symlink() else exc.strerror
+        raise InputError(f"{display}: cannot open the lock file: {why}") from None
+    try:
+        if os.name == "posix":
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock

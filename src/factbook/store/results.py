@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from factbook.errors import Problem, ResultsUnreadable
 from factbook.judging import outcomes
+from factbook.knowledge.kbfiles import confined, escapes, require_inside
 from factbook.knowledge.yamlsrc import read_text_bounded
-from factbook.store.atomic import write_text_atomic
+from factbook.store.atomic import exclusive_lock, write_text_atomic
 
 RESULTS_DIR = "results"
 OUTCOMES = outcomes.OUTCOMES  # kept for readers of this module
@@ -55,6 +55,7 @@ def results_dir(root: Path) -> Path:
 def write_run(root: Path, run_id: str, header: dict[str, Any], records: list[ResultRecord]) -> Path:
     """Store one run's history file and merge its records into latest.json, atomically."""
     base = results_dir(root)
+    require_inside(base, RESULTS_DIR, root)
     lines = [json.dumps({"run": {"id": run_id, **header}}, sort_keys=True)]
     lines += [json.dumps(asdict(r), sort_keys=True, default=str) for r in records]
     run_path = base / "runs" / f"{run_id}.jsonl"
@@ -67,35 +68,15 @@ def write_run(root: Path, run_id: str, header: dict[str, Any], records: list[Res
 def merge_latest(root: Path, records: list[ResultRecord]) -> None:
     """Fold records into latest.json under an exclusive lock (concurrent runs are safe)."""
     base = results_dir(root)
-    base.mkdir(parents=True, exist_ok=True)
-    lock_path = base / ".latest.lock"
-    with open(lock_path, "a+") as lock:
-        _lock(lock)
-        try:
-            latest = load_latest(root)
-            for record in records:
-                if record.outcome == outcomes.SKIPPED and record.fact in latest:
-                    continue
-                latest.setdefault(record.fact, {})[record.target] = asdict(record)
-            write_text_atomic(
-                base / "latest.json", json.dumps(latest, indent=1, sort_keys=True, default=str)
-            )
-        finally:
-            _unlock(lock)
-
-
-def _lock(handle: Any) -> None:
-    if os.name == "posix":
-        import fcntl
-
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-
-
-def _unlock(handle: Any) -> None:
-    if os.name == "posix":
-        import fcntl
-
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    with exclusive_lock(base / ".latest.lock", Path(root), f"{RESULTS_DIR}/.latest.lock"):
+        latest = load_latest(root)
+        for record in records:
+            if record.outcome == outcomes.SKIPPED and record.fact in latest:
+                continue
+            latest.setdefault(record.fact, {})[record.target] = asdict(record)
+        write_text_atomic(
+            base / "latest.json", json.dumps(latest, indent=1, sort_keys=True, default=str)
+        )
 
 
 # ~25,000 records, 10x this knowledge base's; parsed, 8 MiB of JSON stays under ~200 MB
@@ -126,7 +107,8 @@ def load_latest(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
     if not (path.exists() or path.is_symlink()):
         return {}
     display = f"{RESULTS_DIR}/latest.json"
-    text, problem = read_text_bounded(path, display, limit=MAX_RESULTS_BYTES)
+    with confined(root):
+        text, problem = read_text_bounded(path, display, limit=MAX_RESULTS_BYTES)
     if problem is not None:
         raise ResultsUnreadable([problem])
     try:
@@ -195,6 +177,8 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
     """Run headers, newest first."""
     runs = []
     for path in sorted((results_dir(root) / "runs").glob("*.jsonl"), reverse=True):
+        if escapes(path, root) or not path.is_file():
+            continue  # a link out of the knowledge base, a FIFO: not a run
         try:
             with path.open("rb") as handle:
                 first = handle.readline(1 << 20).decode("utf-8")

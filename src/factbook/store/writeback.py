@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,9 @@ from typing import Any
 import yaml
 
 from factbook.errors import UsageError, WritebackError
-from factbook.store.atomic import write_text_atomic
+from factbook.store.atomic import exclusive_lock, write_text_atomic
+
+LOCK_DIR = ".factbook-cache/locks"
 
 _UNSET: Any = object()
 # libyaml when present: the same marks (character offsets), ten times faster on big files.
@@ -54,20 +55,10 @@ def file_lock(path: Path) -> Iterator[None]:
     path = Path(path).resolve()
     root = _kb_root(path)
     rel = path.relative_to(root).as_posix().replace("/", "__") if root else path.name
-    lock_path = (root or path.parent) / ".factbook-cache" / "locks" / f"{rel}.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+") as handle:
-        if os.name == "posix":
-            import fcntl
-
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            if os.name == "posix":
-                import fcntl
-
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    base = root or path.parent
+    lock_path = base / LOCK_DIR / f"{rel}.lock"
+    with exclusive_lock(lock_path, base, f"{LOCK_DIR}/{rel}.lock"):
+        yield
 
 
 def _kb_root(path: Path) -> Path | None:

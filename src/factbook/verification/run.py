@@ -21,6 +21,7 @@ from typing import Any
 
 from factbook.errors import EXIT_INTERRUPTED, EXIT_OK, LintFailed, Problem, UsageError
 from factbook.judging.outcomes import NOT_OK, OUTCOMES, PASS, SKIPPED
+from factbook.judging.sanitize import hide_url_passwords
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Fact
 from factbook.store.results import ResultRecord, load_latest, write_run
@@ -139,7 +140,7 @@ def run_verify(
         "started": now_iso(),
         "factbook": __version__,
         "host": socket.gethostname(),
-        "argv": list(settings.argv),
+        "argv": [hide_url_passwords(a) for a in settings.argv],
         "targets": sorted({c.target for c in plan.checks}),
     }
     interrupted = False

@@ -24,6 +24,7 @@ from typing import Any
 from factbook.dumps.capture.sections import resolve
 from factbook.dumps.status.hint import split_hint
 from factbook.errors import InputError
+from factbook.knowledge.yamlsrc import read_text_bounded
 
 MARK_SYMBOLS = {"✅": "verified", "◻": "assumed", "⚠️": "assumed", "❌": "assumed"}
 SKIP_SECTIONS = ("changed since the previous status",)
@@ -88,14 +89,17 @@ class Document:
     entries: list[Entry]
 
 
+MAX_DUMP_BYTES = 32 << 20  # 30x the largest hand-written dump in seeds/
+
+
 def read_document(path: Path) -> Document:
-    """Read and parse a dump file; a missing or undecodable file is a one-line error."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (UnicodeDecodeError, IsADirectoryError) as exc:
-        raise InputError(f"{path}: cannot read as UTF-8 text ({exc.__class__.__name__})") from None
+    """Read and parse a dump file; a missing, unreadable, undecodable or huge file, a FIFO or
+    a device (/dev/zero) is a one-line error, checked before anything is read."""
+    if not (path.exists() or path.is_symlink()):
+        raise InputError(f"{path}: no such file")
+    text, problem = read_text_bounded(path, str(path), limit=MAX_DUMP_BYTES)
+    if problem is not None:
+        raise InputError(str(problem))
     return parse_text(text, str(path))
 
 

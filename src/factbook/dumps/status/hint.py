@@ -59,7 +59,7 @@ def split_hint(line: str) -> tuple[str, dict[str, Any] | None]:
         return line, None
     try:
         data = json.loads(found.group(1))
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, a 5000-digit number, nested too deep
         return line, None
     rest = (line[: found.start()] + line[found.end() :]).rstrip()
     return rest, data if isinstance(data, dict) else None

@@ -37,7 +37,10 @@ from factbook.dumps.status.redact_config import (
     load_redact_config,
 )
 from factbook.errors import InputError
+from factbook.judging import userregex
 from factbook.knowledge.kb import KnowledgeBase
+
+REDACT_TIMEOUT_S = 10.0  # a whole document; a 1,000-fact one is redacted in ~0.3 s
 
 SYSTEM_USERS = frozenset(
     {"root", "admin", "nobody", "ubuntu", "user", "users", "git", "daemon", "www-data"}
@@ -63,7 +66,9 @@ class Redactor:
                 if value and value.lower() not in self._kinds:
                     self._kinds[value.lower()] = kind
         self._aliases = {h.split(".")[0].lower(): h.lower() for h in self.hosts if "." in h}
-        self._pattern = re.compile("|".join(self._parts()))
+        # redact.yaml's own patterns run on the `regex` module, whose matcher can be stopped
+        joined = "|".join(self._parts())
+        self._pattern = userregex.compile_user(joined) if self.patterns else re.compile(joined)
 
     def _parts(self) -> list[str]:
         """The alternatives, most specific first (at one position the first that matches wins)."""
@@ -71,7 +76,9 @@ class Redactor:
         def alternation(values: Iterable[str]) -> str:
             return "|".join(map(re.escape, sorted(set(values), key=len, reverse=True)))
 
-        secrets = [v for v, k in self._kinds.items() if k == "secret"]
+        # a secret as a table cell or Markdown shows it (`|` -> `\\|`, `<x` -> `&lt;x`):
+        # documents are escaped before they are redacted, so both forms are looked for
+        secrets = [e for v, k in self._kinds.items() if k == "secret" for e in _escaped(v)]
         names = [v for v, k in self._kinds.items() if k != "secret"]
         hosts = [v for v, k in self._kinds.items() if k == "host"]
         parts = [
@@ -109,7 +116,9 @@ class Redactor:
         text, group = m.group(0), m.lastgroup or ""
         if group == "keep" or shapes.PLACEHOLDER.fullmatch(text):
             return text
-        if group == "pkblock" or group == "secret" or group.startswith(("custom", "tok_")):
+        if group == "secret":
+            return self.placeholder("secret", _unescaped(text))
+        if group == "pkblock" or group.startswith(("custom", "tok_")):
             if group == "tok_high_entropy" and not shapes.looks_random(text):
                 return text
             return self.placeholder("secret", text)
@@ -169,7 +178,47 @@ class Redactor:
         return f"{quote}{self.placeholder('secret', core)}{quote}"
 
     def __call__(self, text: str) -> str:
-        return self._pattern.sub(self._replace, text)
+        """Redact `text`; a user or host first seen in `user@host` (or a home folder) is then
+        also hidden where it stands alone, by a second pass that knows it."""
+        out = self._sub(text)
+        learned = self._learned()
+        if learned:
+            for kind, name in learned:
+                (self.hosts if kind == "host" else self.users).append(name)
+            self.__post_init__()
+            out = self._sub(text)
+        return out
+
+    def _learned(self) -> list[tuple[str, str]]:
+        """Users and hosts given a placeholder that the pattern does not know by name."""
+        found = []
+        for key in self.mapping:
+            kind, _, name = key.partition(":")
+            if kind in ("host", "user") and len(name) >= 3 and name not in self._kinds:
+                found.append((kind, name))
+        return found
+
+    def _sub(self, text: str) -> str:
+        if not self.patterns:
+            return self._pattern.sub(self._replace, text)
+        try:
+            return userregex.sub(self._pattern, self._replace, text, timeout=REDACT_TIMEOUT_S)
+        except userregex.RegexTimeout:
+            raise InputError(
+                f"redact.yaml: patterns took longer than {REDACT_TIMEOUT_S:g} s on "
+                f"{len(text)} characters (catastrophic backtracking?); nothing written"
+            ) from None
+
+
+def _escaped(secret: str) -> list[str]:
+    """`secret` and the forms Markdown escaping gives it in a document."""
+    cell = secret.replace("|", "\\|")
+    tag = re.sub(r"<(?=[A-Za-z/|!])", "&lt;", secret)
+    return list(dict.fromkeys([secret, cell, tag, re.sub(r"<(?=[A-Za-z/|!])", "&lt;", cell)]))
+
+
+def _unescaped(text: str) -> str:
+    return text.replace("\\|", "|").replace("&lt;", "<")
 
 
 def _credential_like(value: str) -> bool:

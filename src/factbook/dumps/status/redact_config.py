@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factbook.errors import InputError
+from factbook.judging import userregex
+from factbook.knowledge.kbfiles import confined
 from factbook.knowledge.yamlsrc import load_located
 
 REDACT_FILE = "redact.yaml"
@@ -37,9 +39,10 @@ class RedactConfig:
 
 def load_redact_config(path: Path) -> RedactConfig:
     """Read and check redact.yaml; a missing file is an empty configuration."""
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):
         return RedactConfig()
-    doc, problems = load_located(path, path.name)
+    with confined(path.parent):  # redact.yaml sits at the root of the knowledge base
+        doc, problems = load_located(path, path.name)
     if problems:
         raise InputError(str(problems[0]))
     data = doc.data if doc.data is not None else {}
@@ -77,8 +80,12 @@ def _check_pattern(pattern: str, at: str, index: int) -> None:
     """A pattern must compile, have no named groups and never match the empty string."""
     try:
         compiled = re.compile(pattern)
-    except re.error as exc:
+        userregex.compile_user(pattern)  # what runs it
+    except (re.error, userregex.error) as exc:
         raise InputError(f"{at}: patterns[{index}] is not a regular expression: {exc}") from None
+    slow = userregex.nested_quantifier(pattern)
+    if slow:
+        raise InputError(f"{at}: patterns[{index}]: {slow}")
     if compiled.groupindex:
         raise InputError(f"{at}: patterns[{index}] must not use named groups (?P<...>)")
     if compiled.fullmatch(""):

@@ -2,6 +2,9 @@
 
 Templates are looked up in the knowledge base first (templates/status/, then templates/), then
 in the package, so a knowledge base overrides `status.md.j2` or any partial it includes.
+A knowledge base is data, never code: its templates run in Jinja2's immutable sandbox, so
+`{{ cycler.__init__.__globals__ }}`, `''.__class__.__mro__`, `str.format` tricks and list
+mutation are refused (one `status template:` line, exit 2) instead of reaching Python.
 Environments are cached per template search path: compiling the templates is most of the
 cost of a render, and a status document for 1,000 facts must take well under half a second.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import secrets
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.loaders import split_template_path
 
 from factbook.dumps.status.context import StatusContext, build_context, default_previous
 from factbook.dumps.status.hint import hint_comment
@@ -25,7 +30,10 @@ from factbook.dumps.status.items import value_text
 from factbook.dumps.status.redact import redactor_for
 from factbook.errors import InputError, UsageError
 from factbook.handbook.safehtml import safe_markdown
+from factbook.handbook.sandbox import KBSandbox, SecurityError
 from factbook.knowledge.kb import KnowledgeBase
+from factbook.knowledge.kbfiles import confined, outside_problem
+from factbook.knowledge.yamlsrc import read_text_bounded
 from factbook.store.atomic import write_text_atomic
 from factbook.store.results import load_latest
 
@@ -67,11 +75,49 @@ def template_dirs(kb_root: Path) -> tuple[str, ...]:
     return tuple(str(d) for d in dirs if d.is_dir())
 
 
+class KBTemplateLoader(jinja2.BaseLoader):
+    """A knowledge base's template folders, read as every KB file is: inside the root after
+    resolving links, never a FIFO, bounded in size, UTF-8 (yamlsrc.read_text_bounded)."""
+
+    def __init__(self, dirs: tuple[str, ...], root: str):
+        self.dirs = dirs
+        self.root = root
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        pieces = split_template_path(template)  # refuses '..'
+        for folder in self.dirs:
+            path = Path(folder, *pieces)
+            if not (path.exists() or path.is_symlink()):
+                continue
+            display = path.relative_to(self.root).as_posix()
+            with confined(self.root):
+                text, problem = read_text_bounded(path, display)
+            if problem is not None:
+                raise InputError(f"status template: {problem}")
+            return text, str(path), _unchanged(path)
+        raise jinja2.TemplateNotFound(template)
+
+
+def _unchanged(path: Path) -> Callable[[], bool]:
+    """Jinja's `uptodate` for one template file: same modification time as when read."""
+    mtime = path.stat().st_mtime_ns
+
+    def check() -> bool:
+        try:
+            return path.stat().st_mtime_ns == mtime
+        except OSError:
+            return False
+
+    return check
+
+
 @lru_cache(maxsize=16)
-def environment(override_dirs: tuple[str, ...] = ()) -> jinja2.Environment:
-    loaders: list[jinja2.BaseLoader] = [jinja2.FileSystemLoader(list(override_dirs))]
+def environment(override_dirs: tuple[str, ...] = (), root: str = "") -> KBSandbox:
+    loaders: list[jinja2.BaseLoader] = [KBTemplateLoader(override_dirs, root)]
     loaders.append(jinja2.PackageLoader("factbook.dumps.status", "templates"))
-    env = jinja2.Environment(
+    env = KBSandbox(
         loader=jinja2.ChoiceLoader(loaders),
         autoescape=False,  # Markdown, not HTML; `md`/`cell` escape what matters
         undefined=jinja2.StrictUndefined,
@@ -103,8 +149,14 @@ def _hint_slot(item: Any, **options: Any) -> str:
 
 def render_context(context: StatusContext, kb_root: Path) -> str:
     """The document text for a prepared context (no redaction)."""
-    env = environment(template_dirs(kb_root))
+    folders = template_dirs(kb_root)
+    for folder in folders:
+        escaped = outside_problem(folder, Path(folder).relative_to(kb_root).as_posix(), kb_root)
+        if escaped is not None:
+            raise InputError(f"status template: {escaped}")
+    env = environment(folders, str(kb_root))
     try:
+        env.start()
         template = env.get_template(TEMPLATE)
         token = _HINTS.set((secrets.token_hex(6), []))
         try:
@@ -113,9 +165,14 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
             return re.sub(f"\ue000{nonce}:(\\d+)\ue001", lambda m: hints[int(m[1])], text)
         finally:
             _HINTS.reset(token)
+    except SecurityError as exc:
+        raise InputError(f"status template: refused by the sandbox: {exc}") from None
     except jinja2.TemplateError as exc:
         where = f"{exc.filename}:{exc.lineno}: " if getattr(exc, "lineno", None) else ""
         raise InputError(f"status template: {where}{exc}") from None
+    except (RecursionError, MemoryError, OverflowError, ValueError, TypeError) as exc:
+        # a template's own loop or arithmetic ({{ 9**9**9 }}, 'x' * 10**10, a self-include)
+        raise InputError(f"status template: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 def prepare(
@@ -140,9 +197,10 @@ def render_status(
     kb: KnowledgeBase, options: StatusOptions, *, now: dt.datetime | None = None
 ) -> str:
     """The status document for `options`, redacted when asked."""
-    context = prepare(kb, options, now=now)
-    text = render_context(context, kb.root)
-    return redactor_for(kb)(text) if options.redact else text
+    with confined(kb.root):
+        context = prepare(kb, options, now=now)
+        text = render_context(context, kb.root)
+        return redactor_for(kb)(text) if options.redact else text
 
 
 def default_path(

@@ -12,6 +12,7 @@ names that file (and its line where the format has lines).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from factbook.errors import InputError, Problem
 from factbook.knowledge import schema
 from factbook.knowledge.fleet.connection import field_problems
 from factbook.knowledge.fleet.inventory import Group, Inventory
+from factbook.knowledge.kbfiles import confined, escapes, scrub
 from factbook.knowledge.model import Target
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.yamlsrc import LocatedDoc, load_located
@@ -38,8 +40,12 @@ def load_targets_file(path: Path, display: str, root: Path) -> tuple[Inventory, 
         if not isinstance(source, str):
             continue
         where = ("inventory",) if isinstance(sources, str) else ("inventory", i)
+        path = _relative(root, source)
         try:
-            inventory.add(read_source(_relative(root, source)))
+            if escapes(path, root) and _is_own_ssh_config(path):
+                inventory.add(read_sources([str(path)], root))  # the user's, as ssh reads it
+            else:
+                inventory.add(read_source(path))
         except InputError as exc:
             problems.append(doc.problem(where, f"inventory {source}: {exc}"))
     own = Inventory()
@@ -93,11 +99,25 @@ def read_source(path: Path) -> Inventory:
 
 
 def read_sources(paths: list[str], base: Path) -> Inventory:
-    """`--inventory FILE` (repeatable) -> one Inventory; a bad file is an InputError naming it."""
+    """`--inventory FILE` (repeatable) -> one Inventory; a bad file is an InputError naming it.
+
+    These are the user's own paths, read wherever they are; an error about one quotes none of
+    its content (it may be a file the user did not mean, such as /etc/shadow)."""
     inventory = Inventory()
     for source in paths:
-        inventory.add(read_source(_relative(base, source)))
+        path = _relative(base, source)
+        with confined(None):
+            try:
+                inventory.add(read_source(path))
+            except InputError as exc:
+                raise InputError(scrub(str(exc), path)) from None
     return inventory
+
+
+def _is_own_ssh_config(path: Path) -> bool:
+    """The user's ~/.ssh/config: outside the knowledge base, but what `ssh` reads anyway."""
+    own = Path("~/.ssh/config").expanduser()
+    return os.path.realpath(path) == os.path.realpath(own)
 
 
 def _relative(root: Path, source: str) -> Path:

@@ -18,6 +18,7 @@ import fnmatch
 import re
 
 from factbook.errors import UsageError
+from factbook.judging import userregex
 from factbook.knowledge.fleet.inventory import ALL, Inventory
 
 _SPLIT = re.compile(r"[,:]")
@@ -93,10 +94,12 @@ def _resolve(inventory: Inventory, term: str, where: str) -> list[str]:
         return [n for n, t in inventory.targets.items() if tag in t.tags]
     if term.startswith("~"):
         try:
-            regex = re.compile(term[1:])
-        except re.error as exc:
+            regex = userregex.compile_user(term[1:])
+            return [n for n in inventory.targets if userregex.search(regex, n)]
+        except userregex.error as exc:
             raise UsageError(f"{where}: bad regular expression {term[1:]!r}: {exc}") from None
-        return [n for n in inventory.targets if regex.search(n)]
+        except userregex.RegexTimeout as exc:  # the first slow name stops the whole selection
+            raise UsageError(f"{where}: {exc}") from None
     if any(ch in term for ch in "*?["):
         found = [n for n in inventory.targets if fnmatch.fnmatchcase(n, term)]
         for group in inventory.groups:

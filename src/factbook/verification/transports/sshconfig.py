@@ -32,11 +32,13 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import stat
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
 from factbook.errors import UsageError
+from factbook.knowledge.kbfiles import outside_problem
 from factbook.verification.transports.sshwords import (
     WordError,
     a2port,
@@ -62,6 +64,7 @@ DEFAULT_IDENTITIES = (
     "~/.ssh/id_dsa",
 )
 MAX_INCLUDE_DEPTH = 16
+MAX_CONFIG_BYTES = 4 << 20
 MAX_UNDECIDED = 6  # Match exec/localnetwork outcomes explored per host (2**6 evaluations)
 RAW = frozenset({"proxycommand", "proxyjump", "localcommand", "remotecommand"})
 RAW |= frozenset({"knownhostscommand"})
@@ -293,9 +296,15 @@ class SSHConfigFile:
     def _lines(self, path: Path) -> list[Line]:
         if path not in self._cache:
             try:
-                text = path.read_text(encoding="utf-8", errors="replace")
+                if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block forever
+                    raise UsageError(f"{path}: not a regular file; refusing to read it")
+                with open(path, "rb") as handle:
+                    data = handle.read(MAX_CONFIG_BYTES + 1)
             except OSError as exc:
                 raise UsageError(f"{path}: cannot read ssh config: {exc}") from None
+            if len(data) > MAX_CONFIG_BYTES:
+                raise UsageError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; not read")
+            text = data.decode("utf-8", errors="replace")
             lines = []
             for number, raw in enumerate(text.splitlines(), 1):
                 where = f"{path}:{number}"
@@ -327,7 +336,11 @@ class SSHConfigFile:
             full = os.path.expanduser(pattern)
             if not os.path.isabs(full):
                 full = str(self.ssh_dir / full)
-            out += [Path(found) for found in sorted(glob.glob(full))]
+            for found in sorted(glob.glob(full)):
+                outside = outside_problem(found, line.where)  # a knowledge base's own config
+                if outside is not None:  # includes nothing beyond its root (kbfiles.confined)
+                    raise UsageError(f"{line.where}: Include {found}: {outside.message}")
+                out.append(Path(found))
         return out
 
     def lookup(self, host: str, *, user: str | None = None, port: int | None = None) -> Resolved:

@@ -1,0 +1,451 @@
+# ruff: noqa: E501  (the corpus table keeps one case per line, so a new case is one line)
+"""Hostile knowledge bases (issue 25): reading one never runs its code, reads outside it,
+hangs, or locks you out of it.
+
+The corpus is a table. Each case: files planted over a small valid knowledge base, the
+command, the exit code, a fragment its output must contain, the most RSS and seconds it may
+take, and two properties checked for every case: no file outside the knowledge base changes
+(and the content of a planted secret outside it never appears in any output), and no marker
+file appears (a payload that ran would create it).
+
+A case runs in-process (fast; a SIGALRM time limit and the growth of this process's peak RSS)
+unless it is `isolated`: then it runs as `prlimit --as=... python -m factbook` with a
+wall-clock limit and its own peak RSS, because what it checks (a hang, a memory bomb) must be
+stopped from outside.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from factbook.commands.cli import run
+
+SECRET = "s3cr3t-0f-the-0utside"  # the content of every file outside the knowledge base
+BASE = {
+    "milestones.yaml": 'milestones:\n  - {id: "1", title: first}\n',
+    "targets.yaml": "targets:\n  here: {transport: local}\n  box: {host: box.invalid, user: root}\n",
+    "facts/good.yaml": (
+        "facts:\n  - id: hw.gpu.count\n    category: hardware\n    title: GPU count\n"
+        "    statement: The box has 8 GPUs.\n    value: 8\n    status: verified\n"
+        "    target: here\n    sources: [{seed: a.txt}]\n"
+        "    check: {probe: env.var, args: {name: HOME}, expect: {exists: true}}\n"
+    ),
+}
+
+ASSUMED = BASE["facts/good.yaml"].replace("status: verified", "status: assumed")  # --record edits
+
+
+@dataclass(frozen=True)
+class Link:
+    """A symbolic link to plant; `{out}` in `to` is the folder outside the knowledge base."""
+
+    to: str
+
+
+FIFO = Link("")
+
+COMMANDS = {
+    "lint": ["lint"],
+    "list": ["list"],
+    "show": ["show", "hw.gpu.count"],
+    "status": ["status", "--out", "-"],
+    "docs": ["docs", "--out", "_site_md"],
+    "verify-dry": ["verify", "--dry-run"],
+    "verify": ["verify", "hw.gpu.count"],
+    "export-ansible": ["export-ansible", "--out", "-"],
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile input and what must come of it."""
+
+    name: str
+    files: dict[str, str | bytes | Link]
+    command: str | list[str]  # a COMMANDS key, or argv after --root ({out}/{kb} expanded)
+    code: int
+    fragment: str
+    max_rss_mb: int = 200
+    max_s: float = 10.0
+    isolated: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    fsize: int | None = None  # RLIMIT_FSIZE for an isolated case: a disk that fills up
+    absent: tuple[str, ...] = ()  # must appear in no output (a secret, a raw control char)
+
+
+def tpl(payload: str) -> dict[str, str | bytes | Link]:
+    """The status template replaced by `payload`."""
+    return {"templates/status/status.md.j2": payload}
+
+
+def macros(payload: str) -> dict[str, str | bytes | Link]:
+    """Only `_macros.j2` overridden (in templates/, the less specific folder)."""
+    return {
+        "templates/_macros.j2": "{% macro line(item) %}"
+        + payload
+        + "{% endmacro %}{% macro items(list) %}{% for i in list %}{{ line(i) }}{% endfor %}{% endmacro %}{% macro progress(list, numbered=false) %}{{ items(list) }}{% endmacro %}"
+    }
+
+
+MARK = "{out}/MARKER"
+# Known Jinja2 escapes: each would create MARK (or print Python internals) if it ran.
+ESCAPES = {
+    "cycler globals": "{{ cycler.__init__.__globals__.os.system('touch " + MARK + "') }}",
+    "joiner globals": "{{ joiner.__init__.__globals__.os.popen('touch " + MARK + "').read() }}",
+    "namespace globals": "{{ namespace.__init__.__globals__.os.system('touch " + MARK + "') }}",
+    "lipsum globals": "{{ lipsum.__globals__['os'].system('touch " + MARK + "') }}",
+    "range self": "{{ range.__self__.__import__('os').system('touch " + MARK + "') }}",
+    "subclasses": "{% for c in ''.__class__.__mro__[1].__subclasses__() %}{% if c.__name__ == 'Popen' %}{{ c(['touch', '"
+    + MARK
+    + "']) }}{% endif %}{% endfor %}",
+    "attr filter": "{{ ''|attr('__class__')|attr('__mro__') }}",
+    "format string": "{{ '{0.__class__.__mro__[1].__subclasses__}'.format('') }}",
+    "format_map": "{{ '{x.__class__}'.format_map({'x': 1}) }}",
+    "percent format": "{{ '%(a)s' % {'a': cycler.__init__} }}",
+    "list mutation": "{% set xs = [1] %}{{ xs.append(2) }}{{ xs }}",
+    "dict mutation": "{% set d = {} %}{{ d.update(a=1) }}",
+    "self context": "{{ self._TemplateReference__context.environment }}",
+    "macro func globals": "{% macro m() %}{% endmacro %}{{ m._func.__globals__ }}",
+    "loop internals": "{% for i in [1] %}{{ loop.__class__.__init__.__globals__ }}{% endfor %}",
+    "getitem dunder": "{{ cycler['__init__']['__globals__'] }}",
+    "power bomb": "{{ 99999 ** 9999999 }}",
+    "repeat bomb": "{{ 'x' * 10000000000 }}",
+    "self include": "{% include 'status.md.j2' %}",
+}
+REGEX_FACT = """\
+facts:
+  - id: sw.r
+    category: software
+    title: R
+    statement: S.
+    status: assumed
+    target: here
+    sources: [{seed: a.txt}]
+    check: {probe: env.var, args: {name: HOME}, expect: {path: value, regex: 'PATTERN'}}
+"""
+HUGE_INTS = {
+    "hex": "0x" + "f" * 4000,
+    "octal": "0" + "7" * 5000,
+    "0o string": "0o" + "7" * 5000,
+    "binary": "0b" + "1" * 15000,
+    "sexagesimal": "1:" + "59:" * 3000 + "1",
+}
+
+
+def value_fact(value: str) -> str:
+    """A fact file whose one fact has `value: VALUE` on line 7."""
+    return f"facts:\n  - id: x.one\n    category: hardware\n    title: T\n    statement: S.\n    status: assumed\n    value: {value}\n    sources: [{{seed: a.txt}}]\n"
+
+
+INJECTED_NAME = "facts/a\n::error file=x::pwned\x1b[31m\u202e.yaml"
+SLOW_REGEXES = [
+    "(a|aa)+$",
+    "(a+)+$",
+    "(\\w+\\s?)*$",
+    "(.*a){12}",
+    "(x+x+)+y",
+    "^(\\d+)*$",
+    "(a|a)*$",
+    "(ab|a.)*z",
+]
+# fmt: off
+CASES: list[Case] = [
+    *[Case(f"status.md.j2 {n}", tpl(p), "status", 2, "status template:") for n, p in ESCAPES.items()],
+    *[Case(f"_macros.j2 {n}", macros(p), "status", 2, "status template:") for n, p in ESCAPES.items() if n != "self include"],
+    Case("status.md.j2 nested loop", tpl("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"), "status", 2, "rendering took longer than", env={"FACTBOOK_TEMPLATE_SECONDS": "1"}),
+    Case("status.md.j2 output bomb", tpl("{% for i in range(100000) %}{{ 'x' * 1000000 }}{% endfor %}"), "status", 2, "grew beyond", max_rss_mb=250, isolated=True),
+    Case("status.md.j2 benign", tpl("{% for f in [1, 2] %}{{ f * 2 }}{% endfor %} {{ '%s' % 'ok' }}"), "status", 0, "24 ok"),
+    # --- 2. reads outside the knowledge base: refused with the path, content never shown ---
+    Case("fact file -> shadow", {"facts/x.yaml": Link("{out}/shadow")}, "lint", 2, "facts/x.yaml:1: resolves to {out}/shadow, outside the knowledge base"),
+    Case("fact file -> environ", {"facts/x.yaml": Link("/proc/self/environ")}, "lint", 2, "facts/x.yaml:1: resolves to /proc/"),
+    Case("fact file -> shadow, list", {"facts/x.yaml": Link("{out}/shadow")}, "list", 0, "hw.gpu.count"),
+    Case("fact file -> shadow, docs", {"facts/x.yaml": Link("{out}/shadow")}, "docs", 0, "outside the knowledge base"),
+    Case("facts folder -> outside", {"facts": Link("{out}/facts")}, "lint", 2, "facts:1: resolves to {out}/facts"),
+    Case("nested fact folder -> outside", {"facts/sub": Link("{out}/facts")}, "lint", 0, "ok: 1 facts"),
+    Case("targets.yaml -> shadow", {"targets.yaml": Link("{out}/shadow")}, "lint", 2, "targets.yaml:1: resolves to"),
+    Case("milestones.yaml -> shadow", {"milestones.yaml": Link("{out}/shadow")}, "lint", 2, "milestones.yaml:1: resolves to"),
+    Case("checks probe -> shadow", {"checks/x.py": Link("{out}/shadow")}, "lint", 2, "checks/x.py:1: resolves to"),
+    Case("checks folder -> outside", {"checks": Link("{out}")}, "lint", 2, "checks:1: resolves to"),
+    Case("inventory: outside path", {"targets.yaml": "inventory: {out}/inventory.ini\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "inventory {out}/inventory.ini: {out}/inventory.ini:1: resolves to"),
+    Case("inventory: ../ path", {"targets.yaml": "inventory: ../outside/shadow\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "outside the knowledge base"),
+    Case("inventory: /proc/self/environ", {"targets.yaml": "inventory: /proc/self/environ\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "outside the knowledge base"),
+    Case("inventory file -> shadow", {"inv.ini": Link("{out}/shadow"), "targets.yaml": "inventory: inv.ini\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "inv.ini:1: resolves to"),
+    Case("inventory dir host_vars -> shadow", {"inv/hosts.ini": "[g]\nn1\n", "inv/host_vars/n1.yml": Link("{out}/shadow"), "targets.yaml": "inventory: inv\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "outside the knowledge base"),
+    Case("ssh_config Include outside", {"ssh_config": "Include {out}/ssh_config\nHost n1\n  HostName 10.0.0.1\n", "targets.yaml": "inventory: ssh_config\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "ssh_config:1: Include {out}/ssh_config: resolves to"),
+    Case("ssh_config Include glob outside", {"ssh_config": "Host n1\n  HostName 10.0.0.1\nInclude {out}/ssh_*\n", "targets.yaml": "inventory: ssh_config\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "outside the knowledge base"),
+    Case("ssh_config Include inside", {"ssh_config": "Include {kb}/more\nHost n1\n  HostName 10.0.0.1\n", "more": "Host n1\n  User ops\n", "targets.yaml": "inventory: ssh_config\ntargets:\n  here: {transport: local}\n"}, "list", 0, "hw.gpu.count"),
+    Case("latest.json -> outside", {"results/latest.json": Link("{out}/latest.json")}, "status", 2, "results/latest.json:1: resolves to"),
+    Case("results folder -> outside, status", {"results": Link("{out}")}, "status", 2, "results/latest.json:1: resolves to"),
+    Case("results folder -> outside, show", {"results": Link("{out}")}, "show", 2, "resolves to"),
+    Case("results folder -> outside, verify", {"results": Link("{out}")}, ["verify", "hw.gpu.count"], 2, "resolves to {out}/latest.json, outside the knowledge base"),
+    Case("results folder -> empty outside, verify", {"results": Link("{out}/facts")}, ["verify", "hw.gpu.count"], 2, "results: resolves to {out}/facts, outside the knowledge base"),
+    Case("lock folder -> outside", {"results/.latest.lock": Link("{out}/lock")}, ["verify", "hw.gpu.count"], 2, "results/.latest.lock: cannot open the lock file: is a link"),
+    Case("run file -> shadow", {"results/runs/r1.jsonl": Link("{out}/shadow")}, "docs", 0, "pages generated"),
+    Case("runbook -> shadow", {"runbooks/rb.md": Link("{out}/shadow")}, "lint", 2, "runbooks/rb.md:1: resolves to"),
+    Case("runbook record -> shadow", {"results/runbooks/rb/r1/record.json": Link("{out}/shadow")}, "docs", 0, "pages generated"),
+    Case("status template -> shadow", {"templates/status/status.md.j2": Link("{out}/shadow")}, "status", 2, "templates/status/status.md.j2:1: resolves to"),
+    Case("_macros.j2 -> shadow", {"templates/_macros.j2": Link("{out}/shadow")}, "status", 2, "templates/_macros.j2:1: resolves to"),
+    Case("template folder -> outside", {"templates/status": Link("{out}")}, "status", 2, "templates/status:1: resolves to"),
+    Case("status template fifo", {"templates/status/status.md.j2": FIFO}, "status", 2, "not a regular file"),
+    Case("redact.yaml -> shadow", {"redact.yaml": Link("{out}/shadow")}, ["status", "--redact", "--out", "-"], 2, "redact.yaml:1: resolves to"),
+    Case("docs page -> shadow", {"docs/leak.md": Link("{out}/shadow")}, "docs", 0, "leak.md: not copied"),
+    Case("docs status page -> shadow", {"docs/status/status-1.md": Link("{out}/shadow")}, "docs", 0, "pages generated"),
+    Case("docs page fifo", {"docs/pipe.md": FIFO}, "docs", 0, "pipe.md: not copied"),
+    Case("--inventory shadow", {}, ["verify", "--dry-run", "--inventory", "{out}/shadow"], 2, "{out}/shadow"),
+    Case("--inventory ini of secrets", {}, ["verify", "--dry-run", "--inventory", "{out}/inventory.ini"], 2, "{out}/inventory.ini"),
+    # --- 3. catastrophic regular expressions: flagged by lint, stopped when they run ---
+    *[Case(f"regex expectation {p}", {"facts/r.yaml": REGEX_FACT.replace("PATTERN", p)}, "lint", 2, "nested quantifiers") for p in SLOW_REGEXES],
+    Case("regex expectation benign", {"facts/r.yaml": REGEX_FACT.replace("PATTERN", "^(/[a-z]+)+$")}, "lint", 0, "ok: 2 facts"),
+    *[Case(f"redact pattern {p}", {"redact.yaml": f"patterns: ['{p}']\n"}, ["status", "--redact", "--out", "-"], 2, "redact.yaml:1: patterns[0]: nested quantifiers") for p in SLOW_REGEXES],
+    Case("--target ~REGEX backtracking", {"targets.yaml": "targets:\n  here: {transport: local}\n  " + "a" * 40 + "b: {transport: local}\n"}, ["verify", "--dry-run", "--target", "~^(a|aa)+$"], 2, "stopped after 1 s on 41 characters", max_s=30, isolated=True),
+    # --- 6. tracebacks: each input is one line and exit 2 (or carried on with a warning) ---
+    *[Case(f"{form} integer in a fact, {cmd}", {"facts/x.yaml": value_fact(big)}, cmd, 2 if cmd == "lint" and form != "0o string" else 0, "facts/x.yaml:7: invalid value: Exceeds the limit" if cmd == "lint" and form != "0o string" else "") for form, big in HUGE_INTS.items() for cmd in ("lint", "list", "status", "docs")],
+    *[Case(f"{form} integer in a fact, show", {"facts/x.yaml": value_fact(big)}, ["show", "x.one"], 0, "x.one") for form, big in HUGE_INTS.items()],
+    Case("hex integer as a target port", {"targets.yaml": "targets:\n  here: {transport: local}\n  t: {host: h, port: " + HUGE_INTS["hex"] + "}\n"}, "lint", 2, "targets.yaml:3: invalid value: Exceeds the limit"),
+    Case("hex integer in target vars, verify", {"targets.yaml": "targets:\n  here: {transport: local, vars: {a: " + HUGE_INTS["hex"] + "}}\n"}, "verify-dry", 2, "targets.yaml:2: invalid value: Exceeds the limit"),
+    Case("hex integer as a milestone id", {"milestones.yaml": "milestones:\n  - {id: " + HUGE_INTS["hex"] + ", title: x}\n"}, "lint", 2, "milestones.yaml:2: invalid value: Exceeds the limit"),
+    Case("octal integer as a milestone message", {"milestones.yaml": "milestones:\n  - {id: '1', title: x, message: " + HUGE_INTS["octal"] + "}\n"}, "status", 0, "# Status"),
+    Case("python apply on a sequence", {"facts/x.yaml": value_fact('!!python/object/apply:os.system ["touch {out}/MARKER"]')}, "lint", 2, "facts/x.yaml:7: invalid value: could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'"),
+    Case("python apply on a mapping", {"facts/x.yaml": value_fact("!!python/object/apply:os.system {args: [x]}")}, "lint", 2, "could not determine a constructor"),
+    Case("python object on the top mapping", {"facts/x.yaml": "!!python/object:os.X\nfacts: []\n"}, "lint", 2, "facts/x.yaml:1: invalid value: could not determine a constructor"),
+    Case("python tag on targets", {"targets.yaml": "!!python/object/new:os.system [x]\n"}, "lint", 2, "targets.yaml:1: invalid value: could not determine a constructor"),
+    Case("set tag", {"facts/x.yaml": value_fact("!!set {a, b}")}, "lint", 2, "tag:yaml.org,2002:set"),
+    Case("non-UTF-8 run file, docs", {"results/runs/r1.jsonl": b'{"run": {"id": "r1\xff"}}\n{"fact": "x\xff", "probe": "measure.x"}\n'}, "docs", 0, "pages generated"),
+    Case("non-UTF-8 run record, docs", {"results/runbooks/rb/r1/record.json": b'{"run_id": "r1", "status": "ok\xff"}'}, "docs", 0, "pages generated"),
+    Case("huge number in a run record", {"results/runbooks/rb/r1/record.json": '{"run_id": "r1", "duration_s": ' + "9" * 5000 + "}"}, "docs", 0, "pages generated"),
+    Case("fact lock path is a folder", {"facts/good.yaml": ASSUMED, ".factbook-cache/locks/facts__good.yaml.lock/x": "x"}, ["verify", "hw.gpu.count", "--record"], 2, ".factbook-cache/locks/facts__good.yaml.lock: is a folder, not a lock file"),
+    Case("results lock path is a folder", {"results/.latest.lock/x": "x"}, ["verify", "hw.gpu.count"], 2, "results/.latest.lock: is a folder, not a lock file"),
+    Case("lock folder -> outside, write-back", {"facts/good.yaml": ASSUMED, ".factbook-cache/locks": Link("{out}/facts")}, ["verify", "hw.gpu.count", "--record"], 2, "resolves to {out}/facts, outside the knowledge base"),
+    Case("disk full while saving results", {}, ["verify", "hw.gpu.count"], 2, "could not save (File too large); the old file is unchanged", isolated=True, fsize=200),
+    Case("import: a folder", {"dump.md/x": "x"}, ["import", "{kb}/dump.md", "--milestone", "1"], 2, "dump.md:1: is a folder"),
+    Case("import: not UTF-8", {"dump.md": b"# Status\n- caf\xe9\n"}, ["import", "{kb}/dump.md", "--milestone", "1"], 2, "dump.md:2: not UTF-8"),
+    Case("import: unreadable", {"dump.md": Link("dump.md")}, ["import", "{kb}/dump.md", "--milestone", "1"], 2, "cannot read file: Too many levels of symbolic links"),
+    Case("import: huge number in a hint", {"dump.md": "# Status as of 1\n\nGenerated by `factbook status`.\n\n## Hardware\n\n- GPUs <!-- factbook: {\"id\": \"hw.x\", \"value\": " + "9" * 5000 + "} -->\n"}, ["import", "{kb}/dump.md", "--milestone", "1"], 0, "dump.md: 1 items"),
+    Case("import: deep hint", {"dump.md": "# Status as of 1\n\nGenerated by `factbook status`.\n\n## Hardware\n\n- GPUs <!-- factbook: " + "[" * 100000 + " -->\n"}, ["import", "{kb}/dump.md", "--milestone", "1"], 0, "dump.md: 1 items"),
+    # --- 5. unbounded input: a size bound checked before reading ---
+    Case("import: /dev/zero", {}, ["import", "/dev/zero", "--milestone", "1"], 2, "/dev/zero:1: not a regular file", isolated=True, max_s=20),
+    Case("import: a FIFO", {"pipe.md": FIFO}, ["import", "{kb}/pipe.md", "--milestone", "1"], 2, "pipe.md:1: not a regular file", isolated=True, max_s=20),
+    Case("import: 40 MB", {"big.md": "# Notes\n\n" + "- a line of a dump\n" * 2_200_000}, ["import", "{kb}/big.md", "--milestone", "1"], 2, "big.md:1: file larger than", isolated=True, max_s=20),
+    Case("--inventory /dev/zero", {}, ["verify", "--dry-run", "--inventory", "/dev/zero"], 2, "not a regular file", isolated=True, max_s=20),
+    Case("ssh_config Include a FIFO", {"ssh_config": "Include {kb}/pipe\nHost n1\n  HostName 10.0.0.1\n", "pipe": FIFO, "targets.yaml": "inventory: ssh_config\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "not a regular file", isolated=True, max_s=20),
+    # --- 7. secrets ---
+    Case("password in an ssh:// target", {}, ["verify", "hw.gpu.count", "--target", "ssh://ops:{secret}@127.0.0.1:1", "--timeout", "2"], 3, "unreachable", isolated=True, max_s=30),
+    Case("redaction: a host learned from user@host, then bare", {"facts/x.yaml": value_fact("1").replace("statement: S.", "statement: dave@build-3.corp.example.com ran it; build-3.corp.example.com rebooted and dave left")}, ["status", "--redact", "--out", "-"], 0, "user-1@host-1 ran it; host-1 rebooted and user-1 left", absent=("build-3", "dave")),
+    Case("redaction: a secret with < and | after escaping", {"redact.yaml": "secrets: ['p<ss|w0rd42']\n", "facts/x.yaml": value_fact("1").replace("statement: S.", "statement: 'the key is p<ss|w0rd42'")}, ["status", "--redact", "--out", "-"], 0, "the key is secret-1", absent=("w0rd42",)),
+    # --- 8. output injection: one problem is one line, controls and bidi shown escaped ---
+    *[Case(f"file name with a newline, lint {fmt}", {INJECTED_NAME: "facts: [x]\n"}, ["lint", "--format", fmt], 2, "expected mapping", absent=("\n::error file=x", "\u202e", "\x1b")) for fmt in ("text", "github", "json", "sarif")],
+    Case("file name with a newline, list", {INJECTED_NAME: "facts: [x]\n"}, "list", 0, "lint problem", absent=("\n::error file=x", "\u202e", "\x1b")),
+    Case("file name with a newline, verify", {INJECTED_NAME: "facts: [x]\n"}, "verify-dry", 2, "\\n::error file=x::pwned", absent=("\n::error file=x", "\u202e", "\x1b")),
+    Case("--inventory ssh_config of secrets", {}, ["verify", "--dry-run", "--inventory", "{out}/ssh_config"], 2, "{out}/ssh_config"),
+]
+# fmt: on
+
+
+def plant(root: Path, out: Path, files: dict[str, str | bytes | Link]) -> None:
+    """The base knowledge base with `files` planted over it; `{out}` -> the outside folder."""
+    for rel, content in {**BASE, **files}.items():
+        path = root / rel
+        for parent in path.parents:
+            if parent.is_file() or parent.is_symlink():
+                parent.unlink()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path)
+        if isinstance(content, Link):
+            if content is FIFO:
+                os.mkfifo(path)
+            else:
+                path.symlink_to(content.to.replace("{out}", str(out)))
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(expand(content, root, out), encoding="utf-8")
+
+
+def outside_tree(out: Path) -> dict[str, tuple[int, int]]:
+    """Every file outside the knowledge base: (size, mtime_ns)."""
+    found = {}
+    for path in out.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            st = path.stat()
+            found[str(path)] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+def make_outside(out: Path) -> None:
+    """Secrets a hostile knowledge base would like to read: a shadow file, an environ."""
+    out.mkdir(parents=True)
+    (out / "shadow").write_text(f"root:{SECRET}:19000:0:99999:7:::\n")
+    (out / "environ").write_bytes(f"AWS_SECRET={SECRET}\0HOME=/root\0".encode())
+    (out / "facts").mkdir()
+    (out / "facts" / "x.yaml").write_text(f"facts: [{{id: {SECRET}}}]\n")
+    (out / "inventory.ini").write_text(f"[{SECRET}]\nroot:{SECRET}\n")
+    (out / "ssh_config").write_text(f"{SECRET} yes\nHost {SECRET}\n")
+    (out / "latest.json").write_text('{"' + SECRET + '": 1}')
+
+
+def argv_for(case: Case, root: Path, out: Path) -> list[str]:
+    argv = COMMANDS[case.command] if isinstance(case.command, str) else case.command
+    return [expand(a, root, out) for a in argv]
+
+
+def expand(text: str, root: Path, out: Path) -> str:
+    return text.replace("{out}", str(out)).replace("{kb}", str(root)).replace("{secret}", SECRET)
+
+
+class _Alarm(Exception):
+    pass
+
+
+def _in_process(argv: list[str], seconds: float) -> tuple[int, str, float]:
+    """The CLI run here under a SIGALRM limit; (exit code, output, peak RSS growth in MB)."""
+
+    def ring(signum: int, frame: object) -> None:
+        raise _Alarm
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out, err = io.StringIO(), io.StringIO()
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = run(argv)
+            except SystemExit as exc:
+                code = int(exc.code or 0)
+    except _Alarm:
+        code = -1
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    return code, out.getvalue() + err.getvalue(), grown
+
+
+MEASURE = (
+    "import resource, sys\n"
+    "from factbook.commands.cli import run\n"
+    "code = run(sys.argv[1:])\n"
+    "sys.stdout.flush()\n"
+    "print('\\nmaxrss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def _isolated(argv: list[str], case: Case, cwd: Path) -> tuple[int, str, float]:
+    """The CLI in a child under prlimit (address space) and a wall-clock limit."""
+    limit = (case.max_rss_mb + 400) << 20  # address space > RSS: the interpreter maps more
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **case.env}
+    fsize = [f"--fsize={case.fsize}"] if case.fsize is not None else []
+    cmd = ["prlimit", f"--as={limit}", *fsize, sys.executable, "-c", MEASURE, *argv]
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=case.max_s, env=env, cwd=cwd
+        )
+    except subprocess.TimeoutExpired:
+        return -1, "timed out", 0.0
+    output = proc.stdout + proc.stderr
+    rss = 0.0
+    if "maxrss_kb" in output:
+        output, tail = output.rsplit("maxrss_kb", 1)
+        rss = int(tail.split()[0]) / 1024
+    return proc.returncode, output, rss
+
+
+def run_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Plant, run, and check every property of `case`; the output."""
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, case.files)
+    before = outside_tree(out)
+    argv = ["--root", str(root), *argv_for(case, root, out)]
+    if case.isolated:
+        code, output, rss = _isolated(argv, case, root)
+    else:
+        for key, value in case.env.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.chdir(root)
+        code, output, rss = _in_process(argv, case.max_s)
+    assert code != -1, f"{case.name}: still running after {case.max_s} s"
+    assert "Traceback" not in output, output[-3000:]
+    assert code == case.code, (code, output[-3000:])
+    assert case.fragment.replace("{out}", str(out)) in output, output[-3000:]
+    assert SECRET not in output, output[-3000:]
+    for text in case.absent:
+        assert text not in output, (text, output[-3000:])
+    assert rss <= case.max_rss_mb, f"{case.name}: {rss:.0f} MB > {case.max_rss_mb} MB"
+    assert not (out / "MARKER").exists(), f"{case.name}: the payload ran"
+    assert outside_tree(out) == before, f"{case.name}: a file outside the knowledge base changed"
+    for path in root.rglob("*"):  # nothing read outside was copied in (links are planted)
+        if path.is_file() and not path.is_symlink() and path.stat().st_size < (1 << 24):
+            assert SECRET.encode() not in path.read_bytes(), f"{case.name}: copied into {path}"
+    return output
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_hostile_knowledge_base(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_case(case, tmp_path, monkeypatch)
+
+
+def test_corpus_is_large_and_named_once() -> None:
+    assert len(CASES) >= 100
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+# --- what the CLI cannot reach in a test: a value from a box that makes a regex backtrack ---
+def test_regex_expectation_is_stopped_on_a_hostile_value() -> None:
+    import time
+
+    from factbook.judging.expectations import evaluate
+
+    started = time.monotonic()
+    outcome = evaluate({"regex": "(a|aa)+$"}, "a" * 80 + "b")  # minutes with `re`
+    assert not outcome.passed and "stopped after 1 s on 81 characters" in outcome.reason
+    assert time.monotonic() - started < 15
+    assert evaluate({"regex": "^sm_9\\d$"}, "sm_90").passed  # ordinary patterns still work
+
+
+def test_results_honour_the_umask_and_stale_temp_files_are_cleaned(tmp_path: Path) -> None:
+    """Under umask 022 results and status files are 0644, not mkstemp's 0600; a `.tmp` left
+    by a killed write-back is removed by the next write of that file once it is stale."""
+    from factbook.store.atomic import STALE_TMP_S
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, {})
+    stale = root / "results" / ".latest.json.abc123.tmp"
+    fresh = root / "results" / ".latest.json.def456.tmp"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("{half")
+    fresh.write_text("{half")
+    old = os.path.getmtime(stale) - STALE_TMP_S - 5
+    os.utime(stale, (old, old))
+    previous = os.umask(0o022)
+    try:
+        code, output, _ = _in_process(["--root", str(root), "verify", "hw.gpu.count"], 30)
+        assert code == 0, output
+        code, output, _ = _in_process(["--root", str(root), "status"], 30)
+        assert code == 0, output
+    finally:
+        os.umask(previous)
+    written = [root / "results" / "latest.json", *(root / "results" / "runs").glob("*.jsonl")]
+    written += list((root / "docs" / "status").glob("*.md"))
+    assert len(written) >= 4
+    for path in written:
+        assert path.stat().st_mode & 0o777 == 0o644, (path, oct(path.stat().st_mode))
+    assert not stale.exists() and fresh.exists()  # a live writer's temp file is left alone
