@@ -28,6 +28,7 @@ import argparse
 import importlib.metadata
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -47,7 +48,7 @@ t = [("start", time.perf_counter())]
 def mark(name):
     t.append((name, time.perf_counter()))
 from factbook.commands.cli import build_parser
-build_parser()
+build_parser(only="verify")
 mark("import")
 from factbook import api
 kb = api.load(sys.argv[1])
@@ -92,6 +93,14 @@ print(json.dumps(spans))
 """
 
 
+def compile_sources(folders: list[Path]) -> None:
+    """Bytecode for every module, as an installed package has (PYTHONDONTWRITEBYTECODE, set in
+    some shells, would otherwise make every run compile factbook from source)."""
+    for folder in folders:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder)], check=True,
+                       capture_output=True)  # fmt: skip
+
+
 def cli_argv(kb: Path) -> list[str]:
     return [
         sys.executable,
@@ -109,10 +118,18 @@ def cli_argv(kb: Path) -> list[str]:
     ]
 
 
+CPU: dict[str, list[float]] = {}  # CPU seconds (user + system, children included) per argv
+
+
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """Wall seconds and stdout of a command; its CPU seconds go to CPU[its PYTHONPATH]."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    CPU.setdefault(env.get("PYTHONPATH", "") + " ".join(argv[:3]), []).append(cpu)
     if proc.returncode != 0:
         raise SystemExit(f"{argv[:4]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return seconds, proc.stdout
@@ -124,7 +141,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--cold", action="store_true", help="no knowledge-base cache")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
+    parser.add_argument(
+        "--against",
+        metavar="SRC",
+        help="also time the CLI of another source tree (e.g. a `git worktree` of main's src/), "
+        "interleaved with this one",
+    )
     args = parser.parse_args()
+    compile_sources([ROOT / "src", *([Path(args.against)] if args.against else [])])
     work = Path(tempfile.mkdtemp(prefix="factbook-floor-"))
     try:
         packages = {d.metadata["Name"]: d.version for d in importlib.metadata.distributions()}
@@ -135,6 +159,8 @@ def main() -> None:
         phases: list[dict[str, float]] = []
         totals: list[float] = []
         bare: list[float] = []
+        other: list[float] = []
+        other_env = {**env, "PYTHONPATH": os.pathsep.join([args.against or "", *sys.path[1:]])}
         for _ in range(args.repeat):
             if args.cold:
                 shutil.rmtree(kb / ".factbook-cache", ignore_errors=True)
@@ -148,14 +174,27 @@ def main() -> None:
             if summary["pass"] != args.checks:
                 raise SystemExit(f"CLI: not every check passed: {summary}")
             totals.append(seconds)
+            if args.against:
+                other.append(timed(cli_argv(kb), other_env)[0])
         rows = {"python start": statistics.median(bare)}
         for name in phases[0]:
             rows[name] = statistics.median(p[name] for p in phases)
         rows["CLI total"] = statistics.median(totals)
+        rows["CLI total CPU"] = statistics.median(
+            CPU[env["PYTHONPATH"] + " ".join(cli_argv(kb)[:3])]
+        )
+        if other:
+            rows[f"CLI total, {args.against}"] = statistics.median(other)
+            key = other_env["PYTHONPATH"] + " ".join(cli_argv(kb)[:3])
+            rows[f"CLI total CPU, {args.against}"] = statistics.median(CPU[key])
         load = os.getloadavg()[0]
         print(f"{args.checks} checks, --target local, median of {args.repeat}; load {load:.1f}")
         for name, value in rows.items():
             print(f"  {name:12} {value * 1000:8.1f} ms")
+        if other:
+            print(
+                f"  this tree / {args.against}: {rows['CLI total'] / statistics.median(other):.2f}"
+            )
         print(f"  (CLI total samples: {', '.join(f'{s:.2f}' for s in totals)} s)")
         if args.json:
             blob = {"checks": args.checks, "rows": rows, "totals": totals, "load": load}
