@@ -39,11 +39,13 @@ from transport_lab import container_missing_reason, local_container
 SLOW_FILES = (
     "test_wheel_path.py",
     "test_sglang_conformance.py",
-    "test_browser_handbook.py",
-    "test_transport_slurm.py",
     "test_runbook_executor.py",
-    "test_verify_agent.py",
+    "test_handbook.py",
+    "test_browser_handbook.py",
+    "test_measure_agent.py",
     "test_orphans.py",
+    "test_transport_slurm.py",
+    "test_verify_agent.py",
     "test_runbook_ssh.py",
 )
 
