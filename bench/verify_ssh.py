@@ -251,11 +251,21 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="40 checks")
     parser.add_argument("--bashrc", action="store_true", help="box sources ~/.bashrc per command")
     parser.add_argument("--skip-slow", action="store_true", help="no testinfra, no ssh per check")
+    parser.add_argument("--no-per-check", action="store_true", help="no ssh per check")
+    parser.add_argument(
+        "--against",
+        metavar="SRC",
+        help="also time factbook ssh from another source tree (e.g. main's src/), interleaved",
+    )
     parser.add_argument("--jobs", type=int, help="factbook's checks at once (its default: 16)")
     parser.add_argument("--repeat", type=int, default=5, help="runs of the fast contenders (5)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     args = parser.parse_args()
     n = 40 if args.quick else args.checks
+    # bytecode for every module, as an installed package has (PYTHONDONTWRITEBYTECODE would
+    # otherwise make every factbook run compile itself from source)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True,
+                   capture_output=True)  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="factbook-bench-"))
     lab = start_lab(work / "lab", skip_bashrc=not args.bashrc)
     try:
@@ -284,14 +294,20 @@ def main() -> None:
         # load at the time (medians reported); the slow ones once.
         add_control_master(lab, work)
         fast: dict[str, list[tuple[float, int, int]]] = {
-            k: [] for k in ("ssh", "openssh", "cm", "local", "bare")
+            k: [] for k in ("ssh", "openssh", "cm", "local", "bare", "against")
         }
+        if args.against:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", args.against],
+                           check=True, capture_output=True)  # fmt: skip
+            other = {**env, "PYTHONPATH": os.pathsep.join([args.against, *sys.path[1:]])}
         for _ in range(args.repeat):
             fast["bare"].append((time_bare_ssh(lab, 1), 0, 0))
             fast["ssh"].append(time_factbook(work / "kb", "box", env, args.jobs))
             fast["openssh"].append(time_factbook(work / "kb", "box-openssh", env, args.jobs))
             fast["cm"].append(time_factbook(work / "kb", "box-cm", env, args.jobs))
             fast["local"].append(time_factbook(work / "kb", "local", env, args.jobs))
+            if args.against:
+                fast["against"].append(time_factbook(work / "kb", "box", other, args.jobs))
         subprocess.run(
             ["ssh", "-F", str(lab.ssh_config), "-O", "exit", "box-cm"], capture_output=True
         )
@@ -301,7 +317,10 @@ def main() -> None:
             ("openssh", "factbook openssh (via jump)"),
             ("cm", "factbook openssh + CM (warm)"),
             ("local", "factbook local"),
+            ("against", f"factbook ssh, {args.against}"),
         ):
+            if not fast[key]:
+                continue
             samples = [t for t, _, _ in fast[key]]
             worst_ok = min(ok for _, ok, _ in fast[key])
             row(name, statistics.median(samples), fast[key][0][2], worst_ok, samples)
@@ -309,8 +328,9 @@ def main() -> None:
         if not args.skip_slow:
             s, ok = time_testinfra(lab, checks, work)
             row("testinfra paramiko (via jump)", s, n, ok, [s])
-            s, ok = time_ssh_per_check(lab, checks)
-            row("one ssh per check (via jump)", s, n, ok, [s])
+            if not args.no_per_check:
+                s, ok = time_ssh_per_check(lab, checks)
+                row("one ssh per check (via jump)", s, n, ok, [s])
         report(rows, bare)
         if args.json:
             Path(args.json).write_text(json.dumps({"checks": n, "rows": rows}, indent=1))

@@ -33,6 +33,29 @@ from helpers import require
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 from transport_lab import container_missing_reason, local_container
 
+# The files that take longest (`--durations`, docs/performance.md "The test suite"), longest
+# first. Under pytest-xdist (scripts/test: --dist loadfile) they are collected first, so they
+# are handed out before the short files and none of them starts last on an idle machine.
+SLOW_FILES = (
+    "test_wheel_path.py",
+    "test_sglang_conformance.py",
+    "test_runbook_executor.py",
+    "test_handbook.py",
+    "test_browser_handbook.py",
+    "test_measure_agent.py",
+    "test_orphans.py",
+    "test_transport_slurm.py",
+    "test_verify_agent.py",
+    "test_runbook_ssh.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):  # not an xdist worker: the order as written
+        return
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable within a file
+
 
 @pytest.fixture(scope="session")
 def ssh_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:

@@ -25,6 +25,7 @@ Usable without pytest: `python tests/sshd.py` starts a lab and prints how to rea
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import random
 import shutil
@@ -240,6 +241,15 @@ def _make_netns() -> tuple[str, str, str, str] | None:
     """(netns, host-side veth, client-side address, netns-side address) or None if refused."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
         return None
+    # pytest-xdist workers (and benches) start labs at once: choosing a free subnet and
+    # taking it is one step under a machine-wide lock
+    with open("/run/lock/factbook-netns.lock" if os.path.isdir("/run/lock") else
+              "/tmp/factbook-netns.lock", "w") as lock:  # fmt: skip
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _make_netns_locked()
+
+
+def _make_netns_locked() -> tuple[str, str, str, str] | None:
     tag = f"{os.getpid() % 100000}{random.randint(0, 99)}"
     netns, veth_host, veth_ns = f"fbssh-{tag}", f"fbh{tag}", f"fbn{tag}"
     used = subprocess.run(["ip", "-4", "addr"], capture_output=True, text=True).stdout

@@ -42,6 +42,31 @@ COMMAND_MODULES = [
     "completion",
 ]
 
+# Which module registers each command name: a run that names its command imports only that
+# module (the rest cost ~0.1 s of imports on every run). tests/test_cli_fast.py checks this
+# table against what the modules register.
+COMMAND_OF = {
+    "init": "init",
+    "lint": "lint",
+    "list": "query",
+    "show": "query",
+    "schema": "schema_cmd",
+    "verify": "verify",
+    "discover": "discover",
+    "status": "status",
+    "docs": "docs",
+    "run": "run",
+    "eagle3": "eagle3",
+    "bench": "bench",
+    "launch-lint": "launch_lint",
+    "import": "import_cmd",
+    "serve": "serve",
+    "export-ansible": "export_ansible",
+    "completion": "completion",
+    "__complete": "completion",
+}
+GLOBAL_WITH_VALUE = ("--root", "--color")
+
 EPILOG = """\
 exit codes: 0 ok, 1 some checks failed, 2 invalid input or usage (or a missing extra),
 3 some checks errored, a target was unreachable or is not the box it claims, 4 a runbook
@@ -57,8 +82,28 @@ COLOR_CHOICES = ("auto", "always", "never")
 COLOR_HELP = "colour in the terminal: auto (a terminal and no NO_COLOR), always, never"
 
 
-def build_parser(prog: str = "factbook") -> argparse.ArgumentParser:
-    """The whole command line; with prog='verify-facts' the verify command is named so."""
+def command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand argv names, when it is plain to see (global options spelled out in full
+    before it); None otherwise, and then the whole parser is built."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in GLOBAL_WITH_VALUE:
+            i += 2
+        elif word.startswith(tuple(f"{o}=" for o in GLOBAL_WITH_VALUE)):
+            i += 1
+        elif word.startswith("-"):
+            return None
+        else:
+            return word if word in COMMAND_OF else None
+    return None
+
+
+def build_parser(prog: str = "factbook", *, only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with prog='verify-facts' the verify command is named so.
+
+    `only` (a command name) registers just the module of that command: what a run needs to
+    parse its own arguments, with the same usage lines and messages."""
     parser = argparse.ArgumentParser(
         prog="factbook",
         description="A living, verifiable handbook: facts in YAML, checked live on the box.",
@@ -69,7 +114,7 @@ def build_parser(prog: str = "factbook") -> argparse.ArgumentParser:
     parser.add_argument("--root", default=None, help=ROOT_HELP)
     parser.add_argument("--color", choices=COLOR_CHOICES, default="auto", help=COLOR_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in [COMMAND_OF[only]] if only in COMMAND_OF else COMMAND_MODULES:
         try:
             module = importlib.import_module(f"factbook.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -77,6 +122,8 @@ def build_parser(prog: str = "factbook") -> argparse.ArgumentParser:
                 continue  # a command this installation does not ship
             raise
         module.register(sub)
+    if only is not None and only not in sub.choices:  # not shipped here: the whole parser
+        return build_parser(prog)
     for command in sub.choices.values():
         _accept_root(command)
     if prog == "verify-facts":
@@ -109,8 +156,9 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
     """Parse and dispatch; return the exit code."""
-    parser = build_parser(prog)
-    args, unknown = parser.parse_known_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(prog, only=command_named(words))
+    args, unknown = parser.parse_known_args(words)
     if unknown:  # the subcommand's usage line (verify-facts' own), not the top-level one
         chosen = _subparsers(parser).get(getattr(args, "command", None) or "", parser)
         chosen.error(f"unrecognized arguments: {' '.join(unknown)}")

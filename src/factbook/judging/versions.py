@@ -23,9 +23,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import total_ordering
+from typing import TYPE_CHECKING
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
+# packaging is imported by the two functions that use it: ~15 ms that a run judging no
+# version never pays.
 
 PEP440 = "PEP 440"
 LOOSE = "loose"
@@ -99,6 +103,8 @@ class LooseVersion:
 
 
 def _pep440_set(spec: str) -> SpecifierSet | None:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         return SpecifierSet(spec)
     except InvalidSpecifier:
@@ -149,6 +155,8 @@ def satisfies(observed: str, spec: str) -> bool:
 
 
 def _is_pep440(text: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
     try:
         Version(text)
     except InvalidVersion:

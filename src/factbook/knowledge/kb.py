@@ -15,14 +15,14 @@ from typing import Any
 
 from factbook.errors import LintFailed, Problem, UsageError
 from factbook.judging.expectations import UnboundVar, bind_vars, problems_in, var_refs
-from factbook.knowledge import schema
+from factbook.knowledge import kbcache, schema
 from factbook.knowledge.fleet.inventory import Group, Inventory
 from factbook.knowledge.fleet.load import load_targets_file
 from factbook.knowledge.fleet.patterns import is_pattern, match
 from factbook.knowledge.kbfiles import confined, escapes, outside_problem
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
 from factbook.knowledge.names import name_problem
-from factbook.knowledge.yamlsrc import LocatedDoc, load_located
+from factbook.knowledge.yamlsrc import LocatedDoc, load_located, recording_reads
 from factbook.probes.catalog import builtin_probes
 from factbook.probes.scan import ProbeSpec, find_custom_probes
 
@@ -212,8 +212,36 @@ def load_kb(root: Path | str = ".", *, strict: bool = True) -> KnowledgeBase:
     return kb
 
 
+# What a load reads besides the files it records (knowledge/kbcache.py's inputs).
+LAYOUT = kbcache.Layout(
+    files=(MILESTONES_FILE, TARGETS_FILE), trees=((FACTS_DIR, "**/*"), (CHECKS_DIR, "*.py"))
+)
+
+
 def load_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
-    """The knowledge base and all its problems; never raises for bad input.
+    """The knowledge base and all its problems; never raises for bad input. What an earlier
+    load of the very same files found comes from the cache (kbcache.py), not a new parse."""
+    root = root.resolve()
+    if (root / FACTS_DIR).is_dir():
+        cached = kbcache.load(root, LAYOUT)
+        if cached is not None:
+            return KnowledgeBase(root=root, **cached[0]), cached[1]
+    start = kbcache.before(root, LAYOUT)
+    with recording_reads() as reads:
+        kb, problems = parse_kb_with_problems(root)
+    parts = {
+        "facts": dict(kb.facts),
+        "milestones": kb.milestones,
+        "targets": kb.targets,
+        "groups": kb.groups,
+        "probes": kb.probes,
+    }
+    kbcache.store(root, LAYOUT, start, reads, parts, problems)
+    return kb, problems
+
+
+def parse_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
+    """The knowledge base and all its problems, parsed from its files (no cache).
 
     Everything is read inside the root (kbfiles.confined): a file or folder of the knowledge
     base that resolves outside it is refused with its name, never read."""

@@ -14,10 +14,13 @@ recursive alias (`&r [*r]`) as whole classes.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import re
 import stat
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,6 +195,21 @@ def load_located(path: Path, display: str) -> tuple[LocatedDoc, list[Problem]]:
     return doc, problems
 
 
+# the files read_text_bounded was asked for, while recording_reads() is open
+_READS: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("reads", default=None)
+
+
+@contextmanager
+def recording_reads() -> Iterator[list[Path]]:
+    """Every path read_text_bounded is asked for inside the block (the cache's inputs)."""
+    reads: list[Path] = []
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
+
+
 def read_text_bounded(
     path: Path, display: str, *, limit: int = MAX_BYTES
 ) -> tuple[str, Problem | None]:
@@ -204,6 +222,9 @@ def read_text_bounded(
     escaped = outside_problem(path, display)
     if escaped is not None:
         return "", escaped
+    reads = _READS.get()
+    if reads is not None:
+        reads.append(Path(path))
     try:
         mode = os.stat(path).st_mode
         if stat.S_ISDIR(mode):

@@ -15,6 +15,16 @@ import subprocess
 
 from .common import run_python
 
+# Imported here, in the agent, before it forks its workers: importlib.metadata costs ~25 ms
+# to import, which every worker would otherwise pay again on its first pkg.version.
+try:
+    from importlib import metadata
+except ImportError:  # Python 3.7 on the box
+    try:
+        import importlib_metadata as metadata  # type: ignore[no-redef]
+    except ImportError:
+        metadata = None  # type: ignore[assignment]
+
 _PKG_SNIPPET = r"""
 import json, sys
 try:
@@ -34,11 +44,8 @@ def pkg_version(name: str, python: str | None = None) -> str | None:
     """
     if python:
         return run_python(python, _PKG_SNIPPET, str(name))
-    try:
-        from importlib import metadata
-    except ImportError:  # Python 3.7 on the box
-        import importlib_metadata as metadata  # type: ignore[no-redef]
-
+    if metadata is None:
+        raise ModuleNotFoundError("importlib_metadata", name="importlib_metadata")
     try:
         return metadata.version(str(name))
     except metadata.PackageNotFoundError:

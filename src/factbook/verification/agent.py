@@ -48,6 +48,11 @@ from typing import Any
 RESULT_CAP = 16 * 1024 * 1024
 # select() handles fds below 1024: far more than useful concurrency on one box.
 MAX_JOBS = 256
+# The pool starts with one worker per CPU (at least 2) and adds one for every call that has
+# run longer than this: quick checks (a file hash, a version) then share a few warm workers,
+# and calls that wait (a command, the network, a sleep) still get up to `jobs` at once. A
+# fork plus the caches a fresh worker builds again costs more than most quick checks.
+GROW_AFTER = 0.01
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 # Probe modules that failed to load, by file name: named in the errors of their probes.
@@ -313,6 +318,7 @@ class Agent:
         # exclusive calls (measurements) after all others, each group in the order given
         self.pending = sorted(batch.get("calls", []), key=lambda c: bool(c.get("exclusive")))
         self.jobs = min(MAX_JOBS, max(1, int(batch.get("jobs") or 16)))
+        self.base = min(self.jobs, max(2, os.cpu_count() or 1))
         self.workers: list[Worker] = []
         self.emitted = 0
         self.unflushed = False  # results written but not yet flushed (see _loop)
@@ -389,7 +395,7 @@ class Agent:
                 return
             idle = next((w for w in self.workers if w.call is None), None)
             if idle is None:
-                if len(self.workers) >= self.jobs:
+                if len(self.workers) >= self._wanted(time.monotonic()):
                     return
                 try:
                     idle = start_worker(self.probes, self.workers)
@@ -403,6 +409,18 @@ class Agent:
             call = self.pending.pop(0)
             if not self._assign(idle, call):
                 self.pending.insert(0, call)
+
+    def _wanted(self, now: float) -> int:
+        """Workers wanted now: `base` for quick calls, plus one per call past GROW_AFTER."""
+        slow = sum(1 for w in self.workers if w.call is not None and now - w.started >= GROW_AFTER)
+        return min(self.jobs, self.base + slow)
+
+    def _grow_wait(self, busy: list[Worker], now: float) -> float:
+        """Seconds until a busy call turns slow and the pool may grow (inf: it cannot)."""
+        if not self.pending or self._next_exclusive() or len(self.workers) >= self.jobs:
+            return float("inf")
+        young = [w.started + GROW_AFTER - now for w in busy if now - w.started < GROW_AFTER]
+        return max(0.0, min(young)) if young else float("inf")
 
     def _fill_exclusive(self) -> None:
         """Start the next exclusive call on the worker that measured before, or any idle one."""
@@ -426,10 +444,26 @@ class Agent:
         try:
             self._loop()
         finally:
-            for worker in list(self.workers):
-                self._retire(worker)
+            self._retire_all()
             kill_trees(descendants(os.getpid()))  # no worker left: everything is a leftover
             self.sweep_orphans()  # reaps the ones that were our direct children
+
+    def _retire_all(self) -> None:
+        """stop_worker for every worker with one /proc scan, not one per worker and process."""
+        below = descendants(os.getpid())  # before the kill: afterwards they are re-parented
+        for worker in self.workers:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(worker.pid, signal.SIGKILL)
+        for pid in below:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        for worker in self.workers:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(worker.pid, 0)
+            for fd in (worker.calls_fd, worker.results_fd):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.workers.clear()
 
     def _loop(self) -> None:
         while True:
@@ -440,7 +474,8 @@ class Agent:
                 if not self.pending:
                     return
                 continue
-            wait = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            now = time.monotonic()
+            wait = max(0.0, min(min(w.deadline for w in busy) - now, self._grow_wait(busy, now)))
             fds = [w.results_fd for w in busy]
             # Results that arrive together leave in one write (one SSH packet, not one per
             # line: through a jump each costs the client CPU twice); before waiting for more,

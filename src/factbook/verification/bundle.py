@@ -97,16 +97,24 @@ def build_script(
     writes carries `nonce`, so the client can tell the agent's lines from anything else."""
     needed = {c.probe for c in calls}
     custom = custom_probe_files(checks_dir) if checks_dir else {}
-    sources: dict[str, str] = {}
     index = builtin_index()
-    for module in sorted({index[p] for p in needed if p in index}):
-        sources[f"factbook/probes/{module}.py"] = _source(_PACKAGE / "probes" / f"{module}.py")
-    for path in sorted({custom[p] for p in needed if p in custom}):
-        sources[f"checks/{path.name}"] = _source(path)
+    modules = tuple(sorted({index[p] for p in needed if p in index}))
+    files = tuple(sorted({custom[p] for p in needed if p in custom}))
     # Slow starters first, so they overlap everything else (torch + CUDA init take ~4 s);
     # measurements last, in the order asked.
     ordered = sorted(calls, key=lambda c: (c.exclusive, c.probe not in SLOW_FIRST))
     batch = {"jobs": jobs, "nonce": nonce, "calls": [c.to_wire() for c in ordered]}
+    # The bootstrap parses on any Python (ASCII only, no f-strings), so an old interpreter on
+    # the box fails with a clear message instead of a SyntaxError about the agent's source.
+    return BOOTSTRAP % (_payload(modules, files), ascii(json.dumps(batch, default=str)))
+
+
+@cache
+def _payload(modules: tuple[str, ...], files: tuple[Path, ...]) -> str:
+    """The agent, its shared modules and these probe modules, encoded once per process: every
+    target of a fleet run with the same probes ships the same text (only the calls differ)."""
+    sources = {f"factbook/probes/{m}.py": _source(_PACKAGE / "probes" / f"{m}.py") for m in modules}
+    sources.update({f"checks/{path.name}": _source(path) for path in files})
     payload = {
         "agent": _source(_PACKAGE / "verification" / "agent.py"),
         "shared": {
@@ -117,12 +125,7 @@ def build_script(
         },
         "sources": sources,
     }
-    # The bootstrap parses on any Python (ASCII only, no f-strings), so an old interpreter on
-    # the box fails with a clear message instead of a SyntaxError about the agent's source.
-    return BOOTSTRAP % (
-        ascii(json.dumps(payload)),
-        ascii(json.dumps(batch, default=str)),
-    )
+    return ascii(json.dumps(payload))
 
 
 BOOTSTRAP = """\

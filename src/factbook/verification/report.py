@@ -15,9 +15,8 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, TextIO
-from xml.etree import ElementTree as ET
 
 from factbook.errors import EXIT_ERRORED, EXIT_FAILED, EXIT_OK
 from factbook.judging.outcomes import DRIFT, ERROR, OUTCOMES, PASS, SKIPPED
@@ -199,7 +198,9 @@ def to_json(records: list[ResultRecord], header: dict[str, Any]) -> str:
         "run": json_safe(header),
         "summary": counts(records),
         "fleet": json_safe(fleet_json(records)),
-        "results": [json_safe({**asdict(r), "duration_s": _duration(r)}) for r in records],
+        # vars(), not asdict(): json_safe copies every nested value anyway (asdict twice over
+        # cost a third of the report's time)
+        "results": [json_safe({**vars(r), "duration_s": _duration(r)}) for r in records],
     }
     return json.dumps(document, indent=1, allow_nan=False) + "\n"
 
@@ -218,6 +219,8 @@ def to_junit(records: list[ResultRecord], header: dict[str, Any]) -> str:
     testcase, so a fact's file:line is the testcase's `<system-out>` (`at: facts/x.yaml:12`),
     which Jenkins, GitLab and GitHub reporters show beside the test.
     """
+    from xml.etree import ElementTree as ET  # only this format needs it (~5 ms to import)
+
     root = ET.Element("testsuites", name="factbook", tests=str(len(records)))
     root.set("failures", str(sum(r.outcome == DRIFT for r in records)))
     root.set("errors", str(sum(r.outcome == ERROR for r in records)))

@@ -20,8 +20,6 @@ import threading
 import urllib.parse
 from collections.abc import Iterator
 
-import paramiko
-
 from factbook.errors import TargetError, UnreachableError, UsageError
 from factbook.knowledge.model import Target
 from factbook.verification.transports.base import (
@@ -31,6 +29,7 @@ from factbook.verification.transports.base import (
     TransportOptions,
     bounded_lines,
 )
+from factbook.verification.transports.paramiko_lean import paramiko
 from factbook.verification.transports.remote import remote_command
 from factbook.verification.transports.sshconnect import (
     ChainResolver,

@@ -25,12 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import paramiko
-
 from factbook.errors import AuthError, HostKeyError, UnreachableError, UsageError
 from factbook.knowledge.model import Target
 from factbook.verification.transports import knownhosts
 from factbook.verification.transports.base import TransportOptions
+from factbook.verification.transports.paramiko_lean import paramiko
 from factbook.verification.transports.sshconfig import Resolved, SSHConfigFile
 
 MAX_HOPS = 16
