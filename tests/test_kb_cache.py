@@ -229,16 +229,23 @@ def test_problems_are_cached_as_found(tmp_path: Path, parses: list) -> None:
     assert len(parses) == 1 and first == second and len(first) >= 3
 
 
-def test_reads_outside_the_knowledge_base_are_never_cached(tmp_path: Path, parses: list) -> None:
+def test_reads_outside_the_knowledge_base_are_never_cached(
+    tmp_path: Path, parses: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one file a load may read outside its root (`inventory: ~/.ssh/config`) is never
+    vouched for by the cache: each load reads it again."""
     root = _kb(tmp_path)
-    inventory = tmp_path / "hosts.ini"
-    inventory.write_text("[gpu]\nnode1 ansible_host=10.0.0.1\n")
-    (root / "targets.yaml").write_text(f"inventory: [{inventory}]\ntargets: {{}}\n")
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    config = home / ".ssh" / "config"
+    config.write_text("Host node1\n  HostName 10.0.0.1\n")
+    monkeypatch.setenv("HOME", str(home))
+    (root / "targets.yaml").write_text("inventory: [~/.ssh/config]\ntargets: {}\n")
     _settle()
-    kb, _ = load_kb_with_problems(root)
-    assert "node1" in kb.targets
+    kb, problems = load_kb_with_problems(root)
+    assert "node1" in kb.targets, problems
     assert not kbcache.cache_path(root.resolve()).exists()
-    inventory.write_text("[gpu]\nnode2 ansible_host=10.0.0.2\n")
+    config.write_text("Host node2\n  HostName 10.0.0.2\n")
     kb, _ = load_kb_with_problems(root)
     assert "node2" in kb.targets and "node1" not in kb.targets
     assert len(parses) == 2
@@ -274,3 +281,35 @@ def test_a_code_change_invalidates(
     monkeypatch.setattr(kbcache, "code_stamp", lambda: [*stamp, ["new.py", 1, 1]])
     load_kb_with_problems(root)
     assert len(parses) == 2
+
+
+def test_the_cache_never_leads_out_of_the_knowledge_base(tmp_path: Path, parses: list) -> None:
+    """A cache folder linked outside is never written; a FIFO cache file never blocks; a
+    cache naming inputs outside the root (or a FIFO input) is not read, only parsed past."""
+    root = _kb(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / kbcache.CACHE_DIR).symlink_to(outside)
+    load_kb_with_problems(root)
+    load_kb_with_problems(root)
+    assert list(outside.iterdir()) == [] and len(parses) == 2
+    (root / kbcache.CACHE_DIR).unlink()
+    (root / kbcache.CACHE_DIR).mkdir()
+    os.mkfifo(kbcache.cache_path(root))
+    started = time.monotonic()
+    _same_as_parse(root)  # would block forever on open() of the FIFO
+    assert time.monotonic() - started < 10
+    kbcache.cache_path(root).unlink()
+    load_kb_with_problems(root)  # writes a good cache
+    path = kbcache.cache_path(root)
+    head, _, data = path.read_bytes().partition(b"\n")
+    blob = json.loads(head)
+    secret = tmp_path / "secret"
+    secret.write_text("x")
+    os.mkfifo(root / "facts" / "pipe")
+    for bad in ("../secret", "facts/pipe"):
+        hostile = {**blob, "inputs": [[bad, *blob["inputs"][0][1:]]]}
+        path.write_bytes(json.dumps(hostile).encode() + b"\n" + data)
+        before = len(parses)
+        _same_as_parse(root)
+        assert len(parses) > before
