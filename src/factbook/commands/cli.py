@@ -64,6 +64,8 @@ COMMAND_OF = {
     "export-ansible": "export_ansible",
     "completion": "completion",
     "__complete": "completion",
+    "proposals": "proposals",
+    "mcp": "mcp_cmd",
 }
 GLOBAL_WITH_VALUE = ("--root", "--color")
 
