@@ -44,6 +44,5 @@ def missing(exc: ModuleNotFoundError, what: str) -> MissingDependency | None:
     if extra is None:
         return None
     return MissingDependency(
-        f"{what} needs the '{extra}' extra (module {exc.name} is not installed): "
-        f"{hint(extra)}"
+        f"{what} needs the '{extra}' extra (module {exc.name} is not installed): {hint(extra)}"
     )

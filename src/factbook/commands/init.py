@@ -35,9 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     install = parse_spec(args.install_spec) if args.install_spec else None
-    started = create_kb(
-        args.dir, name=args.name, discover=not args.no_discover, install=install
-    )
+    started = create_kb(args.dir, name=args.name, discover=not args.no_discover, install=install)
     for note in started.notes:
         print(note)
     print(

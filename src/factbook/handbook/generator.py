@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import yaml
 
 from factbook.handbook.editlinks import EditLinks
 from factbook.handbook.fleet_view import FLEET
@@ -97,9 +98,13 @@ class Generator:
         *,
         docs_dir: Path | str | None = None,
         edit: EditLinks | None = None,
+        site_name: str | None = None,
     ) -> Handbook:
         """All pages of the handbook of the knowledge base at `root` (every file read inside
         it: kbfiles.confined).
+
+        `site_name` heads the home page (MkDocs' site_name; None: read from the knowledge
+        base's mkdocs.yml, else "FOLDER handbook"): the engine has no title of its own.
 
         `edit`: where a fact's YAML line opens for editing (editlinks.py); None shows the
         file:line as text.
@@ -128,6 +133,7 @@ class Generator:
             runs=list_runs(root),
             lint_problems=[str(p) for p in problems],
             status_guide=guide,
+            site_name=site_name if site_name is not None else mkdocs_site_name(root),
         )
         built = time.perf_counter()
         templates = self._templates_digest()
@@ -179,6 +185,25 @@ class Generator:
 
 
 _NOTEBOOKS: dict[Path, tuple[tuple[int, int], str]] = {}
+
+
+def mkdocs_site_name(root: Path) -> str:
+    """site_name from ROOT/mkdocs.yml ('' if none): the handbook's title when MkDocs is not the
+    caller (`factbook docs`). Tags such as !!python/name are read as plain values."""
+    path = root / "mkdocs.yml"
+    if not path.is_file():
+        return ""
+
+    class _Lenient(yaml.SafeLoader):
+        pass
+
+    _Lenient.add_multi_constructor("", lambda loader, suffix, node: None)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Lenient)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return ""
+    name = data.get("site_name") if isinstance(data, dict) else None
+    return str(name).strip() if name else ""
 
 
 def _notebooks(runbooks: list[RunbookPage]) -> dict[str, str]:
@@ -314,7 +339,11 @@ _DEFAULT = Generator()
 
 
 def generate(
-    root: Path | str, *, docs_dir: Path | str | None = None, edit: EditLinks | None = None
+    root: Path | str,
+    *,
+    docs_dir: Path | str | None = None,
+    edit: EditLinks | None = None,
+    site_name: str | None = None,
 ) -> Handbook:
     """Generate with the process-wide generator, whose cache survives MkDocs rebuilds."""
-    return _DEFAULT.generate(root, docs_dir=docs_dir, edit=edit)
+    return _DEFAULT.generate(root, docs_dir=docs_dir, edit=edit, site_name=site_name)

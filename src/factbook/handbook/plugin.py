@@ -35,7 +35,7 @@ from mkdocs.config import config_options
 from mkdocs.config.base import Config
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File, Files, InclusionLevel
 
 from factbook.errors import UsageError
 from factbook.handbook.editlinks import EditLinks, check_template, from_repo
@@ -133,7 +133,12 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
 
     def on_files(self, files: Files, *, config: Any) -> Files:
         try:
-            handbook = generate(self.kb_root(config), docs_dir=config.docs_dir, edit=self._edit)
+            handbook = generate(
+                self.kb_root(config),
+                docs_dir=config.docs_dir,
+                edit=self._edit,
+                site_name=config.site_name or "",
+            )
         except Exception as exc:  # under `mkdocs serve`, show the error, not a stuck page
             log.error("factbook: the handbook could not be generated: %s", exc, exc_info=True)
             text = f"# The handbook could not be generated\n\n```\n{traceback.format_exc()}```\n"
@@ -148,6 +153,11 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
                 log.warning("docs/%s is replaced by the generated page; remove it", uri)
                 files.remove(existing)
             files.append(File.generated(config, uri, content=text))
+        listing = files.get_file_from_path(f"{STATUS_DIR}/index.md")
+        if listing is not None and listing.inclusion.is_in_nav():
+            # `factbook status` keeps this list for readers of docs/ on disk; the handbook's
+            # "Status documents" section lists the same documents, so it is not in the nav
+            listing.inclusion = InclusionLevel.NOT_IN_NAV
         if self.config.offline:
             worker = (template_dir() / "file-worker.js").read_text(encoding="utf-8")
             files.append(File.generated(config, WORKER_URI, content=worker))

@@ -133,7 +133,8 @@ def parse_spec(text: str) -> InstallSource:
     if path.is_dir():
         return InstallSource("path", str(path), f"from the folder {path}")
     if not path.name.endswith(ARCHIVE_SUFFIXES):
-        raise UsageError(f"--install-spec {text}: not a wheel or sdist ({', '.join(ARCHIVE_SUFFIXES)})")
+        kinds = ", ".join(ARCHIVE_SUFFIXES)
+        raise UsageError(f"--install-spec {text}: not a wheel or sdist ({kinds})")
     return InstallSource("file", str(path), f"from the file {path}")
 
 
@@ -144,7 +145,9 @@ def for_ci(source: InstallSource, root: Path) -> tuple[InstallSource, Path | Non
         return source, None
     src = Path(source.spec)
     if not src.is_file():
-        raise UsageError(f"{src}: the archive factbook was installed from is gone; pass --install-spec")
+        raise UsageError(
+            f"{src}: the archive factbook was installed from is gone; pass --install-spec"
+        )
     dest = root / VENDOR_DIR / src.name
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(src.read_bytes())

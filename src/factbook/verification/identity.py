@@ -87,7 +87,9 @@ def identity_checks(kb: KnowledgeBase, target: Target) -> list[PlannedCheck]:
     ]
 
 
-def identity_failures(kb: KnowledgeBase, plan: Plan, options: VerifyOptions) -> dict[str, list[str]]:
+def identity_failures(
+    kb: KnowledgeBase, plan: Plan, options: VerifyOptions
+) -> dict[str, list[str]]:
     """Per target of the plan whose declared identity the machine reached does not prove:
     one line per failed identity check (`hostname: drift: ...`)."""
     names = sorted({c.target for c in plan.checks})

@@ -30,8 +30,7 @@ def require(module: str) -> Any:
         from factbook.knowledge.install_source import hint
 
         raise MissingDependency(
-            f"this command needs {module.split('.')[0]} ({exc}); "
-            f"install the ml extra: {hint('ml')}"
+            f"this command needs {module.split('.')[0]} ({exc}); install the ml extra: {hint('ml')}"
         ) from None
 
 
