@@ -20,16 +20,24 @@ tests/helpers.py; runbook and handbook helpers in tests/runbook_kit.py and handb
 
 The lab starts once per session (about 0.3 s). Without /usr/sbin/sshd these fixtures skip,
 except under CI (CI=true), where a missing sshd is a failure: scripts/test installs it.
+
+No process the suite starts may outlive it: the session puts FACTBOOK_TEST_SESSION=<uuid> in
+the environment every child inherits, and at its end fails (and ends them) if any process
+still carries it, a daemon that left our process tree included (a slurmstepd, an sshd).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers import kb_copy as copy_shipped_kb
-from helpers import require
+from helpers import require, wait_no_environ
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 from transport_lab import container_missing_reason, local_container
 
@@ -55,6 +63,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     rank = {name: i for i, name in enumerate(SLOW_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable within a file
+
+
+SESSION_VAR = "FACTBOOK_TEST_SESSION"
+_OWN_SESSION: list[str] = []  # the mark this (outermost) session set, if it set one
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if SESSION_VAR not in os.environ:  # a pytest run inside a test leaves it to the outer one
+        os.environ[SESSION_VAR] = uuid.uuid4().hex
+        _OWN_SESSION.append(f"{SESSION_VAR}={os.environ[SESSION_VAR]}")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()[:160]
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[None]:
+    """After every fixture's teardown and every other sessionfinish (pytest-xdist stops its
+    workers there, which carry the mark too): no process that inherited our mark is left."""
+    yield
+    if not _OWN_SESSION:
+        return
+    left = wait_no_environ(_OWN_SESSION[0], 5.0)  # a grace for teardowns just signalled
+    if not left:
+        return
+    lines = [f"  {pid}: {_cmdline(pid)}" for pid in left]
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    text = f"{len(left)} process(es) the suite started survived it (now killed):\n" + "\n".join(
+        lines
+    )
+    if reporter is not None:
+        reporter.write_line(text, red=True)
+    else:
+        print(text)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
