@@ -41,8 +41,8 @@ def handle(args: argparse.Namespace) -> int:
     print(
         f"created {started.root}: {len(started.written)} files, "
         f"{started.discovered} facts discovered on this machine\n"
-        f"CI installs factbook {started.install.how} (FACTBOOK_INSTALL in "
-        ".github/workflows/factbook.yml)\n"
+        f"the CI installs factbook {started.install.how}\n"
+        "  (FACTBOOK_INSTALL in .github/workflows/factbook.yml; --install-spec chooses)\n"
         f"next: cd {started.root} && factbook lint && verify-facts --target local "
         "&& factbook status && mkdocs serve"
     )

@@ -152,7 +152,7 @@ def for_ci(source: InstallSource, root: Path) -> tuple[InstallSource, Path | Non
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(src.read_bytes())
     rel = f"./{VENDOR_DIR}/{src.name}"
-    return InstallSource("file", rel, f"from {rel} (a copy of {src})"), dest
+    return InstallSource("file", rel, f"from {rel}, a copy of {src}"), dest
 
 
 def local_only(source: InstallSource) -> bool:

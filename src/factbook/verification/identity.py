@@ -22,7 +22,7 @@ import re
 from dataclasses import replace
 
 from factbook.errors import UsageError, WrongTarget
-from factbook.judging.outcomes import PASS, SKIPPED
+from factbook.judging.outcomes import DRIFT, PASS, SKIPPED
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Check, Fact, Target
 from factbook.store.results import ResultRecord
@@ -53,6 +53,7 @@ FILE_IDENTITIES = (
     ("hostname", "hostname", "/proc/sys/kernel/hostname"),
     ("machine_id", "machine id", "/etc/machine-id"),
 )
+FILE_KEYS = frozenset(key for key, _title, _path in FILE_IDENTITIES)
 
 
 def identity_checks(kb: KnowledgeBase, target: Target) -> list[PlannedCheck]:
@@ -104,10 +105,18 @@ def identity_failures(
     failed: dict[str, list[str]] = {}
     for r in run.records:
         if r.outcome != PASS:
-            failed.setdefault(r.target, []).append(
-                f"{r.fact.removeprefix('identity.')}: {r.outcome}: {r.reason}"
-            )
+            failed.setdefault(r.target, []).append(_failure_line(plan.targets[r.target], r))
     return failed
+
+
+def _failure_line(target: Target, record: ResultRecord) -> str:
+    """`hostname is 'ci-runner', targets.yaml says 'vm'` for a file identity that read
+    something else; the check's own outcome and reason for anything else."""
+    key = record.fact.removeprefix("identity.")
+    wanted = target.identity.get(key)
+    if record.outcome == DRIFT and key in FILE_KEYS and isinstance(record.observed, str):
+        return f"{key} is {record.observed.strip()!r}, targets.yaml says {str(wanted)!r}"
+    return f"{key}: {record.outcome}: {record.reason}"
 
 
 def confirm_identities(kb: KnowledgeBase, plan: Plan, options: VerifyOptions) -> None:
@@ -138,10 +147,7 @@ def skip_elsewhere(
             fact=c.fact.id,
             target=c.target,
             outcome=SKIPPED,
-            reason=(
-                f"this machine is not {c.target} (identity in targets.yaml: "
-                f"{'; '.join(failed[c.target])})"
-            ),
+            reason=f"this machine is not {c.target}: {'; '.join(failed[c.target])}",
             time=now_iso(),
             run=run_id,
             probe=c.fact.check.probe if c.fact.check else "",
