@@ -52,7 +52,8 @@ def _env(venv: Path, extra: dict[str, str]) -> dict[str, str]:
     drop = ("PYTHONPATH", "FACTBOOK_ROOT", "VIRTUAL_ENV", "PYTEST_ADDOPTS")
     env = {k: v for k, v in os.environ.items() if k not in drop}
     base = Path(getattr(sys, "_base_executable", sys.executable)).parent
-    env["PATH"] = os.pathsep.join([str(venv / "bin"), str(base), "/usr/bin", "/bin"])
+    system = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), str(base), *system])  # a runner's PATH
     env["VIRTUAL_ENV"] = str(venv)
     env["CI"] = "true"
     env.update({k: str(v) for k, v in extra.items()})
@@ -93,25 +94,42 @@ def run_job(
             else:
                 raise RuntimeError(f"step uses {uses}: only {', '.join(KNOWN_ACTIONS)} here")
             continue
-        command = step["run"]
-        argv = ["bash", "-e", "-c", command]
-        if hostname is not None:
-            inner = f"hostname {shlex.quote(hostname)} && exec {shlex.join(argv)}"
-            argv = ["unshare", "--uts", "sh", "-c", inner]
-        env = _env(venv, {**env_vars, **(step.get("env") or {})})
-        done = subprocess.run(
-            argv,
-            cwd=checkout,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
+        done = run_step(
+            step["run"],
+            run,
+            {**env_vars, **(step.get("env") or {})},
+            hostname=hostname,
             timeout=timeout,
         )
-        run.steps.append(StepRun(command, done.returncode, done.stdout))
+        run.steps.append(done)
         if done.returncode != 0:
             break
     return run
+
+
+def run_step(
+    command: str,
+    job: JobRun,
+    env_vars: dict[str, str],
+    *,
+    hostname: str | None = None,
+    timeout: float = 600,
+) -> StepRun:
+    """One `run:` step in the job's checkout with its venv on PATH (again, if need be)."""
+    argv = ["bash", "-e", "-c", command]
+    if hostname is not None:
+        inner = f"hostname {shlex.quote(hostname)} && exec {shlex.join(argv)}"
+        argv = ["unshare", "--uts", "sh", "-c", inner]
+    done = subprocess.run(
+        argv,
+        cwd=job.checkout,
+        env=_env(job.venv, env_vars),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
+    return StepRun(command, done.returncode, done.stdout)
 
 
 def load_workflow(path: Path) -> dict:
