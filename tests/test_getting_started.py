@@ -22,7 +22,6 @@ import pytest
 from doc_script import Shell, parse, run_page
 from helpers import REPO, free_port
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 PAGE = REPO / "docs" / "getting-started.md"
 BUDGET_S = 60.0
 # this machine's pip configuration, not the page: an extra index that lacks some projects
@@ -39,6 +38,48 @@ def _env(wheel: Path) -> dict[str, str]:
     env["LC_ALL"] = env["LANG"] = "C.UTF-8"
     env["COLUMNS"] = "80"  # pytest and the tables as the page shows them
     return env
+
+
+def test_the_page_is_in_the_handbook_nav() -> None:
+    """mkdocs.yml names it first; every other docs/ page still lands in the merged nav."""
+    import yaml
+
+    from factbook.handbook import generate
+    from factbook.handbook.plugin import merge_nav
+
+    config = yaml.load((REPO / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
+    assert {"Getting started": "getting-started.md"} in config["nav"]
+    handbook = generate(REPO, docs_dir=REPO / "docs")
+    nav = merge_nav(config["nav"], handbook.nav)
+
+    def pages(item: object) -> list[str]:
+        if isinstance(item, str):
+            return [item]
+        values = item.values() if isinstance(item, dict) else item
+        return [p for v in values for p in pages(v)]  # type: ignore[union-attr]
+
+    listed = pages(nav)
+    wanted = {
+        p.relative_to(REPO / "docs").as_posix()
+        for p in (REPO / "docs").rglob("*.md")
+        if not p.relative_to(REPO / "docs").as_posix().startswith("status/")
+    }
+    assert wanted <= set(listed), wanted - set(listed)
+    assert listed.count("getting-started.md") == 1 and listed.count("index.md") == 1
+
+
+def test_merge_nav_keeps_unplaced_guides() -> None:
+    from factbook.handbook.plugin import merge_nav
+
+    generated = [{"Home": "index.md"}, {"Facts": []}, {"Guides": ["a.md", "b.md"]}]
+    assert merge_nav([{"B": "b.md"}], generated) == [
+        {"B": "b.md"},
+        {"Home": "index.md"},
+        {"Facts": []},
+        {"Guides": ["a.md"]},
+    ]
+    assert merge_nav([{"A": "a.md"}, {"B": "b.md"}], generated)[-1] == {"Facts": []}
+    assert merge_nav(None, generated) == generated
 
 
 def test_the_page_parses() -> None:
@@ -63,6 +104,8 @@ def test_the_page_parses() -> None:
     assert [s.path for s in steps if s.path] == ["facts/ours.yaml"]
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_the_first_day_as_the_page_says(factbook_wheel: Path, tmp_path: Path) -> None:
     steps = parse(PAGE.read_text(encoding="utf-8"))
     port = free_port()
