@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from importlib import metadata
 from pathlib import Path
 
@@ -215,3 +216,39 @@ def test_bad_install_specs(
     assert code == 2 and message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "kb").exists()
+
+
+def test_init_and_hints_in_an_installed_copy(hosted: dict[str, JobRun], tmp_path: Path) -> None:
+    """The runner's venv installed factbook from the clone's vendor/ wheel: a missing extra's
+    hint names that wheel, `init` there vendors it again, and with the wheel gone `init`
+    falls back to the index, saying so."""
+    job = hosted["verify"]
+    bin_ = job.venv / "bin"
+    wheel = next((job.checkout / "vendor").glob("factbook-*.whl"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FACTBOOK_ROOT")}
+
+    def factbook(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(bin_ / "factbook"), *argv], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+
+    done = factbook("run", "hello", "--yes", "--root", str(job.checkout))
+    assert done.returncode == 2, done.stderr
+    assert f"pip install '{wheel}[runbooks]'" in done.stderr and "Traceback" not in done.stderr
+    done = factbook("init", "kb1", "--no-discover")
+    assert done.returncode == 0, done.stderr
+    assert load_workflow(tmp_path / "kb1" / WORKFLOW)["env"]["FACTBOOK_INSTALL"] == (
+        f"./vendor/{wheel.name}"
+    )
+    moved = tmp_path / wheel.name
+    wheel.rename(moved)
+    try:
+        done = factbook("init", "kb2", "--no-discover")
+    finally:
+        moved.rename(wheel)
+    assert done.returncode == 0, done.stderr
+    assert f"note: {wheel}, which factbook was installed from, is gone" in done.stdout
+    version = metadata.version("factbook")
+    assert load_workflow(tmp_path / "kb2" / WORKFLOW)["env"]["FACTBOOK_INSTALL"] == (
+        f"factbook=={version}"
+    )

@@ -64,6 +64,11 @@ class InstallSource:
         return f"'{self.spec}{tail}'"  # a folder or an archive file: PATH[extra]
 
 
+def from_index() -> InstallSource:
+    """This version of factbook from a package index (pip's configuration says which)."""
+    return InstallSource("index", f"{DIST}=={_version()}", "from a package index")
+
+
 def _version() -> str:
     try:
         return metadata.version(DIST)
@@ -81,12 +86,12 @@ def detect() -> InstallSource:
     except metadata.PackageNotFoundError:
         raw = None
     if not raw:
-        return InstallSource("index", f"{DIST}=={_version()}", "from a package index")
+        return from_index()
     try:
         info = json.loads(raw)
         url = str(info["url"])
     except (ValueError, KeyError, TypeError):
-        return InstallSource("index", f"{DIST}=={_version()}", "from a package index")
+        return from_index()
     return from_direct_url(info, url)
 
 

@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factbook.errors import UsageError
-from factbook.knowledge.install_source import InstallSource, detect, for_ci, local_only
+from factbook.knowledge.install_source import (
+    InstallSource,
+    detect,
+    for_ci,
+    from_index,
+    local_only,
+)
 
 TEMPLATE = Path(__file__).with_name("init_template")
 # template file -> where it lands (dotfiles are not shipped as dotfiles in a wheel's data)
@@ -57,8 +63,17 @@ def create_kb(
     name = name or root.name
     if "\n" in name or len(name) > 100:
         raise UsageError(f"--name {name!r}: one line of at most 100 characters")
-    ci_source, vendored = for_ci(install or detect(), root)
+    source, gone = install or detect(), ""
+    if install is None and source.kind == "file" and not Path(source.spec).is_file():
+        gone = f"note: {source.spec}, which factbook was installed from, is gone; "
+        source = from_index()
+    ci_source, vendored = for_ci(source, root)
     started = Started(root, ci_source)
+    if gone:
+        started.notes.append(
+            gone + f"the CI installs {ci_source.spec} from an index; pass --install-spec "
+            "(a wheel, a git URL) if no index your CI uses has it"
+        )
     if vendored is not None:
         started.written.append(vendored.relative_to(root).as_posix())
     if local_only(ci_source):
