@@ -44,7 +44,7 @@ from factbook.handbook.sources import (
 )
 from factbook.handbook.views import ViewBuilder, category_uri
 from factbook.knowledge.kb import load_kb_with_problems
-from factbook.knowledge.kbfiles import confined, read_bytes
+from factbook.knowledge.kbfiles import confined, read_bytes, read_text
 from factbook.store.atomic import write_text_atomic
 from factbook.store.results import list_runs, load_latest
 
@@ -110,10 +110,17 @@ class Generator:
         file:line as text.
         """
         with confined(root):
-            return self._generate(Path(root).resolve(), docs_dir=docs_dir, edit=edit)
+            return self._generate(
+                Path(root).resolve(), docs_dir=docs_dir, edit=edit, site_name=site_name
+            )
 
     def _generate(
-        self, root: Path, *, docs_dir: Path | str | None, edit: EditLinks | None
+        self,
+        root: Path,
+        *,
+        docs_dir: Path | str | None,
+        edit: EditLinks | None,
+        site_name: str | None,
     ) -> Handbook:
         started = time.perf_counter()
         docs = Path(docs_dir).resolve() if docs_dir is not None else None
@@ -198,9 +205,9 @@ def mkdocs_site_name(root: Path) -> str:
         pass
 
     _Lenient.add_multi_constructor("", lambda loader, suffix, node: None)
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Lenient)
-    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+    try:  # a knowledge base file: read inside its root, bounded (kbfiles)
+        data = yaml.load(read_text(path, root=root), Loader=_Lenient)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):  # kbfiles.Refused is an OSError
         return ""
     name = data.get("site_name") if isinstance(data, dict) else None
     return str(name).strip() if name else ""
