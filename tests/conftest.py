@@ -48,7 +48,9 @@ from transport_lab import container_missing_reason, local_container
 # first. Under pytest-xdist (scripts/test: --dist loadfile) they are collected first, so they
 # are handed out before the short files and none of them starts last on an idle machine.
 SLOW_FILES = (
+    "test_getting_started.py",  # a fresh venv with three extras, then the whole first day
     "test_wheel_path.py",
+    "test_init_ci.py",  # two fresh venvs (the generated CI's jobs)
     "test_sglang_conformance.py",
     "test_runbook_executor.py",
     "test_handbook.py",
