@@ -173,3 +173,19 @@ def test_pytest_extra_is_declared() -> None:
     assert "pytest" in extras["all"][0]
     for doc in ("README.md", "docs/integrations.md"):
         assert "factbook[pytest]" in (REPO / doc).read_text(), doc
+
+
+def test_first_lint_with_an_empty_cache(tmp_path: Path) -> None:
+    """A fresh machine (no ~/.cache/factbook): the first lint scans the built-in probes while
+    the knowledge base's reads are confined to its root, and still knows every probe."""
+    root = _kb(tmp_path)
+    env = {**_env(), "XDG_CACHE_HOME": str(tmp_path / "empty-cache")}
+    out = subprocess.run(
+        [sys.executable, "-m", "factbook", "--root", str(root), "lint"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "unknown probe" not in out.stdout + out.stderr
+    assert list((tmp_path / "empty-cache" / "factbook").glob("probes-*.json"))
