@@ -1,6 +1,7 @@
 """How much each factbook install costs: a fresh venv per extra, timed, sized and counted.
 
-    python bench/install_sizes.py [--extras core,handbook,runbooks,sglang,ml,all] [--json FILE]
+    python bench/install_sizes.py [--extras core,handbook,runbooks,sglang,pytest,ml,all]
+                                   [--json FILE]
 
 Builds the wheel once (`pip wheel . --no-deps`), then for each extra: `python -m venv`, `pip
 install factbook-*.whl[extra]` (pip's own configuration decides the index; the figures are
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS = ["core", "handbook", "runbooks", "sglang", "mcp", "ml", "all"]
+EXTRAS = ["core", "handbook", "runbooks", "sglang", "mcp", "pytest", "ml", "all"]
 CPU_TORCH = "torch==2.13.0"
 
 

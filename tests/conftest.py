@@ -20,16 +20,27 @@ tests/helpers.py; runbook and handbook helpers in tests/runbook_kit.py and handb
 
 The lab starts once per session (about 0.3 s). Without /usr/sbin/sshd these fixtures skip,
 except under CI (CI=true), where a missing sshd is a failure: scripts/test installs it.
+
+No process the suite starts may outlive it: the session puts FACTBOOK_TEST_SESSION=<uuid> in
+the environment every child inherits, and at its end fails (and ends them) if any process
+still carries it, a daemon that left our process tree included (a slurmstepd, an sshd).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import REPO, require, wait_no_environ
 from helpers import kb_copy as copy_shipped_kb
-from helpers import require
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 from transport_lab import container_missing_reason, local_container
 
@@ -37,7 +48,9 @@ from transport_lab import container_missing_reason, local_container
 # first. Under pytest-xdist (scripts/test: --dist loadfile) they are collected first, so they
 # are handed out before the short files and none of them starts last on an idle machine.
 SLOW_FILES = (
+    "test_getting_started.py",  # a fresh venv with three extras, then the whole first day
     "test_wheel_path.py",
+    "test_init_ci.py",  # two fresh venvs (the generated CI's jobs)
     "test_sglang_conformance.py",
     "test_runbook_executor.py",
     "test_handbook.py",
@@ -55,6 +68,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     rank = {name: i for i, name in enumerate(SLOW_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable within a file
+
+
+SESSION_VAR = "FACTBOOK_TEST_SESSION"
+_OWN_SESSION: list[str] = []  # the mark this (outermost) session set, if it set one
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if SESSION_VAR not in os.environ:  # a pytest run inside a test leaves it to the outer one
+        os.environ[SESSION_VAR] = uuid.uuid4().hex
+        _OWN_SESSION.append(f"{SESSION_VAR}={os.environ[SESSION_VAR]}")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode(errors="replace").strip()[:160]
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[None]:
+    """After every fixture's teardown and every other sessionfinish (pytest-xdist stops its
+    workers there, which carry the mark too): no process that inherited our mark is left."""
+    yield
+    if not _OWN_SESSION:
+        return
+    left = wait_no_environ(_OWN_SESSION[0], 5.0)  # a grace for teardowns just signalled
+    if not left:
+        return
+    lines = [f"  {pid}: {_cmdline(pid)}" for pid in left]
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    text = f"{len(left)} process(es) the suite started survived it (now killed):\n" + "\n".join(
+        lines
+    )
+    if reporter is not None:
+        reporter.write_line(text, red=True)
+    else:
+        print(text)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
@@ -127,3 +183,27 @@ def container_pid() -> Iterator[int]:
         pytest.skip(reason)
     with local_container() as pid:
         yield pid
+
+
+@pytest.fixture(scope="session")
+def factbook_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """factbook's wheel, built once per session from a copy of this tree (the build leaves
+    nothing in the repository); without build isolation: setuptools is already here."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    shutil.copytree(
+        REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
+    argv = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
+    built = subprocess.run(
+        [*argv, "-w", str(work / "dist"), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    return next((work / "dist").glob("factbook-*.whl"))

@@ -129,6 +129,32 @@ def pids_with_cmdline(marker: str) -> list[int]:
     return found
 
 
+def pids_with_environ(entry: str) -> list[int]:
+    """Live pids other than ours whose environment (as exec'd) holds `entry` (`NAME=value`):
+    what a process inherited, even after it left our process tree (a daemon, a slurmstepd)."""
+    found = []
+    me = os.getpid()
+    want = entry.encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            env = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if want in env and pid_alive(int(name)):
+            found.append(int(name))
+    return found
+
+
+def wait_no_environ(entry: str, seconds: float = 10.0) -> list[int]:
+    """Wait until no process carries `entry` in its environment; the pids left at the end."""
+    deadline = time.monotonic() + seconds
+    while (left := pids_with_environ(entry)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
 def wait_no_cmdline(marker: str, seconds: float = 10.0) -> list[int]:
     """Wait until no process carries `marker`; the pids still carrying it at the deadline."""
     deadline = time.monotonic() + seconds

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers import free_port
+from helpers import free_port, pids_with_environ, wait_no_environ
 
 NODES = ("n1", "n2", "n3", "n4")
 BINARIES = ("munged", "slurmctld", "slurmd", "srun", "scontrol", "sinfo")
@@ -63,7 +63,21 @@ class Cluster:
     def resume(self, node: str) -> None:
         self.run("scontrol", "update", f"nodename={node}", "state=resume")
 
-    def stop(self) -> None:
+    def stop(self) -> list[int]:
+        """Cancel every job, stop the daemons, then end what they left: a slurmstepd is not
+        our child (slurmd daemonizes it) and outlives a stopped slurmd, e.g. the step of an
+        srun killed mid-run. Each carries our SLURM_CONF in its environment, which finds it.
+        Returns the pids that had to be killed after the daemons stopped."""
+        mark = f"SLURM_CONF={self.conf}"
+        if self.procs and all(p.poll() is None for p in self.procs):
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                self.run("scancel", "--quiet", "--full", "--user", "root")
+                deadline = time.monotonic() + 10
+                while (
+                    time.monotonic() < deadline
+                    and self.run("squeue", "-h", "-o", "%A").stdout.strip()
+                ):
+                    time.sleep(0.1)
         for proc in reversed(self.procs):
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
@@ -73,6 +87,13 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        left = wait_no_environ(mark, 2.0)
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if wait_no_environ(mark, 5.0):
+            raise RuntimeError(f"test Slurm cluster: processes survive: {pids_with_environ(mark)}")
+        return left
 
 
 def _write_conf(d: Path, ports: list[int]) -> None:

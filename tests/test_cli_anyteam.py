@@ -136,3 +136,56 @@ def test_shipped_kb_local_points_at_its_targets() -> None:
     assert code == 0
     listed = dict(re.findall(r"([\w.-]+) \((\d+)\)", err.split("targets with checks: ")[1]))
     assert {k: int(v) for k, v in listed.items()} == dict(want)
+
+
+def test_list_never_cuts_a_title_mid_word(tmp_path: Path) -> None:
+    """A terminal's width cuts `factbook list` lines at a word, marked with …; a pipe gets
+    them whole (issue 27)."""
+    from factbook.commands.query import fit
+
+    line = "bench.sglang.x  benchmarks   verified  SGLang CUDA graphs + triton attn, single-stream"
+    cut = fit(line, 60)
+    assert len(cut) <= 60 and cut.endswith("…")
+    assert line.startswith(cut[:-1]) and line[len(cut) - 1] == " "  # ends where a word ended
+    assert fit(line, len(line)) == line
+    long_title = "A title " + "word " * 40 + "end"
+    root = make_kb(
+        tmp_path / "kb",
+        [fact("t.long", "python.version", {"exists": True}, title=long_title)],
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "factbook", "--root", str(root), "list"],
+        env={**_env(), "COLUMNS": "60"},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert long_title in out.stdout  # piped: whole
+
+
+def test_pytest_extra_is_declared() -> None:
+    """`pip install 'factbook[pytest]'` brings pytest for `pytest --factbook` (issue 27.4)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert any(req.startswith("pytest>=") for req in extras["pytest"])
+    assert "pytest" in extras["all"][0]
+    for doc in ("README.md", "docs/integrations.md"):
+        assert "factbook[pytest]" in (REPO / doc).read_text(), doc
+
+
+def test_first_lint_with_an_empty_cache(tmp_path: Path) -> None:
+    """A fresh machine (no ~/.cache/factbook): the first lint scans the built-in probes while
+    the knowledge base's reads are confined to its root, and still knows every probe."""
+    root = _kb(tmp_path)
+    env = {**_env(), "XDG_CACHE_HOME": str(tmp_path / "empty-cache")}
+    out = subprocess.run(
+        [sys.executable, "-m", "factbook", "--root", str(root), "lint"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "unknown probe" not in out.stdout + out.stderr
+    assert list((tmp_path / "empty-cache" / "factbook").glob("probes-*.json"))

@@ -4,16 +4,23 @@ through the `factbook` plugin all succeed; the plugin keeps a user's own nav (14
 
 from __future__ import annotations
 
+import html
 import json
+import re
+import shutil
 import subprocess
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 from handbook_support import mkdocs_build
-from helpers import cli
+from helpers import REPO, cli
 
 from factbook.commands.cli import run
+from factbook.knowledge.schema import FACT_FILE_SCHEMA
+from factbook.knowledge.starter import this_hostname
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +46,14 @@ def test_init_writes_the_starter_files(started: Path) -> None:
     assert targets["targets"]["local"] == {
         "transport": "local",
         "description": "the machine factbook runs on",
+        "identity": {"hostname": this_hostname()},  # its discovered facts are about it
     }
+    # the `$schema` the fact files name exists, and is factbook's schema of fact files
+    for rel in ("facts/team.yaml", "facts/discovered-local.yaml"):
+        head = (started / rel).read_text().splitlines()[0]
+        assert head == "# yaml-language-server: $schema=../schema/facts.schema.json", rel
+    schema = json.loads((started / "schema" / "facts.schema.json").read_text())
+    assert schema == FACT_FILE_SCHEMA
     text = (started / "targets.yaml").read_text()
     assert "# gpu-box:" in text and "#   jump: bastion" in text  # commented SSH and jump
     config = yaml.safe_load((started / "mkdocs.yml").read_text())
@@ -97,3 +111,117 @@ def test_plugin_keeps_the_users_nav(started: Path, tmp_path: Path) -> None:
     # "Facts" title the user took
     assert nav.index("About us") < nav.index("Runbooks") < nav.index("Status documents")
     assert "Mine" in nav and "All facts" not in nav
+
+
+# issue 27.2: the engine has no words of the shipped knowledge base
+
+TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-.+][A-Za-z0-9]+)*")
+# words of any GPU-server handbook (the engine's own categories and probes use them) and of
+# any shell or Python text
+GENERIC = {"GPU", "GPUs", "CPU", "CPUs", "CUDA", "NUMA", "NVIDIA", "PCIe", "SSH", "RAM", "GiB"}
+GENERIC |= {"MiB", "HOME", "HOST", "PID", "CLI", "True", "False", "ERROR", "DEBUG", "python3"}
+
+
+def _strings(node: object) -> Iterator[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield str(key)
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+
+
+def shipped_words() -> set[str]:
+    """The shipped knowledge base's names, from its facts/ and mkdocs.yml: words seen at least
+    twice that are written like names (an inner capital: SGLang; letters and digits: K2.5,
+    H200; or capitalised and never lower-case there: Kimi), not generic hardware words."""
+    texts: list[str] = []
+    for path in sorted((REPO / "facts").glob("*.yaml")):
+        texts += _strings(yaml.safe_load(path.read_text(encoding="utf-8")))
+    config = yaml.load((REPO / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
+    texts += [config.get("site_name", ""), config.get("site_description", "")]
+    count: Counter[str] = Counter(w for t in texts for w in TOKEN.findall(t))
+    lower = {w for w in count if w.islower()}
+
+    def name_like(w: str) -> bool:
+        inner = any(c.isupper() for c in w[1:])
+        mixed = any(c.isdigit() for c in w) and any(c.isalpha() for c in w)
+        proper = w[0].isupper() and w[1:].islower() and w.lower() not in lower
+        return len(w) >= 3 and (inner or mixed or proper)
+
+    return {w for w, n in count.items() if n >= 2 and name_like(w)} - GENERIC
+
+
+def _visible_text(site: Path) -> str:
+    chunks = []
+    for path in sorted(site.rglob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", text, flags=re.S)
+        chunks.append(html.unescape(re.sub(r"<[^>]+>", " ", text)))
+    return "\n".join(chunks)
+
+
+def test_no_shipped_kb_words_in_a_new_kb(started: Path, tmp_path: Path) -> None:
+    words = shipped_words()
+    assert {"Kimi-K2.5", "SGLang", "EAGLE-3"} <= words  # the derivation finds the obvious
+    assert len(words) > 50
+    # what the new team wrote (its facts were discovered on this machine) may say anything
+    own = {w for p in started.rglob("*.y*ml") for w in TOKEN.findall(p.read_text())}
+    built = _build(started, tmp_path / "site")
+    assert built.returncode == 0, built.stderr
+    code, status, err = cli(started, "status", "--out", "-")
+    assert code == 0, err
+    rendered = _visible_text(tmp_path / "site") + status
+    found = sorted({w for w in TOKEN.findall(rendered) if w in words and w not in own})
+    assert found == [], f"the shipped knowledge base's words in a new one's handbook: {found}"
+    # and in the engine's templates themselves
+    engine = REPO / "src" / "factbook"
+    for folder in ("handbook/templates", "dumps/status/templates", "knowledge/init_template"):
+        for path in (engine / folder).rglob("*"):
+            if path.is_file() and path.suffix != ".pyc":
+                hits = sorted(set(TOKEN.findall(path.read_text(encoding="utf-8"))) & words)
+                assert hits == [], f"{path.relative_to(REPO)}: {hits}"
+    assert '<h1 id="team-handbook">Team handbook' in (tmp_path / "site/index.html").read_text()
+
+
+def test_status_and_handbook_read_well(started: Path, tmp_path: Path) -> None:
+    """A dated note is shown as one, an expectation in words, status/index.md not warned
+    about by mkdocs, and a drift with its expectation in the status document."""
+    root = tmp_path / "kb"
+    shutil.copytree(started, root)
+    (root / "facts" / "ours.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "facts": [
+                    {
+                        "id": "sw.python.future",
+                        "category": "software",
+                        "title": "Python 3.99 or newer",
+                        "statement": "A version no box has yet.",
+                        "status": "assumed",
+                        "target": "local",
+                        "sources": [{"note": "our plan", "date": "2026-12-01"}],
+                        "check": {"probe": "python.version", "expect": {"version": ">=3.99"}},
+                    }
+                ]
+            }
+        )
+    )
+    code, _out, err = cli(root, "verify", "--target", "local", "sw.python.future")
+    assert code == 1, err
+    code, _out, err = cli(root, "status")
+    assert code == 0, err
+    status = next((root / "docs" / "status").glob("*-status.md")).read_text()
+    assert "expected version >=3.99, observed " in status
+    assert "version=" not in status
+    built = _build(root, tmp_path / "site")
+    assert built.returncode == 0, built.stderr
+    assert "factbook:" in built.stderr  # INFO lines shown, and none of them says
+    assert "status/index.md" not in built.stderr  # "not included in the nav"
+    page = _visible_text(tmp_path / "site" / "facts")
+    assert "Source: 2026-12-01 (our plan)" in re.sub(r"\s+", " ", page)
+    assert "run 2026-12-01" not in page
+    assert "(written by factbook init)" in page

@@ -73,6 +73,25 @@ def test_document_shape(tmp_path: Path) -> None:
     assert code == 2 and "unknown target 'nowhere'" in err
 
 
+def test_output_folder_forms(tmp_path: Path) -> None:
+    """-o DIR/ (missing: made) and -o EXISTING_DIR name a folder that gets factbook.fact; any
+    other -o is the file itself, in a folder that must exist (issue 27.3)."""
+    kb = _kb(tmp_path / "kb", drift=False)
+    for arg, written in (
+        (f"{tmp_path}/new/facts.d/", tmp_path / "new" / "facts.d" / "factbook.fact"),
+        (str(tmp_path / "new"), tmp_path / "new" / "factbook.fact"),  # exists now
+        (str(tmp_path / "mine.fact"), tmp_path / "mine.fact"),
+    ):
+        code, _, err = cli(kb, "export-ansible", "--target", "local", "-o", arg)
+        assert code == 0, err
+        assert written.is_file() and json.loads(written.read_text())["ok"] is True, arg
+        assert f"wrote {written}" in err
+    assert not (tmp_path / "new" / "facts.d").is_file()
+    code, _, err = cli(kb, "export-ansible", "-o", str(tmp_path / "gone" / "x.fact"))
+    assert code == 2 and "does not exist" in err and "Traceback" not in err
+    assert not (tmp_path / "gone").exists()
+
+
 @needs_ansible
 def test_ansible_setup_reads_it_as_ansible_local(tmp_path: Path) -> None:
     kb = _kb(tmp_path / "kb", drift=False)

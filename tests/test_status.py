@@ -439,7 +439,7 @@ def test_marks_from_latest_results_only_for_now(kb_root: Path) -> None:
     ]
     write_run(kb_root, "r1", {"started": "2026-11-28T10:00:00Z"}, records)
     now = render(kb_root)
-    assert "⚠️ 8 GPUs of 96 GB. *(2026-11-28 box: expected eq=8, observed 7)*" in now
+    assert "⚠️ 8 GPUs of 96 GB. *(2026-11-28 box: expected 8, observed 7)*" in now
     assert "❌ No swap. *(2026-11-28 box: ssh: connection refused)*" in now
     assert "✅ An EPYC CPU. *(2026-11-28 box)*" in now
     drifted = section(now, "Changed since the previous status").split("### Drifted checks")[1]

@@ -126,17 +126,32 @@ def run_plan(
     settings: VerifySettings | None = None,
     *,
     check_identity: bool = True,
+    skip_elsewhere: bool = False,
     on_result: Callable[[ResultRecord], None] | None = None,
     on_note: Callable[[str], None] | None = None,
 ) -> VerifyRun:
     """Run a plan: confirm each target's identity first (WrongTarget, nothing written, if a
-    box is not what it is named), then check, save and record as `settings` say."""
-    settings = settings or VerifySettings()
-    if check_identity and planned.checks:
-        from factbook.verification.identity import confirm_identities
+    box is not what it is named), then check, save and record as `settings` say.
 
-        confirm_identities(kb, planned.plan, settings.options)
-    return run_verify(kb, planned.plan, settings, on_result=on_result, on_note=on_note)
+    `skip_elsewhere`: a target whose identity fails is left out instead, each of its checks
+    reported `skipped` with the reason (not saved: they say nothing about the box)."""
+    settings = settings or VerifySettings()
+    skipped: list[ResultRecord] = []
+    plan_ = planned.plan
+    if check_identity and planned.checks:
+        from factbook.verification import identity
+
+        if skip_elsewhere:
+            plan_, skipped = identity.skip_elsewhere(kb, plan_, settings.options)
+        else:
+            identity.confirm_identities(kb, plan_, settings.options)
+    run = run_verify(kb, plan_, settings, on_result=on_result, on_note=on_note)
+    for record in skipped:
+        record.run = run.id
+        if on_result is not None:
+            on_result(record)
+    run.records += skipped
+    return run
 
 
 def verify(

@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "-o",
         "--output",
         metavar="FILE_OR_DIR",
-        help="write here (a folder gets factbook.fact), not stdout; mode 0644, never executable",
+        help="write here, not stdout; a folder (existing, or named with a trailing /, made "
+        "if missing) gets factbook.fact; mode 0644, never executable",
     )
     p.set_defaults(handler=handle)
 
@@ -52,8 +53,12 @@ def handle(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     path = Path(args.output)
-    if path.is_dir():
+    # a trailing slash or an existing folder is a folder (made if missing), as in facts.d/
+    if path.is_dir() or args.output.endswith(("/", os.sep)):
+        path.mkdir(parents=True, exist_ok=True)
         path = path / "factbook.fact"
+    elif not path.parent.is_dir():
+        raise UsageError(f"-o {args.output}: folder {path.parent} does not exist")
     write_text_atomic(path, text)
     os.chmod(path, 0o644)  # Ansible runs an executable .fact file instead of reading it
     print(f"wrote {path}", file=sys.stderr)

@@ -3,12 +3,14 @@
 The core install (facts, lint, verify local and over SSH, discover, status) needs pyyaml,
 jinja2, packaging and paramiko; everything else comes from an extra declared in
 pyproject.toml. A command that reaches a module of a missing extra ends with one line saying
-what to install (MissingDependency, exit 2) instead of an ImportError.
+what to install (MissingDependency, exit 2) instead of an ImportError: from where this copy
+came (install_source.py), since `pip install factbook` only works where an index has it.
 """
 
 from __future__ import annotations
 
 from factbook.errors import MissingDependency
+from factbook.knowledge.install_source import hint
 
 # top-level import name -> the extra in pyproject.toml that installs it
 MODULE_EXTRAS: dict[str, str] = {
@@ -42,6 +44,5 @@ def missing(exc: ModuleNotFoundError, what: str) -> MissingDependency | None:
     if extra is None:
         return None
     return MissingDependency(
-        f"{what} needs the '{extra}' extra (module {exc.name} is not installed): "
-        f"pip install 'factbook[{extra}]'"
+        f"{what} needs the '{extra}' extra (module {exc.name} is not installed): {hint(extra)}"
     )

@@ -42,9 +42,11 @@ def handle(args: argparse.Namespace) -> int:
 
     unchecked = runbooks_unchecked(kb)
     if unchecked:
+        from factbook.knowledge.install_source import hint
+
         print(
             f"warning: {unchecked} runbook(s) not checked: runbook lint needs the 'runbooks' "
-            "extra: pip install 'factbook[runbooks]'",
+            f"extra: {hint('runbooks')}",
             file=sys.stderr,
         )
     fmt = getattr(args, "format", "text")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -90,8 +91,17 @@ def handle_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def fit(line: str, width: int) -> str:
+    """`line` within `width` columns, cut at a word boundary with `…` (never mid-word)."""
+    if len(line) <= width:
+        return line
+    cut = line.rfind(" ", 0, width)
+    return line[: cut if cut > 0 else width - 1].rstrip(" =,;:-") + "…"
+
+
 def _print_table(kb: KnowledgeBase, facts: list[Fact], as_of: Any) -> None:
-    width = shutil.get_terminal_size((120, 20)).columns
+    # a terminal gets lines cut to its width (at a word); a pipe or file gets them whole
+    width = shutil.get_terminal_size((120, 20)).columns if sys.stdout.isatty() else None
     id_w = min(max((len(f.id) for f in facts), default=2), 48)
     for fact in facts:
         status = kb.status_as_of(fact, as_of)
@@ -102,7 +112,7 @@ def _print_table(kb: KnowledgeBase, facts: list[Fact], as_of: Any) -> None:
         if value:
             text += f" = {value}"
         line = f"{fact.id:<{id_w}}  {fact.category:<12} {status:<9} {text}"
-        print(line[: max(width, 60)])
+        print(fit(line, max(width, 60)) if width else line)
     label = f" as of {as_of.id}" if as_of else ""
     print(f"({len(facts)} facts{label})")
 

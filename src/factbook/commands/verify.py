@@ -26,6 +26,11 @@ SWITCHES = (
         "--skip-identity",
         "run even if a target's declared identity (targets.yaml) does not match this box",
     ),
+    (
+        "--skip-elsewhere",
+        "skip (with the reason) a target whose declared identity does not match the machine "
+        "reached, instead of refusing the run: a CI runner that is not the box",
+    ),
     ("--dry-run", "show which check runs where; run none"),
     ("--no-save", "do not write results/"),
     ("--failed", "only facts whose latest result (on any target) drifted or errored"),
@@ -130,6 +135,7 @@ def handle(args: argparse.Namespace) -> int:
         planned,
         settings,
         check_identity=not args.skip_identity,
+        skip_elsewhere=args.skip_elsewhere,
         on_result=None if quiet else progress.result,
         on_note=progress.note,
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import yaml
 
 from factbook.handbook.editlinks import EditLinks
 from factbook.handbook.fleet_view import FLEET
@@ -43,7 +44,7 @@ from factbook.handbook.sources import (
 )
 from factbook.handbook.views import ViewBuilder, category_uri
 from factbook.knowledge.kb import load_kb_with_problems
-from factbook.knowledge.kbfiles import confined, read_bytes
+from factbook.knowledge.kbfiles import confined, read_bytes, read_text
 from factbook.store.atomic import write_text_atomic
 from factbook.store.results import list_runs, load_latest
 
@@ -97,18 +98,29 @@ class Generator:
         *,
         docs_dir: Path | str | None = None,
         edit: EditLinks | None = None,
+        site_name: str | None = None,
     ) -> Handbook:
         """All pages of the handbook of the knowledge base at `root` (every file read inside
         it: kbfiles.confined).
+
+        `site_name` heads the home page (MkDocs' site_name; None: read from the knowledge
+        base's mkdocs.yml, else "FOLDER handbook"): the engine has no title of its own.
 
         `edit`: where a fact's YAML line opens for editing (editlinks.py); None shows the
         file:line as text.
         """
         with confined(root):
-            return self._generate(Path(root).resolve(), docs_dir=docs_dir, edit=edit)
+            return self._generate(
+                Path(root).resolve(), docs_dir=docs_dir, edit=edit, site_name=site_name
+            )
 
     def _generate(
-        self, root: Path, *, docs_dir: Path | str | None, edit: EditLinks | None
+        self,
+        root: Path,
+        *,
+        docs_dir: Path | str | None,
+        edit: EditLinks | None,
+        site_name: str | None,
     ) -> Handbook:
         started = time.perf_counter()
         docs = Path(docs_dir).resolve() if docs_dir is not None else None
@@ -128,6 +140,7 @@ class Generator:
             runs=list_runs(root),
             lint_problems=[str(p) for p in problems],
             status_guide=guide,
+            site_name=site_name if site_name is not None else mkdocs_site_name(root),
         )
         built = time.perf_counter()
         templates = self._templates_digest()
@@ -179,6 +192,25 @@ class Generator:
 
 
 _NOTEBOOKS: dict[Path, tuple[tuple[int, int], str]] = {}
+
+
+def mkdocs_site_name(root: Path) -> str:
+    """site_name from ROOT/mkdocs.yml ('' if none): the handbook's title when MkDocs is not the
+    caller (`factbook docs`). Tags such as !!python/name are read as plain values."""
+    path = root / "mkdocs.yml"
+    if not path.is_file():
+        return ""
+
+    class _Lenient(yaml.SafeLoader):
+        pass
+
+    _Lenient.add_multi_constructor("", lambda loader, suffix, node: None)
+    try:  # a knowledge base file: read inside its root, bounded (kbfiles)
+        data = yaml.load(read_text(path, root=root), Loader=_Lenient)
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):  # kbfiles.Refused is an OSError
+        return ""
+    name = data.get("site_name") if isinstance(data, dict) else None
+    return str(name).strip() if name else ""
 
 
 def _notebooks(runbooks: list[RunbookPage]) -> dict[str, str]:
@@ -314,7 +346,11 @@ _DEFAULT = Generator()
 
 
 def generate(
-    root: Path | str, *, docs_dir: Path | str | None = None, edit: EditLinks | None = None
+    root: Path | str,
+    *,
+    docs_dir: Path | str | None = None,
+    edit: EditLinks | None = None,
+    site_name: str | None = None,
 ) -> Handbook:
     """Generate with the process-wide generator, whose cache survives MkDocs rebuilds."""
-    return _DEFAULT.generate(root, docs_dir=docs_dir, edit=edit)
+    return _DEFAULT.generate(root, docs_dir=docs_dir, edit=edit, site_name=site_name)

@@ -47,8 +47,9 @@ def page_specs(
     runs: list[dict[str, Any]],
     lint_problems: list[str],
     status_guide: str | None = None,
+    site_name: str = "",
 ) -> list[PageSpec]:
-    specs = [_home(kb, views, runbooks, status_docs, runs, lint_problems)]
+    specs = [_home(kb, views, runbooks, status_docs, runs, lint_problems, site_name)]
     for category in CATEGORIES:
         specs.append(_category(kb, views, category))
     specs.append(_all_facts(kb, views))
@@ -156,6 +157,7 @@ def _home(
     status_docs: list[StatusDoc],
     runs: list[dict[str, Any]],
     lint_problems: list[str],
+    site_name: str,
 ) -> PageSpec:
     goals = [
         views.view(f, HOME) for f in kb.facts.values() if f.category == "goal" and f.until is None
@@ -182,6 +184,7 @@ def _home(
         "Home",
         "index.md.j2",
         {
+            "heading": md(site_name or f"{kb.root.name} handbook"),
             "goals": goals,
             "glance": glance_rows(kb, views.latest),
             "by_status": sorted(by_status.items()),

@@ -6,7 +6,8 @@ only `pip install 'factbook[handbook]'` and its own mkdocs.yml, no path into thi
 Pages are handed to MkDocs in memory (`File.generated`), never written into docs_dir, so the
 watcher cannot see its own output and there is no rebuild loop. The user's `nav`, if any, is
 kept and the handbook's sections are appended after it (sections the user already titled the
-same are left to the user); without a `nav`, the handbook's navigation is used. `mkdocs serve`
+same are left to the user; "Guides" lists the docs/ pages the user's nav does not place);
+without a `nav`, the handbook's navigation is used. `mkdocs serve`
 additionally watches the knowledge base: facts/, runbooks/, results/, checks/ and the root's
 YAML files. The generator's page cache lives in the imported generator module, so a rebuild
 renders only pages whose inputs changed.
@@ -28,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,7 @@ from mkdocs.config import config_options
 from mkdocs.config.base import Config
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File, Files, InclusionLevel
 
 from factbook.errors import UsageError
 from factbook.handbook.editlinks import EditLinks, check_template, from_repo
@@ -64,8 +66,8 @@ class FactbookConfig(Config):
 def merge_nav(user: list[Any] | None, generated: list[Any]) -> list[Any]:
     """The user's nav, then each generated section whose title the user has not used.
 
-    Generated "Guides" (docs/ pages the user did not place) are left out when the user has a
-    nav: MkDocs lists pages missing from an explicit nav as it always does.
+    Generated "Guides" keeps only the docs/ pages the user's nav does not place, so a nav
+    that names a few pages first (a getting-started page) loses none of the others.
     """
     if not user:
         return generated
@@ -73,8 +75,28 @@ def merge_nav(user: list[Any] | None, generated: list[Any]) -> list[Any]:
     def title(item: Any) -> str | None:
         return next(iter(item)) if isinstance(item, dict) and len(item) == 1 else None
 
+    def pages(item: Any) -> Iterator[str]:
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            for value in item.values():
+                yield from pages(value)
+        elif isinstance(item, list):
+            for value in item:
+                yield from pages(value)
+
     taken = {title(item) for item in user}
-    extra = [item for item in generated if title(item) not in taken and title(item) != "Guides"]
+    placed = set(pages(user))
+    extra = []
+    for item in generated:
+        if title(item) in taken:
+            continue
+        if title(item) == "Guides":
+            rest = [p for p in item["Guides"] if p not in placed]
+            if rest:
+                extra.append({"Guides": rest})
+            continue
+        extra.append(item)
     return [*user, *extra]
 
 
@@ -133,7 +155,12 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
 
     def on_files(self, files: Files, *, config: Any) -> Files:
         try:
-            handbook = generate(self.kb_root(config), docs_dir=config.docs_dir, edit=self._edit)
+            handbook = generate(
+                self.kb_root(config),
+                docs_dir=config.docs_dir,
+                edit=self._edit,
+                site_name=config.site_name or "",
+            )
         except Exception as exc:  # under `mkdocs serve`, show the error, not a stuck page
             log.error("factbook: the handbook could not be generated: %s", exc, exc_info=True)
             text = f"# The handbook could not be generated\n\n```\n{traceback.format_exc()}```\n"
@@ -148,6 +175,11 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
                 log.warning("docs/%s is replaced by the generated page; remove it", uri)
                 files.remove(existing)
             files.append(File.generated(config, uri, content=text))
+        listing = files.get_file_from_path(f"{STATUS_DIR}/index.md")
+        if listing is not None and listing.inclusion.is_in_nav():
+            # `factbook status` keeps this list for readers of docs/ on disk; the handbook's
+            # "Status documents" section lists the same documents, so it is not in the nav
+            listing.inclusion = InclusionLevel.NOT_IN_NAV
         if self.config.offline:
             worker = (template_dir() / "file-worker.js").read_text(encoding="utf-8")
             files.append(File.generated(config, WORKER_URI, content=worker))

@@ -172,8 +172,10 @@ class ViewBuilder:
             rows.append(("Tags", " ".join(self.tag_link(page, t) for t in fact.tags)))
         for source in fact.sources:
             quote = f" — “{md(source.quote)}”" if source.quote else ""
-            note = f" ({md(source.note)})" if source.note else ""
-            rows.append(("Source", _source_text(source) + quote + note))
+            text = _source_text(source)
+            if source.note:
+                text = f"{text} ({md(source.note)})" if text else md(source.note)
+            rows.append(("Source", (text or "unknown") + quote))
         for relation, ids in fact.links.items():
             label = RELATION_LABELS.get(relation, relation)
             rows.append((label, ", ".join(self.link(page, i) for i in ids)))
@@ -262,13 +264,16 @@ class ViewBuilder:
 
 
 def _source_text(source: Any) -> str:
+    """`msg 3157 (seed)`, `run ID / target / date` for a run, `date` alone for a dated note
+    (a note is shown after it); '' when the source is only a note."""
     if source.seed:
         where = f"msg {source.message} " if source.message else ""
         return f"{md(where)} ({md(source.seed)})" if where else md(source.seed)
-    parts = [
-        str(p) for p in (source.runbook, source.step, source.run, source.target, source.date) if p
-    ]
-    return "run " + md(" / ".join(parts)) if parts else "unknown"
+    run = [str(p) for p in (source.runbook, source.step, source.run) if p]
+    rest = [str(p) for p in (source.target, source.date) if p]
+    if run:
+        return "run " + md(" / ".join(run + rest))
+    return md(" / ".join(rest))
 
 
 def _milestone(milestones: dict[str, Any], ref: str) -> str:
@@ -277,14 +282,19 @@ def _milestone(milestones: dict[str, Any], ref: str) -> str:
 
 
 def _first_source(fact: Fact) -> str:
-    """A short provenance for the badge: `msg 3157`, or the run that verified it."""
+    """A short provenance for the badge: `msg 3157`, the run that verified it, or a note."""
     if not fact.sources:
         return "its source"
     source = fact.sources[0]
     if source.seed and source.message:
         return f"msg {source.message}"
-    parts = [str(p) for p in (source.runbook, source.step, source.run, source.date) if p]
-    return "run " + " / ".join(parts) if parts else str(source.seed or "its source")
+    parts = [str(p) for p in (source.runbook, source.step, source.run) if p]
+    if parts:
+        return "run " + " / ".join(parts + ([str(source.date)] if source.date else []))
+    if source.seed:
+        return str(source.seed)
+    named = source.note or "its source"
+    return f"{named}, {source.date}" if source.date else str(named)
 
 
 __all__ = ["TAGS", "FactView", "ViewBuilder", "category_uri", "tag_anchors"]

@@ -11,4 +11,5 @@ linters.py     every linter in one explicit list
 fleet/         targets.yaml groups, vars and host patterns; Ansible inventories and ssh config
                Host entries read as targets
 starter.py     `factbook init`: a knowledge base that works at once (init_template/)
+install_source.py  how this copy of factbook was installed (PEP 610), for CI and hints
 """

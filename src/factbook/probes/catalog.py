@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from factbook.errors import Problem
+from factbook.knowledge.kbfiles import confined
 from factbook.probes.scan import ProbeSpec, scan_file
 
 FOLDER = Path(__file__).resolve().parent
@@ -44,7 +45,10 @@ def scan_builtins() -> Catalog:
     problems: list[Problem] = []
     for path in _sources():
         display = f"factbook/probes/{path.name}"
-        scan = scan_file(path, display, default_doc="")
+        # the engine's own files: read even while a knowledge base's reads are confined to
+        # its root (the first lint after an install or upgrade scans here, inside load_kb)
+        with confined(None):
+            scan = scan_file(path, display, default_doc="")
         problems += scan.problems
         for name, spec in scan.specs.items():
             if name in specs:

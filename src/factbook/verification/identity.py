@@ -22,9 +22,11 @@ import re
 from dataclasses import replace
 
 from factbook.errors import UsageError, WrongTarget
-from factbook.judging.outcomes import PASS
+from factbook.judging.outcomes import DRIFT, PASS, SKIPPED
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Check, Fact, Target
+from factbook.store.results import ResultRecord
+from factbook.store.stamps import now_iso
 from factbook.verification.engine import VerifyOptions
 from factbook.verification.run import VerifySettings, run_verify
 from factbook.verification.targets import Plan, PlannedCheck
@@ -51,6 +53,7 @@ FILE_IDENTITIES = (
     ("hostname", "hostname", "/proc/sys/kernel/hostname"),
     ("machine_id", "machine id", "/etc/machine-id"),
 )
+FILE_KEYS = frozenset(key for key, _title, _path in FILE_IDENTITIES)
 
 
 def identity_checks(kb: KnowledgeBase, target: Target) -> list[PlannedCheck]:
@@ -85,26 +88,72 @@ def identity_checks(kb: KnowledgeBase, target: Target) -> list[PlannedCheck]:
     ]
 
 
-def confirm_identities(kb: KnowledgeBase, plan: Plan, options: VerifyOptions) -> None:
-    """Raise WrongTarget unless every target of the plan that declares an identity proves it."""
+def identity_failures(
+    kb: KnowledgeBase, plan: Plan, options: VerifyOptions
+) -> dict[str, list[str]]:
+    """Per target of the plan whose declared identity the machine reached does not prove:
+    one line per failed identity check (`hostname: drift: ...`)."""
     names = sorted({c.target for c in plan.checks})
     checks = [c for name in names for c in identity_checks(kb, plan.targets[name])]
     if not checks:
-        return
+        return {}
     run = run_verify(
         kb, Plan(checks, plan.targets, []), VerifySettings(options=options, save=False)
     )
     if run.interrupted:
         raise KeyboardInterrupt
-    failed = [r for r in run.records if r.outcome != PASS]
+    failed: dict[str, list[str]] = {}
+    for r in run.records:
+        if r.outcome != PASS:
+            failed.setdefault(r.target, []).append(_failure_line(plan.targets[r.target], r))
+    return failed
+
+
+def _failure_line(target: Target, record: ResultRecord) -> str:
+    """`hostname is 'ci-runner', targets.yaml says 'vm'` for a file identity that read
+    something else; the check's own outcome and reason for anything else."""
+    key = record.fact.removeprefix("identity.")
+    wanted = target.identity.get(key)
+    if record.outcome == DRIFT and key in FILE_KEYS and isinstance(record.observed, str):
+        return f"{key} is {record.observed.strip()!r}, targets.yaml says {str(wanted)!r}"
+    return f"{key}: {record.outcome}: {record.reason}"
+
+
+def confirm_identities(kb: KnowledgeBase, plan: Plan, options: VerifyOptions) -> None:
+    """Raise WrongTarget unless every target of the plan that declares an identity proves it."""
+    failed = identity_failures(kb, plan, options)
     if not failed:
         return
-    lines = [
-        f"{r.target}: {r.fact.removeprefix('identity.')}: {r.outcome}: {r.reason}" for r in failed
-    ]
-    bad = sorted({r.target for r in failed})
+    lines = [f"{target}: {line}" for target in sorted(failed) for line in failed[target]]
+    bad = sorted(failed)
     raise WrongTarget(
         f"refusing to verify on {', '.join(bad)}: the machine reached is not "
         f"{'that target' if len(bad) == 1 else 'those targets'} (identity in targets.yaml); "
         "nothing was run or written\n  " + "\n  ".join(lines)
     )
+
+
+def skip_elsewhere(
+    kb: KnowledgeBase, plan: Plan, options: VerifyOptions, run_id: str = "-"
+) -> tuple[Plan, list[ResultRecord]]:
+    """`--skip-elsewhere` (a CI runner, a colleague's laptop): the plan without the targets
+    whose identity fails, and a `skipped` record with the reason for each check left out."""
+    failed = identity_failures(kb, plan, options)
+    if not failed:
+        return plan, []
+    kept = [c for c in plan.checks if c.target not in failed]
+    skipped = [
+        ResultRecord(
+            fact=c.fact.id,
+            target=c.target,
+            outcome=SKIPPED,
+            reason=f"this machine is not {c.target}: {'; '.join(failed[c.target])}",
+            time=now_iso(),
+            run=run_id,
+            probe=c.fact.check.probe if c.fact.check else "",
+            extra={"location": c.fact.location},
+        )
+        for c in plan.checks
+        if c.target in failed
+    ]
+    return replace(plan, checks=kept), skipped

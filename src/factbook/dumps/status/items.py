@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from factbook.handbook.markup import expect_text
 from factbook.judging.outcomes import DRIFT, ERROR, PASS
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Fact, Milestone, Source
@@ -97,6 +98,14 @@ def value_text(value: Any, unit: str | None = None) -> str:
     return f"{text} {unit}" if unit else text
 
 
+def expected_text(expected: Any) -> str:
+    """What a check expected, in words: `version >=3.12`, `approx {...}`, `8` for `eq: 8`."""
+    if isinstance(expected, dict):
+        text = expect_text(expected)
+        return text[3:] if text.startswith("eq ") else text
+    return value_text(expected)
+
+
 def milestone_label(milestone: Milestone) -> str:
     label = f"msg {milestone.message}" if milestone.message is not None else milestone.id
     return f"{label}, {milestone.date}" if milestone.date else label
@@ -163,7 +172,7 @@ def results_mark(records: dict[str, dict[str, Any]], fact: Fact) -> Mark | None:
         if kind == "drifted":
             expected = fact.check.expect if fact.check and fact.check.expect else fact.value
             detail = (
-                f"expected {value_text(expected)}, observed {value_text(record.get('observed'))}"
+                f"expected {expected_text(expected)}, observed {value_text(record.get('observed'))}"
             )
         elif kind == "error":
             detail = one_line(record.get("reason") or "")

@@ -27,9 +27,10 @@ def require(module: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
+        from factbook.knowledge.install_source import hint
+
         raise MissingDependency(
-            f"this command needs {module.split('.')[0]} ({exc}); "
-            "install the ml extra: pip install -e '.[ml]'"
+            f"this command needs {module.split('.')[0]} ({exc}); install the ml extra: {hint('ml')}"
         ) from None
 
 
