@@ -10,13 +10,18 @@ proposal adds or changes); by default every proposal that lints clean is applied
 
 from __future__ import annotations
 
+import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from factbook.dumps.capture.build import build, make_id
+from factbook.dumps.capture.boxes import Boxes, find_boxes
+from factbook.dumps.capture.build import PREFIXES, build, make_id
+from factbook.dumps.capture.checks import known_distributions, version_mentions
+from factbook.dumps.capture.classify import place
+from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.match import Index, norm, verdict
-from factbook.dumps.capture.parse import Document, Entry, read_document
+from factbook.dumps.capture.parse import Document, read_document
 from factbook.dumps.capture.propose import (
     Applied,
     Proposal,
@@ -24,7 +29,7 @@ from factbook.dumps.capture.propose import (
     changed_edits,
     contradicted_edits,
 )
-from factbook.dumps.capture.sections import resolve
+from factbook.dumps.capture.sections import Section, resolve
 from factbook.errors import UsageError
 from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Milestone
@@ -44,6 +49,7 @@ class ImportResult:
     applied: Applied
     accepted: list[Proposal] = field(default_factory=list)
     seconds: float = 0.0
+    boxes: Boxes | None = None
 
     def count(self, verdict_name: str) -> int:
         return sum(1 for p in self.proposals if p.verdict == verdict_name)
@@ -62,16 +68,19 @@ def plan_import(
     milestone = kb.milestone(milestone_id)
     assert milestone is not None
     document = read_document(dump)
-    proposals, unplaced, duplicates = propose_all(kb, document, milestone)
+    boxes = find_boxes(document.entries, kb, document.path)
+    proposals, unplaced, duplicates = propose_all(kb, document, milestone, boxes)
     accepted = _accepted(proposals, accept)
-    applied = apply(kb.root, kb, accepted, baseline)
-    result = ImportResult(document, milestone, proposals, unplaced, duplicates, applied, accepted)
+    applied = apply(kb.root, kb, accepted, baseline, boxes)
+    result = ImportResult(
+        document, milestone, proposals, unplaced, duplicates, applied, accepted, boxes=boxes
+    )
     result.seconds = time.perf_counter() - started
     return result
 
 
 def propose_all(
-    kb: KnowledgeBase, document: Document, milestone: Milestone
+    kb: KnowledgeBase, document: Document, milestone: Milestone, boxes: Boxes | None = None
 ) -> tuple[list[Proposal], list[Entry], int]:
     """A proposal (with its verdict) for every placed entry; unplaced entries; duplicates."""
     index = Index(kb, milestone)
@@ -80,12 +89,18 @@ def propose_all(
     proposals: list[Proposal] = []
     unplaced: list[Entry] = []
     duplicates = 0
+    known = known_distributions(kb)
+    prefixes = {prefix: category for category, prefix in PREFIXES.items()}
+    headless = not document.generated and not any(resolve(e.headings) for e in document.entries)
+    placed: list[tuple[Entry, Section]] = []
     for entry in document.entries:
-        section = resolve(entry.headings)
+        section = place(entry, resolve(entry.headings), headless=headless, prefixes=prefixes)
         if section is None:
             unplaced.append(entry)
             continue
-        built = build(entry, section, milestone, document.path, kb)
+        placed += [(part, section) for part in split_versions(entry, section, known)]
+    for entry, section in placed:
+        built = build(entry, section, milestone, document.path, kb, boxes, known)
         fact = built.fact
         marker = built.hinted_id or f"{fact['category']}|{norm(entry.quote)}"
         if marker in seen:
@@ -98,6 +113,7 @@ def propose_all(
         name = verdict(found, fact, built.extracted.key, entry.text, kb, milestone)
         proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
         proposal.problems = list(built.problems)
+        proposal.notes, proposal.missing = list(built.notes), list(built.missing)
         proposal.how = found.how if found else ""
         proposals.append(proposal)
         if name == "unchanged":
@@ -122,6 +138,25 @@ def propose_all(
             note = f"contradicted by: {entry.quote[:120]}"
             contradicted_edits(proposal, fact, old, milestone, kb, note, [])
     return proposals, unplaced, duplicates
+
+
+def split_versions(entry: Entry, section: Section, known: frozenset[str]) -> list[Entry]:
+    """`flashinfer: 0.6.4, torch: 2.10.0+cu128, CUDA: 12.8` → one entry per version, each
+    quoting its own words, so each can carry its check."""
+    if section.category != "software" or entry.kind == "row" or entry.hint is not None:
+        return [entry]
+    parts = [p.strip() for p in re.split(r"[,;]\s+(?![^()]*\))", entry.text) if p.strip()]
+    if len(parts) < 2:
+        return [entry]
+    for part in parts:
+        found = version_mentions(part, known)
+        if len(found) != 1 or not found[0][2]:
+            return [entry]
+    out = []
+    for part in parts:
+        piece = replace(entry, text=part, quote=part, fields=dict(entry.fields))
+        out.append(piece)
+    return out
 
 
 def _accepted(proposals: list[Proposal], accept: list[str] | None) -> list[Proposal]:
