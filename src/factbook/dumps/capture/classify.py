@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from factbook.dumps.capture.checks import has_failure, has_fix, version_mentions
+from factbook.dumps.capture.checks import has_failure, has_fix, paths, version_mentions
 from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.sections import Section, classify
 
@@ -147,6 +147,8 @@ def place(
     named = LABEL_NAMES.get(label.group(1).lower()) if label else None
     if named and named != section.category:
         return Section(named)
+    if entry.kind == "sentence" and section.category == "inventory" and not paths(text):
+        return None  # prose about the files, not a file
     return section
 
 

@@ -15,6 +15,7 @@ Each entry keeps a verbatim quote of the document so a reviewer can find it.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,10 +41,16 @@ _REFUTED = re.compile(r"^~~(?P<text>.*)~~ \*\((?P<stamp>refuted.*)\)\*$")
 _MARKED = re.compile(
     r"^(?P<sym>✅|⚠️|❌|◻) (?P<text>.*?)(?: — \*why:\* (?P<why>.*?))?(?: \*\((?P<stamp>.*)\)\*)?$"
 )
-_FILE = re.compile(
+_FILE = (
     r"^(?:~~)?`(?P<path>[^`]+)`(?:~~)?(?: — (?P<purpose>.*?))?(?: \((?P<size>[^()]*)\))?"
-    r" (?P<mark>(?:✅|⚠️|❌|◻|~~refuted~~|[^\w\s`]{1,2}(?= |$)).*)$"
+    r" (?P<mark>(?:~~refuted~~|{symbols})(?= |$).*)$"
 )
+
+
+@functools.cache
+def _file_line(symbols: tuple[str, ...]) -> re.Pattern[str]:
+    """A file inventory line whose mark is one of `symbols` (factbook's, or a legend's)."""
+    return re.compile(_FILE.replace("{symbols}", "|".join(map(re.escape, symbols))))
 _STAMP = re.compile(
     r"^(?:stale )?(?:msg (?P<msg>\d+)(?:, [\d-]+)?|(?P<date>\d{4}-\d\d-\d\d))?\s*(?P<where>[^:]*)"
 )
@@ -247,7 +254,7 @@ def _generated_item(
     entry.hint = hint
     if fact_id:
         entry.fields["id"] = fact_id
-    found = _FILE.match(body)
+    found = _file_line(tuple(marks or MARK_SYMBOLS)).match(body)
     if found and plain_mark(found.group("mark"), marks):
         entry.fields.update(
             {k: unescape(v) for k, v in found.groupdict().items() if v and k != "mark"}

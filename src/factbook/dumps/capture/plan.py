@@ -28,6 +28,7 @@ from factbook.dumps.capture.propose import (
     apply,
     changed_edits,
     contradicted_edits,
+    targets_needed,
 )
 from factbook.dumps.capture.sections import Section, resolve
 from factbook.errors import UsageError
@@ -152,6 +153,10 @@ def split_versions(entry: Entry, section: Section, known: frozenset[str]) -> lis
         found = version_mentions(part, known)
         if len(found) != 1 or not found[0][2]:
             return [entry]
+        name, version, _ = found[0]
+        rest = re.sub(r"\([^)]*\)", " ", part).replace(name, " ").replace(version, " ")
+        if len(re.findall(r"[A-Za-z]\w*", rest)) > 2:  # a sentence, not `name: version`
+            return [entry]
     out = []
     for part in parts:
         piece = replace(entry, text=part, quote=part, fields=dict(entry.fields))
@@ -185,7 +190,9 @@ def counts_line(result: ImportResult) -> str:
 
 
 def summary(result: ImportResult) -> str:
-    """The review list: one line per proposal that does something, then the counts."""
+    """The review list: one line per proposal that does something (where it goes, and the
+    remarks a reviewer needs: its box, why it has no check, what the dump leaves out), the
+    targets proposed for targets.yaml, then the counts."""
     lines = [
         f"{result.document.path}: {len(result.document.entries)} items, milestone "
         f"{result.milestone.id}"
@@ -198,10 +205,35 @@ def summary(result: ImportResult) -> str:
         if p.clean and p.pid not in accepted:
             state = "  [not accepted]"
         quote = p.entry.quote if len(p.entry.quote) <= 90 else p.entry.quote[:87] + "..."
+        where = f" → {p.file}" if p.file else ""
         lines.append(
-            f"  {p.pid:>4} {p.verdict:<12} {target} ({p.category}, line {p.entry.line}): "
+            f"  {p.pid:>4} {p.verdict:<12} {target} ({p.category}{where}, line {p.entry.line}): "
             f"{quote}{state}"
         )
+        lines += [f"{'':>19}{note}" for note in p.notes]
+    lines += _targets_review(result)
     lines.append(counts_line(result))
     lines += [f"  lint: {p}" for p in result.applied.general_problems]
     return "\n".join(lines)
+
+
+def _targets_review(result: ImportResult) -> list[str]:
+    if result.boxes is None:
+        return []
+    needed = targets_needed([p for p in result.accepted if p.clean], result.boxes)
+    out = [f"  targets.yaml: {len(needed)} proposed"] if needed else []
+    for name in needed:
+        box = result.boxes.get(name)
+        assert box is not None
+        entry = box.target(result.boxes.dump)
+        how = (
+            " ".join(entry["exec"]) + (f" on {entry['via']}" if "via" in entry else "")
+            if "exec" in entry
+            else f"ssh {entry.get('user', '') + '@' if entry.get('user') else ''}{entry['host']}"
+            + (f" -p {entry['port']}" if "port" in entry else "")
+            + (f" via {', '.join(box.jump)}" if box.jump else "")
+        )
+        flag = "  (placeholder host: point it at the real box)" if box.placeholder else ""
+        out.append(f"    + {name}: {how} (line {box.line}){flag}")
+        out += [f"      {note}" for note in box.notes]
+    return out
