@@ -80,6 +80,7 @@ class Box:
     exec: list[str] = field(default_factory=list)
     via: str | None = None
     placeholder: bool = False
+    unnamed: str = "the dump redacts its host"  # why the host is a placeholder
     work: bool = False
     idle: bool = False  # the dump says no work runs there (no GPUs, stopped)
     aliases: set[str] = field(default_factory=set)
@@ -106,7 +107,7 @@ class Box:
         where = f"{Path(dump).name}:{self.line}"
         text = f"{self.role} from {where}"
         if self.placeholder:
-            text += "; the dump redacts its host: point `host` at the real box"
+            text += f"; {self.unnamed}: point `host` at the real box"
         out["description"] = text
         out["tags"] = ["imported", *(["placeholder"] if self.placeholder else [])]
         return out
@@ -178,14 +179,14 @@ class Boxes:
             return box, "the dump's working box"
         if not self.boxes:
             box = self.placeholder_box()
+            box.line = entry.line
             return box, "the one box the dump describes (it names no access)"
         return None, "the dump names several boxes and this item none of them"
 
     def placeholder_box(self) -> Box:
         """A box for a dump that names none: facts about a box must name one."""
         stem = re.sub(r"[^a-z0-9]+", "-", Path(self.dump).stem.lower()).strip("-")[:40] or "box"
-        box = Box(stem, placeholder=True, work=True)
-        box.notes.append("the dump names no access to its box: point `host` at it")
+        box = Box(stem, placeholder=True, work=True, unnamed="the dump names no access to it")
         self.boxes.append(box)
         return box
 
@@ -218,7 +219,23 @@ def find_boxes(entries: list[Entry], kb: KnowledgeBase, dump: str) -> Boxes:
         pending.append((entry, box, commands))
     for entry, box, commands in pending:
         _relations(boxes, entry, box, commands)
+    _local_machine(boxes, entries)
     return boxes
+
+
+def _local_machine(boxes: Boxes, entries: list[Entry]) -> None:
+    """`### Local Machine — /home/…`: the writer's own machine holds files too; without a
+    target for it those would be bound to the working box."""
+    if any(b.role == "workstation" for b in boxes.boxes):
+        return
+    pattern = next(p for role, p, _ in ROLES if role == "workstation")
+    for entry in entries:
+        if entry.hint is None and any(re.search(pattern, h, re.I) for h in entry.headings):
+            box = Box(_unique(boxes, "workstation"), role="workstation", placeholder=True)
+            box.line, box.unnamed = entry.line, "the dump's own local machine, no host given"
+            box.aliases = {box.name}
+            boxes.boxes.append(box)
+            return
 
 
 def _known(name: str, target: Any) -> Box:

@@ -143,7 +143,9 @@ def build(
     fact["status"] = mark.status if mark else "assumed"
     notes: list[str] = []
     where = mark.where.split()[0] if mark and mark.where else ""
-    if where in kb.targets:
+    if str(hint.get("target", "")) in kb.targets:
+        fact["target"] = str(hint["target"])
+    elif where in kb.targets:
         fact["target"] = where
     elif entry.hint is None and boxes is not None and _box_bound(entry, category, found, boxes):
         box, how = boxes.bind(entry)
@@ -182,6 +184,8 @@ def build(
             found.why = "no check: " + "; ".join(lint)
         else:
             fact["check"] = found.check
+    if not found.why and category in ("software", "hardware") and entry.hint is None:
+        found.why = "no check: the line names no version, GPU count or path a probe can see"
     if found.why and "check" not in fact:
         notes.append(found.why)
     hinted = hint.get("id") or entry.fields.get("id")

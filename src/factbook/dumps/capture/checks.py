@@ -107,7 +107,8 @@ FIX = re.compile(
 )
 NOT_THERE = re.compile(
     r"\b(?:will|to be|should|todo|planned|later|not (?:yet )?(?:exist|there|created)|missing"
-    r"|deleted|removed|no longer|gone|move|create|write|install|set up)\b",
+    r"|deleted|removed|no longer|gone)\b"
+    r"|^(?:move|create|write|install|set up|add|copy|download|put)\b",
     re.I,
 )
 UNIT_SEGMENTS = frozenset("s sec second day h hr hour min token tok req gpu node step".split())
@@ -152,6 +153,8 @@ def version_mentions(text: str, known: frozenset[str] = frozenset()) -> list[tup
         if best is None and words:
             best = (words[-1], False)
         version = found.group("ver").rstrip(".-")
+        if re.fullmatch(r"[\d.]+x", version):
+            continue  # `1.8x throughput`: a factor, not a version
         if best is not None and _plausible_version(version):
             out.append((best[0], version, best[1]))
     return out

@@ -128,10 +128,10 @@ def extract(text: str, category: str, known: frozenset[str] = frozenset()) -> Ex
     if category in ("software", "hardware"):
         mentions = version_mentions(text, known)
         if category == "software" and mentions:
-            return _versions(out, mentions, known)
+            return _versions(out, mentions, known, text)
         known_ones = [m for m in mentions if m[2]]
         if len(known_ones) == 1:  # `NVIDIA driver 570.124.06` among the hardware
-            return _versions(out, known_ones, known)
+            return _versions(out, known_ones, known, text)
     pairs = [(m.group("key"), scalar(m.group("val"))) for m in _PAIR.finditer(text)]
     figure = _NUMBER_UNIT.search(text)
     flags = [(m.group("flag"), m.group("arg")) for m in _FLAG.finditer(text)]
@@ -162,9 +162,12 @@ def extract(text: str, category: str, known: frozenset[str] = frozenset()) -> Ex
 
 
 def _versions(
-    out: Extracted, mentions: list[tuple[str, str, bool]], known: frozenset[str]
+    out: Extracted, mentions: list[tuple[str, str, bool]], known: frozenset[str], text: str = ""
 ) -> Extracted:
     named = [m for m in mentions if m[2]] or mentions
+    lead = re.match(r"^\W*([A-Za-z][\w .+-]*?)\s*[:=]?\s*v?\d", text)
+    if lead and len(named) > 1 and named[0][0].lower() == lead.group(1).strip().lower():
+        named = named[:1]  # `speculators: 0.3.0 (with 9 patches for vLLM 0.16)`: the label's
     if len(named) > 1:
         out.value = {name: version for name, version, _ in named}
         out.kinds = ["versions"]

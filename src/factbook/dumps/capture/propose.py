@@ -206,7 +206,7 @@ def _apply_to(
             assert box is not None
             comment = f"imported from {Path(boxes.dump).name}:{box.line}" if box.line else ""
             if box.placeholder:
-                comment += "\nplaceholder host (the dump redacts it): point it at the real box"
+                comment += f"\nplaceholder host ({box.unnamed}): point it at the real box"
             comment += "".join(f"\n{note}" for note in box.notes)
             entries.append((name, box.target(boxes.dump), comment.strip()))
         write_targets(scratch / TARGETS_FILE, entries)

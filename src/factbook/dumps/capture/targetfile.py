@@ -26,7 +26,8 @@ def _flow(value: Any) -> str:
 
 
 def _block(name: str, entry: dict[str, Any], comment: str, indent: str) -> str:
-    lines = [f"{indent}# {line}" for line in comment.splitlines()]
+    lines = [""] if comment else []
+    lines += [f"{indent}# {line}" for line in comment.splitlines()]
     lines.append(f"{indent}{name}:")
     for key, value in entry.items():
         lines.append(f"{indent}  {key}: {_flow(value)}")
