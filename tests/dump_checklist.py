@@ -34,10 +34,37 @@ from factbook.verification.targets import plan_checks
 DUMPS = Path(__file__).resolve().parent / "data" / "dumps"
 # Real PyPI distribution names (normalized), as a reviewer would check them by hand.
 REAL_DISTRIBUTIONS = frozenset(
-    """torch vllm sglang sgl-kernel flashinfer-python transformers triton speculators
-    flash-attn tensorrt tensorrt-llm nvidia-modelopt openai xformers deepspeed accelerate
-    safetensors tokenizers numpy ray peft trl bitsandbytes llama-cpp-python
-    nvidia-nccl-cu12 nvidia-nccl-cu13 compressed-tensors huggingface-hub datasets""".split()
+    [
+        "torch",
+        "vllm",
+        "sglang",
+        "sgl-kernel",
+        "flashinfer-python",
+        "transformers",
+        "triton",
+        "speculators",
+        "flash-attn",
+        "tensorrt",
+        "tensorrt-llm",
+        "nvidia-modelopt",
+        "openai",
+        "xformers",
+        "deepspeed",
+        "accelerate",
+        "safetensors",
+        "tokenizers",
+        "numpy",
+        "ray",
+        "peft",
+        "trl",
+        "bitsandbytes",
+        "llama-cpp-python",
+        "nvidia-nccl-cu12",
+        "nvidia-nccl-cu13",
+        "compressed-tensors",
+        "huggingface-hub",
+        "datasets",
+    ]
 )
 BOX_CATEGORIES = ("hardware", "inventory")
 
@@ -142,7 +169,9 @@ def check_problems(fact: Fact, dump_text: str) -> list[str]:
             out.append(f"{check.probe} of {path!r}, not a path")
         elif path not in dump_text:
             out.append(f"{check.probe} of {path!r}, which the dump does not write")
-    if check.probe.startswith("gpu.") and not re.search(r"nvidia|h100|h200|a100|rtx", dump_text, re.I):
+    if check.probe.startswith("gpu.") and not re.search(
+        r"nvidia|h100|h200|a100|rtx", dump_text, re.I
+    ):
         out.append(f"{check.probe} on a box without NVIDIA GPUs")
     if fact.check_target() is None:
         out.append("a check without a target runs on whatever box verify is pointed at")
@@ -154,9 +183,7 @@ def score(checklist: dict[str, Any], result: ImportResult, kb: KnowledgeBase) ->
     dump_name = checklist["dump"]
     dump_text = (DUMPS / dump_name).read_text(encoding="utf-8")
     out = Score(dump_name)
-    mine = [
-        f for f in kb.facts.values() if any(s.seed == Path(dump_name).name for s in f.sources)
-    ]
+    mine = [f for f in kb.facts.values() if any(s.seed == Path(dump_name).name for s in f.sources)]
     out.facts = len(mine)
     quotes = {f.id: _norm(" ".join(s.quote or "" for s in f.sources)) for f in mine}
     flagged = {

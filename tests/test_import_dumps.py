@@ -52,7 +52,10 @@ def test_seeds_into_a_new_kb_check_nothing_on_this_machine(
     root = fresh_kb(tmp_path / "kb", "unused")
     shutil.copy(ROOT / "milestones.yaml", root / "milestones.yaml")
     discovered = (root / "facts" / "discovered-local.yaml").read_text("utf-8")
-    for seed, milestone in (("002_a75f8a1785cf11fa.txt", "3157"), ("000_7c5116ce2779eb5c.txt", "4504")):
+    for seed, milestone in (
+        ("002_a75f8a1785cf11fa.txt", "3157"),
+        ("000_7c5116ce2779eb5c.txt", "4504"),
+    ):
         result = plan_import(root, ROOT / "seeds" / seed, milestone)
         write(result.applied)
     assert (root / "facts" / "discovered-local.yaml").read_text("utf-8") == discovered
@@ -64,7 +67,15 @@ def test_seeds_into_a_new_kb_check_nothing_on_this_machine(
         assert fact.target in ("llm-two", "kpro6", "llm-one", "workstation"), fact.id
         if fact.check.probe == "pkg.version":
             assert fact.check.args["name"] in (
-                "vllm sgl-kernel flashinfer-python torch transformers triton speculators".split()
+                [
+                    "vllm",
+                    "sgl-kernel",
+                    "flashinfer-python",
+                    "torch",
+                    "transformers",
+                    "triton",
+                    "speculators",
+                ]
             ), fact.id
         if fact.check.probe == "file.exists":
             assert re.fullmatch(r"/[\w./+-]+", fact.check.args["path"]), fact.id
@@ -105,7 +116,10 @@ def test_review_says_where_each_goes_and_why_no_check(
     kb = load_kb(root)
     by_quote = {f.sources[0].quote: f for f in kb.facts.values() if f.sources[0].quote}
     nccl = by_quote["NCCL: 2.27.7"]
-    assert (nccl.check.probe, nccl.check.expect) == ("torch.info", {"path": "nccl", "version": "==2.27.7"})
+    assert (nccl.check.probe, nccl.check.expect) == (
+        "torch.info",
+        {"path": "nccl", "version": "==2.27.7"},
+    )
     assert nccl.target == "gpu-7"
     assert by_quote["Result: 0.66x throughput"].check is None
     assert by_quote["Reasoning ends at </think>; the parser drops it"].check is None
@@ -121,8 +135,10 @@ def test_review_says_where_each_goes_and_why_no_check(
     [
         (
             "vLLM OOMs at startup with --gpu-memory-utilization 0.95 when max_model_len=131072",
-            {"symptom": "vLLM OOMs at startup", "cause": "with --gpu-memory-utilization 0.95 "
-             "when max_model_len=131072"},
+            {
+                "symptom": "vLLM OOMs at startup",
+                "cause": "with --gpu-memory-utilization 0.95 when max_model_len=131072",
+            },
         ),
         (
             "Custom all-reduce is slower than NCCL at batch 1 because of the P2P check; "
@@ -145,8 +161,11 @@ def test_review_says_where_each_goes_and_why_no_check(
         ("Output gets cut at 8192 tokens", {"symptom": "Output gets cut at 8192 tokens"}),
         (
             "disk full ← checkpoints written every 50 steps → keep the last 3",
-            {"symptom": "disk full", "cause": "checkpoints written every 50 steps",
-             "fix": "keep the last 3"},
+            {
+                "symptom": "disk full",
+                "cause": "checkpoints written every 50 steps",
+                "fix": "keep the last 3",
+            },
         ),
     ],
 )
@@ -194,12 +213,17 @@ def test_targets_from_jump_chains_pct_and_docker_keep_targets_yaml(
     kb = load_kb(root)
     t = kb.targets
     assert (t["trn-1"].host, t["trn-1"].user, t["trn-1"].jump) == (
-        "trn-1.lab.example", "root", ("bastion",)
+        "trn-1.lab.example",
+        "root",
+        ("bastion",),
     )
     assert t["bastion"].host == "bastion.example.net" and t["bastion"].user == "admin"
     assert (t["ct140"].exec, t["ct140"].via) == (("pct", "exec", "140", "--"), "pve2")
     assert t["pve2"].host == "pve2.invalid" and "placeholder" in t["pve2"].tags
-    assert (t["vllm-dev"].exec, t["vllm-dev"].via) == (("docker", "exec", "-i", "vllm-dev"), "trn-1")
+    assert (t["vllm-dev"].exec, t["vllm-dev"].via) == (
+        ("docker", "exec", "-i", "vllm-dev"),
+        "trn-1",
+    )
     facts = {f.sources[0].quote: f for f in kb.facts.values()}
     assert facts["/srv/models/llama/ — weights"].target == "ct140"
     assert facts["/workspace/bench.py — the benchmark script"].target == "vllm-dev"
@@ -212,14 +236,18 @@ def test_status_round_trip_of_an_imported_dump(tmp_path: Path) -> None:
     checklist = load_checklist(DUMPS / "vllm-llama70b-h100.checklist.yaml")
     _, kb = import_dump(checklist, tmp_path / "kb")
     doc = tmp_path / "status.md"
-    assert run(["--root", str(tmp_path / "kb"), "status", "--as-of", "day3", "--out", str(doc)]) == 0
+    assert (
+        run(["--root", str(tmp_path / "kb"), "status", "--as-of", "day3", "--out", str(doc)]) == 0
+    )
     again = plan_import(tmp_path / "kb", doc, "day3")
     assert again.actionable == []
     fresh = fresh_kb(tmp_path / "fresh", "day3")
     shutil.copy(tmp_path / "kb" / "targets.yaml", fresh / "targets.yaml")
     write(plan_import(fresh, doc, "day3").applied)
     back = load_kb(fresh)
-    mine = [f for f in kb.facts.values() if not f.file.endswith(("discovered-local.yaml", "team.yaml"))]
+    mine = [
+        f for f in kb.facts.values() if not f.file.endswith(("discovered-local.yaml", "team.yaml"))
+    ]
     for fact in mine:
         got = back.facts[fact.id]
         assert (got.category, got.value, got.target) == (fact.category, fact.value, fact.target)

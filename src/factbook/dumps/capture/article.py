@@ -202,7 +202,9 @@ class _Reader:
             while end < len(self.lines) and self.lines[end].strip().startswith("|"):
                 cells = _cells(self.lines[end])
                 row = self.lines[end].strip()
-                entry = Entry(end + 1, "row", cells[0], row, self.path(), header=header, cells=cells)
+                entry = Entry(
+                    end + 1, "row", cells[0], row, self.path(), header=header, cells=cells
+                )
                 entry.fields["title"] = cells[0]
                 self.entries.append(entry)
                 end += 1

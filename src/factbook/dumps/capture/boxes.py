@@ -40,18 +40,29 @@ ROLES: list[tuple[str, str, tuple[str, ...]]] = [
     ("hypervisor", r"proxmox|hypervisor|\bpve\b|\besxi\b", ("proxmox host", "hypervisor")),
     ("container", r"\blxc\b|container|\bct\s*\d+", ("container", "lxc")),
     ("vm", r"\bvm\b|\bkvm\b|virtual machine", ("vm", "kvm", "virtual machine")),
-    ("jump", r"bastion|jump ?host|gateway|login (?:host|node)", ("bastion", "jump host", "login host")),
-    ("workstation", r"workstation|laptop|local machine|my machine|desktop", ("local machine", "workstation", "laptop")),
+    (
+        "jump",
+        r"bastion|jump ?host|gateway|login (?:host|node)",
+        ("bastion", "jump host", "login host"),
+    ),
+    (
+        "workstation",
+        r"workstation|laptop|local machine|my machine|desktop",
+        ("local machine", "workstation", "laptop"),
+    ),
     ("node", r"\bnode\b|server|\bbox\b|machine|\bhost\b", ("node", "gpu host", "server", "box")),
 ]
 REDACTED = re.compile(r"^\[.*\]$|^<.*>$|…|\.\.\.|^x{3,}$|\*{2,}|redacted|^host$|^hostname$", re.I)
 WORK = re.compile(
-    r"\bwhere\b[^.;]*\b(?:run|runs|running|happens?)\b|\b(?:run|runs|running) (?:here|inside|there|on it)\b"
+    r"\bwhere\b[^.;]*\b(?:run|runs|running|happens?)\b"
+    r"|\b(?:run|runs|running) (?:here|inside|there|on it)\b"
     r"|\b(?:all|every)\b[^.;]*\b(?:serving|builds?|benchmarks?|training|inference)\b[^.;]*\bruns?\b"
     r"|\bserving (?:container|node|box|host|vm|machine)\b|\bonly visible on\b",
     re.I,
 )
-NO_WORK = re.compile(r"\bno GPUs?\b|\bwithout GPUs?\b|\bCPU[- ]only\b|\bload generator\b|\bstopped\b", re.I)
+NO_WORK = re.compile(
+    r"\bno GPUs?\b|\bwithout GPUs?\b|\bCPU[- ]only\b|\bload generator\b|\bstopped\b", re.I
+)
 _SSH = re.compile(r"(?<![\w-])ssh\s+(?P<args>[^`;\n)]*)")
 _EXEC = re.compile(
     r"(?<![\w-])(?P<tool>pct|lxc-attach)\s+(?:exec|enter)\s+(?P<ct>\d+)"

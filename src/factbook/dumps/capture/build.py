@@ -218,10 +218,7 @@ def _box_bound(entry: Entry, category: str, found: Extracted, boxes: Boxes) -> b
         or found.check is not None
         or (category == "software" and "version" in found.kinds)
         or id(entry) in boxes.own
-        or (
-            category in PATH_CATEGORIES
-            and any(path_problem(p) is None for p in paths(entry.text))
-        )
+        or (category in PATH_CATEGORIES and any(path_problem(p) is None for p in paths(entry.text)))
     )
 
 

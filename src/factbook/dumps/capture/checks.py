@@ -33,15 +33,71 @@ from factbook.knowledge.kb import KnowledgeBase
 DISTRIBUTIONS = {
     **{
         name: name
-        for name in """torch vllm sglang sgl-kernel transformers triton speculators flash-attn
-        xformers deepspeed accelerate safetensors tokenizers numpy ray peft trl bitsandbytes
-        llama-cpp-python tensorrt tensorrt-llm nvidia-modelopt openai compressed-tensors
-        huggingface-hub datasets torchvision torchaudio torchao xgrammar outlines lmcache
-        flashinfer-python nvidia-nccl-cu12 nvidia-nccl-cu13 nvidia-cudnn-cu12 nvidia-cudnn-cu13
-        onnxruntime optimum auto-gptq autoawq gptqmodel llmcompressor liger-kernel unsloth
-        megatron-core sentencepiece tiktoken mistral-common jax diffusers einops pydantic
-        fastapi uvicorn aiohttp nvidia-ml-py pynvml cuda-python triton-kernels deep-gemm
-        mooncake-transfer-engine nixl""".split()
+        for name in [
+            "torch",
+            "vllm",
+            "sglang",
+            "sgl-kernel",
+            "transformers",
+            "triton",
+            "speculators",
+            "flash-attn",
+            "xformers",
+            "deepspeed",
+            "accelerate",
+            "safetensors",
+            "tokenizers",
+            "numpy",
+            "ray",
+            "peft",
+            "trl",
+            "bitsandbytes",
+            "llama-cpp-python",
+            "tensorrt",
+            "tensorrt-llm",
+            "nvidia-modelopt",
+            "openai",
+            "compressed-tensors",
+            "huggingface-hub",
+            "datasets",
+            "torchvision",
+            "torchaudio",
+            "torchao",
+            "xgrammar",
+            "outlines",
+            "lmcache",
+            "flashinfer-python",
+            "nvidia-nccl-cu12",
+            "nvidia-nccl-cu13",
+            "nvidia-cudnn-cu12",
+            "nvidia-cudnn-cu13",
+            "onnxruntime",
+            "optimum",
+            "auto-gptq",
+            "autoawq",
+            "gptqmodel",
+            "llmcompressor",
+            "liger-kernel",
+            "unsloth",
+            "megatron-core",
+            "sentencepiece",
+            "tiktoken",
+            "mistral-common",
+            "jax",
+            "diffusers",
+            "einops",
+            "pydantic",
+            "fastapi",
+            "uvicorn",
+            "aiohttp",
+            "nvidia-ml-py",
+            "pynvml",
+            "cuda-python",
+            "triton-kernels",
+            "deep-gemm",
+            "mooncake-transfer-engine",
+            "nixl",
+        ]
     },
     "pytorch": "torch",
     "flashinfer": "flashinfer-python",
@@ -111,7 +167,24 @@ NOT_THERE = re.compile(
     r"|^(?:move|create|write|install|set up|add|copy|download|put)\b",
     re.I,
 )
-UNIT_SEGMENTS = frozenset("s sec second day h hr hour min token tok req gpu node step".split())
+UNIT_SEGMENTS = frozenset(
+    [
+        "s",
+        "sec",
+        "second",
+        "day",
+        "h",
+        "hr",
+        "hour",
+        "min",
+        "token",
+        "tok",
+        "req",
+        "gpu",
+        "node",
+        "step",
+    ]
+)
 
 
 @dataclass

@@ -20,7 +20,6 @@ from typing import Any
 
 import yaml
 
-from factbook.dumps.capture.checks import paths as path_tokens
 from factbook.dumps.capture.checks import (
     gpu_count_check,
     lookup,
@@ -29,6 +28,7 @@ from factbook.dumps.capture.checks import (
     version_check,
     version_mentions,
 )
+from factbook.dumps.capture.checks import paths as path_tokens
 
 PATH_CATEGORIES = ("inventory", "instructions", "hardware", "model", "software")
 UNITS = {

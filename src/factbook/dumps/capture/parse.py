@@ -19,6 +19,7 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
 from factbook.dumps.capture.article import parse_article
 from factbook.dumps.capture.entry import Entry, Mark
 from factbook.dumps.status.hint import split_hint
@@ -32,7 +33,9 @@ _LEGEND_LINE = re.compile(r"^(?:>\s*)?.{0,80}?\b(?:marks|legend)\s*:\s*(?P<body>
 _LEGEND_PAIR = re.compile(
     r"(?:^|[·,;|]\s*)(?P<sym>~(?!~)|[^\w\s~*`·,;|]{1,2})\s+(?P<word>[a-z][a-z -]*)"
 )
-_COMPACT_ID = re.compile(r"\s+(?:`(?P<a>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)`|\[(?P<b>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)\])\s*$")
+_COMPACT_ID = re.compile(
+    r"\s+(?:`(?P<a>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)`|\[(?P<b>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)\])\s*$"
+)
 SKIP_SECTIONS = ("changed since the previous status",)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _NUMBERED = re.compile(r"^(\s*)(\d+)\.\s+(.*)$")
@@ -51,6 +54,8 @@ _FILE = (
 def _file_line(symbols: tuple[str, ...]) -> re.Pattern[str]:
     """A file inventory line whose mark is one of `symbols` (factbook's, or a legend's)."""
     return re.compile(_FILE.replace("{symbols}", "|".join(map(re.escape, symbols))))
+
+
 _STAMP = re.compile(
     r"^(?:stale )?(?:msg (?P<msg>\d+)(?:, [\d-]+)?|(?P<date>\d{4}-\d\d-\d\d))?\s*(?P<where>[^:]*)"
 )

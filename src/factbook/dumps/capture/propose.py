@@ -273,7 +273,7 @@ def apply(
         texts: dict[Path, str] = {}
         originals: dict[Path, str | None] = {}
         chunks: list[str] = []
-        written = sorted((scratch / FACTS_DIR).rglob("*.yaml")) + [scratch / TARGETS_FILE]
+        written = [*sorted((scratch / FACTS_DIR).rglob("*.yaml")), scratch / TARGETS_FILE]
         for path in written:
             if not path.exists():
                 continue

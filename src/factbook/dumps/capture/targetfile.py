@@ -79,7 +79,11 @@ def add_targets(text: str | None, targets: list[tuple[str, dict[str, Any], str]]
 def _last_value_end(node: yaml.Node) -> int:
     """Where the last scalar of a block collection ends (PyYAML's own end mark of a block
     mapping lies past the comments that follow it)."""
-    while isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value and not node.flow_style:
+    while (
+        isinstance(node, (yaml.MappingNode, yaml.SequenceNode))
+        and node.value
+        and not node.flow_style
+    ):
         last = node.value[-1]
         node = last[1] if isinstance(last, tuple) else last
     return node.end_mark.index
