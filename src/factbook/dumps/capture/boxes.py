@@ -38,12 +38,12 @@ from factbook.knowledge.names import name_problem
 ROLES: list[tuple[str, str, tuple[str, ...]]] = [
     # role, pattern on a line or description, what the dump calls it
     ("hypervisor", r"proxmox|hypervisor|\bpve\b|\besxi\b", ("proxmox host", "hypervisor")),
-    ("container", r"\blxc\b|container|\bct\s*\d+", ("container", "lxc")),
+    ("container", r"\blxc\b|container|\bct\s*\d+|\bpod\b", ("container", "lxc", "pod")),
     ("vm", r"\bvm\b|\bkvm\b|virtual machine", ("vm", "kvm", "virtual machine")),
     (
         "jump",
-        r"bastion|jump ?host|gateway|login (?:host|node)",
-        ("bastion", "jump host", "login host"),
+        r"bastion|jump ?host|gateway|\blogin\b",
+        ("bastion", "jump host", "login host", "login node"),
     ),
     (
         "workstation",
@@ -57,7 +57,7 @@ WORK = re.compile(
     r"\bwhere\b[^.;]*\b(?:run|runs|running|happens?)\b"
     r"|\b(?:run|runs|running) (?:here|inside|there|on it)\b"
     r"|\b(?:all|every)\b[^.;]*\b(?:serving|builds?|benchmarks?|training|inference)\b[^.;]*\bruns?\b"
-    r"|\bserving (?:container|node|box|host|vm|machine)\b|\bonly visible on\b",
+    r"|\bserving (?:container|node|box|host|vm|machine|pod)\b|\bonly visible on\b",
     re.I,
 )
 NO_WORK = re.compile(

@@ -149,6 +149,7 @@ _NAME_WORD = re.compile(r"[A-Za-z][\w.+-]*")
 FAILURE = re.compile(
     r"\b(?:crash(?:es|ed|ing)?|hangs?|hung|hanging|OOMs?|OOM-killed|out of memory|fails?|failed"
     r"|failing|errors?|segfaults?|deadlocks?|illegal memory access|NaNs?|garbage|silently"
+    r"|stall(?:s|ed)?|freez(?:e|es)|frozen"
     r"|refuses?|breaks?|broken|stuck|times? out|killed|drops?|cut(?: off)?|truncat\w*"
     r"|does(?:n't| not) (?:work|build|load|start)|never (?:opens?|starts?|returns?)"
     r"|slower|wrong|corrupt\w*|leaks?)\b",

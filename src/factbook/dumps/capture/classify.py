@@ -7,7 +7,8 @@ the first that holds wins; each looks at the kind of thing stated, never at a pr
 
 1. an access line (`ssh user@host`, `pct exec`, `docker exec`) → instructions (access);
 2. a checkbox (`[x]`, `[ ]`) → progress, done or todo;
-3. a failure with a way out or a reason (`crashes … ; capping … avoids it`) → pitfalls;
+3. a failure with a way out or a reason (`crashes … ; capping … avoids it`, `stalls …
+   because …`) → pitfalls;
 4. a token id (`<|im_end|> = token 151645`) → tokenizer;
 5. a measured figure (`17.8 tok/s`, `TTFT`, `tokens per step`) → benchmarks;
 6. a version of a known package or system component → software (version);
@@ -29,7 +30,7 @@ from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.sections import Section, classify
 
 ACCESS = re.compile(
-    r"\bssh\s+(?:-\S+\s+)*(?:[\w.-]+@|\[|<|[\w-]+\.[\w.-]+)"
+    r"\bssh\s+(?:-\w+(?:\s+[^-\s]\S*)?\s+)*(?:[\w.-]+@|\[|<|[\w-]+\.[\w.-]+)"
     r"|\b(?:pct|lxc-attach)\s+(?:exec|enter)\b|\b(?:docker|podman|kubectl)\s+exec\b",
     re.I,
 )
@@ -60,6 +61,7 @@ MODEL = re.compile(
     r"|\bweights\b|\bcheckpoint\b|safetensors|\bshards?\b|\bquantiz|\bGGUF\b|\bMoE\b|\bMLA\b",
     re.I,
 )
+CAUSE = re.compile(r"\b(?:because|due to|caused by|the cause is|root cause)\b", re.I)
 RULE = re.compile(r"^(?:never|always|do not|don't|must|avoid|only)\b", re.I)
 FILE_WORDS = re.compile(
     r"(?:^|\s)(?:/|~/)[\w.@+-]+.*\b(?:logs?|files?|directory|dir|scripts?|venv|binary)\b"
@@ -75,7 +77,9 @@ def by_content(text: str, fallback: Section, fields: dict[str, Any] | None = Non
         return Section("progress", (), {"state": fields["checkbox"]})
     if ACCESS.search(text):
         return Section("instructions", ("access",))
-    if fields.get("fix") or fields.get("symptom") or (has_failure(text) and has_fix(text)):
+    if fields.get("fix") or fields.get("symptom") or (
+        has_failure(text) and (has_fix(text) or CAUSE.search(text))
+    ):
         return Section("pitfalls")
     if TOKEN.search(text):
         return Section("tokenizer")
@@ -134,8 +138,10 @@ def place(
         content = by_content(text, Section(by_id), fields)
         return content if content.category == by_id else Section(by_id)
     if section is None:
-        if not headless:
-            return None
+        if fields.get("titled") and not headless:
+            return None  # an article's own list under one of its titles
+        # a dump's heading that names no known section (`Where things are`, `Broken`), or
+        # no heading at all: the item says what it is
         section = Section("software", generic=True)
     if section.generic:
         if fields.get("titled") and not headless:

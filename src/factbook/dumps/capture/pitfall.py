@@ -104,9 +104,9 @@ def _symptom(clause: str, out: dict[str, str]) -> None:
         out["cause"] = subject.rstrip(" ,")
         out["symptom"] = clause[failure.start() :].strip()
         return
-    condition = _TRIGGER.search(clause, failure.end())
+    condition = _CAUSE.search(clause, failure.end()) or _TRIGGER.search(clause, failure.end())
     if "cause" not in out and condition:
         out["cause"] = clause[condition.start() :].strip()
-        out["symptom"] = clause[: condition.start()].strip()
+        out["symptom"] = clause[: condition.start()].strip(" ,")
         return
     out["symptom"] = clause

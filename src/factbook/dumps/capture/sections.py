@@ -42,7 +42,11 @@ RULES: list[tuple[str, Section]] = [
     (r"\bblocked\b", Section("progress", (), {"state": "blocked"})),
     (r"\(failed\)", Section("progress", (), {"state": "failed"})),
     (r"accomplished|\bcomplete\b|\bdone\b|✅", Section("progress", (), {"state": "done"})),
-    (r"pitfall|gotcha|known issue|\bproblems?\b|\bissues\b|\bbugs\b|lessons", Section("pitfalls")),
+    (
+        r"pitfall|gotcha|known issue|\bproblems?\b|\bissues\b|\bbugs\b|lessons|\bbroken\b"
+        r"|\bfailures\b|\bcaveats\b|went wrong|watch out",
+        Section("pitfalls"),
+    ),
     (r"training metric|training run", Section("training")),
     (r"baseline", Section("benchmarks", ("baseline",))),
     (r"benchmark|performance|\bfigures\b|throughput", Section("benchmarks")),
