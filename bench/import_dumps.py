@@ -58,6 +58,7 @@ def main() -> int:
             result, kb = import_dump(checklist, Path(tmp) / f"kb{i}")
             found = score(checklist, result, kb)
             row = found.row()
+            row["shape"] = checklist.get("shape", "")
             row["seconds"] = round(result.seconds, 3)
             row["whole_s"] = round(time.perf_counter() - started, 2)
             rows.append(row)
@@ -67,18 +68,27 @@ def main() -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
-        print(
-            "| dump | items | proposed | checks valid | box-bound targeted | wrong file "
-            "| targets | run on local | import s |"
-        )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        if not args.markdown:
+            print(
+                "| dump | items | proposed | checks valid | box-bound targeted | wrong file "
+                "| targets | run on local | import s |"
+            )
+            print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             pct = 100 * r["proposed"] / r["items"] if r["items"] else 0.0
-            print(
-                f"| `{r['dump']}` | {r['items']} | {r['proposed']} ({pct:.0f}%) "
-                f"| {r['valid_checks']}/{r['checks']} | {r['targeted']}/{r['box_bound']} "
-                f"| {r['wrong_file']} | {r['targets']} | {r['local_runs']} | {r['seconds']:.2f} |"
-            )
+            cells = [
+                f"`{r['dump']}`",
+                *([r["shape"]] if args.markdown else []),
+                str(r["items"]),
+                f"{r['proposed']} ({pct:.0f}%)",
+                f"{r['valid_checks']}/{r['checks']}",
+                f"{r['targeted']}/{r['box_bound']}",
+                str(r["wrong_file"]),
+                r["targets"],
+                str(r["local_runs"]),
+                *([] if args.markdown else [f"{r['seconds']:.2f}"]),
+            ]
+            print("| " + " | ".join(cells) + " |")
     return 0 if all(passes(r) for r in rows) else 1
 
 

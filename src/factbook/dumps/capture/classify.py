@@ -77,8 +77,10 @@ def by_content(text: str, fallback: Section, fields: dict[str, Any] | None = Non
         return Section("progress", (), {"state": fields["checkbox"]})
     if ACCESS.search(text):
         return Section("instructions", ("access",))
-    if fields.get("fix") or fields.get("symptom") or (
-        has_failure(text) and (has_fix(text) or CAUSE.search(text))
+    if (
+        fields.get("fix")
+        or fields.get("symptom")
+        or (has_failure(text) and (has_fix(text) or CAUSE.search(text)))
     ):
         return Section("pitfalls")
     if TOKEN.search(text):
