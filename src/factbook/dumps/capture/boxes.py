@@ -66,11 +66,24 @@ NO_WORK = re.compile(
 _SSH = re.compile(r"(?<![\w-])ssh\s+(?P<args>[^`;\n)]*)")
 _EXEC = re.compile(
     r"(?<![\w-])(?P<tool>pct|lxc-attach)\s+(?:exec|enter)\s+(?P<ct>\d+)"
-    r"|(?<![\w-])(?P<engine>docker|podman)\s+exec\s+"
-    r"(?P<opts>(?:(?:-[a-zA-Z]*[uwe]|--user|--workdir|--env)\s+\S+\s+|-[\w=.-]+\s+)*)"
-    r"(?P<name>[A-Za-z0-9][\w.-]*)"
-    r"|(?<![\w-])kubectl\s+exec\s+(?P<kopts>(?:-[\w-]+\s+)*)(?P<pod>[a-z0-9][\w.-]*)"
+    r"|(?<![\w-])(?P<engine>docker|podman|kubectl)\s+exec\s+(?P<rest>[^`;\n]*)"
 )
+# exec options that take a value, and those kept in the argv (a namespace, a container)
+_EXEC_ARGS = {
+    "-u",
+    "--user",
+    "-w",
+    "--workdir",
+    "-e",
+    "--env",
+    "--env-file",
+    "-n",
+    "--namespace",
+    "-c",
+    "--container",
+    "--context",
+}
+_EXEC_KEEP = {"-n", "--namespace", "-c", "--container", "--context", "-u", "--user"}
 _WITH_ARG = set("bcDEeFIiJLlmOoPpQRSWw")
 _ONWORD = re.compile(r"\b(?:on|via|through|from|inside|in)\s+(?:the\s+)?`?([\w.-]+)`?", re.I)
 _HOSTY = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+$|^[a-z]+\d+[a-z0-9]*$")
@@ -285,13 +298,13 @@ def _box(entry: Entry, command: re.Match[str]) -> Box | None:
         box.exec = ["pct", "exec", groups["ct"], "--"]
         box.role = "container"
         box.aliases |= {f"ct {groups['ct']}", f"ct{groups['ct']}"}
-    elif groups.get("name"):
-        box.exec = [groups["engine"], "exec", "-i", groups["name"]]
-        box.role = "container"
+    elif groups.get("engine"):
+        argv = _exec_argv(groups["engine"], groups["rest"])
+        if argv is None:
+            return None
+        box.exec, box.role = argv, "container"
+        groups = {**groups, "name": argv[-2] if argv[-1] == "--" else argv[-1]}
         box.aliases.add(groups["name"].lower())
-    elif groups.get("pod"):
-        box.exec = ["kubectl", "exec", "-i", groups["pod"], "--"]
-        box.role = "container"
     user = _USER.search(text)
     if user and not box.user:
         box.user = user.group(1) or user.group(2)
@@ -300,6 +313,34 @@ def _box(entry: Entry, command: re.Match[str]) -> Box | None:
     box.name = _name(box, label, groups)
     box.aliases.add(box.name.lower())
     return box
+
+
+def _exec_argv(engine: str, rest: str) -> list[str] | None:
+    """`docker exec -it -u root trainer bash` → [docker, exec, -i, -u, root, trainer]; kubectl
+    keeps its namespace and container and ends with `--`. None without a container name."""
+    tokens = [t.strip("`'\",") for t in rest.split()]
+    kept: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok == "--":
+            return None
+        if tok.startswith("-"):
+            flag, eq, _ = tok.partition("=")
+            if flag in _EXEC_ARGS and not eq:
+                if flag in _EXEC_KEEP and i + 1 < len(tokens):
+                    kept += [flag, tokens[i + 1]]
+                i += 2
+                continue
+            if flag in _EXEC_KEEP and eq:
+                kept.append(tok)
+            i += 1
+            continue
+        if not re.fullmatch(r"[A-Za-z0-9][\w.-]*", tok):
+            return None
+        argv = [engine, "exec", "-i", *kept, tok]
+        return [*argv, "--"] if engine == "kubectl" else argv
+    return None
 
 
 def _ssh_into(box: Box, args: str) -> bool:
@@ -364,8 +405,6 @@ def _name(box: Box, label: str, groups: dict[str, Any]) -> str:
         return box.host.split(".")[0].lower()
     if groups.get("ct"):
         return f"ct{groups['ct']}"
-    if groups.get("pod"):
-        return groups["pod"].lower()
     return box.role
 
 

@@ -214,7 +214,9 @@ def version_mentions(text: str, known: frozenset[str] = frozenset()) -> list[tup
     `torch: 2.10.0+cu128`, `| TensorRT-LLM | 0.17.0 |`)."""
     out: list[tuple[str, str, bool]] = []
     for found in _VERSION_TOKEN.finditer(text):
-        before = re.sub(r"[|:=`*]+|\bversions?\b|\bv$", " ", text[: found.start()])
+        before = re.sub(
+            r"[|:=`*]+|\bversions?\b|\bv$", " ", text[max(0, found.start() - 80) : found.start()]
+        )
         words = _NAME_WORD.findall(before)[-3:]
         best: tuple[str, bool] | None = None
         for take in (3, 2, 1):

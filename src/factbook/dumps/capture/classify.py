@@ -63,11 +63,8 @@ MODEL = re.compile(
 )
 CAUSE = re.compile(r"\b(?:because|due to|caused by|the cause is|root cause)\b", re.I)
 RULE = re.compile(r"^(?:never|always|do not|don't|must|avoid|only)\b", re.I)
-FILE_WORDS = re.compile(
-    r"(?:^|\s)(?:/|~/)[\w.@+-]+.*\b(?:logs?|files?|directory|dir|scripts?|venv|binary)\b"
-    r"|\b(?:logs?|files?|directory|scripts?|venv|binary)\b.*(?:^|\s)(?:/|~/)[\w.@+-]+",
-    re.I,
-)
+FILE_WORDS = re.compile(r"\b(?:logs?|files?|directory|dir|scripts?|venv|binary)\b", re.I)
+A_PATH = re.compile(r"(?:^|\s)~?/[\w.@+-]+")
 
 
 def by_content(text: str, fallback: Section, fields: dict[str, Any] | None = None) -> Section:
@@ -97,7 +94,7 @@ def by_content(text: str, fallback: Section, fields: dict[str, Any] | None = Non
         return Section("model")
     if RULE.search(text):
         return Section("instructions")
-    if FILE_WORDS.search(text):
+    if FILE_WORDS.search(text) and A_PATH.search(text):
         return Section("inventory")
     return fallback
 

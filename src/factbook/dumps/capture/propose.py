@@ -209,7 +209,12 @@ def _apply_to(
                 comment += f"\nplaceholder host ({box.unnamed}): point it at the real box"
             comment += "".join(f"\n{note}" for note in box.notes)
             entries.append((name, box.target(boxes.dump), comment.strip()))
-        write_targets(scratch / TARGETS_FILE, entries)
+        try:
+            write_targets(scratch / TARGETS_FILE, entries)
+        except WritebackError as exc:  # a targets.yaml that does not parse: lint says where
+            for proposal in proposals:
+                if proposal.fact and proposal.fact.get("target") in needed:
+                    proposal.problems.append(f"{exc}; its target cannot be added")
     by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
     for proposal in proposals:
         if proposal.fact is not None:
