@@ -260,3 +260,20 @@ def test_budgeted_status_reimports_to_nothing(tmp_path: Path) -> None:
     assert "goal.qwen3-serve" in kb.facts and kb.facts["dec.kv-fp8-rejected"].status == "refuted"
     again = plan_import(tmp_path / "kb", DUMPS / checklist["dump"], checklist["milestone"])
     assert again.actionable == []
+
+
+@pytest.mark.parametrize(("milestone", "budget"), [("3157", 2300), ("4504", 1000), ("4504", 8000)])
+def test_budgeted_status_of_the_shipped_kb_reimports_to_nothing(
+    tmp_path: Path, milestone: str, budget: int
+) -> None:
+    """`factbook status --budget` (compact marks, `✓+`, titles with values, `[config]`,
+    `(done when: …)`, files under `In `dir`:`, refuted `believed → true`) read back by
+    `factbook import` into the knowledge base it came from: every line matched, nothing
+    proposed."""
+    doc = tmp_path / "brief.md"
+    argv = ["--root", str(ROOT), "status", "--as-of", milestone, "--budget", str(budget)]
+    assert run([*argv, "--out", str(doc)]) == 0
+    result = plan_import(ROOT, doc, milestone)
+    assert result.document.generated
+    assert [p.entry.quote for p in result.actionable] == []
+    assert result.count("unchanged") >= 50 and not result.unplaced

@@ -31,12 +31,12 @@ MARK_SYMBOLS = {"✅": "verified", "◻": "assumed", "⚠️": "assumed", "❌":
 LEGEND_WORDS = {"verified": "verified", "refuted": "refuted", "stale": "stale"}
 _LEGEND_LINE = re.compile(r"^(?:>\s*)?.{0,80}?\b(?:marks|legend)\s*:\s*(?P<body>.*)$", re.I)
 _LEGEND_PAIR = re.compile(
-    r"(?:^|[·,;|]\s*)(?P<sym>~(?!~)|[^\w\s~*`·,;|]{1,2})\s+(?P<word>[a-z][a-z -]*)"
+    r"(?:^|[·,;|]\s*)(?P<sym>~(?!~)|[A-Z](?=\s)|[^\w\s~*`·,;|]{1,2})\s+(?P<word>[a-z][a-z -]*)"
 )
 _COMPACT_ID = re.compile(
     r"\s+(?:`(?P<a>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)`|\[(?P<b>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)\])\s*$"
 )
-SKIP_SECTIONS = ("changed since the previous status",)
+SKIP_SECTIONS = ("changed since the previous status", "not in this dump", "left out")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _NUMBERED = re.compile(r"^(\s*)(\d+)\.\s+(.*)$")
 _BOLD = re.compile(r"^\*\*(?P<title>.+?)\*\*(?: \((?P<flag>[A-Z_]+)\))?:? (?P<rest>.*)$")
@@ -120,6 +120,8 @@ def legend(text: str) -> dict[str, str]:
             continue
         for pair in _LEGEND_PAIR.finditer(match.group("body")):
             symbol, word = pair.group("sym"), pair.group("word").split()[0]
+            if word == "new":
+                continue  # `+ new since M`: a modifier after a mark, not a status
             if symbol not in found:
                 found[symbol] = LEGEND_WORDS.get(word, "assumed")
     return found
@@ -252,6 +254,8 @@ def _generated_item(
 ) -> Entry:
     body, hint = split_hint(body)
     compact_id = _COMPACT_ID.search(body)
+    if compact_id and len(body[: compact_id.start()].strip()) <= 2:
+        compact_id = None  # `✓ `d2t.pt``: the line is a file, not a fact named by its id
     fact_id = (compact_id.group("a") or compact_id.group("b")) if compact_id else None
     if compact_id:
         body = body[: compact_id.start()].rstrip()
@@ -270,7 +274,19 @@ def _generated_item(
     compact = _compact_mark(body, marks or {})
     if compact is not None:
         entry.mark, entry.text = compact
+        flag = re.search(r"\s*\((FAILED|BLOCKED)\)$", entry.text)
+        if flag:  # a progress item's state, as the compact layout prints it
+            entry.fields["flag"] = flag.group(1).lower()
+            entry.text = entry.text[: flag.start()]
+        done_when = re.search(r"\s*\(done when: (.*)\)$", entry.text)
+        if done_when:  # a next step's success criterion
+            entry.fields["criterion"] = done_when.group(1).strip()
+            entry.text = entry.text[: done_when.start()]
+        config = re.search(r"\s+\[[\w.-]+=.*\]$", entry.text)
+        if config:  # a figure's configuration, `[engine=vllm, concurrency=128]`
+            entry.text = entry.text[: config.start()]
         entry.quote = entry.text if entry.text in body else body
+        _compact_file(entry, label)
         return entry
     bold = _BOLD.match(body)
     if bold:
@@ -288,16 +304,41 @@ def _generated_item(
 
 
 def _compact_mark(body: str, marks: dict[str, str]) -> tuple[Mark, str] | None:
-    """`✓ text`, `✗ ~~text~~`: a legend's one-character mark (factbook's own are parsed
-    with their stamps by parse_mark)."""
+    """`✓ text`, `✓+ text` (new since the last dump), `✗ ~~text~~`, `✗ believed → true`: a
+    legend's one-character mark (factbook's own are parsed with their stamps by parse_mark)."""
     symbol, _, rest = body.partition(" ")
+    if symbol not in marks and symbol.endswith("+"):
+        symbol = symbol[:-1]
     if symbol in MARK_SYMBOLS or symbol not in marks or not rest:
         return None
     status = marks[symbol]
     text = rest.strip()
     if text.startswith("~~") and "~~" in text[2:]:
         text, status = text[2 : text.index("~~", 2)], "refuted"
+    elif status == "refuted" and " → " in text:
+        text = text.split(" → ", 1)[0]  # what was believed; the rest is what replaced it
+    text = re.sub(r"\s*\([^()]*\bmsg \d+[^()]*\)$", "", text)  # `(held at msg 3478)`
     return Mark(status), unescape(text.strip())
+
+
+_COMPACT_FILE = re.compile(r"^`(?P<path>[^`]+)`(?: — (?P<purpose>.*?))?(?: \((?P<size>[^()]*)\))?$")
+_IN_DIR = re.compile(r"^In `(?P<dir>[^`]+)`$")
+
+
+def _compact_file(entry: Entry, label: str) -> None:
+    """`✓ `path`` under `In `/root/sglang/`:`: a file line of a compact document."""
+    found = _COMPACT_FILE.match(entry.text)
+    if not found:
+        return
+    path = found.group("path")
+    base = _IN_DIR.match(label)
+    if base and not path.startswith(("/", "~")):
+        path = base.group("dir").rstrip("/") + "/" + path
+    entry.fields["path"] = path
+    for key in ("purpose", "size"):
+        if found.group(key):
+            entry.fields[key] = unescape(found.group(key))
+    entry.text = entry.fields.get("purpose") or path
 
 
 def _generated_row(

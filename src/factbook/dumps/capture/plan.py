@@ -108,8 +108,14 @@ def propose_all(
             duplicates += 1  # `factbook status` shows a baseline in two places
             continue
         seen.add(marker)
+        compact = document.generated and entry.hint is None
         found = index.find(
-            built.hinted_id, entry.quote, built.extracted.key, fact["statement"], fact.get("value")
+            built.hinted_id,
+            entry.quote,
+            built.extracted.key,
+            fact["statement"],
+            fact.get("value"),
+            title=entry.text if compact else None,
         )
         name = verdict(found, fact, built.extracted.key, entry.text, kb, milestone)
         proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
