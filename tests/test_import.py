@@ -338,15 +338,23 @@ def test_write_refuses_a_file_changed_since_it_was_read(tmp_path: Path) -> None:
     assert "until" not in path.read_text(encoding="utf-8")
 
 
-def test_a_pitfall_without_symptom_cause_fix_says_why(tmp_path: Path) -> None:
+def test_a_pitfall_missing_cause_and_fix_is_imported_assumed_and_flagged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Never dropped: what the dump does not say is marked, the fact stays assumed."""
     root = empty_kb(tmp_path / "kb")
     dump = tmp_path / "dump.md"
     dump.write_text("## Known pitfalls\n\n- Zombie vLLM workers hold GPU memory\n", "utf-8")
-    result = plan_import(root, dump, "3157")
-    [proposal] = result.actionable
-    assert not proposal.clean
-    assert "a pitfall needs symptom, cause, fix" in proposal.problems[0]
-    assert result.applied.diff == ""  # nothing that would not lint is ever written
+    code = run(["--root", str(root), "import", str(dump), "--milestone", "3157", "--write"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "cause, fix not stated in the dump" in out
+    lint_ok(root, capsys)
+    [fact] = load_kb(root).facts.values()
+    assert (fact.category, fact.status) == ("pitfalls", "assumed")
+    assert fact.get("symptom") == "Zombie vLLM workers hold GPU memory"
+    assert fact.get("cause") == fact.get("fix") == "not stated in the dump"
+    assert "incomplete" in fact.tags
 
 
 # --- values and checks from the seeds' own lines ---------------------------------------------

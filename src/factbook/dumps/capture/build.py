@@ -6,8 +6,13 @@ as source, `since` the milestone being imported, a value (and a check) from extr
 and target, bold titles and sub-bullets give title, symptom/cause/fix and success criteria,
 and the line's hint (factbook.dumps.status.hint) gives id, value and `since`.
 
-A proposal that cannot lint clean says why (`problems`) instead of inventing what the dump
-does not say: a pitfall needs a symptom, a cause and a fix; a decision needs its rationale.
+A fact about a box names its target (boxes.py decides which, and a check without one is not
+proposed: it would run on whatever box verify is pointed at). A pitfall takes its symptom,
+cause and fix from sub-items or labels, else from its sentence (pitfall.py); what the dump
+does not say is written as `not stated in the dump`, the fact stays `assumed`, tagged
+`incomplete`, and the review flags the missing key, so nothing is dropped or invented. A
+decision without its rationale is treated the same way. A file entry without a path cannot
+be written (`problems` says why).
 """
 
 from __future__ import annotations
@@ -17,8 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from factbook.dumps.capture.extract import Extracted, extract, scalar, slug, table_row
-from factbook.dumps.capture.parse import Entry
+from factbook.dumps.capture.boxes import Boxes
+from factbook.dumps.capture.checks import lint_check, path_check, path_problem, paths
+from factbook.dumps.capture.entry import Entry
+from factbook.dumps.capture.extract import (
+    PATH_CATEGORIES,
+    Extracted,
+    extract,
+    scalar,
+    slug,
+    table_row,
+)
+from factbook.dumps.capture.pitfall import split_pitfall
 from factbook.dumps.capture.sections import Section
 from factbook.dumps.status.context import KIND_TITLES
 from factbook.knowledge import schema
@@ -66,6 +81,8 @@ STOPWORDS = frozenset(
     ]
 )
 _ID_OK = re.compile(schema.ID_PATTERN)
+MISSING = "not stated in the dump"
+BOX_CATEGORIES = ("hardware", "inventory")
 
 
 @dataclass
@@ -76,22 +93,35 @@ class Built:
     extracted: Extracted
     problems: list[str] = field(default_factory=list)
     hinted_id: str | None = None
+    notes: list[str] = field(default_factory=list)  # for the review: target, why no check
+    missing: list[str] = field(default_factory=list)  # keys the dump does not state
 
 
 def build(
-    entry: Entry, section: Section, milestone: Milestone, doc_name: str, kb: KnowledgeBase
+    entry: Entry,
+    section: Section,
+    milestone: Milestone,
+    doc_name: str,
+    kb: KnowledgeBase,
+    boxes: Boxes | None = None,
+    known: frozenset[str] = frozenset(),
 ) -> Built:
     """The fact an entry proposes (its id is provisional: propose.py makes ids unique)."""
     category = section.category
     hint = entry.hint or {}
-    if entry.kind == "row":
+    if entry.kind == "row" and _figures_table(entry, category):
         found = table_row(entry.header, entry.cells, category)
         if found.key and found.key[0] == "train":
             category = "training"
+    elif entry.kind == "row":
+        found = extract(row_text(entry), category, known)
     else:
-        found = extract(entry.text, category)
+        found = extract(entry.text, category, known)
     if category == "inventory" and entry.fields.get("path"):
         found.key = ("path", str(entry.fields["path"]).rstrip("/") or "/")
+        if found.check is None and entry.hint is None:  # a status line: `path` — purpose
+            fit = path_check(str(entry.fields["path"]), category)
+            found.check, found.why = fit.check, fit.why
     statement = str(hint.get("statement") or _statement(entry, found))
     fact: dict[str, Any] = {
         "id": "",
@@ -111,9 +141,20 @@ def build(
         fact.pop("unit", None)
     mark = entry.mark
     fact["status"] = mark.status if mark else "assumed"
+    notes: list[str] = []
     where = mark.where.split()[0] if mark and mark.where else ""
-    if where in kb.targets:
+    if str(hint.get("target", "")) in kb.targets:
+        fact["target"] = str(hint["target"])
+    elif where in kb.targets:
         fact["target"] = where
+    elif entry.hint is None and boxes is not None and _box_bound(entry, category, found, boxes):
+        box, how = boxes.bind(entry)
+        if box is not None:
+            fact["target"] = box.name
+            notes.append(f"target {box.name} ({how})")
+        elif found.check is not None:
+            found.why = f"no check: which box is it about? {how}"
+            found.check = None
     tags = list(section.tags)
     if tags:
         fact["tags"] = tags
@@ -125,11 +166,60 @@ def build(
     source["quote"] = entry.quote
     fact["sources"] = [source]
     problems: list[str] = []
-    fact.update(_category_keys(entry, section, category, found, kb, problems))
+    missing: list[str] = []
+    fact.update(_category_keys(entry, section, category, found, kb, problems, missing))
+    if category == "inventory" and "machine" not in fact:
+        heading = entry.headings[-1].split(" — ")[0].strip() if entry.headings else ""
+        machine = fact.get("target") or (heading if heading in kb.targets else None)
+        if machine:
+            fact["machine"] = machine
+    if missing:
+        if fact["status"] != "refuted":
+            fact["status"] = "assumed"
+        fact["tags"] = [*fact.get("tags", []), "incomplete"]
+        notes.append(f"{', '.join(missing)} {MISSING}: imported as assumed, to be filled in")
     if found.check and entry.hint is None:
-        fact["check"] = found.check
-    built = Built(fact, found, problems, str(hint["id"]) if hint.get("id") else None)
-    return built
+        lint = lint_check(found.check, kb)
+        if lint:
+            found.why = "no check: " + "; ".join(lint)
+        else:
+            fact["check"] = found.check
+    if not found.why and category in ("software", "hardware") and entry.hint is None:
+        found.why = "no check: the line names no version, GPU count or path a probe can see"
+    if found.why and "check" not in fact:
+        notes.append(found.why)
+    hinted = hint.get("id") or entry.fields.get("id")
+    return Built(fact, found, problems, str(hinted) if hinted else None, notes, missing)
+
+
+def _figures_table(entry: Entry, category: str) -> bool:
+    """A table of figures (benchmarks, training epochs, factbook's own) rather than rows of
+    things each stated on its row (`| torch | 2.5.1 |`)."""
+    header = [h.lower() for h in entry.header]
+    return (
+        category in ("benchmarks", "training")
+        or bool(header and header[0].startswith("epoch"))
+        or "figure" in header
+        or "mark" in header
+    )
+
+
+def row_text(entry: Entry) -> str:
+    """A table row as the sentence it states: `TensorRT-LLM: 0.17.0`."""
+    rest = [c for c in entry.cells[1:] if c and c not in ("—", "-", "–")]
+    return f"{entry.cells[0]}: {', '.join(rest)}" if rest else entry.cells[0]
+
+
+def _box_bound(entry: Entry, category: str, found: Extracted, boxes: Boxes) -> bool:
+    """A fact about one box: what it has, what is on it (a path), or one that carries a
+    check; an access line is about its own box."""
+    return (
+        category in BOX_CATEGORIES
+        or found.check is not None
+        or (category == "software" and "version" in found.kinds)
+        or id(entry) in boxes.own
+        or (category in PATH_CATEGORIES and any(path_problem(p) is None for p in paths(entry.text)))
+    )
 
 
 def _statement(entry: Entry, found: Extracted) -> str:
@@ -181,6 +271,7 @@ def _category_keys(
     found: Extracted,
     kb: KnowledgeBase,
     problems: list[str],
+    missing: list[str],
 ) -> dict[str, Any]:
     keys: dict[str, Any] = {}
     fields = entry.fields
@@ -196,23 +287,25 @@ def _category_keys(
         if fields.get("criterion"):
             keys["criterion"] = fields["criterion"]
     elif category == "pitfalls":
+        told = {k: fields[k] for k in ("symptom", "cause", "fix") if fields.get(k)}
+        said = {} if len(told) == 3 else split_pitfall(entry.text)
         for key in ("symptom", "cause", "fix"):
-            if fields.get(key):
-                keys[key] = fields[key]
-        missing = [k for k in ("symptom", "cause", "fix") if k not in keys]
-        if missing:
-            problems.append(
-                f"a pitfall needs {', '.join(missing)}; the dump does not say (add them by hand)"
-            )
+            value = told.get(key) or said.get(key)
+            if value:
+                keys[key] = value
+            else:
+                keys[key] = MISSING
+                missing.append(key)
     elif category == "decisions":
         hint = entry.hint or {}
         rationale = fields.get("rationale") or hint.get("rationale") or _rationale(entry.text)
         if rationale:
             keys["rationale"] = rationale
         else:
-            problems.append("a decision needs its rationale; the dump gives none")
+            keys["rationale"] = MISSING
+            missing.append("rationale")
     elif category == "inventory":
-        keys.update(_inventory(entry, found, kb))
+        keys.update(_inventory(entry, found))
         if "path" not in keys:
             problems.append("a file entry needs a path; the dump names none")
     elif category == "benchmarks" and entry.kind == "row" and "Configuration" in entry.header:
@@ -229,11 +322,11 @@ def _category_keys(
 
 
 def _rationale(text: str) -> str | None:
-    found = re.search(r"\b(?:because|since|so that)\b\s+(.*)", text)
+    found = re.search(r"\b(?:because|since|so that|given that)\b\s+(.*)", text)
     return found.group(1).strip() if found else None
 
 
-def _inventory(entry: Entry, found: Extracted, kb: KnowledgeBase) -> dict[str, Any]:
+def _inventory(entry: Entry, found: Extracted) -> dict[str, Any]:
     fields = entry.fields
     path = fields.get("path") or found.keys.get("path")
     if not path:
@@ -245,10 +338,6 @@ def _inventory(entry: Entry, found: Extracted, kb: KnowledgeBase) -> dict[str, A
     label = (entry.label or "").lower()
     kind = KIND_BY_TITLE.get(label) or _kind_for(str(path or ""), label)
     keys["kind"] = kind
-    heading = entry.headings[-1] if entry.headings else ""
-    machine = heading.split(" — ")[0].strip()
-    if machine in kb.targets:
-        keys["machine"] = machine
     purpose = fields.get("purpose")
     if not purpose and " — " in entry.text:
         purpose = entry.text.split(" — ", 1)[1].strip()

@@ -4,7 +4,8 @@ A status line says its value in words: `torch: 2.10.0+cu128`, `8x NVIDIA RTX PRO
 `82.5 tok/s`, `<think> = token 163606`, `hidden_size=7168, kv_lora_rank=512`,
 `--speculative-num-steps 3`, `/data/eagle3/output_10k/4/`. Each kind becomes a value (and a
 unit), and where a probe can see it live a proposed `check:` (a version → `pkg.version`, a
-GPU count → `gpu.count`, a path → `file.exists`, a driver → `gpu.driver`).
+GPU count → `gpu.count`, a path → `file.exists`, a driver → `gpu.driver`), only where the text
+fixes the probe and its arguments (checks.py decides, and says why not).
 
 Each extraction also yields a *key*: what the value is the value *of* (the torch version,
 the GPU count, the token id of `<|im_end|>`, a benchmark row's figure). Two facts with the same
@@ -19,16 +20,17 @@ from typing import Any
 
 import yaml
 
-# Distribution names on PyPI where the dump's spelling differs.
-PIP_NAMES = {"flashinfer": "flashinfer-python", "pytorch": "torch"}
-# Versions that are not Python distributions, and the probe that sees them.
-SYSTEM_VERSIONS = {
-    "nvidia driver": "gpu.driver",
-    "driver": "gpu.driver",
-    "cuda": "cuda.nvcc_version",
-    "python": "python.version",
-    "kernel": "os.kernel",
-}
+from factbook.dumps.capture.checks import (
+    gpu_count_check,
+    lookup,
+    norm_name,
+    path_check,
+    version_check,
+    version_mentions,
+)
+from factbook.dumps.capture.checks import paths as path_tokens
+
+PATH_CATEGORIES = ("inventory", "instructions", "hardware", "model", "software")
 UNITS = {
     "tok/s": "tok/s",
     "ms": "ms",
@@ -44,27 +46,23 @@ UNITS = {
     "%": "%",
     "x": "x",
 }
-_VERSION = re.compile(
-    r"(?P<name>(?:NVIDIA )?[A-Za-z][\w.+-]*?)(?::| ==|==| v| )\s*"
-    r"(?P<ver>\d+(?:\.\d+)+(?:[a-z][\w.+-]*[\w]|\+[\w.]+)?)(?![\w.]*\d+\s*(?:GB|TB|MiB|GiB|W|x\b))"
-)
 _NUMBER_UNIT = re.compile(
     r"(?<![\w.])~?(?P<num>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?"
     r"(?P<unit>tok/s|ms|min|seconds|s|GiB|GB|MiB|MB|TB|W|%|x)(?![\w/])",
 )
 _GPU_COUNT = re.compile(
     r"(?<![\w.])(?P<n>\d+)\s?(?:x\s?)?(?:NVIDIA\s+)?(?:[\w-]+\s+){0,6}?GPUs?\b"
-    r"|(?<![\w.])(?P<n2>\d+)x\s+NVIDIA"
+    r"|(?<![\w.])(?P<n2>\d+)\s?[x×]\s?(?:NVIDIA|AMD|Intel)\b"
 )
 _TOKEN = re.compile(
-    r"(?P<tok><\|?/?[\w]+\|?>)\s*(?:=|is|:)?\s*(?:token\s*(?:id\s*)?)?(?P<id>\d{4,})"
-    r"|(?P<id2>\d{4,})\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?(?P<tok2><\|?/?[\w]+\|?>)"
+    r"(?P<tok><[^<>\s`]{1,40}>)`?\s*(?:(?:=|is|:)\s*(?:token\s*)?(?:id\s*)?(?P<id>\d{1,7})\b"
+    r"|(?:token\s*(?:id\s*)?)?(?P<id3>\d{4,}))"
+    r"|(?P<id2>\d{4,})\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?(?P<tok2><[^<>\s`]{1,40}>)"
 )
 _PAIR = re.compile(
     r"(?<![\w-])(?P<key>[a-z][a-z0-9_]*[a-z0-9])=(?P<val>\[[^\]]*\]|\d{1,3}(?:,\d{3})+(?!\d)|[^\s,;()]+)"
 )
 _FLAG = re.compile(r"(?<![\w-])(?P<flag>--[a-z][\w-]*)(?:[ =](?P<arg>(?!-)[^\s,;()]+))?")
-_PATH = re.compile(r"(?<![\w~.:/])(?P<path>/(?:[\w.@+-]+/?)+)")
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
@@ -78,6 +76,7 @@ class Extracted:
     check: dict[str, Any] | None = None
     key: tuple[str, ...] | None = None
     kinds: list[str] = field(default_factory=list)  # what was found, for the report
+    why: str = ""  # why there is no check, for the review
 
 
 def slug(text: str, limit: int = 40) -> str:
@@ -106,51 +105,41 @@ def scalar(text: str) -> Any:
     return loaded if isinstance(loaded, (bool, int, float, str, list)) else text
 
 
-def versions(text: str) -> list[tuple[str, str]]:
-    """(name, version) pairs: `torch: 2.10.0+cu128`, `vLLM 0.16.0rc2...`, `Driver: 590.48.01`."""
-    out = []
-    for found in _VERSION.finditer(text):
-        name = found.group("name").strip()
-        if not re.search(r"[a-z]", name, re.I) or re.fullmatch(r"[A-Z]{1,2}\d*", name):
-            continue
-        if name.lower() in ("compute", "cap", "commit", "sm", "gen", "pcie", "v", "epoch"):
-            continue
-        out.append((name, found.group("ver")))
-    return out
-
-
-def extract(text: str, category: str) -> Extracted:
-    """The value, unit, keys and check an item of `category` states in `text`."""
+def extract(text: str, category: str, known: frozenset[str] = frozenset()) -> Extracted:
+    """The value, unit, keys and check an item of `category` states in `text` (`known`:
+    distribution names the knowledge base already checks)."""
     out = Extracted()
     if category == "tokenizer":
         found = _TOKEN.search(text)
         if found:
             token = found.group("tok") or found.group("tok2")
-            token_id = int(found.group("id") or found.group("id2"))
+            token_id = int(found.group("id") or found.group("id2") or found.group("id3"))
             out.value, out.keys = token_id, {"token": token, "token_id": token_id}
             out.key, out.kinds = ("token", token), ["token id"]
             return out
     if category == "hardware":
         found = _GPU_COUNT.search(text)
-        if found and re.search(r"GPU|NVIDIA", text):
+        if found and re.search(r"GPU|NVIDIA|AMD|Instinct", text):
             count = int(found.group("n") or found.group("n2"))
             out.value, out.key, out.kinds = count, ("probe", "gpu.count"), ["GPU count"]
-            out.check = {"probe": "gpu.count", "args": {}, "expect": {"eq": count}}
+            fit = gpu_count_check(count, text)
+            out.check, out.why = fit.check, fit.why
             return out
-    if category == "software":
-        found_versions = versions(text)
-        if found_versions:
-            return _versions(out, found_versions)
+    if category in ("software", "hardware"):
+        mentions = version_mentions(text, known)
+        if category == "software" and mentions:
+            return _versions(out, mentions, known, text)
+        known_ones = [m for m in mentions if m[2]]
+        if len(known_ones) == 1:  # `NVIDIA driver 570.124.06` among the hardware
+            return _versions(out, known_ones, known, text)
     pairs = [(m.group("key"), scalar(m.group("val"))) for m in _PAIR.finditer(text)]
-    if len(pairs) == 1:
-        out.value, out.key, out.kinds = pairs[0][1], ("param", pairs[0][0]), ["config"]
-        return out
-    if len(pairs) > 1:
-        out.value, out.kinds = dict(pairs), ["config"]
-        return out
     figure = _NUMBER_UNIT.search(text)
     flags = [(m.group("flag"), m.group("arg")) for m in _FLAG.finditer(text)]
-    if figure and category in ("benchmarks", "training", "hardware", "model", "software"):
+    if len(pairs) == 1:
+        out.value, out.key, out.kinds = pairs[0][1], ("param", pairs[0][0]), ["config"]
+    elif len(pairs) > 1:
+        out.value, out.kinds = dict(pairs), ["config"]
+    elif figure and category in ("benchmarks", "training", "hardware", "model", "software"):
         out.value = number(figure.group("num"))
         out.unit = UNITS.get(figure.group("unit").lower(), figure.group("unit"))
         out.kinds = ["number with unit"]
@@ -160,37 +149,39 @@ def extract(text: str, category: str) -> Extracted:
     elif len(flags) > 1:
         out.value = {flag: (scalar(arg) if arg else None) for flag, arg in flags}
         out.kinds = ["flags"]
-    paths = [m.group("path").rstrip(".,") for m in _PATH.finditer(text)]
-    paths = [p for p in paths if len(p) > 1 and not re.fullmatch(r"/\d+(/\d+)*", p)]
+    paths = [p for p in path_tokens(text) if len(p) > 1 and not re.fullmatch(r"/\d+(/\d+)*", p)]
     if category == "inventory" and paths:
         out.keys["path"] = paths[0]
         out.key = ("path", paths[0].rstrip("/") or "/")
-    if len(set(paths)) == 1 and category in ("inventory", "instructions", "hardware", "model"):
-        out.check = {"probe": "file.exists", "args": {"path": paths[0]}, "expect": {"eq": True}}
-        out.kinds.append("path")
+    if category in PATH_CATEGORIES:
+        fit = path_check(text, category)
+        out.check, out.why = fit.check, fit.why
+        if fit.check:
+            out.kinds.append("path")
     return out
 
 
-def _versions(out: Extracted, found: list[tuple[str, str]]) -> Extracted:
-    if len(found) > 1:
-        out.value = {name: version for name, version in found}
+def _versions(
+    out: Extracted, mentions: list[tuple[str, str, bool]], known: frozenset[str], text: str = ""
+) -> Extracted:
+    named = [m for m in mentions if m[2]] or mentions
+    lead = re.match(r"^\W*([A-Za-z][\w .+-]*?)\s*[:=]?\s*v?\d", text)
+    if lead and len(named) > 1 and named[0][0].lower() == lead.group(1).strip().lower():
+        named = named[:1]  # `speculators: 0.3.0 (with 9 patches for vLLM 0.16)`: the label's
+    if len(named) > 1:
+        out.value = {name: version for name, version, _ in named}
         out.kinds = ["versions"]
+        out.why = "no check: several versions on one line (one fact each would check each)"
         return out
-    name, version = found[0]
+    name, version, _ = named[0]
     out.value, out.kinds = version, ["version"]
-    lower = name.lower()
-    probe = SYSTEM_VERSIONS.get(lower)
-    if probe is not None:
-        out.check = {"probe": probe, "args": {}, "expect": {"version": f"=={version}"}}
-        out.key = ("probe", probe)
-        return out
-    dist = PIP_NAMES.get(lower, lower)
-    out.check = {
-        "probe": "pkg.version",
-        "args": {"name": dist},
-        "expect": {"version": f"=={version}"},
-    }
-    out.key = ("pkg", dist)
+    fit = version_check(name, version, known)
+    out.check, out.why = fit.check, fit.why
+    kind, what = lookup(name, known)
+    if fit.check and fit.check["probe"] != "pkg.version":
+        out.key = ("probe", fit.check["probe"])
+    else:
+        out.key = ("pkg", what if kind == "pkg" else norm_name(name))
     return out
 
 

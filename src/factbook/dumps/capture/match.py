@@ -2,7 +2,8 @@
 
 A proposal finds its fact, in this order, by:
 
-1. id: the line's hint names it (a document `factbook status` wrote);
+1. id: the line's hint names it (a document `factbook status` wrote), or, on a compact
+   (budgeted) status line, the one fact whose title the line shows;
 2. key: the same thing measured (extract.py: the torch version, the GPU count, a benchmark row);
 3. quote: a fact quotes the same words of a dump (either quote inside the other);
 4. statement: the same sentence, near enough (word overlap, then difflib ratio >= 0.9).
@@ -45,7 +46,7 @@ class Found:
     """The known fact a proposal is about, and how it was found."""
 
     fact: Fact
-    how: str  # id | quote | key | statement
+    how: str  # id | title | key | quote | statement
 
 
 class Index:
@@ -57,6 +58,7 @@ class Index:
         self.quotes: list[tuple[str, Fact]] = []
         self.by_key: dict[tuple[str, ...], list[Fact]] = {}
         self.by_statement: dict[str, Fact] = {}
+        self.by_title: dict[str, list[Fact]] = {}
         self.word_sets: list[tuple[set[str], Fact]] = []
         for fact in self.facts:
             for source in fact.sources:
@@ -66,6 +68,7 @@ class Index:
             if key:
                 self.by_key.setdefault(key, []).append(fact)
             self.by_statement.setdefault(norm(fact.statement), fact)
+            self.by_title.setdefault(norm(fact.title), []).append(fact)
             self.word_sets.append((words(fact.statement), fact))
 
     def find(
@@ -75,9 +78,16 @@ class Index:
         key: tuple[str, ...] | None,
         statement: str,
         value: Any = None,
+        title: str | None = None,
     ) -> Found | None:
+        """`title`: a compact status line's text, which shows a fact's title (and its value
+        after `: `) rather than its statement."""
         if hinted_id and hinted_id in self.kb.facts:
             return Found(self.kb.facts[hinted_id], "id")
+        if title:
+            found = self._by_title(title)
+            if found is not None:
+                return Found(found, "title")
         if key and key in self.by_key:
             same = [f for f in self.by_key[key] if value is not None and same_value(value, f.value)]
             return Found((same or self.by_key[key])[0], "key")
@@ -101,6 +111,22 @@ class Index:
                 best = (ratio, fact)
         if best[1] is not None and best[0] >= SIMILAR:
             return Found(best[1], "statement")
+        return None
+
+    def _by_title(self, text: str) -> Fact | None:
+        """The one fact whose title is the text, or the text before its last `: value`."""
+        text = norm(text)
+        while text:
+            same = self.by_title.get(text, [])
+            if len(same) == 1:
+                return same[0]
+            if text.endswith(")") and " (" in text:  # `title (its value)`
+                text = text[: text.rindex(" (")]
+                continue
+            head, sep, _ = text.rpartition(": ")
+            if not sep:
+                return None
+            text = head
         return None
 
 

@@ -4,42 +4,58 @@ Two shapes are read:
 
 - `factbook status` output: Markdown, one item per line, each with its verification mark
   (`✅ … *(msg 4504 llm-two)*`, `~~…~~ *(refuted …)*`) and an optional hint comment
-  (factbook.dumps.status.hint) carrying what the line does not show.
-- the seeds: prose articles that quote a dump. Message 3157 is quoted whole but flattened,
-  a section per line (`### Hardware - GPUs: … - CPU: …`, `1. … 2. …`, tables on one line
-  with `| |` between rows); the other two quote tables and numbered lists between paragraphs
-  whose short title lines act as headings (`3. Performance Benchmarks`, `The Next Steps: …`).
+  (factbook.dumps.status.hint) carrying what the line does not show. A compact (budgeted)
+  document is read the same way: YAML front matter is skipped, its legend line (`Marks: ✓
+  verified · ? assumed · ✗ refuted`) says what each one-character mark means, and a fact id
+  written at the end of a line (`` `hw.gpu.count` `` or `[hw.gpu.count]`) names the fact.
+- everything else, hand-written dumps and articles quoting them: article.py.
 
-Prose is never turned into facts: only list items and table rows are, and each keeps a
-verbatim quote of the document so a reviewer can find it.
+Each entry keeps a verbatim quote of the document so a reviewer can find it.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from factbook.dumps.capture.sections import resolve
+from factbook.dumps.capture.article import parse_article
+from factbook.dumps.capture.entry import Entry, Mark
 from factbook.dumps.status.hint import split_hint
 from factbook.errors import InputError
 from factbook.knowledge.yamlsrc import read_text_bounded
 
 MARK_SYMBOLS = {"✅": "verified", "◻": "assumed", "⚠️": "assumed", "❌": "assumed"}
-SKIP_SECTIONS = ("changed since the previous status",)
+# what a legend's word for a mark means as a fact status (drifted or errored: not verified)
+LEGEND_WORDS = {"verified": "verified", "refuted": "refuted", "stale": "stale"}
+_LEGEND_LINE = re.compile(r"^(?:>\s*)?.{0,80}?\b(?:marks|legend)\s*:\s*(?P<body>.*)$", re.I)
+_LEGEND_PAIR = re.compile(
+    r"(?:^|[·,;|]\s*)(?P<sym>~(?!~)|[A-Z](?=\s)|[^\w\s~*`·,;|]{1,2})\s+(?P<word>[a-z][a-z -]*)"
+)
+_COMPACT_ID = re.compile(
+    r"\s+(?:`(?P<a>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)`|\[(?P<b>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)\])\s*$"
+)
+SKIP_SECTIONS = ("changed since the previous status", "not in this dump", "left out")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _NUMBERED = re.compile(r"^(\s*)(\d+)\.\s+(.*)$")
-_LABEL = re.compile(r"^([A-Z][^:|]{0,60}):\s+-\s+(.*)$")
 _BOLD = re.compile(r"^\*\*(?P<title>.+?)\*\*(?: \((?P<flag>[A-Z_]+)\))?:? (?P<rest>.*)$")
 _REFUTED = re.compile(r"^~~(?P<text>.*)~~ \*\((?P<stamp>refuted.*)\)\*$")
 _MARKED = re.compile(
     r"^(?P<sym>✅|⚠️|❌|◻) (?P<text>.*?)(?: — \*why:\* (?P<why>.*?))?(?: \*\((?P<stamp>.*)\)\*)?$"
 )
-_FILE = re.compile(
+_FILE = (
     r"^(?:~~)?`(?P<path>[^`]+)`(?:~~)?(?: — (?P<purpose>.*?))?(?: \((?P<size>[^()]*)\))?"
-    r" (?P<mark>(?:✅|⚠️|❌|◻|~~refuted~~).*)$"
+    r" (?P<mark>(?:~~refuted~~|{symbols})(?= |$).*)$"
 )
+
+
+@functools.cache
+def _file_line(symbols: tuple[str, ...]) -> re.Pattern[str]:
+    """A file inventory line whose mark is one of `symbols` (factbook's, or a legend's)."""
+    return re.compile(_FILE.replace("{symbols}", "|".join(map(re.escape, symbols))))
+
+
 _STAMP = re.compile(
     r"^(?:stale )?(?:msg (?P<msg>\d+)(?:, [\d-]+)?|(?P<date>\d{4}-\d\d-\d\d))?\s*(?P<where>[^:]*)"
 )
@@ -47,36 +63,6 @@ _REFUTED_STAMP = re.compile(
     r"^refuted(?: msg (?P<msg>\d+)(?:, [\d-]+)?)?(?:: (?P<detail>.*?))?"
     r"(?:; replaced by (?P<by>.*))?$"
 )
-_TRAILING_PROSE = re.compile(r"(?<=[\w)%.])\s+(?=(?:This|These|The|It|Each|Such)\s+[a-z]+\s)")
-
-
-@dataclass
-class Mark:
-    """A status line's verification mark, read back."""
-
-    status: str
-    message: int | None = None
-    where: str = ""
-    detail: str = ""
-    replaced_by: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Entry:
-    """One item of the dump: a bullet, a numbered item or a table row."""
-
-    line: int
-    kind: str  # bullet | numbered | row | sentence (of a Goal paragraph)
-    text: str
-    quote: str
-    headings: list[str]
-    number: int | None = None
-    label: str = ""  # a group label inside a section (`Scripts:`, `Models:`)
-    fields: dict[str, Any] = field(default_factory=dict)
-    mark: Mark | None = None
-    hint: dict[str, Any] | None = None
-    header: list[str] = field(default_factory=list)
-    cells: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -105,9 +91,40 @@ def read_document(path: Path) -> Document:
 
 def parse_text(text: str, name: str = "<dump>") -> Document:
     text = text.replace("\r\n", "\n")
-    generated = text.startswith("# Status as of") or "by `factbook status`" in text[:2000]
-    entries = _parse_generated(text) if generated else _parse_article(text)
+    body = _without_front_matter(text)
+    generated = body.lstrip().startswith("# Status as of") or bool(
+        re.search(r"`factbook status\b", body[:3000])
+    )
+    entries = _parse_generated(body, legend(body)) if generated else parse_article(body)
     return Document(name, text, generated, entries)
+
+
+def _without_front_matter(text: str) -> str:
+    """YAML front matter (`---` … `---` at the top) blanked, so line numbers stay right."""
+    if not text.startswith("---\n"):
+        return text
+    end = text.find("\n---", 4)
+    if end < 0:
+        return text
+    close = text.find("\n", end + 1)
+    close = len(text) if close < 0 else close
+    return "\n" * text[:close].count("\n") + text[close:]
+
+
+def legend(text: str) -> dict[str, str]:
+    """Mark symbol → fact status: factbook's own marks, and what a legend line adds."""
+    found = dict(MARK_SYMBOLS)
+    for line in text.split("\n")[:40]:
+        match = _LEGEND_LINE.match(line.strip())
+        if not match:
+            continue
+        for pair in _LEGEND_PAIR.finditer(match.group("body")):
+            symbol, word = pair.group("sym"), pair.group("word").split()[0]
+            if word == "new":
+                continue  # `+ new since M`: a modifier after a mark, not a status
+            if symbol not in found:
+                found[symbol] = LEGEND_WORDS.get(word, "assumed")
+    return found
 
 
 def unescape(text: str) -> str:
@@ -118,7 +135,7 @@ def unescape(text: str) -> str:
 # --- factbook status output -------------------------------------------------------------------
 
 
-def _parse_generated(text: str) -> list[Entry]:
+def _parse_generated(text: str, marks: dict[str, str]) -> list[Entry]:
     entries: list[Entry] = []
     headings: dict[int, str] = {}
     label = ""
@@ -160,10 +177,12 @@ def _parse_generated(text: str) -> list[Entry]:
             continue
         numbered = _NUMBERED.match(line)
         if line.startswith("- "):
-            entries.append(_generated_item(number, line[2:], path, label, None))
+            entries.append(_generated_item(number, line[2:], path, label, None, marks))
         elif numbered and not numbered.group(1):
             entries.append(
-                _generated_item(number, numbered.group(3), path, label, int(numbered.group(2)))
+                _generated_item(
+                    number, numbered.group(3), path, label, int(numbered.group(2)), marks
+                )
             )
     return entries
 
@@ -193,13 +212,14 @@ def _stamped(status: str, stamp_text: str) -> Mark:
     return mark
 
 
-def plain_mark(text: str) -> Mark | None:
-    """A mark written without its item (`✅ msg 3157 llm-two`, `~~refuted~~ msg 4504`)."""
+def plain_mark(text: str, marks: dict[str, str] | None = None) -> Mark | None:
+    """A mark written without its item (`✅ msg 3157 llm-two`, `~~refuted~~ msg 4504`, a
+    legend's `✓`)."""
     text = text.strip()
     if text.startswith("~~refuted~~"):
         found = _REFUTED_STAMP.match("refuted" + text[len("~~refuted~~") :])
         return Mark("refuted", int(found.group("msg")) if found and found.group("msg") else None)
-    for symbol, status in MARK_SYMBOLS.items():
+    for symbol, status in (marks or MARK_SYMBOLS).items():
         if text.startswith(symbol):
             return _stamped(status, text[len(symbol) :].strip())
     return None
@@ -225,18 +245,48 @@ def parse_mark(body: str) -> tuple[str, Mark | None, str]:
 
 
 def _generated_item(
-    number: int, body: str, path: list[str], label: str, index: int | None
+    number: int,
+    body: str,
+    path: list[str],
+    label: str,
+    index: int | None,
+    marks: dict[str, str] | None = None,
 ) -> Entry:
     body, hint = split_hint(body)
+    compact_id = _COMPACT_ID.search(body)
+    if compact_id and len(body[: compact_id.start()].strip()) <= 2:
+        compact_id = None  # `✓ `d2t.pt``: the line is a file, not a fact named by its id
+    fact_id = (compact_id.group("a") or compact_id.group("b")) if compact_id else None
+    if compact_id:
+        body = body[: compact_id.start()].rstrip()
     entry = Entry(number, "numbered" if index else "bullet", "", body, path, index, label)
     entry.hint = hint
-    found = _FILE.match(body)
-    if found:
+    if fact_id:
+        entry.fields["id"] = fact_id
+    found = _file_line(tuple(marks or MARK_SYMBOLS)).match(body)
+    if found and plain_mark(found.group("mark"), marks):
         entry.fields.update(
             {k: unescape(v) for k, v in found.groupdict().items() if v and k != "mark"}
         )
-        entry.mark = plain_mark(found.group("mark"))
+        entry.mark = plain_mark(found.group("mark"), marks)
         entry.text = entry.fields.get("purpose") or entry.fields["path"]
+        return entry
+    compact = _compact_mark(body, marks or {})
+    if compact is not None:
+        entry.mark, entry.text = compact
+        flag = re.search(r"\s*\((FAILED|BLOCKED)\)$", entry.text)
+        if flag:  # a progress item's state, as the compact layout prints it
+            entry.fields["flag"] = flag.group(1).lower()
+            entry.text = entry.text[: flag.start()]
+        done_when = re.search(r"\s*\(done when: (.*)\)$", entry.text)
+        if done_when:  # a next step's success criterion
+            entry.fields["criterion"] = done_when.group(1).strip()
+            entry.text = entry.text[: done_when.start()]
+        config = re.search(r"\s+\[[\w.-]+=.*\]$", entry.text)
+        if config:  # a figure's configuration, `[engine=vllm, concurrency=128]`
+            entry.text = entry.text[: config.start()]
+        entry.quote = entry.text if entry.text in body else body
+        _compact_file(entry, label)
         return entry
     bold = _BOLD.match(body)
     if bold:
@@ -251,6 +301,44 @@ def _generated_item(
     if why:
         entry.fields["rationale"] = why
     return entry
+
+
+def _compact_mark(body: str, marks: dict[str, str]) -> tuple[Mark, str] | None:
+    """`✓ text`, `✓+ text` (new since the last dump), `✗ ~~text~~`, `✗ believed → true`: a
+    legend's one-character mark (factbook's own are parsed with their stamps by parse_mark)."""
+    symbol, _, rest = body.partition(" ")
+    if symbol not in marks and symbol.endswith("+"):
+        symbol = symbol[:-1]
+    if symbol in MARK_SYMBOLS or symbol not in marks or not rest:
+        return None
+    status = marks[symbol]
+    text = rest.strip()
+    if text.startswith("~~") and "~~" in text[2:]:
+        text, status = text[2 : text.index("~~", 2)], "refuted"
+    elif status == "refuted" and " → " in text:
+        text = text.split(" → ", 1)[0]  # what was believed; the rest is what replaced it
+    text = re.sub(r"\s*\([^()]*\bmsg \d+[^()]*\)$", "", text)  # `(held at msg 3478)`
+    return Mark(status), unescape(text.strip())
+
+
+_COMPACT_FILE = re.compile(r"^`(?P<path>[^`]+)`(?: — (?P<purpose>.*?))?(?: \((?P<size>[^()]*)\))?$")
+_IN_DIR = re.compile(r"^In `(?P<dir>[^`]+)`$")
+
+
+def _compact_file(entry: Entry, label: str) -> None:
+    """`✓ `path`` under `In `/root/sglang/`:`: a file line of a compact document."""
+    found = _COMPACT_FILE.match(entry.text)
+    if not found:
+        return
+    path = found.group("path")
+    base = _IN_DIR.match(label)
+    if base and not path.startswith(("/", "~")):
+        path = base.group("dir").rstrip("/") + "/" + path
+    entry.fields["path"] = path
+    for key in ("purpose", "size"):
+        if found.group(key):
+            entry.fields[key] = unescape(found.group(key))
+    entry.text = entry.fields.get("purpose") or path
 
 
 def _generated_row(
@@ -269,176 +357,3 @@ def _generated_row(
     entry.fields["title"] = title
     entry.text = title
     return entry
-
-
-# --- seed articles ----------------------------------------------------------------------------
-
-
-def _is_title(line: str, before: str, after: str) -> bool:
-    """A short stand-alone line between blank lines, not a sentence: an article's heading."""
-    if before.strip() or after.strip():
-        return False
-    words = line.split()
-    if not words or len(line) > 90 or line.startswith(("|", "-", ">", "<", '"', "(")):
-        return False
-    if line.endswith(":"):
-        return len(words) <= 3
-    return not line.endswith((".", "!", ",", ";", ")")) and len(words) <= 12
-
-
-def _parse_article(text: str) -> list[Entry]:
-    entries: list[Entry] = []
-    lines = text.split("\n")
-    headings: dict[int, str] = {}
-    for index, raw in enumerate(lines):
-        number = index + 1
-        line = raw.strip()
-        if not line or line == ">":
-            continue
-        before = lines[index - 1] if index > 0 else ""
-        after = lines[index + 1] if index + 1 < len(lines) else ""
-        path = [headings[k] for k in sorted(headings)]
-        heading = _HEADING.match(line)
-        if heading:
-            level = len(heading.group(1))
-            title, rest = _split_heading(heading.group(2))
-            # a Markdown heading ends the article's own (level 0) section
-            headings = {k: v for k, v in headings.items() if 0 < k < level}
-            headings[level] = title
-            path = [headings[k] for k in sorted(headings)]
-            entries += _flattened(number, rest, path, "")
-            continue
-        if line.startswith("|"):
-            entries += _article_table(number, line, path)
-            continue
-        if line.startswith("- "):
-            entries += _flattened(number, line, path, "")
-            continue
-        label = _LABEL.match(line)
-        if label:
-            entries += _flattened(number, "- " + label.group(2), path, label.group(1))
-            continue
-        numbered = _NUMBERED.match(raw)
-        title_line = numbered.group(3) if numbered else line
-        if _is_title(title_line, before, after) and not _NUMBERED.match(after or "x"):
-            headings = {0: line}
-            continue
-        if numbered:
-            entries += _numbered_run(number, raw, path, lines, index)
-        elif 1 in headings or 2 in headings or 3 in headings:
-            entries += _sentences(number, line, path)
-    return entries
-
-
-def _sentences(number: int, line: str, path: list[str]) -> list[Entry]:
-    """A paragraph of a quoted dump's Goal section: one entry per sentence. Elsewhere a
-    paragraph is the article's own prose, never facts."""
-    section = resolve(path)
-    if section is None or section.category != "goal":
-        return []
-    parts = re.split(r"(?<=[.!?])\s+(?=[A-Z])", line)
-    return [_article_entry(number, "sentence", p, path, "", None) for p in parts if p.strip()]
-
-
-def _split_heading(text: str) -> tuple[str, str]:
-    """`Hardware - GPUs: … - CPU: …` → ('Hardware', '- GPUs: … - CPU: …'); likewise a
-    numbered list glued to its heading (`Training Pipeline: COMPLETE ✅ 1. … 2. …`)."""
-    cut = [m.start() for m in (re.search(r" - ", text), re.search(r"\s1\.\s", text)) if m]
-    if not cut:
-        return text.strip(), ""
-    at = min(cut)
-    return text[:at].strip(), text[at:].strip()
-
-
-def _flattened(number: int, rest: str, path: list[str], label: str) -> list[Entry]:
-    """Items flattened onto one line: ` - a - b` bullets, `1. a 2. b` numbers, or `Label: - a`."""
-    out: list[Entry] = []
-    rest = rest.strip()
-    if not rest:
-        return out
-    if re.match(r"1\.\s", rest):
-        for index, item in _split_numbers(rest):
-            out.append(_article_entry(number, "numbered", item, path, label, index))
-        return out
-    chunk = rest[2:] if rest.startswith("- ") else rest
-    for part in re.split(r"\s+-\s+(?=\S)", chunk):
-        part = part.strip()
-        sub = re.match(r"^([A-Z][^:|]{0,60}):$", part)
-        if sub:  # `Files patched:` before a list, or a group label left at the end
-            label = sub.group(1)
-            continue
-        trailing = re.match(r"^(.*?)\s+([A-Z][\w /.-]{0,40}):$", part)
-        if trailing:  # `… .md Docs:`: the next group's label glued to this item
-            out.append(_article_entry(number, "bullet", trailing.group(1), path, label, None))
-            label = trailing.group(2)
-            continue
-        if part:
-            out.append(_article_entry(number, "bullet", part, path, label, None))
-    return out
-
-
-def _split_numbers(text: str) -> list[tuple[int, str]]:
-    """`1. a 2. b 3. c` → [(1, 'a'), (2, 'b'), (3, 'c')]: each number must follow the last."""
-    items: list[tuple[int, str]] = []
-    pos, expect = 0, 1
-    starts: list[tuple[int, int, int]] = []  # (number, start of marker, start of text)
-    while True:
-        found = re.compile(rf"(?:^|\s){expect}\.\s").search(text, pos)
-        if not found:
-            break
-        starts.append((expect, found.start(), found.end()))
-        pos, expect = found.end(), expect + 1
-    for i, (n, _, begin) in enumerate(starts):
-        end = starts[i + 1][1] if i + 1 < len(starts) else len(text)
-        items.append((n, text[begin:end].strip()))
-    return items
-
-
-def _numbered_run(
-    number: int, raw: str, path: list[str], lines: list[str], index: int
-) -> list[Entry]:
-    found = _NUMBERED.match(raw)
-    assert found is not None
-    body = found.group(3).strip()
-    next_line = lines[index + 1] if index + 1 < len(lines) else ""
-    last = not _NUMBERED.match(next_line)
-    if last:  # the article's prose often continues on the list's last line
-        cut = _TRAILING_PROSE.search(body)
-        if cut and len(body) - cut.start() > 60:
-            body = body[: cut.start()].strip()
-    if re.search(r"\s2\.\s", body) and not found.group(1):
-        return _flattened(number, f"1. {body}", path, "")
-    return [_article_entry(number, "numbered", body, path, "", int(found.group(2)))]
-
-
-def _article_entry(
-    number: int, kind: str, text: str, path: list[str], label: str, index: int | None
-) -> Entry:
-    text = text.strip()
-    return Entry(number, kind, text, text, list(path), index, label)
-
-
-def _article_table(number: int, line: str, path: list[str]) -> list[Entry]:
-    """A table quoted on one line: rows separated by `| |`, the first row its header."""
-    parts = [p.strip() for p in line.strip()[1:].split("|")]
-    if "" not in parts:
-        return []
-    width = parts.index("")
-    header = parts[:width]
-    rows: list[list[str]] = []
-    for start in range(width + 1, len(parts), width + 1):
-        row = parts[start : start + width]
-        if len(row) < width or (start + width < len(parts) and parts[start + width] != ""):
-            break
-        rows.append(row)
-    out = []
-    for row in rows:
-        if all(set(c) <= set(":-") for c in row):
-            continue
-        quote = "| " + " | ".join(row) + " |"
-        if quote not in line:
-            quote = " | ".join(row)
-        entry = Entry(number, "row", row[0], quote, list(path), header=header, cells=row)
-        entry.fields["title"] = row[0]
-        out.append(entry)
-    return out

@@ -10,21 +10,27 @@ proposal adds or changes); by default every proposal that lints clean is applied
 
 from __future__ import annotations
 
+import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from factbook.dumps.capture.build import build, make_id
+from factbook.dumps.capture.boxes import Boxes, find_boxes
+from factbook.dumps.capture.build import PREFIXES, build, make_id
+from factbook.dumps.capture.checks import known_distributions, version_mentions
+from factbook.dumps.capture.classify import place
+from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.match import Index, norm, verdict
-from factbook.dumps.capture.parse import Document, Entry, read_document
+from factbook.dumps.capture.parse import Document, read_document
 from factbook.dumps.capture.propose import (
     Applied,
     Proposal,
     apply,
     changed_edits,
     contradicted_edits,
+    targets_needed,
 )
-from factbook.dumps.capture.sections import resolve
+from factbook.dumps.capture.sections import Section, resolve
 from factbook.errors import UsageError
 from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Milestone
@@ -44,6 +50,7 @@ class ImportResult:
     applied: Applied
     accepted: list[Proposal] = field(default_factory=list)
     seconds: float = 0.0
+    boxes: Boxes | None = None
 
     def count(self, verdict_name: str) -> int:
         return sum(1 for p in self.proposals if p.verdict == verdict_name)
@@ -62,16 +69,19 @@ def plan_import(
     milestone = kb.milestone(milestone_id)
     assert milestone is not None
     document = read_document(dump)
-    proposals, unplaced, duplicates = propose_all(kb, document, milestone)
+    boxes = find_boxes(document.entries, kb, document.path)
+    proposals, unplaced, duplicates = propose_all(kb, document, milestone, boxes)
     accepted = _accepted(proposals, accept)
-    applied = apply(kb.root, kb, accepted, baseline)
-    result = ImportResult(document, milestone, proposals, unplaced, duplicates, applied, accepted)
+    applied = apply(kb.root, kb, accepted, baseline, boxes)
+    result = ImportResult(
+        document, milestone, proposals, unplaced, duplicates, applied, accepted, boxes=boxes
+    )
     result.seconds = time.perf_counter() - started
     return result
 
 
 def propose_all(
-    kb: KnowledgeBase, document: Document, milestone: Milestone
+    kb: KnowledgeBase, document: Document, milestone: Milestone, boxes: Boxes | None = None
 ) -> tuple[list[Proposal], list[Entry], int]:
     """A proposal (with its verdict) for every placed entry; unplaced entries; duplicates."""
     index = Index(kb, milestone)
@@ -80,24 +90,37 @@ def propose_all(
     proposals: list[Proposal] = []
     unplaced: list[Entry] = []
     duplicates = 0
+    known = known_distributions(kb)
+    prefixes = {prefix: category for category, prefix in PREFIXES.items()}
+    headless = not document.generated and not any(resolve(e.headings) for e in document.entries)
+    placed: list[tuple[Entry, Section]] = []
     for entry in document.entries:
-        section = resolve(entry.headings)
+        section = place(entry, resolve(entry.headings), headless=headless, prefixes=prefixes)
         if section is None:
             unplaced.append(entry)
             continue
-        built = build(entry, section, milestone, document.path, kb)
+        placed += [(part, section) for part in split_versions(entry, section, known)]
+    for entry, section in placed:
+        built = build(entry, section, milestone, document.path, kb, boxes, known)
         fact = built.fact
         marker = built.hinted_id or f"{fact['category']}|{norm(entry.quote)}"
         if marker in seen:
             duplicates += 1  # `factbook status` shows a baseline in two places
             continue
         seen.add(marker)
+        compact = document.generated and entry.hint is None
         found = index.find(
-            built.hinted_id, entry.quote, built.extracted.key, fact["statement"], fact.get("value")
+            built.hinted_id,
+            entry.quote,
+            built.extracted.key,
+            fact["statement"],
+            fact.get("value"),
+            title=entry.text if compact else None,
         )
         name = verdict(found, fact, built.extracted.key, entry.text, kb, milestone)
         proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
         proposal.problems = list(built.problems)
+        proposal.notes, proposal.missing = list(built.notes), list(built.missing)
         proposal.how = found.how if found else ""
         proposals.append(proposal)
         if name == "unchanged":
@@ -122,6 +145,29 @@ def propose_all(
             note = f"contradicted by: {entry.quote[:120]}"
             contradicted_edits(proposal, fact, old, milestone, kb, note, [])
     return proposals, unplaced, duplicates
+
+
+def split_versions(entry: Entry, section: Section, known: frozenset[str]) -> list[Entry]:
+    """`flashinfer: 0.6.4, torch: 2.10.0+cu128, CUDA: 12.8` → one entry per version, each
+    quoting its own words, so each can carry its check."""
+    if section.category != "software" or entry.kind == "row" or entry.hint is not None:
+        return [entry]
+    parts = [p.strip() for p in re.split(r"[,;]\s+(?![^()]*\))", entry.text) if p.strip()]
+    if len(parts) < 2:
+        return [entry]
+    for part in parts:
+        found = version_mentions(part, known)
+        if len(found) != 1 or not found[0][2]:
+            return [entry]
+        name, version, _ = found[0]
+        rest = re.sub(r"\([^)]*\)", " ", part).replace(name, " ").replace(version, " ")
+        if len(re.findall(r"[A-Za-z]\w*", rest)) > 2:  # a sentence, not `name: version`
+            return [entry]
+    out = []
+    for part in parts:
+        piece = replace(entry, text=part, quote=part, fields=dict(entry.fields))
+        out.append(piece)
+    return out
 
 
 def _accepted(proposals: list[Proposal], accept: list[str] | None) -> list[Proposal]:
@@ -150,7 +196,9 @@ def counts_line(result: ImportResult) -> str:
 
 
 def summary(result: ImportResult) -> str:
-    """The review list: one line per proposal that does something, then the counts."""
+    """The review list: one line per proposal that does something (where it goes, and the
+    remarks a reviewer needs: its box, why it has no check, what the dump leaves out), the
+    targets proposed for targets.yaml, then the counts."""
     lines = [
         f"{result.document.path}: {len(result.document.entries)} items, milestone "
         f"{result.milestone.id}"
@@ -163,10 +211,35 @@ def summary(result: ImportResult) -> str:
         if p.clean and p.pid not in accepted:
             state = "  [not accepted]"
         quote = p.entry.quote if len(p.entry.quote) <= 90 else p.entry.quote[:87] + "..."
+        where = f" → {p.file}" if p.file else ""
         lines.append(
-            f"  {p.pid:>4} {p.verdict:<12} {target} ({p.category}, line {p.entry.line}): "
+            f"  {p.pid:>4} {p.verdict:<12} {target} ({p.category}{where}, line {p.entry.line}): "
             f"{quote}{state}"
         )
+        lines += [f"{'':>19}{note}" for note in p.notes]
+    lines += _targets_review(result)
     lines.append(counts_line(result))
     lines += [f"  lint: {p}" for p in result.applied.general_problems]
     return "\n".join(lines)
+
+
+def _targets_review(result: ImportResult) -> list[str]:
+    if result.boxes is None:
+        return []
+    needed = targets_needed([p for p in result.accepted if p.clean], result.boxes)
+    out = [f"  targets.yaml: {len(needed)} proposed"] if needed else []
+    for name in needed:
+        box = result.boxes.get(name)
+        assert box is not None
+        entry = box.target(result.boxes.dump)
+        how = (
+            " ".join(entry["exec"]) + (f" on {entry['via']}" if "via" in entry else "")
+            if "exec" in entry
+            else f"ssh {entry.get('user', '') + '@' if entry.get('user') else ''}{entry['host']}"
+            + (f" -p {entry['port']}" if "port" in entry else "")
+            + (f" via {', '.join(box.jump)}" if box.jump else "")
+        )
+        flag = "  (placeholder host: point it at the real box)" if box.placeholder else ""
+        out.append(f"    + {name}: {how} (line {box.line}){flag}")
+        out += [f"      {note}" for note in box.notes]
+    return out

@@ -7,11 +7,18 @@ rest applied again, so what is shown is exactly what `--write` writes, and it li
 The diff is the scratch files against the real ones. Writing replaces each changed file
 atomically, under writeback's per-file lock, and refuses when a file changed since it was
 read (nothing is lost to a concurrent edit).
+
+A new fact goes to the file of its category: the one holding most facts of that category,
+never a file another command owns (`discovered-*.yaml` is `factbook discover`'s, and
+`factbook init` fills `discovered-local.yaml` with this machine's facts), else
+`facts/<category>.yaml`. The boxes the accepted facts name that targets.yaml lacks are added
+to it (targetfile.py), in the same scratch copy, so lint checks them together.
 """
 
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import re
 import shutil
 import tempfile
@@ -20,14 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from factbook.dumps.capture.parse import Entry
+from factbook.dumps.capture.boxes import Boxes
+from factbook.dumps.capture.entry import Entry
+from factbook.dumps.capture.targetfile import write_targets
 from factbook.errors import InputError
-from factbook.knowledge.kb import FACTS_DIR, KnowledgeBase, load_kb_with_problems
+from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Fact, Milestone
 from factbook.store.atomic import write_text_atomic
 from factbook.store.writeback import WritebackError, append_facts, file_lock, update_fact
 
 COPIED = ("milestones.yaml", "targets.yaml", "checks")
+OWNED = ("discovered-*.yaml",)  # fact files other commands write: never an import's
 _FACT_IN_PROBLEM = re.compile(r"fact '([^']+)'")
 
 
@@ -45,6 +55,9 @@ class Proposal:
     updates: dict[str, Any] = field(default_factory=dict)  # fields set on the old fact
     source: dict[str, Any] | None = None  # a source appended to the old fact (review.py)
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the review's remarks (target, no check)
+    missing: list[str] = field(default_factory=list)  # keys the dump does not state
+    file: str = ""  # where the new fact goes, relative to the knowledge base
 
     @property
     def ids(self) -> list[str]:
@@ -124,12 +137,26 @@ def _linked_map(links: dict[str, list[str]], relation: str, other: str) -> dict[
     return links
 
 
+def owned(file: str) -> bool:
+    """A fact file another command writes (`discover`'s `discovered-*.yaml`)."""
+    return any(fnmatch.fnmatchcase(Path(file).name, pattern) for pattern in OWNED)
+
+
 def fact_file(kb: KnowledgeBase, category: str, root: Path) -> Path:
-    """Where a new fact of `category` goes: the file holding most of that category."""
-    counts = Counter(f.file for f in kb.facts.values() if f.category == category)
-    if counts:
-        return root / counts.most_common(1)[0][0]
-    return root / FACTS_DIR / f"{category}.yaml"
+    """Where a new fact of `category` goes: the file holding most of that category where it
+    is the main category, never a file another command owns; else facts/<category>.yaml."""
+    by_file: dict[str, Counter[str]] = {}
+    for fact in kb.facts.values():
+        by_file.setdefault(fact.file, Counter())[fact.category] += 1
+    mine = [
+        (counts[category], file)
+        for file, counts in by_file.items()
+        if not owned(file) and counts[category] and counts.most_common(1)[0][0] == category
+    ]
+    if mine:
+        return root / max(mine)[1]
+    name = f"{category}.yaml"
+    return root / FACTS_DIR / (name if not owned(name) else f"imported-{name}")
 
 
 @dataclass
@@ -152,11 +179,47 @@ def _scratch_copy(root: Path, into: Path) -> None:
             shutil.copy2(source, into / name)
 
 
-def _apply_to(scratch: Path, kb: KnowledgeBase, proposals: list[Proposal]) -> None:
+def targets_needed(proposals: list[Proposal], boxes: Boxes | None) -> list[str]:
+    """The proposed boxes the accepted facts name, with the jump hosts and `via` they need."""
+    if boxes is None:
+        return []
+    wanted = [p.fact["target"] for p in proposals if p.fact and p.fact.get("target")]
+    out: list[str] = []
+    while wanted:
+        name = wanted.pop(0)
+        box = boxes.get(name)
+        if box is None or box.existing or name in out:
+            continue
+        out.append(name)
+        wanted += [*box.jump, *([box.via] if box.via else [])]
+    return [b.name for b in boxes.proposed if b.name in out]
+
+
+def _apply_to(
+    scratch: Path, kb: KnowledgeBase, proposals: list[Proposal], boxes: Boxes | None
+) -> None:
+    needed = targets_needed(proposals, boxes)
+    if needed and boxes is not None:
+        entries = []
+        for name in needed:
+            box = boxes.get(name)
+            assert box is not None
+            comment = f"imported from {Path(boxes.dump).name}:{box.line}" if box.line else ""
+            if box.placeholder:
+                comment += f"\nplaceholder host ({box.unnamed}): point it at the real box"
+            comment += "".join(f"\n{note}" for note in box.notes)
+            entries.append((name, box.target(boxes.dump), comment.strip()))
+        try:
+            write_targets(scratch / TARGETS_FILE, entries)
+        except WritebackError as exc:  # a targets.yaml that does not parse: lint says where
+            for proposal in proposals:
+                if proposal.fact and proposal.fact.get("target") in needed:
+                    proposal.problems.append(f"{exc}; its target cannot be added")
     by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
     for proposal in proposals:
         if proposal.fact is not None:
             path = fact_file(kb, proposal.fact["category"], scratch)
+            proposal.file = path.relative_to(scratch).as_posix()
             by_file.setdefault(path, []).append((proposal, proposal.fact))
     for path, items in by_file.items():
         try:
@@ -177,7 +240,13 @@ def _apply_to(scratch: Path, kb: KnowledgeBase, proposals: list[Proposal]) -> No
                 proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
 
 
-def apply(root: Path, kb: KnowledgeBase, proposals: list[Proposal], baseline: list[Any]) -> Applied:
+def apply(
+    root: Path,
+    kb: KnowledgeBase,
+    proposals: list[Proposal],
+    baseline: list[Any],
+    boxes: Boxes | None = None,
+) -> Applied:
     """Apply `proposals` to a scratch copy until it lints as clean as the real one was."""
     before = {(p.file, p.message) for p in baseline}
     general: list[str] = []
@@ -190,7 +259,7 @@ def apply(root: Path, kb: KnowledgeBase, proposals: list[Proposal], baseline: li
                 shutil.rmtree(scratch)
             _scratch_copy(root, scratch)
             chosen = [p for p in proposals if p.clean]
-            _apply_to(scratch, kb, chosen)
+            _apply_to(scratch, kb, chosen, boxes)
             _, problems = load_kb_with_problems(scratch)
             fresh = [p for p in problems if (p.file, p.message) not in before]
             by_id = {i: p for p in chosen for i in p.ids}
@@ -209,7 +278,10 @@ def apply(root: Path, kb: KnowledgeBase, proposals: list[Proposal], baseline: li
         texts: dict[Path, str] = {}
         originals: dict[Path, str | None] = {}
         chunks: list[str] = []
-        for path in sorted((scratch / FACTS_DIR).rglob("*.yaml")):
+        written = [*sorted((scratch / FACTS_DIR).rglob("*.yaml")), scratch / TARGETS_FILE]
+        for path in written:
+            if not path.exists():
+                continue
             rel = path.relative_to(scratch)
             real = root / rel
             new = path.read_text(encoding="utf-8")

@@ -7,6 +7,12 @@ Done ⏳`, `6. Next Steps`). A heading is matched by keywords, first rule first;
 whose heading matches nothing inherits its parent's section (`### vLLM Service` under
 `## Instructions`), and a top-level heading that matches nothing places no items at all (an
 article's `Conclusion`).
+
+Dumps written by other teams use other words: `Problems` and `Known issues` are pitfalls,
+`TODO` and `Next` the plan, `Files` the inventory, `Results` and `Figures` the benchmarks.
+Some headings name no one category (`Context`, `Findings`, `Environment`, `Notes`, a bare
+`Discoveries`): a section of those is *generic*, and each of its items is placed by what it
+says (classify.py), falling back to the section's own category.
 """
 
 from __future__ import annotations
@@ -22,19 +28,30 @@ class Section:
     category: str
     tags: tuple[str, ...] = ()
     keys: dict[str, object] = field(default_factory=dict)
+    generic: bool = False  # items placed by content (classify.py), `category` the fallback
+    prose: str | None = None  # where a paragraph's sentences go when not its category
 
 
 # (pattern on the lower-cased heading, section); order matters: first match wins.
 RULES: list[tuple[str, Section]] = [
-    (r"not yet done|next step|to ?do\b|\bplan\b", Section("progress", (), {"state": "todo"})),
-    (r"in progress|🔄", Section("progress", (), {"state": "in_progress"})),
+    (
+        r"not yet done|next step|to ?do\b|\bplan\b|^(?:[\d.]+\s*)?next\b|\bbacklog\b",
+        Section("progress", (), {"state": "todo"}),
+    ),
+    (r"in progress|🔄|\bopen now\b|\bongoing\b", Section("progress", (), {"state": "in_progress"})),
+    (r"\bblocked\b", Section("progress", (), {"state": "blocked"})),
     (r"\(failed\)", Section("progress", (), {"state": "failed"})),
     (r"accomplished|\bcomplete\b|\bdone\b|✅", Section("progress", (), {"state": "done"})),
-    (r"pitfall", Section("pitfalls")),
+    (
+        r"pitfall|gotcha|known issue|\bproblems?\b|\bissues\b|\bbugs\b|lessons|\bbroken\b"
+        r"|\bfailures\b|\bcaveats\b|went wrong|watch out",
+        Section("pitfalls"),
+    ),
     (r"training metric|training run", Section("training")),
     (r"baseline", Section("benchmarks", ("baseline",))),
-    (r"benchmark|performance", Section("benchmarks")),
-    (r"relevant files|file inventory|files|director", Section("inventory")),
+    (r"benchmark|performance|\bfigures\b|throughput", Section("benchmarks")),
+    (r"\bresults?\b", Section("software", generic=True)),
+    (r"relevant files|file inventory|\bfiles\b|director|\bpaths\b", Section("inventory")),
     (r"tokeni[sz]er", Section("tokenizer")),
     (r"draft model", Section("model", ("draft",))),
     (r"architecture|\bmodel\b", Section("model")),
@@ -45,9 +62,14 @@ RULES: list[tuple[str, Section]] = [
     (r"\baccess\b", Section("instructions", ("access",))),
     (r"user constraint", Section("instructions", ("user-constraint",))),
     (r"instruction|environment rule|service", Section("instructions")),
-    (r"\bgoal\b", Section("goal")),
+    (r"\bgoal\b|\bobjective\b|\bmission\b", Section("goal")),
+    (
+        r"\bcontext\b|background|overview|environment|\bsetup\b|\bsummary\b",
+        Section("instructions", generic=True, prose="goal"),
+    ),
+    (r"finding|\bnotes?\b|observation|learned", Section("software", generic=True)),
 ]
-DISCOVERIES = Section("software")  # an unnamed discovery: engine behaviour
+DISCOVERIES = Section("software", generic=True)  # an unnamed discovery: placed by content
 _COMPILED = [(re.compile(p), s) for p, s in RULES]
 
 

@@ -42,6 +42,8 @@ def hint_comment(item: Any, *, statement: bool = False, off: bool = False) -> st
         data["unit"] = fact.unit
     if fact.since:
         data["since"] = fact.since
+    if fact.target:  # the mark shows where a check ran, not always the box the fact is about
+        data["target"] = fact.target
     if statement:
         data["statement"] = " ".join(str(fact.statement).split())
     if getattr(item, "refuted", False) and fact.get("rationale"):
