@@ -43,7 +43,7 @@ from factbook.knowledge.kb import KnowledgeBase
 
 TOKEN_RULE = "ceil(characters / 4)"
 CHARS_PER_TOKEN = 4
-NAMES_SHARE = 0.05  # of the budget, at most, for naming the facts left out
+NAMES_SHARE = 0.03  # of the budget, at most, for naming the facts left out
 _CATEGORY_ORDER = {c.name: n for n, c in enumerate(CATEGORIES)}
 
 

@@ -123,8 +123,13 @@ def render_group_line(members: list[Line]) -> str:
     for ln in members:
         counts[ln.marker] = counts.get(ln.marker, 0) + 1
     common = max(counts, key=lambda m: counts[m])
-    parts = [(f"{ln.marker} " if ln.marker != common else "") + ln.text for ln in members]
-    return f"- {common} {members[0].topic}: " + "; ".join(p for p in parts if p.strip())
+    parts = [
+        (f"{ln.marker} " if ln.marker != common else "") + ln.text
+        for ln in members
+        if ln.text.strip()
+    ]
+    head = f"- {common} {members[0].topic}"
+    return f"{head}: " + "; ".join(parts) if parts else head
 
 
 # --- the two sizes --------------------------------------------------------------------------
@@ -146,8 +151,13 @@ def _stamp(item: Item, live: bool) -> str:
 
 
 def figure(item: Item) -> str:
-    """The value as the seeds write it: `30%`, `2.4x`, `90.0 tok/s`."""
+    """The value as the seeds write it: `30%`, `2.4x`, `90.0 tok/s`, `22-34 s` (two numbers
+    with a unit are a range)."""
     fact = item.fact
+    if fact is not None and fact.unit and isinstance(fact.value, list) and len(fact.value) == 2:
+        low, high = fact.value
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)):
+            return f"{low}-{high} {fact.unit}"
     if fact is not None and fact.unit in ("%", "x") and item.value.endswith(" " + fact.unit):
         return item.value[: -len(fact.unit) - 1] + fact.unit
     return item.value

@@ -32,6 +32,7 @@ GROUPED_SECTIONS = ("discoveries", "files")
 SOLO_GROUPS = ("Known pitfalls", "Refuted assumptions (believed → true)")
 _LEAD = re.compile(r"^(?:(?:has|have|is|are|uses|was|were)\s+)?(?:(?:an?|the)\s+)?", re.I)
 _INSTALLED = re.compile(r"\s+(?:is|are) installed$", re.I)
+_CLAUSE = re.compile(r" \(|; |: | - | — |, ")
 _BRIEF_SLACK = 4  # a statement at most this much longer than title + value replaces both
 
 
@@ -40,22 +41,25 @@ def _word(word: str) -> str:
 
 
 def topic_label(titles: list[str]) -> list[str]:
-    """The leading words that at least a third of the titles (and two) start with, each
-    title keeping a word after them: `GPU` for `GPU count`, `GPU model`, `Total VRAM`."""
-    need = max(2, math.ceil(len(titles) / 3))
-    split = [t.split() for t in titles]
+    """The leading words of a topic's titles: a first word that at least a third of them
+    (and two) start with, then each next word that most of those share, each title keeping a
+    word after them: `GPU` for `GPU count`, `GPU model`, `Total VRAM`."""
+    split = [[_word(w) for w in t.split()] for t in titles]
     label: list[str] = []
     while True:
         n = len(label)
+        with_label = [w for w in split if w[:n] == label]
         counts: dict[str, int] = {}
-        for words in split:
-            if len(words) > n + 1 and [_word(w) for w in words[:n]] == [_word(w) for w in label]:
-                counts[_word(words[n])] = counts.get(_word(words[n]), 0) + 1
+        for words in with_label:
+            if len(words) > n + 1:
+                counts[words[n]] = counts.get(words[n], 0) + 1
+        need = max(2, math.ceil(len(titles) / 3)) if not n else len(with_label) // 2 + 1
         best = max(counts, key=lambda w: counts[w], default="")
         if not best or counts[best] < need:
-            return label
-        word = next(w[n] for w in split if len(w) > n and _word(w[n]) == best)
-        label.append(word.rstrip(",:"))
+            break
+        label.append(best)
+    originals = next((t.split() for t in titles if [_word(w) for w in t.split()][:len(label)] == label), [])
+    return [w.rstrip(",:") for w in originals[: len(label)]]
 
 
 def strip_label(text: str, label: list[str]) -> str:
@@ -78,6 +82,33 @@ def _statement(text: str) -> str:
     if text.endswith(".") and not text.endswith(".."):
         text = text[:-1]
     return _INSTALLED.sub("", text)
+
+
+def _counted(line: Line, label: list[str]) -> str:
+    """`64 cores` for a count whose title names what is counted (`CPU cores` under `CPU`):
+    a whole number without a unit, a title of at most three words ending in a plural."""
+    fact = line.item.fact
+    if fact is None or fact.unit or isinstance(fact.value, bool) or not isinstance(fact.value, int):
+        return ""
+    if line.item.category == "benchmarks":
+        return ""
+    title = strip_label(line.item.title, label)
+    words = title.split()
+    last = words[-1].lower() if words else ""
+    if not 1 <= len(words) <= 3 or not re.fullmatch(r"[a-z]+[^su]s", last):
+        return ""
+    if words[0][:1].isupper() and words[0][1:2].islower():
+        title = words[0].lower() + title[len(words[0]) :]
+    return md(f"{fact.value} {title}")
+
+
+def _states_value(clause: str, line: Line) -> bool:
+    """Whether a statement's first clause carries the fact's value (thousands ungrouped)."""
+    fact = line.item.fact
+    if fact is None or fact.value is None or isinstance(fact.value, (bool, dict, list)):
+        return False
+    plain = clause.replace(",", "")
+    return str(fact.value).replace(",", "") in plain
 
 
 def id_topics(ids: list[str]) -> dict[str, str]:
@@ -112,10 +143,13 @@ def _group_facts(lines: list[Line]) -> None:
         head = f"{md(' '.join(label))} `{topic}`" if label else f"`{topic}`"
         for ln in group:
             ln.topic = head
-            brief = strip_label(ln.brief, label)
+            brief = _counted(ln, label) or strip_label(ln.brief, label)
             full = strip_label(_statement(ln.full), label)
+            clause = strip_label(_statement(_CLAUSE.split(ln.full, maxsplit=1)[0]), label)
             if len(full) <= len(brief) + _BRIEF_SLACK:
                 brief = full
+            elif _states_value(clause, ln) and len(clause) <= len(brief) + _BRIEF_SLACK:
+                brief = clause
             ln.brief, ln.full = brief, full
 
 
