@@ -214,15 +214,20 @@ def fit(frame: _Frame) -> tuple[str, list[Line], list[Line]]:
     room = chars - fixed - len(left_out_text(frame.lines, cap))
     info = line_information(frame.lines)
     best: tuple[str, dict[str, bool]] | None = None
-    for _ in range(4):
+    for attempt in range(8):
         picked = choose(frame.lines, room, info)
         text = frame.document(*_apply(frame, picked), cap)
         slack = chars - len(text)
         if slack >= 0 and (best is None or len(text) > len(best[0])):
             best = (text, picked)
-        if 0 <= slack <= max(16, chars // 100):
+        if 0 <= slack <= max(16, chars // 100) or (best is not None and attempt >= 3):
             break
-        room += slack if slack < 0 else slack * 9 // 10
+        if room <= 0:
+            break
+        # over: give back the excess and a margin that grows, since a new choice of lines
+        # may overshoot again; under: take most of what is left
+        room += slack - attempt * chars // 100 if slack < 0 else slack * 9 // 10
+        room = max(room, 0)
     if best is None:
         minimum = count_tokens(frame.document([], frame.lines, cap))
         raise UsageError(
