@@ -42,8 +42,8 @@ def _word(word: str) -> str:
 
 def topic_label(titles: list[str]) -> list[str]:
     """The leading words of a topic's titles: a first word that at least a third of them
-    (and two) start with, then each next word that most of those share, each title keeping a
-    word after them: `GPU` for `GPU count`, `GPU model`, `Total VRAM`."""
+    (and two) start with, then each next word that most of all titles share, each title
+    keeping a word after them: `GPU` for `GPU count`, `GPU model`, `Total VRAM`."""
     split = [[_word(w) for w in t.split()] for t in titles]
     label: list[str] = []
     while True:
@@ -53,12 +53,14 @@ def topic_label(titles: list[str]) -> list[str]:
         for words in with_label:
             if len(words) > n + 1:
                 counts[words[n]] = counts.get(words[n], 0) + 1
-        need = max(2, math.ceil(len(titles) / 3)) if not n else len(with_label) // 2 + 1
+        need = max(2, math.ceil(len(titles) / 3)) if not n else len(titles) // 2 + 1
         best = max(counts, key=lambda w: counts[w], default="")
         if not best or counts[best] < need:
             break
         label.append(best)
-    originals = next((t.split() for t in titles if [_word(w) for w in t.split()][:len(label)] == label), [])
+    originals = next(
+        (t.split() for t in titles if [_word(w) for w in t.split()][: len(label)] == label), []
+    )
     return [w.rstrip(",:") for w in originals[: len(label)]]
 
 
@@ -68,9 +70,11 @@ def strip_label(text: str, label: list[str]) -> str:
     lead = 1 if words and words[0].lower() == "the" and len(words) > len(label) + 1 else 0
     for start in dict.fromkeys((0, lead)):
         head = words[start : start + len(label)]
-        if label and len(words) > start + len(label) and [_word(w) for w in head] == [
-            _word(w) for w in label
-        ]:
+        if (
+            label
+            and len(words) > start + len(label)
+            and [_word(w) for w in head] == [_word(w) for w in label]
+        ):
             rest = " ".join(words[start + len(label) :]).lstrip(",: ")
             return _LEAD.sub("", rest, count=1) or rest
     return text
@@ -96,6 +100,8 @@ def _counted(line: Line, label: list[str]) -> str:
     words = title.split()
     last = words[-1].lower() if words else ""
     if not 1 <= len(words) <= 3 or not re.fullmatch(r"[a-z]+[^su]s", last):
+        return ""
+    if words[0].lower() in ("no", "not", "without"):  # `No MTP layers: 0` is not `0 no ...`
         return ""
     if words[0][:1].isupper() and words[0][1:2].islower():
         title = words[0].lower() + title[len(words[0]) :]

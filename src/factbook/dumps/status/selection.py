@@ -44,6 +44,10 @@ STRICT_RANKS = (1, 2, 3)
 RANK_WEIGHTS = {1: 4.0, 2: 3.0, 3: 4.0, 4: 3.0, 5: 3.0, 6: 3.0, 7: 1.0}
 AGE_FACTOR = 0.7
 ITEM_BONUS = 8.0  # showing a fact at all is worth eight new names or numbers
+# A change since the previous dump is read for what changed (the issue: "what was believed,
+# what is true"), not for its name: its full line is worth FULL_BONUS more.
+FULL_RANKS = (6,)
+FULL_BONUS = 8.0
 _TIME_UNITS = {"ms", "s", "us", "µs", "ns", "min", "h"}
 _WORD = re.compile(r"[A-Za-z0-9_<][A-Za-z0-9_.+*=<>|\[\]-]*")
 _STRONG = re.compile(r"[\d_./=<>*+]|.[A-Z]")
@@ -306,6 +310,8 @@ def choose(
         if full:
             cost = judged = ln.cost(full=True) - ln.cost(full=False)
             gain = _gain(info[fid][1], known)
+            if ln.rank in FULL_RANKS and gain >= 1:
+                gain += FULL_BONUS
         else:
             heading = _heading_cost(ln, opened)
             share = sharing.get((ln.section, ln.group, ln.topic), 1)
