@@ -23,8 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from factbook.dumps.status.compact import COMPACT_MARKS, SECTIONS, Line, legend, place
+from factbook.dumps.status.compact import (
+    COMPACT_MARKS,
+    SECTIONS,
+    Line,
+    legend,
+    place,
+    render_group_line,
+)
 from factbook.dumps.status.context import StatusContext
+from factbook.dumps.status.grouping import assign_topics
 from factbook.dumps.status.redact import redactor_for
 from factbook.dumps.status.render import StatusOptions, prepare
 from factbook.dumps.status.selection import RANKS, choose, line_information, rank_lines
@@ -35,7 +43,7 @@ from factbook.knowledge.kb import KnowledgeBase
 
 TOKEN_RULE = "ceil(characters / 4)"
 CHARS_PER_TOKEN = 4
-NAMES_SHARE = 0.05  # of the budget, at most, for naming the facts left out
+NAMES_SHARE = 0.03  # of the budget, at most, for naming the facts left out
 _CATEGORY_ORDER = {c.name: n for n, c in enumerate(CATEGORIES)}
 
 
@@ -69,20 +77,25 @@ def _section_heading(title: str) -> str:
     return f"\n## {title}\n"
 
 
-def _file_body(lines: list[Line], parents: dict[str, str]) -> list[str]:
-    """A machine's files: top-level paths first, then each directory's files under a label."""
-    out = [ln.render() for ln in lines if ln.id not in parents]
-    groups: dict[str, list[Line]] = {}
+def _rows(lines: list[Line], numbered: bool) -> list[str]:
+    """A group's lines in document order: a fact of its own on its bullet, facts sharing a
+    topic on one line where the first of them stands (grouping.py)."""
+    topics: dict[str, list[Line]] = {}
     for ln in lines:
-        if ln.id in parents:
-            groups.setdefault(parents[ln.id], []).append(ln)
-    for parent, members in groups.items():
-        out.append(f"In `{parent}`:")
-        out += [ln.render() for ln in members]
-    return out
+        if ln.topic:
+            topics.setdefault(ln.topic, []).append(ln)
+    rows: list[str] = []
+    done: set[str] = set()
+    for n, ln in enumerate(lines, start=1):
+        if not ln.topic:
+            rows.append(ln.render(n if numbered else None))
+        elif ln.topic not in done:
+            done.add(ln.topic)
+            rows.append(render_group_line(topics[ln.topic]))
+    return rows
 
 
-def body_text(shown: list[Line], parents: dict[str, str]) -> str:
+def body_text(shown: list[Line]) -> str:
     """The sections and groups of the chosen lines, in the seeds' order."""
     parts: list[str] = []
     for key, title in SECTIONS:
@@ -95,13 +108,7 @@ def body_text(shown: list[Line], parents: dict[str, str]) -> str:
             groups.setdefault(ln.group, []).append(ln)
         for group, members in groups.items():
             parts.append("\n" + _group_heading(key, group))
-            if key == "files":
-                rows = _file_body(members, parents)
-            elif key == "next":
-                rows = [ln.render(n) for n, ln in enumerate(members, start=1)]
-            else:
-                rows = [ln.render() for ln in members]
-            parts.append("\n".join(rows) + "\n")
+            parts.append("\n".join(_rows(members, numbered=key == "next")) + "\n")
     return "".join(parts)
 
 
@@ -182,11 +189,12 @@ class _Frame:
         }
         if ctx.as_of is None:
             meta["generated"] = ctx.generated
+        used = {ln.item.mark.kind for ln in shown}
         intro = (
             f"# {title}\n\n> Made by `factbook status` for {moment}; nothing learned later. Marks: "
-            f"{legend(since)}.\n"
+            f"{legend(since if any(ln.new for ln in shown) else None, used)}.\n"
         )
-        body = body_text(shown, self.parents) + left_out_text(left_out, cap)
+        body = body_text(shown) + left_out_text(left_out, cap)
         for _ in range(3):  # the count is part of what it counts
             text = self.finish(_front_matter(meta) + intro + body)
             tokens = count_tokens(text)
@@ -206,15 +214,20 @@ def fit(frame: _Frame) -> tuple[str, list[Line], list[Line]]:
     room = chars - fixed - len(left_out_text(frame.lines, cap))
     info = line_information(frame.lines)
     best: tuple[str, dict[str, bool]] | None = None
-    for _ in range(4):
-        picked = choose(frame.lines, room, frame.parents, info)
+    for attempt in range(8):
+        picked = choose(frame.lines, room, info)
         text = frame.document(*_apply(frame, picked), cap)
         slack = chars - len(text)
         if slack >= 0 and (best is None or len(text) > len(best[0])):
             best = (text, picked)
-        if 0 <= slack <= max(16, chars // 100):
+        if 0 <= slack <= max(16, chars // 100) or (best is not None and attempt >= 3):
             break
-        room += slack if slack < 0 else slack * 9 // 10
+        if room <= 0:
+            break
+        # over: give back the excess and a margin that grows, since a new choice of lines
+        # may overshoot again; under: take most of what is left
+        room += slack - attempt * chars // 100 if slack < 0 else slack * 9 // 10
+        room = max(room, 0)
     if best is None:
         minimum = count_tokens(frame.document([], frame.lines, cap))
         raise UsageError(
@@ -258,6 +271,7 @@ def _data(frame: _Frame, text: str, shown: list[Line], left: list[Line]) -> dict
                     "new": ln.new,
                     "text": ln.text,
                     "size": "full" if ln.use_full else "brief",
+                    "line": ln.topic,
                     "rank": ln.rank,
                     "reason": ln.reason,
                     **({"under": frame.parents[ln.id]} if ln.id in frame.parents else {}),
@@ -310,6 +324,7 @@ def render_budgeted(
         raise UsageError(f"--budget must be a positive number of tokens, not {budget}")
     ctx = prepare(kb, options, now=now)
     placed = place(ctx, live=ctx.uses_results)
+    assign_topics(placed.lines, placed.parents)
     position = {ln.id: n for n, ln in enumerate(placed.lines)}
     ranked = rank_lines(kb, placed.lines, ctx)
     redact = redactor_for(kb) if options.redact else None

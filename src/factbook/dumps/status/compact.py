@@ -39,10 +39,24 @@ NEW_FLAG = "+"
 _DATE = re.compile(r"\d{4}-\d\d-\d\d")
 
 
-def legend(previous: str | None) -> str:
-    """The one legend line: every mark, and the new flag when there is a previous dump."""
-    text = "✓ verified · ? assumed, never checked · ~ stale · ! check drifted · E check errored"
-    text += " · ✗ refuted"
+_MEANINGS = {
+    "verified": "verified",
+    "assumed": "assumed, never checked",
+    "stale": "stale",
+    "drifted": "check drifted",
+    "error": "check errored",
+    "refuted": "refuted",
+}
+
+
+def legend(previous: str | None, used: set[str] | None = None) -> str:
+    """The one legend line: the marks the dump uses (every mark when `used` is None), and
+    the new flag when there is a previous dump."""
+    text = " · ".join(
+        f"{mark} {_MEANINGS[kind]}"
+        for kind, mark in COMPACT_MARKS.items()
+        if used is None or kind in used
+    )
     if previous:
         text += f" · {NEW_FLAG} new since {previous}"
     return text
@@ -64,6 +78,7 @@ class Line:
     shown: bool = False
     use_full: bool = False
     stamp: str = ""  # when and where, only where trust needs it (_stamp)
+    topic: str = ""  # the head of the group line this fact shares ("" = a bullet of its own)
     id: str = ""
 
     def __post_init__(self) -> None:
@@ -80,19 +95,41 @@ class Line:
         return COMPACT_MARKS.get(self.item.mark.kind, "?")
 
     @property
+    def marker(self) -> str:
+        """The mark with the new flag: `✓`, `✓+`."""
+        return self.mark + (NEW_FLAG if self.new else "")
+
+    @property
     def text(self) -> str:
         return (self.full if self.use_full else self.brief) + self.stamp
 
     def render(self, number: int | None = None) -> str:
         """`- ✓+ text` (or `1. ✓ text` in a numbered list)."""
         bullet = f"{number}." if number is not None else "-"
-        flag = NEW_FLAG if self.new else ""
-        return f"{bullet} {self.mark}{flag} {self.text}"
+        return f"{bullet} {self.marker} {self.text}"
 
     def cost(self, full: bool) -> int:
-        """Characters of the rendered line, newline included (numbered lists: about as long)."""
+        """Characters this fact adds: its own line (mark, bullet, newline), or its part of a
+        group line (the `; ` before it; the line's head is counted once, by the selection)."""
         text = self.full if full else self.brief
-        return len(text) + len(self.stamp) + 5 + (1 if self.new else 0)
+        overhead = 2 if self.topic else 5
+        return len(text) + len(self.stamp) + overhead + (1 if self.new else 0)
+
+
+def render_group_line(members: list[Line]) -> str:
+    """Facts sharing a topic on one line: `- ✓ HEAD: part; part; ? part`. The line carries the
+    most common mark once; a part whose mark (or new flag) differs carries its own."""
+    counts: dict[str, int] = {}
+    for ln in members:
+        counts[ln.marker] = counts.get(ln.marker, 0) + 1
+    common = max(counts, key=lambda m: counts[m])
+    parts = [
+        (f"{ln.marker} " if ln.marker != common else "") + ln.text
+        for ln in members
+        if ln.text.strip()
+    ]
+    head = f"- {common} {members[0].topic}"
+    return f"{head}: " + "; ".join(parts) if parts else head
 
 
 # --- the two sizes --------------------------------------------------------------------------
@@ -114,8 +151,13 @@ def _stamp(item: Item, live: bool) -> str:
 
 
 def figure(item: Item) -> str:
-    """The value as the seeds write it: `30%`, `2.4x`, `90.0 tok/s`."""
+    """The value as the seeds write it: `30%`, `2.4x`, `90.0 tok/s`, `22-34 s` (two numbers
+    with a unit are a range)."""
     fact = item.fact
+    if fact is not None and fact.unit and isinstance(fact.value, list) and len(fact.value) == 2:
+        low, high = fact.value
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)):
+            return f"{low}-{high} {fact.unit}"
     if fact is not None and fact.unit in ("%", "x") and item.value.endswith(" " + fact.unit):
         return item.value[: -len(fact.unit) - 1] + fact.unit
     return item.value

@@ -44,6 +44,10 @@ STRICT_RANKS = (1, 2, 3)
 RANK_WEIGHTS = {1: 4.0, 2: 3.0, 3: 4.0, 4: 3.0, 5: 3.0, 6: 3.0, 7: 1.0}
 AGE_FACTOR = 0.7
 ITEM_BONUS = 8.0  # showing a fact at all is worth eight new names or numbers
+# A change since the previous dump is read for what changed (the issue: "what was believed,
+# what is true"), not for its name: its full line is worth FULL_BONUS more.
+FULL_RANKS = (6,)
+FULL_BONUS = 8.0
 _TIME_UNITS = {"ms", "s", "us", "µs", "ns", "min", "h"}
 _WORD = re.compile(r"[A-Za-z0-9_<][A-Za-z0-9_.+*=<>|\[\]-]*")
 _STRONG = re.compile(r"[\d_./=<>*+]|.[A-Z]")
@@ -229,15 +233,20 @@ def rank_lines(kb: KnowledgeBase, lines: list[Line], ctx: StatusContext) -> list
     return sorted(lines, key=lambda x: (x.rank, *x.order))
 
 
-def _heading_cost(line: Line, opened: set[tuple[str, str]], parents: dict[str, str]) -> int:
+def _heading_cost(line: Line, opened: set[tuple[str, ...]]) -> int:
+    """What showing this line first in its section, group or topic line costs on top of it."""
     cost = 0
     if (line.section, "") not in opened:
         cost += len(dict(SECTIONS)[line.section]) + 6
     if (line.section, line.group) not in opened and line.group:
         cost += len(line.group) + 6
-    if line.id in parents:
-        cost += len(parents[line.id]) // 3  # a directory label, shared by its files
+    if line.topic and (line.section, line.group, line.topic) not in opened:
+        cost += len(line.topic) + 5  # `- ✓ HEAD: ` and the newline, less the first `; `
     return cost
+
+
+def _open(line: Line) -> set[tuple[str, ...]]:
+    return {(line.section, ""), (line.section, line.group), (line.section, line.group, line.topic)}
 
 
 def _weight(line: Line, newest: int) -> float:
@@ -268,40 +277,51 @@ def line_information(lines: list[Line]) -> dict[str, tuple[dict[str, float], dic
 def choose(
     lines: list[Line],
     room: int,
-    parents: dict[str, str],
     info: dict[str, tuple[dict[str, float], dict[str, float]]],
 ) -> dict[str, bool]:
     """{id: full?} of the lines to show within `room` characters (see the module docstring).
     `lines` come ranked (rank_lines); `info` from line_information."""
     chosen: dict[str, bool] = {}
     known: set[str] = set()
-    opened: set[tuple[str, str]] = set()
+    opened: set[tuple[str, ...]] = set()
     for ln in lines:
         if ln.rank not in STRICT_RANKS:
             continue
-        cost = ln.cost(full=False) + _heading_cost(ln, opened, parents)
+        cost = ln.cost(full=False) + _heading_cost(ln, opened)
         if cost <= room:
             room -= cost
             chosen[ln.id] = False
-            opened |= {(ln.section, ""), (ln.section, ln.group)}
+            opened |= _open(ln)
             known |= set(info[ln.id][0])
     recencies = [-ln.order[0] for ln in lines if ln.rank == 7 and ln.order]
     newest = max(recencies, default=0)
     by_id = {ln.id: ln for ln in lines}
     weight = {ln.id: _weight(ln, newest) for ln in lines}
+    sharing: dict[tuple[str, ...], int] = {}
+    for ln in lines:
+        if ln.topic:
+            key = (ln.section, ln.group, ln.topic)
+            sharing[key] = sharing.get(key, 0) + 1
 
     def value(fid: str, full: bool) -> tuple[float, int]:
+        """(worth per character, characters): a topic line's head is shared by the facts
+        that may join it, so each is charged its share when judging worth."""
         ln = by_id[fid]
         if full:
-            cost = ln.cost(full=True) - ln.cost(full=False)
+            cost = judged = ln.cost(full=True) - ln.cost(full=False)
             gain = _gain(info[fid][1], known)
+            if ln.rank in FULL_RANKS and gain >= 1:
+                gain += FULL_BONUS
         else:
-            cost = ln.cost(full=False) + _heading_cost(ln, opened, parents)
+            heading = _heading_cost(ln, opened)
+            share = sharing.get((ln.section, ln.group, ln.topic), 1)
+            cost = ln.cost(full=False) + heading
+            judged = ln.cost(full=False) + heading / share
             gain = _gain(info[fid][0], known)
             gain = gain + ITEM_BONUS if gain > 0 or _gain(info[fid][1], known) > 0 else 0.0
         if gain <= 0 or cost <= 0:
             return 0.0, cost
-        return weight[fid] * gain / cost, cost
+        return weight[fid] * gain / judged, cost
 
     heap: list[tuple[float, int, str, bool]] = []
     for n, ln in enumerate(lines):
@@ -325,7 +345,7 @@ def choose(
         chosen[fid] = full
         known |= set(info[fid][1 if full else 0])
         if not full:
-            opened |= {(ln.section, ""), (ln.section, ln.group)}
+            opened |= _open(ln)
             follow = value(fid, True)[0]
             if follow > 0:
                 heapq.heappush(heap, (-follow, order[fid], fid, True))
