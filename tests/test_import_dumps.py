@@ -325,12 +325,13 @@ tokens: 120
 ---
 # Status as of milestone m2
 
-> Made by `factbook status` for milestone m2; nothing learned later. Marks: ✓ verified · ? assumed, never checked · ~ stale · + new since m1.
+> Made by `factbook status` for milestone m2. Marks: ✓ verified · ? assumed · ~ stale · + new.
 
 ## Discoveries
 
 ### Hardware
-- ✓+ GPU `hw.gpu.{count,memory,power}`: count: 8; ? VRAM per GPU: 97887 MiB (est; rounded); ~ 600 W (held at msg 3)
+- ✓+ GPU `hw.gpu.{count,memory,power}`: count: 8; ? VRAM per GPU: 97887 MiB (est; rounded); \
+~ 600 W (held at msg 3)
 
 ### Benchmarks
 - ✓ vLLM `bench.vllm.single`: 82.5 tok/s [engine=vllm, concurrency=1]

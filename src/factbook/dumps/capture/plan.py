@@ -117,9 +117,7 @@ def propose_all(
             fact.get("value"),
             title=entry.text if compact else None,
         )
-        name = verdict(
-            found, fact, built.extracted.key, entry.text, kb, milestone, compact=compact
-        )
+        name = verdict(found, fact, built.extracted.key, entry.text, kb, milestone, compact=compact)
         proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
         proposal.problems = list(built.problems)
         proposal.notes, proposal.missing = list(built.notes), list(built.missing)
