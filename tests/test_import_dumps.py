@@ -330,7 +330,7 @@ tokens: 120
 ## Discoveries
 
 ### Hardware
-- ✓+ GPU `hw.gpu.{count,memory,power}`: count: 8; ? VRAM per GPU: 97887 MiB (est; rounded); \
+- ✓+ GPU `hw.gpu.{count,memory,power}`: count: 8; ? VRAM per GPU: 97887 MiB (est, rounded); \
 ~ 600 W (held at msg 3)
 
 ### Benchmarks
@@ -348,8 +348,8 @@ tokens: 120
 
 def test_group_lines_read_back_part_by_part() -> None:
     """Each part of a group line: its id from the head's braces (or its path under the
-    head's directory), its own mark where it has one (else the line's), `; ` inside brackets
-    kept, a stale stamp and a `[k=v]` configuration taken off the text."""
+    head's directory), its own mark where it has one (else the line's), a stale stamp and a
+    `[k=v]` configuration taken off the text."""
     from factbook.dumps.capture.parse import parse_text
 
     entries = parse_text(GROUPED).entries
@@ -359,7 +359,7 @@ def test_group_lines_read_back_part_by_part() -> None:
     ]
     assert got == [
         ("hw.gpu.count", "verified", "GPU count: 8"),
-        ("hw.gpu.memory", "assumed", "VRAM per GPU: 97887 MiB (est; rounded)"),
+        ("hw.gpu.memory", "assumed", "VRAM per GPU: 97887 MiB (est, rounded)"),
         ("hw.gpu.power", "stale", "GPU 600 W"),
         ("bench.vllm.single", "verified", "vLLM 82.5 tok/s"),
         (None, "verified", "Use `uv`: never pip"),

@@ -8,7 +8,7 @@ share a directory (factbook.dumps.status.grouping):
 
 The head names every fact's id in the order of the parts (the prefix once, the last parts in
 braces) or the directory the paths are relative to (`./`: the directory itself). Parts are
-separated by `; ` outside brackets and backticks (the writer never leaves one inside a part);
+separated by `; ` (the writer turns one inside a part into `, `);
 a part carries its own mark (`?`, `✓+`) where it differs from the line's, which comes first.
 """
 
@@ -23,7 +23,6 @@ _FACT_HEAD = re.compile(  # `hw.gpu.{count,model}` or one id (with a dot: not `u
     r": (?P<rest>.+)$"
 )
 _DIR_HEAD = re.compile(r"^`(?P<dir>(?:/|~/)[^`]*/)`: (?P<rest>.+)$")
-_CLOSE = {"(": ")", "[": "]", "{": "}"}
 
 
 @dataclass
@@ -46,25 +45,8 @@ class Group:
 
 
 def split_parts(text: str) -> list[str]:
-    """`a; b (c; d); `e; f`` → [a, b (c; d), `e; f`]: `; ` outside brackets and backticks."""
-    parts: list[str] = []
-    closing: list[str] = []
-    code = False
-    start = 0
-    for n, ch in enumerate(text):
-        if ch == "`":
-            code = not code
-        elif code:
-            continue
-        elif ch in _CLOSE:
-            closing.append(_CLOSE[ch])
-        elif closing and ch == closing[-1]:
-            closing.pop()
-        elif ch == ";" and not closing and text[n + 1 : n + 2] == " ":
-            parts.append(text[start:n].strip())
-            start = n + 2
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
+    """`a; b (c); d` → [a, b (c), d]: the writer leaves no `; ` inside a part."""
+    return [p.strip() for p in text.split("; ") if p.strip()]
 
 
 def expand_ids(spec: str) -> list[str]:

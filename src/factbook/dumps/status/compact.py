@@ -125,8 +125,8 @@ def render_group_line(members: list[Line]) -> str:
     most common mark once; a part whose mark (or new flag) differs carries its own. A line of
     facts names every id in its head, in the order of its parts (`GPU `hw.gpu.{count,model}``);
     a line of files names their directory (`` `/data/run/`: `a.log`; `./` (3 TB) ``, `./` the
-    directory itself). Parts are separated by `; ` and never contain one outside brackets
-    (one_part), so `factbook import` splits the line back exactly."""
+    directory itself). Parts are separated by `; ` and never contain one (one_part), so
+    `factbook import` splits the line back exactly."""
     counts: dict[str, int] = {}
     for ln in members:
         counts[ln.marker] = counts.get(ln.marker, 0) + 1
@@ -145,26 +145,10 @@ def render_group_line(members: list[Line]) -> str:
     return f"- {common} {head}: " + "; ".join(parts)
 
 
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-
-
 def one_part(text: str) -> str:
-    """A part of a group line: `; ` outside brackets and backticks becomes `, ` (the line's
-    separator stays unambiguous); an empty part is `…`."""
-    out: list[str] = []
-    closing: list[str] = []
-    code = False
-    for n, ch in enumerate(text):
-        if ch == "`":
-            code = not code
-        elif not code and ch in _OPEN:
-            closing.append(_OPEN[ch])
-        elif not code and closing and ch == closing[-1]:
-            closing.pop()
-        elif ch == ";" and not code and not closing and text[n + 1 : n + 2] == " ":
-            ch = ","
-        out.append(ch)
-    return "".join(out).strip() or "…"
+    """A part of a group line: every `; ` in it becomes `, `, so the line's separator is
+    unambiguous; an empty part is `…`."""
+    return text.replace("; ", ", ").strip() or "…"
 
 
 # --- the two sizes --------------------------------------------------------------------------
@@ -233,9 +217,10 @@ def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
         symptom, fix = item.get("symptom"), item.get("fix")
         brief = f"{md(item.title)}{ref}"
         cause = item.get("cause")
-        if symptom and fix:
-            why = f" (cause: {md(one_line(cause))})" if cause else ""
-            full = f"{md(item.title)}: {md(one_line(symptom))}{why} → {md(one_line(fix))}{ref}"
+        if symptom and fix:  # the issue's "symptom → fix", the cause between (`←`)
+            why = f" ← {_clause(cause)}" if cause else ""
+            brief = f"{md(item.title)} → {_clause(fix)}{ref}"
+            full = f"{md(item.title)}: {_clause(symptom)}{why} → {_clause(fix)}{ref}"
         else:
             full = f"{md(item.title)}: {md(item.text)}{ref}"
         return brief, full
@@ -253,6 +238,12 @@ def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
         failed = " (FAILED)" if item.get("state") in ("failed", "blocked") else ""
         return md(item.title) + failed, md(item.text) + failed
     return md(_with_value(item)), md(item.text)
+
+
+def _clause(text: Any) -> str:
+    """A pitfall's symptom, cause or fix as one clause: one line, no final full stop."""
+    text = one_line(text)
+    return md(text[:-1] if text.endswith(".") and not text.endswith("..") else text)
 
 
 def file_forms(item: Item, shown_path: str) -> tuple[str, str]:
