@@ -103,7 +103,8 @@ def propose_all(
     for entry, section in placed:
         built = build(entry, section, milestone, document.path, kb, boxes, known)
         fact = built.fact
-        marker = built.hinted_id or f"{fact['category']}|{norm(entry.quote)}"
+        said = entry.fields.get("path") or norm(entry.quote)  # `./` names several directories
+        marker = built.hinted_id or f"{fact['category']}|{said}"
         if marker in seen:
             duplicates += 1  # `factbook status` shows a baseline in two places
             continue
