@@ -14,6 +14,13 @@ the result loaded strictly (it lints clean), then scored by tests/dump_checklist
   local: imported checks `verify-facts --target local` would run (the bug this fixes: 0).
 
     .venv/bin/python bench/import_dumps.py [--json] [--markdown] [--verbose]
+    .venv/bin/python bench/import_dumps.py --round-trip [--budgets 2300,8000]
+
+--round-trip: the shipped knowledge base's budgeted dumps (`factbook status --as-of M --budget
+B`) imported back into it (proposals: 0 is the bar) and into a new knowledge base (facts made,
+against the facts shown; ids kept / named: of the ids the dump writes (group heads, pitfalls),
+those a fact of the new knowledge base has;
+category wrong: facts whose category differs from the shipped fact's).
 
 Exits 1 when a dump misses the issue's bar (90% proposed, every check valid, nothing in a
 wrong file, every box-bound fact targeted, nothing run on local).
@@ -44,12 +51,92 @@ def passes(row: dict) -> bool:
     )
 
 
+def round_trip(budgets: list[int]) -> list[dict]:
+    """The budgeted dumps of the shipped knowledge base, imported back (see the docstring)."""
+    import re
+    import shutil
+
+    from dump_checklist import fresh_kb
+
+    from factbook.dumps.capture import plan_import, write
+    from factbook.dumps.status import StatusOptions
+    from factbook.dumps.status.budget import render_budgeted
+    from factbook.knowledge.kb import load_kb
+
+    shipped = load_kb(ROOT, strict=False)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for milestone in ("3157", "3478", "4504"):
+            for budget in budgets:
+                dump = render_budgeted(shipped, StatusOptions(as_of=milestone), budget)
+                doc = Path(tmp) / f"brief-{milestone}-{budget}.md"
+                doc.write_text(dump.text, encoding="utf-8")
+                started = time.perf_counter()
+                same = plan_import(ROOT, doc, milestone)
+                seconds = time.perf_counter() - started
+                root = fresh_kb(Path(tmp) / f"kb-{milestone}-{budget}", milestone)
+                shutil.copy(ROOT / "targets.yaml", root / "targets.yaml")
+                write(plan_import(root, doc, milestone).applied)
+                back = load_kb(root)
+                made = [f for f in back.facts.values() if f.sources[0].seed == doc.name]
+                named = set(re.findall(r"`([a-z0-9_]+(?:\.[\w{},-]+)+)`", dump.text))
+                named_ids = {ln.id for ln in dump.shown} & _expand(named)
+                kept = [f for f in made if f.id in named_ids]
+                rows.append(
+                    {
+                        "milestone": milestone,
+                        "budget": budget,
+                        "shown": len(dump.shown),
+                        "proposals": len(same.actionable),
+                        "unchanged": same.count("unchanged"),
+                        "made": len(made),
+                        "ids_kept": len(kept),
+                        "ids_named": len(named_ids),
+                        "category_wrong": sum(
+                            f.category != shipped.facts[f.id].category for f in kept
+                        ),
+                        "import_s": round(seconds, 2),
+                    }
+                )
+    return rows
+
+
+def _expand(specs: set[str]) -> set[str]:
+    out = set()
+    for spec in specs:
+        if spec.endswith("}") and ".{" in spec:
+            prefix, _, rest = spec[:-1].partition(".{")
+            out |= {f"{prefix}.{last}" for last in rest.split(",")}
+        else:
+            out.add(spec)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--round-trip", action="store_true", help="budgeted dumps, read back")
+    parser.add_argument("--budgets", default="2300,8000")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--markdown", action="store_true", help="the table for docs/import.md")
     parser.add_argument("--verbose", action="store_true", help="every problem found")
     args = parser.parse_args()
+    if args.round_trip:
+        trips = round_trip([int(b) for b in args.budgets.split(",")])
+        if args.json:
+            print(json.dumps(trips, indent=2))
+            return 0
+        print(
+            "| milestone | budget | facts shown | proposed back into the same KB | facts made in "
+            "a new KB | ids kept / named | category wrong | import s |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for t in trips:
+            print(
+                f"| {t['milestone']} | {t['budget']:,} | {t['shown']} | {t['proposals']} | "
+                f"{t['made']} | {t['ids_kept']} / {t['ids_named']} | {t['category_wrong']} | "
+                f"{t['import_s']:.2f} |"
+            )
+        return 0 if all(t["proposals"] == 0 and t["made"] == t["shown"] for t in trips) else 1
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, path in enumerate(checklists()):

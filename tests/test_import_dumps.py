@@ -8,6 +8,7 @@ named by issue 28 are checked gone; verify runs for real on `local`."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -277,3 +278,94 @@ def test_budgeted_status_of_the_shipped_kb_reimports_to_nothing(
     assert result.document.generated
     assert [p.entry.quote for p in result.actionable] == []
     assert result.count("unchanged") >= 50 and not result.unplaced
+
+
+def test_budgeted_status_into_an_empty_kb_keeps_ids_categories_and_marks(tmp_path: Path) -> None:
+    """The same dump into a knowledge base that knows none of it: every fact of a group line
+    comes back as its own fact under the id its head names, with the category and status the
+    dump came from; every file under its directory comes back with its whole path; every
+    shown fact becomes one fact, none lost to a line that holds several."""
+    doc = tmp_path / "brief.md"
+    argv = ["--root", str(ROOT), "status", "--as-of", "4504", "--budget", "2300"]
+    assert run([*argv, "--out", str(doc), "--no-results"]) == 0
+    assert run([*argv, "--out", str(tmp_path / "brief.json"), "--format", "json"]) == 0
+    text = doc.read_text(encoding="utf-8")
+    assert re.search(r"^- \S+ [^`\n]*`[a-z0-9_.]+\.\{[^`]+,[^`]+\}`: [^\n]+; ", text, re.M)
+    assert re.search(r"^- \S+ `/[^`]+/`: `[^`]+`[^\n]*; ", text, re.M)
+    source = load_kb(ROOT, strict=False)
+    shown = [
+        line
+        for section in json.loads((tmp_path / "brief.json").read_text("utf-8"))["sections"]
+        for group in section["groups"]
+        for line in group["lines"]
+    ]
+    fresh = fresh_kb(tmp_path / "fresh", "4504")
+    shutil.copy(ROOT / "targets.yaml", fresh / "targets.yaml")
+    result = plan_import(fresh, doc, "4504")
+    assert not result.unplaced and all(p.clean for p in result.actionable)
+    write(result.applied)
+    back = load_kb(fresh)
+    imported = [f for f in back.facts.values() if f.sources and f.sources[0].seed == "brief.md"]
+    assert len(imported) == len(shown)
+    grouped = [line for line in shown if line["line"] and line["category"] != "inventory"]
+    assert len(grouped) >= 20
+    for line in grouped:
+        fact = back.facts[line["id"]]
+        assert fact.category == source.facts[line["id"]].category, line["id"]
+        if "incomplete" not in fact.tags:  # a decision without its rationale stays assumed
+            assert fact.status == line["status"].replace("drifted", "assumed"), line["id"]
+    paths = {str(f.extra.get("path")) for f in imported if f.category == "inventory"}
+    for line in shown:
+        if line["category"] == "inventory":
+            assert source.facts[line["id"]].extra["path"] in paths
+
+
+GROUPED = """---
+tokens: 120
+---
+# Status as of milestone m2
+
+> Made by `factbook status` for milestone m2. Marks: ✓ verified · ? assumed · ~ stale · + new.
+
+## Discoveries
+
+### Hardware
+- ✓+ GPU `hw.gpu.{count,memory,power}`: count: 8; ? VRAM per GPU: 97887 MiB (est, rounded); \
+~ 600 W (held at msg 3)
+
+### Benchmarks
+- ✓ vLLM `bench.vllm.single`: 82.5 tok/s [engine=vllm, concurrency=1]
+
+### Software on the box
+- ✓ Use `uv`: never pip
+
+## Relevant files
+
+### box
+- ✓ `/data/run/`: `./` (3 TB); ?+ `ckpt/` — epoch 4 (4.7 GB); `a.log`
+"""
+
+
+def test_group_lines_read_back_part_by_part() -> None:
+    """Each part of a group line: its id from the head's braces (or its path under the
+    head's directory), its own mark where it has one (else the line's), a stale stamp and a
+    `[k=v]` configuration taken off the text."""
+    from factbook.dumps.capture.parse import parse_text
+
+    entries = parse_text(GROUPED).entries
+    got = [
+        (e.fields.get("id") or e.fields.get("path"), e.mark.status if e.mark else None, e.text)
+        for e in entries
+    ]
+    assert got == [
+        ("hw.gpu.count", "verified", "GPU count: 8"),
+        ("hw.gpu.memory", "assumed", "VRAM per GPU: 97887 MiB (est, rounded)"),
+        ("hw.gpu.power", "stale", "GPU 600 W"),
+        ("bench.vllm.single", "verified", "vLLM 82.5 tok/s"),
+        (None, "verified", "Use `uv`: never pip"),
+        ("/data/run/", "verified", "/data/run/"),
+        ("/data/run/ckpt/", "assumed", "epoch 4"),
+        ("/data/run/a.log", "verified", "/data/run/a.log"),
+    ]
+    assert entries[3].fields["config"] == "engine=vllm, concurrency=1"
+    assert entries[5].fields["size"] == "3 TB" and entries[6].fields["size"] == "4.7 GB"

@@ -308,6 +308,10 @@ def _category_keys(
         keys.update(_inventory(entry, found))
         if "path" not in keys:
             problems.append("a file entry needs a path; the dump names none")
+    elif category == "benchmarks" and fields.get("config"):  # a compact line's `[k=v, ...]`
+        config = _kv(str(fields["config"]))
+        if config:
+            keys["config"] = config
     elif category == "benchmarks" and entry.kind == "row" and "Configuration" in entry.header:
         keys["metric"] = slug(entry.cells[0], 40) or "figure"
         config = _kv(entry.cells[entry.header.index("Configuration")])

@@ -150,6 +150,34 @@ def same_value(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def shows_value(text: str, value: Any) -> bool:
+    """Whether a line written by `factbook status --budget` shows this value: every number
+    and word of it appears in the line (`22-34 s` shows [22, 34]; `1,536` shows 1536). A
+    compact line is read back as unchanged when it does; a value it states otherwise is a
+    change."""
+    plain = re.sub(r"(?<=\d),(?=\d{3})", "", norm(text).replace("&lt;", "<"))
+    for leaf in _leaves(value):
+        if leaf is None or isinstance(leaf, bool):
+            continue
+        if isinstance(leaf, (int, float)):
+            forms = {str(leaf)}
+            if isinstance(leaf, float) and leaf.is_integer():
+                forms.add(str(int(leaf)))
+            if not any(re.search(rf"(?<![\d.]){re.escape(f)}(?![\d]|\.\d)", plain) for f in forms):
+                return False
+        elif norm(str(leaf)) not in plain:
+            return False
+    return True
+
+
 def verdict(
     found: Found | None,
     proposed: dict[str, Any],
@@ -157,8 +185,11 @@ def verdict(
     text: str,
     kb: KnowledgeBase,
     milestone: Milestone,
+    *,
+    compact: bool = False,
 ) -> str:
-    """new | unchanged | changed | contradicted for a proposal and what it found."""
+    """new | unchanged | changed | contradicted for a proposal and what it found; `compact`:
+    a line of a budgeted dump (no hint), which shows a value in its own words."""
     if found is None:
         return "new"
     old = found.fact
@@ -167,6 +198,8 @@ def verdict(
         return "unchanged" if old_status == "refuted" else "contradicted"
     comparable = found.how == "id" or (key is not None and key == fact_key(old))
     if not comparable or "value" not in proposed or old.value is None:
+        return "unchanged"
+    if compact and found.how in ("id", "title") and shows_value(text, old.value):
         return "unchanged"
     if same_value(proposed["value"], old.value):
         return "unchanged"

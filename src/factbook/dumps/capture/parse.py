@@ -22,6 +22,8 @@ from pathlib import Path
 
 from factbook.dumps.capture.article import parse_article
 from factbook.dumps.capture.entry import Entry, Mark
+from factbook.dumps.capture.grouped import read_group
+from factbook.dumps.capture.sections import resolve
 from factbook.dumps.status.hint import split_hint
 from factbook.errors import InputError
 from factbook.knowledge.yamlsrc import read_text_bounded
@@ -177,7 +179,10 @@ def _parse_generated(text: str, marks: dict[str, str]) -> list[Entry]:
             continue
         numbered = _NUMBERED.match(line)
         if line.startswith("- "):
-            entries.append(_generated_item(number, line[2:], path, label, None, marks))
+            group = _generated_group(number, line[2:], path, label, marks)
+            if group is None:
+                group = [_generated_item(number, line[2:], path, label, None, marks)]
+            entries += group
         elif numbered and not numbered.group(1):
             entries.append(
                 _generated_item(
@@ -274,17 +279,7 @@ def _generated_item(
     compact = _compact_mark(body, marks or {})
     if compact is not None:
         entry.mark, entry.text = compact
-        flag = re.search(r"\s*\((FAILED|BLOCKED)\)$", entry.text)
-        if flag:  # a progress item's state, as the compact layout prints it
-            entry.fields["flag"] = flag.group(1).lower()
-            entry.text = entry.text[: flag.start()]
-        done_when = re.search(r"\s*\(done when: (.*)\)$", entry.text)
-        if done_when:  # a next step's success criterion
-            entry.fields["criterion"] = done_when.group(1).strip()
-            entry.text = entry.text[: done_when.start()]
-        config = re.search(r"\s+\[[\w.-]+=.*\]$", entry.text)
-        if config:  # a figure's configuration, `[engine=vllm, concurrency=128]`
-            entry.text = entry.text[: config.start()]
+        _compact_tail(entry)
         entry.quote = entry.text if entry.text in body else body
         _compact_file(entry, label)
         return entry
@@ -301,6 +296,63 @@ def _generated_item(
     if why:
         entry.fields["rationale"] = why
     return entry
+
+
+def _compact_tail(entry: Entry) -> None:
+    """What a compact line writes after its text: a progress item's state `(FAILED)`, a next
+    step's `(done when: …)`, a figure's configuration `[engine=vllm, concurrency=128]`."""
+    flag = re.search(r"\s*\((FAILED|BLOCKED)\)$", entry.text)
+    if flag:
+        entry.fields["flag"] = flag.group(1).lower()
+        entry.text = entry.text[: flag.start()]
+    done_when = re.search(r"\s*\(done when: (.*)\)$", entry.text)
+    if done_when:
+        entry.fields["criterion"] = done_when.group(1).strip()
+        entry.text = entry.text[: done_when.start()]
+    config = re.search(r"\s+\[(?P<kv>[\w.-]+=.*)\]$", entry.text)
+    if config:
+        entry.fields["config"] = config.group("kv")
+        entry.text = entry.text[: config.start()]
+
+
+_UNGROUPED = ("goal", "instructions", "progress", "pitfalls")
+
+
+def _generated_group(
+    number: int, body: str, path: list[str], label: str, marks: dict[str, str]
+) -> list[Entry] | None:
+    """A group line of a compact document (grouped.py), one entry per fact or file, each with
+    its id or path, its own mark or the line's; None for any other line."""
+    section = resolve(path)
+    if section is None or section.category in _UNGROUPED:
+        return None
+    symbol, _, rest = body.partition(" ")
+    base = symbol[:-1] if symbol not in marks and symbol.endswith("+") else symbol
+    if base in MARK_SYMBOLS or base not in marks or not rest:
+        return None
+    group = read_group(rest.strip(), set(marks) - set(MARK_SYMBOLS))
+    if group is None:
+        return None
+    entries = []
+    for part in group.parts:
+        entry = Entry(number, "bullet", "", part.text, path, None, label)
+        found = _compact_mark(f"{part.symbol or base} {part.text}", marks)
+        if found is None:
+            return None
+        entry.mark, entry.text = found
+        _compact_tail(entry)
+        if part.path:
+            _compact_file(entry, "")
+            entry.fields["path"] = part.path
+            entry.text = entry.fields.get("purpose") or part.path
+        else:
+            text = entry.text
+            if group.label and not text[:1].isupper():  # the writer dropped the head's words
+                entry.text = f"{unescape(group.label)} {text}"  # `count: 8` → `GPU count: 8`
+            if part.fact_id:
+                entry.fields["id"] = part.fact_id
+        entries.append(entry)
+    return entries
 
 
 def _compact_mark(body: str, marks: dict[str, str]) -> tuple[Mark, str] | None:

@@ -103,7 +103,8 @@ def propose_all(
     for entry, section in placed:
         built = build(entry, section, milestone, document.path, kb, boxes, known)
         fact = built.fact
-        marker = built.hinted_id or f"{fact['category']}|{norm(entry.quote)}"
+        said = entry.fields.get("path") or norm(entry.quote)  # `./` names several directories
+        marker = built.hinted_id or f"{fact['category']}|{said}"
         if marker in seen:
             duplicates += 1  # `factbook status` shows a baseline in two places
             continue
@@ -117,7 +118,7 @@ def propose_all(
             fact.get("value"),
             title=entry.text if compact else None,
         )
-        name = verdict(found, fact, built.extracted.key, entry.text, kb, milestone)
+        name = verdict(found, fact, built.extracted.key, entry.text, kb, milestone, compact=compact)
         proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
         proposal.problems = list(built.problems)
         proposal.notes, proposal.missing = list(built.notes), list(built.missing)

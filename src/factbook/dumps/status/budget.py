@@ -33,6 +33,7 @@ from factbook.dumps.status.compact import (
 )
 from factbook.dumps.status.context import StatusContext
 from factbook.dumps.status.grouping import assign_topics
+from factbook.dumps.status.quotes import use_quotes
 from factbook.dumps.status.redact import redactor_for
 from factbook.dumps.status.render import StatusOptions, prepare
 from factbook.dumps.status.selection import RANKS, choose, line_information, rank_lines
@@ -142,6 +143,7 @@ def left_out_text(left_out: list[Line], cap: int) -> str:
         "(or `factbook show ID`):"
     ]
     spent = 0
+    unnamed: list[str] = []
     for category in sorted(by_cat, key=lambda c: _CATEGORY_ORDER.get(c, 99)):
         members = by_cat[category]
         names: list[str] = []
@@ -150,10 +152,14 @@ def left_out_text(left_out: list[Line], cap: int) -> str:
                 break
             names.append(ln.id)
             spent += len(ln.id) + 2
-        listed = ", ".join(_compress(names))
+        if not names:  # counted only: all such categories share one line
+            unnamed.append(f"{category} {len(members)}")
+            continue
         more = len(members) - len(names)
-        tail = (f", +{more}" if names else f"{more} unnamed") if more else ""
-        lines.append(f"- {category} {len(members)}: {listed}{tail}")
+        tail = f", +{more}" if more else ""
+        lines.append(f"- {category} {len(members)}: {', '.join(_compress(names))}{tail}")
+    if unnamed:
+        lines.append(f"- unnamed: {', '.join(unnamed)}")
     return _section_heading("Not in this dump") + "\n".join(lines) + "\n"
 
 
@@ -324,6 +330,7 @@ def render_budgeted(
         raise UsageError(f"--budget must be a positive number of tokens, not {budget}")
     ctx = prepare(kb, options, now=now)
     placed = place(ctx, live=ctx.uses_results)
+    use_quotes(kb, placed.lines, ctx.as_of)
     assign_topics(placed.lines, placed.parents)
     position = {ln.id: n for n, ln in enumerate(placed.lines)}
     ranked = rank_lines(kb, placed.lines, ctx)

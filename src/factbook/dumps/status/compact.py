@@ -79,6 +79,8 @@ class Line:
     use_full: bool = False
     stamp: str = ""  # when and where, only where trust needs it (_stamp)
     topic: str = ""  # the head of the group line this fact shares ("" = a bullet of its own)
+    prefix: str = ""  # a group line of facts: the id prefix they share (`hw.gpu`)
+    label: str = ""  # ... and the title words they share (`GPU`)
     id: str = ""
 
     def __post_init__(self) -> None:
@@ -113,23 +115,40 @@ class Line:
         group line (the `; ` before it; the line's head is counted once, by the selection)."""
         text = self.full if full else self.brief
         overhead = 2 if self.topic else 5
+        if self.prefix:  # its id's last part in the head's braces: `hw.gpu.{count,model}`
+            overhead += len(self.id) - len(self.prefix)
         return len(text) + len(self.stamp) + overhead + (1 if self.new else 0)
 
 
 def render_group_line(members: list[Line]) -> str:
     """Facts sharing a topic on one line: `- ✓ HEAD: part; part; ? part`. The line carries the
-    most common mark once; a part whose mark (or new flag) differs carries its own."""
+    most common mark once; a part whose mark (or new flag) differs carries its own. A line of
+    facts names every id in its head, in the order of its parts (`GPU `hw.gpu.{count,model}``);
+    a line of files names their directory (`` `/data/run/`: `a.log`; `./` (3 TB) ``, `./` the
+    directory itself). Parts are separated by `; ` and never contain one (one_part), so
+    `factbook import` splits the line back exactly."""
     counts: dict[str, int] = {}
     for ln in members:
         counts[ln.marker] = counts.get(ln.marker, 0) + 1
     common = max(counts, key=lambda m: counts[m])
-    parts = [
-        (f"{ln.marker} " if ln.marker != common else "") + ln.text
-        for ln in members
-        if ln.text.strip()
-    ]
-    head = f"- {common} {members[0].topic}"
-    return f"{head}: " + "; ".join(parts) if parts else head
+    parts = [(f"{ln.marker} " if ln.marker != common else "") + one_part(ln.text) for ln in members]
+    prefix = members[0].prefix
+    if not prefix and len(members) == 1 and members[0].text.startswith("`./`"):
+        own = members[0].topic[:-1] + members[0].text[3:]  # a directory alone: its own line
+        return f"- {common} {own}"
+    if prefix:
+        last = [ln.id[len(prefix) + 1 :] for ln in members]
+        ids = f"{prefix}.{last[0]}" if len(last) == 1 else f"{prefix}.{{{','.join(last)}}}"
+        head = " ".join(p for p in (members[0].label, f"`{ids}`") if p)
+    else:
+        head = members[0].topic
+    return f"- {common} {head}: " + "; ".join(parts)
+
+
+def one_part(text: str) -> str:
+    """A part of a group line: every `; ` in it becomes `, `, so the line's separator is
+    unambiguous; an empty part is `…`."""
+    return text.replace("; ", ", ").strip() or "…"
 
 
 # --- the two sizes --------------------------------------------------------------------------
@@ -198,9 +217,10 @@ def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
         symptom, fix = item.get("symptom"), item.get("fix")
         brief = f"{md(item.title)}{ref}"
         cause = item.get("cause")
-        if symptom and fix:
-            why = f" (cause: {md(one_line(cause))})" if cause else ""
-            full = f"{md(item.title)}: {md(one_line(symptom))}{why} → {md(one_line(fix))}{ref}"
+        if symptom and fix:  # the issue's "symptom → fix", the cause between (`←`)
+            why = f" ← {_clause(cause)}" if cause else ""
+            brief = f"{md(item.title)} → {_clause(fix)}{ref}"
+            full = f"{md(item.title)}: {_clause(symptom)}{why} → {_clause(fix)}{ref}"
         else:
             full = f"{md(item.title)}: {md(item.text)}{ref}"
         return brief, full
@@ -218,6 +238,12 @@ def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
         failed = " (FAILED)" if item.get("state") in ("failed", "blocked") else ""
         return md(item.title) + failed, md(item.text) + failed
     return md(_with_value(item)), md(item.text)
+
+
+def _clause(text: Any) -> str:
+    """A pitfall's symptom, cause or fix as one clause: one line, no final full stop."""
+    text = one_line(text)
+    return md(text[:-1] if text.endswith(".") and not text.endswith("..") else text)
 
 
 def file_forms(item: Item, shown_path: str) -> tuple[str, str]:

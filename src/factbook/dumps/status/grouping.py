@@ -8,15 +8,17 @@ files share their directory. So within one group of the dump (Hardware, Benchmar
 machine's files), facts whose ids share a prefix with another fact of that group go on one
 line under that prefix, the longest one shared:
 
-    - ✓ GPU `hw.gpu`: count: 8; compute capability: 12.0; ? power limit: 600 W
+    - ✓ GPU `hw.gpu.{count,compute_capability,power_limit}`: count: 8; compute capability:
+      12.0; ? power limit: 600 W
 
-The line's head names the topic once (the title words most of its facts start with) and the
-id prefix, so every fact stays reachable (`factbook list 'hw.gpu.*'`; the JSON names each
-id). Each fact's part drops the head's words and a verb left dangling (`Kimi-K2.5 has 61
-layers` under `Kimi-K2.5` reads `61 layers`), and a statement no longer than its title and
-value stands for both. Files under a directory shared by two or more of a machine's files go
-on one line under it. Goal, instructions, pitfalls, refuted assumptions and progress stay one
-per line: each is a sentence the reader acts on.
+The line's head names the topic once (the title words most of its facts start with) and
+every fact's id, in the order of the parts (the id prefix once, the rest in braces), so every
+fact stays reachable and `factbook import` reads each part back as its own fact. Each fact's
+part drops the head's words and a verb left dangling (`Kimi-K2.5 has 61 layers` under
+`Kimi-K2.5` reads `61 layers`), and a statement no longer than its title and value stands for
+both. Files under a directory shared by two or more of a machine's files go on one line under
+it (`./` for the directory itself when it is a fact of its own). Goal, instructions, pitfalls,
+refuted assumptions and progress stay one per line: each is a sentence the reader acts on.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import math
 import re
 
 from factbook.dumps.status.compact import Line, file_forms
-from factbook.dumps.status.items import one_line
 from factbook.dumps.status.render import md
 
 GROUPED_SECTIONS = ("discoveries", "files")
@@ -148,7 +149,7 @@ def _group_facts(lines: list[Line]) -> None:
         label = topic_label([ln.item.title for ln in group])
         head = f"{md(' '.join(label))} `{topic}`" if label else f"`{topic}`"
         for ln in group:
-            ln.topic = head
+            ln.topic, ln.prefix, ln.label = head, topic, md(" ".join(label))
             brief = _counted(ln, label) or strip_label(ln.brief, label)
             full = strip_label(_statement(ln.full), label)
             clause = strip_label(_statement(_CLAUSE.split(ln.full, maxsplit=1)[0]), label)
@@ -185,10 +186,8 @@ def _group_files(lines: list[Line], parents: dict[str, str]) -> None:
     for ln in lines:  # a listed directory heads its own line: its size, its purpose
         own = paths[ln.id].rstrip("/") + "/"
         if own in heads and not ln.topic:
-            size = f"({ln.item.get('size')})" if ln.item.get("size") else ""
-            purpose = md(one_line(ln.item.get("purpose") or ""))
             ln.topic = f"`{own}`"
-            ln.brief, ln.full = size, " ".join(p for p in (purpose, size) if p)
+            ln.brief, ln.full = file_forms(ln.item, "./")
 
 
 def assign_topics(lines: list[Line], parents: dict[str, str]) -> None:

@@ -43,7 +43,7 @@ RANKS = {
 STRICT_RANKS = (1, 2, 3)
 RANK_WEIGHTS = {1: 4.0, 2: 3.0, 3: 4.0, 4: 3.0, 5: 3.0, 6: 3.0, 7: 1.0}
 AGE_FACTOR = 0.7
-ITEM_BONUS = 8.0  # showing a fact at all is worth eight new names or numbers
+ITEM_BONUS = 5.0  # showing a fact at all is worth five new names or numbers
 # A change since the previous dump is read for what changed (the issue: "what was believed,
 # what is true"), not for its name: its full line is worth FULL_BONUS more.
 FULL_RANKS = (6,)
