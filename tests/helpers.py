@@ -240,3 +240,17 @@ def items_missing(text: str, items: dict[str, str]) -> list[str]:
     """The labels of the seed items `text` does not hold."""
     body = _plain(text)
     return [label for label, needles in items.items() if not item_kept(body, needles, plain=True)]
+
+
+# The CLI in a child that reports its own peak RSS on stderr ("maxrss_kb N") after it ran.
+# VmHWM, not getrusage's ru_maxrss: Linux carries the forking parent's peak across exec into
+# ru_maxrss, so a child forked from a big test worker would report the worker's size.
+PEAK_RSS_CLI = (
+    "import sys\n"
+    "from factbook.commands.cli import run\n"
+    "code = run(sys.argv[1:])\n"
+    "sys.stdout.flush()\n"
+    "hwm = [line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM:')]\n"
+    "print('\\nmaxrss_kb', hwm[0], file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)

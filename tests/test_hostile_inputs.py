@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from helpers import PEAK_RSS_CLI
 
 from factbook.commands.cli import run
 
@@ -530,13 +531,7 @@ facts:
     sources: [{seed: a.txt}]
     check: {probe: flood.stderr, args: {mb: MB}, expect: {eq: 1}, timeout: 120}
 """
-MEASURE = (
-    "import resource, sys\n"
-    "from factbook.commands.cli import run\n"
-    "code = run(sys.argv[1:])\n"
-    "print('maxrss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
-    "sys.exit(code)\n"
-)
+MEASURE = PEAK_RSS_CLI
 
 
 def _verify_peak_rss_mb(root: Path, mb: int) -> float:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from helpers import PEAK_RSS_CLI
 
 from factbook.commands.cli import run
 
@@ -335,14 +336,7 @@ def _in_process(argv: list[str], seconds: float) -> tuple[int, str, float]:
     return code, out.getvalue() + err.getvalue(), grown
 
 
-MEASURE = (
-    "import resource, sys\n"
-    "from factbook.commands.cli import run\n"
-    "code = run(sys.argv[1:])\n"
-    "sys.stdout.flush()\n"
-    "print('\\nmaxrss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
-    "sys.exit(code)\n"
-)
+MEASURE = PEAK_RSS_CLI
 
 
 def _isolated(argv: list[str], case: Case, cwd: Path) -> tuple[int, str, float]:

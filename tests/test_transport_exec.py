@@ -80,6 +80,9 @@ def test_kill_stops_the_agent_inside_the_container(container_pid: int) -> None:
     proc = transport.start(["python3", "-"], script.encode(), {})
     lines = proc.lines()
     assert next(lines) == "started"
+    deadline = time.monotonic() + 10  # the child is up; /proc may lag on a loaded machine
+    while not pids_with_cmdline(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert pids_with_cmdline(marker)
     proc.kill()
     deadline = time.monotonic() + 8
