@@ -1,8 +1,11 @@
 """Knowledge capture: a status dump → reviewed facts (`factbook import`).
 
-parse.py     the dump's text → entries (bullets, numbered items, table rows) under headings
-sections.py  a heading → category, tags, progress state
-extract.py   an entry's text → value, unit, category keys, a proposed check, a matching key
+parse.py     the dump's text → entries (bullets, numbered items, table rows) under headings;
+             article.py (dumps in other shapes), grouped.py (a budgeted dump's group lines)
+sections.py  a heading → category, tags, progress state; classify.py: an entry without one
+extract.py   an entry's text → value, unit, category keys, a matching key; checks.py: a check
+             only where the text fixes probe and arguments; pitfall.py: symptom/cause/fix
+boxes.py     the boxes a dump names → proposed targets (targetfile.py writes targets.yaml)
 build.py     an entry → a proposed fact in the fact-file format (or why it cannot lint clean)
 match.py     a proposal against the knowledge base: unchanged / new / changed / contradicted
 propose.py   the edits, applied to a scratch copy and linted → a unified diff; atomic writes

@@ -7,6 +7,8 @@ redact.py   hosts, IPs, users, secrets, key paths → consistent placeholders
 shapes.py   what secrets, addresses and personal paths look like (regexes)
 redact_config.py  redact.yaml, checked before use
 render.py   Jinja2 (knowledge-base overrides first), atomic writes, the index
+selection.py, budget.py  `--budget`: items ranked by the priority rules, fitted to the tokens
+compact.py, grouping.py, quotes.py  the budgeted dump's dense lines
 """
 
 from __future__ import annotations
