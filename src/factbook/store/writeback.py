@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from factbook.errors import UsageError, WritebackError
+from factbook.knowledge.yamlsrc import unreadable_if_written
 from factbook.store.atomic import exclusive_lock, write_text_atomic
 
 LOCK_DIR = ".factbook-cache/locks"
@@ -342,7 +343,9 @@ def _check_all(
     path: Path,
 ) -> None:
     """`_check_result` for several facts of one file at once: one parse after the edit, and
-    the data before from `old` (its text, or its already composed node: no second parse)."""
+    the data before from `old` (its text, or its already composed node: no second parse).
+    First of all, the new text must be one that the loader reads back (`_readable`)."""
+    _readable(new, path)
     expected = yaml.load(old, Loader=_LOADER) if isinstance(old, str) else _construct(old)
     try:
         after = yaml.load(new, Loader=_LOADER)
@@ -357,6 +360,14 @@ def _check_all(
     if after != expected:
         names = ", ".join(sorted(wanted))
         raise WritebackError(f"{path}: edit of {names} would change other data; not written")
+
+
+def _readable(new: str, path: Path) -> None:
+    """Refuse, before writing, a file the loader would refuse (its size, depth and value
+    bounds, limits.py): a write-back never locks a knowledge base out of its own facts."""
+    problem = unreadable_if_written(new, str(path))
+    if problem is not None:
+        raise WritebackError(f"{problem}; not written")
 
 
 def append_facts(path: Path | str, facts: list[dict[str, Any]]) -> Path:
@@ -398,6 +409,7 @@ def append_facts(path: Path | str, facts: list[dict[str, Any]]) -> Path:
             )
             blocks.append("".join(dash + line + "\n" for line in dumped.splitlines()))
         new_text = text + ("\n" if node is not None else "") + "\n".join(blocks)
+        _readable(new_text, path)
         after = yaml.load(new_text, Loader=_LOADER) or {}
         ids = [f.get("id") for f in after.get("facts") or [] if isinstance(f, dict)]
         if not all(f["id"] in ids for f in facts):

@@ -33,6 +33,7 @@ from factbook.dumps.capture.targetfile import write_targets
 from factbook.errors import InputError
 from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Fact, Milestone
+from factbook.knowledge.yamlsrc import unreadable_if_written
 from factbook.store.atomic import write_text_atomic
 from factbook.store.writeback import WritebackError, append_facts, file_lock, update_fact
 
@@ -304,6 +305,10 @@ def write(applied: Applied) -> list[Path]:
         current = path.read_text(encoding="utf-8") if path.exists() else None
         if current != original:
             raise InputError(f"{path}: changed while importing; nothing written, run again")
+    for path, text in applied.texts.items():  # each one read back by the loader (limits.py)
+        problem = unreadable_if_written(text, str(path))
+        if problem is not None:
+            raise InputError(f"{problem}; nothing written")
     written = []
     for path, text in applied.texts.items():
         path.parent.mkdir(parents=True, exist_ok=True)
