@@ -282,6 +282,8 @@ CASES: list[Case] = [
     Case("verify: a 120 kB observed value", {"facts/big.yaml": "facts:\n  - id: sw.big\n    category: software\n    title: B\n    statement: S.\n    status: assumed\n    target: here\n    sources: [{seed: a.txt}]\n    check: {probe: env.var, args: {name: FB_BIG}, expect: {exists: true}}\n"}, ["verify", "sw.big"], 0, "1 passed", env={"FB_BIG": "y" * 120_000}, then=["show", "sw.big"]),
     Case("proposals: a planted 50 MB proposal", {"proposals/20260101-000000-aaaaaa.yaml": "id: x\nitem: " + "x" * (5 << 20) + "\n"}, ["proposals", "list"], 2, "file larger than 4194304 bytes"),
     Case("proposals: a planted deep proposal", {"proposals/20260101-000000-aaaaaa.yaml": "id: x\nitem: " + "[" * 1000 + "]" * 1000 + "\n"}, ["proposals", "list"], 2, "nested deeper than 40 levels"),
+    *[Case(f"file.read max_bytes {n}", {"facts/r.yaml": REGEX_FACT.replace("env.var, args: {name: HOME}", "file.read, args: {path: /dev/zero, max_bytes: " + n + "}").replace("{path: value, regex: 'PATTERN'}", "{exists: true}")}, "lint", 2, "probe file.read: max_bytes must be a whole number from 0 to 1048576") for n in ("10000000000", "-1", "1.5", "'big'", "1048577")],
+    Case("file.read max_bytes at the bound", {"facts/r.yaml": REGEX_FACT.replace("env.var, args: {name: HOME}", "file.read, args: {path: /dev/zero, max_bytes: 1048576}").replace("{path: value, regex: 'PATTERN'}", "{exists: true}")}, ["verify", "sw.r"], 0, "1 passed", then=["show", "sw.r"]),
     # --- 7. secrets ---
     Case("password in an ssh:// target", {}, ["verify", "hw.gpu.count", "--target", "ssh://ops:{secret}@127.0.0.1:1", "--timeout", "2"], 3, "unreachable", isolated=True, max_s=30),
     Case("redaction: a host learned from user@host, then bare", {"facts/x.yaml": value_fact("1").replace("statement: S.", "statement: dave@build-3.corp.example.com ran it; build-3.corp.example.com rebooted and dave left")}, ["status", "--redact", "--out", "-"], 0, "user-1@host-1 ran it; host-1 rebooted and user-1 left", absent=("build-3", "dave")),
@@ -546,3 +548,17 @@ def test_results_that_cannot_fit_are_refused_before_writing(tmp_path: Path) -> N
         write_run(root, "r1", {}, records)
     assert list(load_latest(root)) == ["a.b"]
     assert not (root / "results" / "runs" / "r1.jsonl").exists()
+
+
+def test_file_read_is_capped_on_the_box_whatever_lint_allowed() -> None:
+    """The agent's side of the bound: a huge max_bytes (from a knowledge base that skipped
+    lint, or an old one) reads at most READ_MAX_BYTES; lint's bound is the same number."""
+    from factbook.knowledge.limits import PROBE_ARG_MAX
+    from factbook.probes.files import READ_MAX_BYTES, file_read
+
+    assert PROBE_ARG_MAX["max_bytes"] == READ_MAX_BYTES
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert len(file_read("/dev/zero", 10**12)) == READ_MAX_BYTES
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) < 64 * 1024  # KiB
+    with pytest.raises(RuntimeError, match="max_bytes must be 0 or more"):
+        file_read("/dev/zero", -1)  # read(-1) would read all of it

@@ -29,6 +29,10 @@ PREVIEW_MIN_CHARS = 64  # the least a preview keeps when a whole file must shrin
 RECORDED_VALUE_MAX_BYTES = 4096
 RECORDED_VALUE_MAX_DEPTH = 16  # nested in facts/N/config/KEY: well inside YAML_MAX_DEPTH
 
+# --- probe arguments that size what the agent reads on the box: lint refuses more, and the
+# probe itself caps them (probes/files.py READ_MAX_BYTES: stdlib only, kept equal by a test)
+PROBE_ARG_MAX = {"max_bytes": 1 << 20}
+
 # --- other files factbook writes and reads back ---
 KB_FILE_MAX_BYTES = 8 << 20  # kbfiles.read_bytes' default: runbook records, pages
 DUMP_MAX_BYTES = 32 << 20  # `factbook import` (30x the largest hand-written dump in seeds/)
