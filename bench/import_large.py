@@ -95,6 +95,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, nargs="+", default=[1.0])
     parser.add_argument("--src", type=Path, help="the src/ folder of the factbook to time")
+    parser.add_argument(
+        "--into", choices=("empty", "shipped"), default="empty",
+        help="import into an empty knowledge base, or a copy of this repository's",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.src:
         SRC[0] = args.src.resolve()
@@ -102,7 +106,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for mb in args.mb:
             kb = Path(tmp) / f"kb-{mb}"
-            (kb / "facts").mkdir(parents=True)
+            if args.into == "shipped":
+                shutil.copytree(REPO / "facts", kb / "facts")
+                shutil.copytree(REPO / "checks", kb / "checks")
+            else:
+                (kb / "facts").mkdir(parents=True)
             for name in ("milestones.yaml", "targets.yaml"):
                 shutil.copy(REPO / name, kb / name)
             dump = Path(tmp) / f"dump-{mb}.md"

@@ -35,7 +35,13 @@ from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, load_k
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.yamlsrc import unreadable_if_written
 from factbook.store.atomic import write_text_atomic
-from factbook.store.writeback import WritebackError, append_facts, file_lock, update_fact
+from factbook.store.writeback import (
+    FactUpdate,
+    WritebackError,
+    append_facts,
+    file_lock,
+    update_facts,
+)
 
 COPIED = ("milestones.yaml", "targets.yaml", "checks")
 OWNED = ("discovered-*.yaml",)  # fact files other commands write: never an import's
@@ -228,17 +234,38 @@ def _apply_to(
         except WritebackError as exc:
             for proposal, _ in items:
                 proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
+    _update_known(scratch, proposals)
+
+
+def _update_known(scratch: Path, proposals: list[Proposal]) -> None:
+    """Edits of known facts, one read, check and write per file (update_facts): editing
+    them one by one re-read the whole file for each, quadratic in a large dump. A second
+    proposal editing the same fact is not applied: it names the first, for review."""
+    first: dict[str, Proposal] = {}
+    updates: list[FactUpdate] = []
     for proposal in proposals:
-        if proposal.old_id and (proposal.updates or proposal.source) and not proposal.problems:
-            try:
-                update_fact(
-                    scratch,
-                    proposal.old_id,
-                    set_fields=proposal.updates,
-                    add_source=proposal.source,
-                )
-            except (WritebackError, InputError) as exc:
-                proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
+        if not (proposal.old_id and (proposal.updates or proposal.source)) or proposal.problems:
+            continue
+        earlier = first.setdefault(proposal.old_id, proposal)
+        if earlier is not proposal:
+            proposal.problems.append(
+                f"{earlier.pid} of this import already edits {proposal.old_id}; "
+                "import again after reviewing it"
+            )
+            continue
+        updates.append(
+            FactUpdate(proposal.old_id, set_fields=proposal.updates, add_source=proposal.source)
+        )
+    if not updates:
+        return
+    try:
+        _, refused = update_facts(scratch, updates)
+    except (WritebackError, InputError) as exc:
+        refused = [f"{u.fact_id}: {exc}" for u in updates]
+    for line in refused:
+        fact_id, _, why = line.partition(": ")
+        if fact_id in first:
+            first[fact_id].problems.append(why.replace(str(scratch) + "/", ""))
 
 
 def apply(
