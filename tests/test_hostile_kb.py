@@ -180,6 +180,11 @@ def padded(text: str, size: int) -> str:
     return text + "#" + "x" * (size - len(text) - 2) + "\n"
 
 
+HOSTILE_TAGS = {
+    "facts/good.yaml": BASE["facts/good.yaml"]
+    + '    tags: ["*", "a\\nnot-a-tag", "x y", "\\u202eevil", ok]\n'
+}
+COMPLETE_TAG = ["__complete", "5", "factbook", "--root", "{kb}", "verify", "--tag", ""]
 INJECTED_NAME = "facts/a\n::error file=x::pwned\x1b[31m\u202e.yaml"
 SLOW_REGEXES = [
     "(a|aa)+$",
@@ -284,6 +289,9 @@ CASES: list[Case] = [
     Case("proposals: a planted deep proposal", {"proposals/20260101-000000-aaaaaa.yaml": "id: x\nitem: " + "[" * 1000 + "]" * 1000 + "\n"}, ["proposals", "list"], 2, "nested deeper than 40 levels"),
     *[Case(f"file.read max_bytes {n}", {"facts/r.yaml": REGEX_FACT.replace("env.var, args: {name: HOME}", "file.read, args: {path: /dev/zero, max_bytes: " + n + "}").replace("{path: value, regex: 'PATTERN'}", "{exists: true}")}, "lint", 2, "probe file.read: max_bytes must be a whole number from 0 to 1048576") for n in ("10000000000", "-1", "1.5", "'big'", "1048577")],
     Case("file.read max_bytes at the bound", {"facts/r.yaml": REGEX_FACT.replace("env.var, args: {name: HOME}", "file.read, args: {path: /dev/zero, max_bytes: 1048576}").replace("{path: value, regex: 'PATTERN'}", "{exists: true}")}, ["verify", "sw.r"], 0, "1 passed", then=["show", "sw.r"]),
+    # --- 8. completion: one candidate per line, never a line break or control character ---
+    Case("completion: tags with a newline, a bidi override and *", HOSTILE_TAGS, COMPLETE_TAG, 0, "*\nok\nx y\n", absent=("not-a-tag", "\u202e", "evil")),
+    Case("completion: a fact id prefix of *", HOSTILE_TAGS, ["__complete", "5", "factbook", "--root", "{kb}", "verify", "--tag", "*"], 0, "*\n", absent=("ok", "not-a-tag")),
     # --- 7. secrets ---
     Case("password in an ssh:// target", {}, ["verify", "hw.gpu.count", "--target", "ssh://ops:{secret}@127.0.0.1:1", "--timeout", "2"], 3, "unreachable", isolated=True, max_s=30),
     Case("redaction: a host learned from user@host, then bare", {"facts/x.yaml": value_fact("1").replace("statement: S.", "statement: dave@build-3.corp.example.com ran it; build-3.corp.example.com rebooted and dave left")}, ["status", "--redact", "--out", "-"], 0, "user-1@host-1 ran it; host-1 rebooted and user-1 left", absent=("build-3", "dave")),
@@ -562,3 +570,42 @@ def test_file_read_is_capped_on_the_box_whatever_lint_allowed() -> None:
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) < 64 * 1024  # KiB
     with pytest.raises(RuntimeError, match="max_bytes must be 0 or more"):
         file_read("/dev/zero", -1)  # read(-1) would read all of it
+
+
+def test_bash_completion_neither_globs_nor_splits_a_hostile_tag(tmp_path: Path) -> None:
+    """The generated bash function, sourced in a real bash and called as bash calls it
+    (COMP_WORDS, COMP_CWORD), in a folder with files: a tag `*` completes as the literal `\\*`
+    (not the file names), `x y` as one word, and a tag holding a newline adds no candidate."""
+    from factbook.integrations.completion import SCRIPTS
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, HOSTILE_TAGS)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    for name in ("FILE-ONE", "FILE-TWO"):
+        (work / name).write_text("x")
+    shim = tmp_path / "bin" / "factbook"  # `command factbook` as installed: this tree's CLI
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m factbook "$@"\n')
+    shim.chmod(0o755)
+    script = tmp_path / "factbook.bash"
+    script.write_text(SCRIPTS["bash"])
+    program = f"""
+source {script}
+COMP_WORDS=(factbook --root {root} verify --tag '')
+COMP_CWORD=5
+_factbook_complete
+printf '<%s>\\n' "${{COMPREPLY[@]}}"
+"""
+    env = {
+        **os.environ,
+        "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    proc = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", program],
+        capture_output=True, text=True, env=env, cwd=work, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["<\\*>", "<ok>", "<x\\ y>"], proc.stdout
