@@ -64,7 +64,7 @@ def large_dump(size: int) -> str:
         copy += 1
         for line in body.splitlines(keepends=True):
             if line.startswith("- "):
-                line = NUMBER.sub(lambda m: f"{m.group()}{copy % 97}", line, count=1)
+                line = NUMBER.sub(f"\\g<0>{copy % 97}", line, count=1)
                 line = line.rstrip("\n") + f" (copy {copy})\n"
             parts.append(line)
             total += len(line)
