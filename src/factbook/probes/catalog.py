@@ -39,15 +39,7 @@ def _sources() -> list[Path]:
 
 
 def scan_builtins() -> Catalog:
-    """Read every module in this folder (no cache); those without PROBES declare nothing.
-
-    factbook's own files: read unconfined even when the first caller is reading a knowledge
-    base (inside `kbfiles.confined`, which would refuse them as outside it)."""
-    with confined(None):
-        return _scan_builtins()
-
-
-def _scan_builtins() -> Catalog:
+    """Read every module in this folder (no cache); those without PROBES declare nothing."""
     specs: dict[str, ProbeSpec] = {}
     modules: dict[str, str] = {}
     problems: list[Problem] = []

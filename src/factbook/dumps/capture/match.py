@@ -171,7 +171,9 @@ class Index:
     def _by_title(self, text: str) -> Fact | None:
         """The one fact whose title is the text, or the text before its last `: value`."""
         text = norm(text)
-        while text:
+        for _ in range(_TITLE_TRIES):  # `a: b: c: ...` 100,000 times: a few tries, not all
+            if not text:
+                return None
             same = self.by_title.get(text, [])
             if len(same) == 1:
                 return same[0]
@@ -183,6 +185,9 @@ class Index:
                 return None
             text = head
         return None
+
+
+_TITLE_TRIES = 16
 
 
 def _known(kb: KnowledgeBase, fact: Fact, milestone: Milestone | None) -> bool:
