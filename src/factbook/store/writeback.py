@@ -358,6 +358,7 @@ def update_fact(
             fact = _find(_facts_seq(document, str(path)), fact_id)
             assert fact is not None
         new_text = _apply(text, _edits_for(text, fact, changes, add_source, str(path)))
+        _readable(text, new_text, path)
         _check_all(document, new_text, {fact_id: (changes, add_source)}, path)
         write_text_atomic(path, new_text)
     return path
@@ -372,6 +373,7 @@ def _check_result(
     path: Path,
 ) -> None:
     """Refuse the write unless the new file parses to exactly the intended data."""
+    _readable(old, new, path)
     _check_all(old, new, {fact_id: (changes, add_source)}, path)
 
 
@@ -383,8 +385,7 @@ def _check_all(
 ) -> None:
     """`_check_result` for several facts of one file at once: one parse after the edit, and
     the data before from `old` (its text, or its already composed node: no second parse).
-    First of all, the new text must be one that the loader reads back (`_readable`)."""
-    _readable(new, path)
+    Callers check first that the loader reads the new text back (`_readable`)."""
     expected = yaml.load(old, Loader=_LOADER) if isinstance(old, str) else _construct(old)
     try:
         after = yaml.load(new, Loader=_LOADER)
@@ -401,11 +402,12 @@ def _check_all(
         raise WritebackError(f"{path}: edit of {names} would change other data; not written")
 
 
-def _readable(new: str, path: Path) -> None:
+def _readable(old: str | None, new: str, path: Path) -> None:
     """Refuse, before writing, a file the loader would refuse (its size, depth and value
-    bounds, limits.py): a write-back never locks a knowledge base out of its own facts."""
+    bounds, limits.py) when it read the file as it was: a write-back never locks a knowledge
+    base out of its own facts. (A file it already refused, an alias say, is no worse.)"""
     problem = unreadable_if_written(new, str(path))
-    if problem is not None:
+    if problem is not None and (old is None or unreadable_if_written(old, str(path)) is None):
         raise WritebackError(f"{problem}; not written")
 
 
@@ -456,7 +458,7 @@ def _appended(
         dumped = dump_block([fact], fast=fast)
         blocks.append("".join(dash + line + "\n" for line in dumped.splitlines()))
     new_text = text + ("\n" if more else "") + "\n".join(blocks)
-    _readable(new_text, path)
+    _readable(text, new_text, path)
     after = yaml.load(new_text, Loader=_LOADER) or {}
     found = after.get("facts") if isinstance(after, dict) else None
     return new_text, found if isinstance(found, list) else []
@@ -555,6 +557,7 @@ def _update_file(
         return [], refused
     new_text = _apply(text, edits)
     try:
+        _readable(text, new_text, path)
         _check_all(
             document, new_text, {u.fact_id: (u.changes(), u.add_source) for u in ready}, path
         )
