@@ -223,9 +223,13 @@ def _apply_to(
                 if proposal.fact and proposal.fact.get("target") in needed:
                     proposal.problems.append(f"{exc}; its target cannot be added")
     by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
+    where: dict[str, Path] = {}
     for proposal in proposals:
         if proposal.fact is not None:
-            path = fact_file(kb, proposal.fact["category"], scratch)
+            category = proposal.fact["category"]
+            if category not in where:  # fact_file reads every fact: once per category
+                where[category] = fact_file(kb, category, scratch)
+            path = where[category]
             proposal.file = path.relative_to(scratch).as_posix()
             by_file.setdefault(path, []).append((proposal, proposal.fact))
     for path, items in by_file.items():
