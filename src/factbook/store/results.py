@@ -132,8 +132,7 @@ def _dump_latest(latest: dict[str, dict[str, dict[str, Any]]]) -> str:
 def _too_large(display: str, count: int) -> str:
     return (
         f"{display}: {count} results would not fit in the bytes factbook reads back even "
-        "with every value as a short preview; nothing written (verify fewer facts or targets "
-        "at once)"
+        "with every value as a short preview; nothing written"
     )
 
 
