@@ -83,6 +83,7 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     fsize: int | None = None  # RLIMIT_FSIZE for an isolated case: a disk that fills up
     absent: tuple[str, ...] = ()  # must appear in no output (a secret, a raw control char)
+    then: str | list[str] | None = None  # read back what the command wrote: must exit 0
 
 
 def tpl(payload: str) -> dict[str, str | bytes | Link]:
@@ -149,6 +150,41 @@ def value_fact(value: str) -> str:
     return f"facts:\n  - id: x.one\n    category: hardware\n    title: T\n    statement: S.\n    status: assumed\n    value: {value}\n    sources: [{{seed: a.txt}}]\n"
 
 
+BENCH_FACT = "facts:\n  - id: bench.x\n    category: benchmarks\n    title: B\n    statement: S.\n    status: assumed\n    value: 1.0\n    unit: tok/s\n    sources: [{seed: a.txt}]\n"
+BENCH_IMPORT = ["bench", "import", "{kb}/run.jsonl", "--record", "bench.x"]
+
+
+def bench_line(**fields: object) -> str:
+    """One sglang.bench_serving JSONL line with `fields` over a minimal valid result."""
+    import json
+
+    data = {
+        "backend": "sglang",
+        "output_throughput": 123.4,
+        "max_concurrency": 4,
+        "server_info": {"version": "0.5"},
+        **fields,
+    }
+    return json.dumps(data) + "\n"
+
+
+def nested(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def padded(text: str, size: int) -> str:
+    """A fact file `text` grown with a comment to `size` bytes: at the loader's limit."""
+    return text + "#" + "x" * (size - len(text) - 2) + "\n"
+
+
+HOSTILE_TAGS = {
+    "facts/good.yaml": BASE["facts/good.yaml"]
+    + '    tags: ["*", "a\\nnot-a-tag", "x y", "\\u202eevil", ok]\n'
+}
+COMPLETE_TAG = ["__complete", "5", "factbook", "--root", "{kb}", "verify", "--tag", ""]
 INJECTED_NAME = "facts/a\n::error file=x::pwned\x1b[31m\u202e.yaml"
 SLOW_REGEXES = [
     "(a|aa)+$",
@@ -240,6 +276,22 @@ CASES: list[Case] = [
     Case("import: 40 MB", {"big.md": "# Notes\n\n" + "- a line of a dump\n" * 2_200_000}, ["import", "{kb}/big.md", "--milestone", "1"], 2, "big.md:1: file larger than", isolated=True, max_s=20),
     Case("--inventory /dev/zero", {}, ["verify", "--dry-run", "--inventory", "/dev/zero"], 2, "not a regular file", isolated=True, max_s=20),
     Case("ssh_config Include a FIFO", {"ssh_config": "Include {kb}/pipe\nHost n1\n  HostName 10.0.0.1\n", "pipe": FIFO, "targets.yaml": "inventory: ssh_config\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "not a regular file", isolated=True, max_s=20),
+    # --- 4. self-inflicted lockout: nothing factbook writes can exceed what factbook reads ---
+    Case("bench import: a 1 MB string", {"facts/bench.yaml": BENCH_FACT, "run.jsonl": bench_line(tag="x" * 1_000_000)}, BENCH_IMPORT, 0, "tag: too large or too deeply nested for a fact file; recorded as a 4", then="lint"),
+    Case("bench import: a 45-deep list", {"facts/bench.yaml": BENCH_FACT, "run.jsonl": bench_line(backend=nested(45))}, BENCH_IMPORT, 0, "backend: too large or too deeply nested", then="lint"),
+    Case("bench import: 210k keys", {"facts/bench.yaml": BENCH_FACT, "run.jsonl": bench_line(dataset_name={f"k{i}": i for i in range(210_000)})}, BENCH_IMPORT, 0, "dataset_name: too large or too deeply nested", then="lint", max_s=30, max_rss_mb=400),
+    Case("bench import: a 1 MB server_info value", {"facts/bench.yaml": BENCH_FACT, "run.jsonl": bench_line(server_info={"model_path": "m" * 1_000_000})}, BENCH_IMPORT, 0, "server_model_path: too large", then="lint"),
+    Case("bench import: every value at its bound", {"facts/bench.yaml": BENCH_FACT, "run.jsonl": bench_line(**{k: "v" * 4000 for k in ("backend", "dataset_name", "tag", "random_input_len", "request_rate")})}, BENCH_IMPORT, 0, "recorded bench.x = 123.4 tok/s", then="lint"),
+    Case("bench import: into a fact file at the loader's limit", {"facts/bench.yaml": padded(BENCH_FACT, (1 << 20) - 100), "run.jsonl": bench_line()}, BENCH_IMPORT, 2, "over the 1048576 bytes factbook reads; not written", then="lint"),
+    Case("verify --record: a fact file at the loader's limit", {"facts/good.yaml": padded(ASSUMED, (1 << 20) - 40)}, ["verify", "hw.gpu.count", "--record"], 0, "not recorded: hw.gpu.count:", then="lint"),
+    Case("verify: a 120 kB observed value", {"facts/big.yaml": "facts:\n  - id: sw.big\n    category: software\n    title: B\n    statement: S.\n    status: assumed\n    target: here\n    sources: [{seed: a.txt}]\n    check: {probe: env.var, args: {name: FB_BIG}, expect: {exists: true}}\n"}, ["verify", "sw.big"], 0, "1 passed", env={"FB_BIG": "y" * 120_000}, then=["show", "sw.big"]),
+    Case("proposals: a planted 50 MB proposal", {"proposals/20260101-000000-aaaaaa.yaml": "id: x\nitem: " + "x" * (5 << 20) + "\n"}, ["proposals", "list"], 2, "file larger than 4194304 bytes"),
+    Case("proposals: a planted deep proposal", {"proposals/20260101-000000-aaaaaa.yaml": "id: x\nitem: " + "[" * 1000 + "]" * 1000 + "\n"}, ["proposals", "list"], 2, "nested deeper than 40 levels"),
+    *[Case(f"file.read max_bytes {n}", {"facts/r.yaml": REGEX_FACT.replace("env.var, args: {name: HOME}", "file.read, args: {path: /dev/zero, max_bytes: " + n + "}").replace("{path: value, regex: 'PATTERN'}", "{exists: true}")}, "lint", 2, "probe file.read: max_bytes must be a whole number from 0 to 1048576") for n in ("10000000000", "-1", "1.5", "'big'", "1048577")],
+    Case("file.read max_bytes at the bound", {"facts/r.yaml": REGEX_FACT.replace("env.var, args: {name: HOME}", "file.read, args: {path: /dev/zero, max_bytes: 1048576}").replace("{path: value, regex: 'PATTERN'}", "{exists: true}")}, ["verify", "sw.r"], 0, "1 passed", then=["show", "sw.r"]),
+    # --- 8. completion: one candidate per line, never a line break or control character ---
+    Case("completion: tags with a newline, a bidi override and *", HOSTILE_TAGS, COMPLETE_TAG, 0, "*\nok\nx y\n", absent=("not-a-tag", "\u202e", "evil")),
+    Case("completion: a fact id prefix of *", HOSTILE_TAGS, ["__complete", "5", "factbook", "--root", "{kb}", "verify", "--tag", "*"], 0, "*\n", absent=("ok", "not-a-tag")),
     # --- 7. secrets ---
     Case("password in an ssh:// target", {}, ["verify", "hw.gpu.count", "--target", "ssh://ops:{secret}@127.0.0.1:1", "--timeout", "2"], 3, "unreachable", isolated=True, max_s=30),
     Case("redaction: a host learned from user@host, then bare", {"facts/x.yaml": value_fact("1").replace("statement: S.", "statement: dave@build-3.corp.example.com ran it; build-3.corp.example.com rebooted and dave left")}, ["status", "--redact", "--out", "-"], 0, "user-1@host-1 ran it; host-1 rebooted and user-1 left", absent=("build-3", "dave")),
@@ -375,6 +427,10 @@ def run_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str
         code, output, rss = _in_process(argv, case.max_s)
     assert code != -1, f"{case.name}: still running after {case.max_s} s"
     assert "Traceback" not in output, output[-3000:]
+    if case.then is not None:  # what it wrote reads back
+        then = COMMANDS[case.then] if isinstance(case.then, str) else case.then
+        again, said, _ = _in_process(["--root", str(root), *then], case.max_s)
+        assert again == 0 and "Traceback" not in said, (case.then, again, said[-3000:])
     assert code == case.code, (code, output[-3000:])
     assert case.fragment.replace("{out}", str(out)) in output, output[-3000:]
     assert SECRET not in output, output[-3000:]
@@ -443,3 +499,113 @@ def test_results_honour_the_umask_and_stale_temp_files_are_cleaned(tmp_path: Pat
     for path in written:
         assert path.stat().st_mode & 0o777 == 0o644, (path, oct(path.stat().st_mode))
     assert not stale.exists() and fresh.exists()  # a live writer's temp file is left alone
+
+
+# --- 4. results at the size a large fleet makes: written within what their readers read ---
+def test_latest_json_of_10000_facts_with_big_values_reads_back(tmp_path: Path) -> None:
+    """10,000 facts x 3 targets, each observing ~2 kB (60 MB of results before fitting):
+    latest.json and the run file are written within their readers' limits, the biggest
+    values as previews, small records whole, and every command that reads them still works."""
+    import json
+
+    from factbook.handbook.measured import load_history
+    from factbook.knowledge.limits import RESULTS_MAX_BYTES, RUN_MAX_BYTES
+    from factbook.store.results import ResultRecord, list_runs, load_latest, write_run
+
+    root = tmp_path / "kb"
+    big = ["a line of observed output " * 3 + str(i) for i in range(25)]
+    records = [
+        ResultRecord(
+            f"f{i:05d}.x",
+            f"node-{t}",
+            "drift",
+            "observed differs",
+            observed=big if i % 10 else 8,
+            probe="host.command",
+            extra={"location": "facts/a.yaml:1"},
+        )
+        for i in range(10_000)
+        for t in range(3)
+    ]
+    path = write_run(root, "r1", {"argv": ["verify"]}, records)
+    latest = root / "results" / "latest.json"
+    assert latest.stat().st_size <= RESULTS_MAX_BYTES and path.stat().st_size <= RUN_MAX_BYTES
+    data = load_latest(root)
+    assert sum(len(by) for by in data.values()) == 30_000
+    assert data["f00000.x"]["node-0"]["observed"] == 8  # a small value is kept whole
+    assert str(data["f00001.x"]["node-0"]["observed"]).startswith("<")  # a big one as a preview
+    assert json.loads(path.read_text().splitlines()[1])["fact"] == "f00000.x"
+    assert list_runs(root) and load_history(root) == {}
+    write_run(root, "r2", {"argv": ["verify"]}, records[:10])  # merging into a full file
+    assert load_latest(root)["f00000.x"]["node-0"]["run"] == ""
+
+
+def test_results_that_cannot_fit_are_refused_before_writing(tmp_path: Path) -> None:
+    """A run whose records would not fit even as previews (limits.py's bound, fact ids of
+    ~700 characters) is one line, exit 2, and leaves latest.json as it was."""
+    from factbook.errors import ResultsTooLarge
+    from factbook.knowledge.limits import RESULTS_MAX_BYTES
+    from factbook.store.results import ResultRecord, load_latest, write_run
+
+    root = tmp_path / "kb"
+    write_run(root, "r0", {}, [ResultRecord("a.b", "here", "pass", "ok")])
+    name = "x" * 700
+    count = RESULTS_MAX_BYTES // (2 * 700) + 10
+    records = [ResultRecord(f"{name}{i}", "t", "pass", "ok") for i in range(count)]
+    with pytest.raises(ResultsTooLarge, match="would not fit in the bytes factbook reads back"):
+        write_run(root, "r1", {}, records)
+    assert list(load_latest(root)) == ["a.b"]
+    assert not (root / "results" / "runs" / "r1.jsonl").exists()
+
+
+def test_file_read_is_capped_on_the_box_whatever_lint_allowed() -> None:
+    """The agent's side of the bound: a huge max_bytes (from a knowledge base that skipped
+    lint, or an old one) reads at most READ_MAX_BYTES; lint's bound is the same number."""
+    from factbook.knowledge.limits import PROBE_ARG_MAX
+    from factbook.probes.files import READ_MAX_BYTES, file_read
+
+    assert PROBE_ARG_MAX["max_bytes"] == READ_MAX_BYTES
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert len(file_read("/dev/zero", 10**12)) == READ_MAX_BYTES
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) < 64 * 1024  # KiB
+    with pytest.raises(RuntimeError, match="max_bytes must be 0 or more"):
+        file_read("/dev/zero", -1)  # read(-1) would read all of it
+
+
+def test_bash_completion_neither_globs_nor_splits_a_hostile_tag(tmp_path: Path) -> None:
+    """The generated bash function, sourced in a real bash and called as bash calls it
+    (COMP_WORDS, COMP_CWORD), in a folder with files: a tag `*` completes as the literal `\\*`
+    (not the file names), `x y` as one word, and a tag holding a newline adds no candidate."""
+    from factbook.integrations.completion import SCRIPTS
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, HOSTILE_TAGS)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    for name in ("FILE-ONE", "FILE-TWO"):
+        (work / name).write_text("x")
+    shim = tmp_path / "bin" / "factbook"  # `command factbook` as installed: this tree's CLI
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m factbook "$@"\n')
+    shim.chmod(0o755)
+    script = tmp_path / "factbook.bash"
+    script.write_text(SCRIPTS["bash"])
+    program = f"""
+source {script}
+COMP_WORDS=(factbook --root {root} verify --tag '')
+COMP_CWORD=5
+_factbook_complete
+printf '<%s>\\n' "${{COMPREPLY[@]}}"
+"""
+    env = {
+        **os.environ,
+        "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    proc = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", program],
+        capture_output=True, text=True, env=env, cwd=work, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["<\\*>", "<ok>", "<x\\ y>"], proc.stdout

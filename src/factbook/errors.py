@@ -7,6 +7,7 @@
     │   ├── WritebackError        a fact file cannot be edited safely (flow style, clash)
     │   └── LaunchRefused         an SGLang launch the linter is sure is wrong (not started)
     ├── WriteFailed               a file could not be saved (disk full, read-only); old kept
+    ├── ResultsTooLarge           a run's results would not fit what factbook reads back
     ├── UsageError                the command line is wrong (unknown id, milestone, target)
     │   └── MissingDependency     an optional module (torch, safetensors, ...) is not installed
     ├── TargetError               exit 3: a box cannot be reached or refuses us
@@ -123,6 +124,11 @@ class LaunchRefused(InputError):
 class WriteFailed(FactbookError):
     """A file could not be written (a full disk, a read-only folder, a file size limit); the
     file it was to replace is unchanged and no temp file is left."""
+
+
+class ResultsTooLarge(FactbookError):
+    """A run's results would exceed what factbook reads back (limits.py) even with every
+    value as a short preview; refused before anything is written, old files kept."""
 
 
 class UsageError(FactbookError):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.commands.cli_options import add_json_option, add_repeatable, option_values
-from factbook.errors import UsageError
+from factbook.errors import UsageError, visible
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -97,6 +97,8 @@ def handle_import(args: argparse.Namespace) -> int:
     run_id = time.strftime("bench-import-%Y%m%dT%H%M%SZ", time.gmtime())
     note = f"{run.tool} result {run.source}, figure {args.figure}"
     path = record(Path(args.root), args.import_record, values, run_id=run_id, note=note)
+    for note in run.notes:
+        print(visible(note))
     print(f"recorded {args.import_record} = {values['value']} {values['unit']} in {path}")
     print(f"  {args.figure} ({run.tool}): {values['config']['definition']}")
     return 0

@@ -16,10 +16,11 @@ from typing import Any
 from factbook.handbook.markup import md, time_text
 from factbook.judging.expectations import PathMissing, get_path
 from factbook.knowledge.kbfiles import read_text
+from factbook.knowledge.limits import RUN_MAX_BYTES
 from factbook.knowledge.model import Fact
 from factbook.store.results import results_dir
 
-MAX_RUN_BYTES = 64 << 20  # a run file of ~200,000 records
+MAX_RUN_BYTES = RUN_MAX_BYTES  # limits.py: store/results.py writes no run file larger
 
 MEASURED_PREFIX = "measure."
 HISTORY_SHOWN = 8  # most recent runs listed under a fact

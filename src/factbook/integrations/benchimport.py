@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.errors import InputError
+from factbook.knowledge.limits import RECORDED_VALUE_MAX_BYTES, RECORDED_VALUE_MAX_DEPTH, preview
 from factbook.knowledge.yamlsrc import read_text_bounded
 
 SGLANG = "sglang.bench_serving"
@@ -92,6 +93,7 @@ class BenchImport:
     source: str  # FILE or FILE:LINE
     data: dict[str, Any]
     config: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # values recorded as previews, one line each
 
     def figure(self, name: str) -> float | None:
         """A figure by factbook's name (the sglang key; vLLM's names are mapped)."""
@@ -144,13 +146,29 @@ def read_result(path: Path, *, tool: str | None = None, line: int | None = None)
         )
     if not isinstance(data.get("output_throughput"), (int, float)):
         raise InputError(f"{where}: no numeric output_throughput: not a serving benchmark result")
-    config = {k: _plain(data[k]) for k in _CONFIG_KEYS[found] if data.get(k) is not None}
+    run = BenchImport(found, where, data)
+    for key in _CONFIG_KEYS[found]:
+        if data.get(key) is not None:
+            run.config[key] = _recordable(key, data[key], run)
     if found == SGLANG and isinstance(data.get("server_info"), dict):
         info = data["server_info"]
         for key in ("model_path", "version", "speculative_algorithm", "speculative_num_steps"):
             if info.get(key) is not None:
-                config[f"server_{key}"] = _plain(info[key])
-    return BenchImport(found, where, data, config)
+                run.config[f"server_{key}"] = _recordable(f"server_{key}", info[key], run)
+    return run
+
+
+def _recordable(key: str, value: Any, run: BenchImport) -> Any:
+    """A value as the fact will record it: within what the knowledge base's loader reads
+    (limits.py), else a preview and one line in `run.notes` saying so."""
+    value = _plain(value)
+    kept = preview(value, RECORDED_VALUE_MAX_BYTES, depth=RECORDED_VALUE_MAX_DEPTH)
+    if kept is not value:
+        run.notes.append(
+            f"{run.source}: {key}: too large or too deeply nested for a fact file; "
+            f"recorded as a {len(kept)}-character preview"
+        )
+    return kept
 
 
 def _documents(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:

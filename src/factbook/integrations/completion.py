@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from factbook.errors import visible
+
 SHELLS = ("bash", "zsh", "fish")
 PROGRAMS = ("factbook", "verify-facts")
 
@@ -165,14 +167,29 @@ def _steps(root: Path, words: list[str]) -> list[str]:
 
 
 def _filter(values: Iterable[Any], prefix: str) -> list[str]:
-    return [str(v) for v in values if str(v).startswith(prefix)]
+    """Values starting with `prefix`, one per line to the shell: a value holding a line break
+    or another control or bidi character (a tag `a\\nb` from a knowledge base) would be two
+    candidates there, or repaint the terminal; it is left out (it cannot be typed anyway)."""
+    out = []
+    for value in values:
+        text = str(value)
+        if text.startswith(prefix) and visible(text) == text:
+            out.append(text)
+    return out
 
 
+# One candidate per line, read into COMPREPLY as it is: `COMPREPLY=($(...))` would expand a
+# candidate `*` to the file names of the current folder. Each is quoted (%q) for the command
+# line, so a tag `a b` or `*` is inserted as one literal word.
 BASH = """\
 # bash completion for factbook and verify-facts (factbook completion bash)
 _factbook_complete() {
-    local IFS=$'\\n'
-    COMPREPLY=($(command factbook __complete "$COMP_CWORD" "${COMP_WORDS[@]}" 2>/dev/null))
+    local line quoted
+    COMPREPLY=()
+    while IFS= read -r line; do
+        printf -v quoted '%q' "$line"
+        COMPREPLY+=("$quoted")
+    done < <(command factbook __complete "$COMP_CWORD" "${COMP_WORDS[@]}" 2>/dev/null)
 }
 complete -o default -F _factbook_complete factbook verify-facts
 """

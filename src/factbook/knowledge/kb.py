@@ -20,6 +20,7 @@ from factbook.knowledge.fleet.inventory import Group, Inventory
 from factbook.knowledge.fleet.load import load_targets_file
 from factbook.knowledge.fleet.patterns import is_pattern, match
 from factbook.knowledge.kbfiles import confined, escapes, outside_problem
+from factbook.knowledge.limits import PROBE_ARG_MAX
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.yamlsrc import LocatedDoc, load_located, recording_reads
@@ -439,7 +440,21 @@ def _check_problems(
                         f"fact '{fact.id}': probe {spec.name} needs argument '{name}'",
                     )
                 )
-        for name in fact.check.args:
+        for name, value in fact.check.args.items():
+            bound = PROBE_ARG_MAX.get(name)
+            too_big = isinstance(value, bool) or not isinstance(value, int) or not value >= 0
+            if (
+                bound is not None
+                and name in spec.required + spec.optional
+                and (too_big or value > bound)
+            ):
+                out.append(
+                    doc.problem(
+                        (*at, "args", name),
+                        f"fact '{fact.id}': probe {spec.name}: {name} must be a whole number "
+                        f"from 0 to {bound}",
+                    )
+                )
             if name not in spec.required + spec.optional:
                 allowed = ", ".join(spec.required + spec.optional) or "none"
                 out.append(

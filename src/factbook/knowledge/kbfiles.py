@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from factbook.errors import InputError, Problem
+from factbook.knowledge.limits import KB_FILE_MAX_BYTES
 
 _ROOT: ContextVar[Path | None] = ContextVar("factbook_kb_root", default=None)
 
@@ -81,7 +82,7 @@ class Refused(OSError):
     large. An OSError, so readers that skip an unreadable file skip this one too."""
 
 
-MAX_FILE_BYTES = 8 << 20
+MAX_FILE_BYTES = KB_FILE_MAX_BYTES  # limits.py: shared with the writers
 
 
 def read_bytes(

@@ -29,10 +29,11 @@ import yaml
 
 from factbook.errors import Problem
 from factbook.knowledge.kbfiles import outside_problem
+from factbook.knowledge.limits import YAML_MAX_BYTES, YAML_MAX_DEPTH, YAML_MAX_NODES
 
-MAX_BYTES = 1 << 20  # 30x the largest shipped fact file
-MAX_DEPTH = 40  # the schema needs ~8 levels (facts/N/check/expect/all/N/...)
-MAX_NODES = 200_000  # 1 MiB of dense facts holds ~105,000; the shipped KB ~25,000 in all
+MAX_BYTES = YAML_MAX_BYTES  # the bounds live in limits.py, shared with every YAML writer
+MAX_DEPTH = YAML_MAX_DEPTH
+MAX_NODES = YAML_MAX_NODES
 # Characters YAML forbids; PyYAML reports them without a line (a "reader error").
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
 _NAMES = {0: "NUL", 0x1B: "ESC", 0x7F: "DEL"}
@@ -171,6 +172,18 @@ def refusal(text: str, display: str, *, first_line: int = 1) -> Problem | None:
         found = _syntax_problem(text, display)
         return Problem(display, found.line + first_line - 1, found.message)
     return None
+
+
+def unreadable_if_written(text: str, display: str, *, limit: int = MAX_BYTES) -> Problem | None:
+    """Why `text`, once written to `display`, would be refused by the reader (this module):
+    over `limit` bytes, too deep, too many values. Writers call it and refuse before writing."""
+    size = len(text.encode("utf-8"))
+    if size > limit:
+        return Problem(display, 1, f"would be {size} bytes, over the {limit} bytes factbook reads")
+    found = refusal(text, display)
+    if found is None:
+        return None
+    return Problem(found.file, found.line, f"would be refused when read back: {found.message}")
 
 
 def load_located(path: Path, display: str) -> tuple[LocatedDoc, list[Problem]]:

@@ -20,6 +20,7 @@ from factbook.store import stamps
 from factbook.store.atomic import write_text_atomic
 from factbook.errors import InputError, UsageError
 from factbook.knowledge.kbfiles import read_text
+from factbook.knowledge.limits import KB_FILE_MAX_BYTES, PREVIEW_MIN_CHARS, preview
 from factbook.knowledge.names import inside
 from factbook.judging.outcomes import OK, PENDING, RUNNING
 from factbook.store.results import results_dir
@@ -111,8 +112,28 @@ def run_dir(root: Path, runbook: str, run_id: str) -> Path:
 def save(record: RunRecord, folder: Path) -> Path:
     """Write record.json atomically (a reader never sees half a record)."""
     path = folder / RECORD_FILE
-    write_text_atomic(path, record.to_json() + "\n")
+    write_text_atomic(path, _fitted(record, path) + "\n")
     return path
+
+
+def _fitted(record: RunRecord, path: Path) -> str:
+    """record.json's text within what `load` reads (KB_FILE_MAX_BYTES, limits.py): when the
+    steps' outputs would not fit, each keeps a preview of its share (the notebook has all)."""
+    text = record.to_json()
+    if len(text.encode("utf-8")) < KB_FILE_MAX_BYTES - 2:
+        return text
+    data = asdict(record)
+    share = KB_FILE_MAX_BYTES // (8 * max(1, len(data["steps"])))
+    cap = max(PREVIEW_MIN_CHARS + 48, share)
+    for step in data["steps"]:
+        for key in ("outputs", "error", "recorded"):
+            step[key] = preview(step[key], cap)
+    data["servers"] = preview(data["servers"], KB_FILE_MAX_BYTES // 8)
+    data["options"] = preview(data["options"], KB_FILE_MAX_BYTES // 8)
+    text = json.dumps(data, indent=1, default=str)
+    if len(text.encode("utf-8")) >= KB_FILE_MAX_BYTES - 2:
+        raise InputError(f"{path}: the run record would exceed {KB_FILE_MAX_BYTES} bytes")
+    return text
 
 
 def load(folder: Path) -> RunRecord:

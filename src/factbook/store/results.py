@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from factbook.errors import Problem, ResultsUnreadable
+from factbook.errors import Problem, ResultsTooLarge, ResultsUnreadable
 from factbook.judging import outcomes
 from factbook.knowledge.kbfiles import confined, escapes, require_inside
+from factbook.knowledge.limits import (
+    PREVIEW_MIN_CHARS,
+    RESULTS_MAX_BYTES,
+    RUN_HEADER_MAX_BYTES,
+    RUN_MAX_BYTES,
+    preview,
+)
 from factbook.knowledge.yamlsrc import read_text_bounded
 from factbook.store.atomic import exclusive_lock, write_text_atomic
 
@@ -53,15 +60,27 @@ def results_dir(root: Path) -> Path:
 
 
 def write_run(root: Path, run_id: str, header: dict[str, Any], records: list[ResultRecord]) -> Path:
-    """Store one run's history file and merge its records into latest.json, atomically."""
+    """Store one run's history file and merge its records into latest.json, atomically.
+
+    Neither file can exceed what its reader accepts (limits.py): the biggest values become
+    previews until both fit, and a run that still would not fit is refused before anything is
+    written (ResultsTooLarge), so a run never locks the knowledge base out of its results.
+    """
     base = results_dir(root)
     require_inside(base, RESULTS_DIR, root)
-    lines = [json.dumps({"run": {"id": run_id, **header}}, sort_keys=True)]
-    lines += [json.dumps(asdict(r), sort_keys=True, default=str) for r in records]
+    head = {k: preview(v, RUN_HEADER_MAX_BYTES // (len(header) + 2)) for k, v in header.items()}
+    dicts = [_as_dict(r) for r in records]
+    fit_records(dicts, RUN_MAX_BYTES)
+    lines = [json.dumps({"run": {"id": run_id, **head}}, sort_keys=True, default=str)]
+    lines += [json.dumps(d, sort_keys=True, default=str) for d in dicts]
+    text = "\n".join(lines) + "\n"
     run_path = base / "runs" / f"{run_id}.jsonl"
-    load_latest(root)  # an unreadable latest.json refuses the whole save, history included
-    write_text_atomic(run_path, "\n".join(lines) + "\n")
-    merge_latest(root, records)
+    if len(text.encode("utf-8")) > RUN_MAX_BYTES:
+        raise ResultsTooLarge(_too_large(f"{RESULTS_DIR}/runs/{run_id}.jsonl", len(dicts)))
+    with exclusive_lock(base / ".latest.lock", Path(root), f"{RESULTS_DIR}/.latest.lock"):
+        latest_text = _merged_latest(root, dicts)  # refused here: nothing written yet
+        write_text_atomic(run_path, text)
+        write_text_atomic(base / "latest.json", latest_text)
     return run_path
 
 
@@ -69,18 +88,107 @@ def merge_latest(root: Path, records: list[ResultRecord]) -> None:
     """Fold records into latest.json under an exclusive lock (concurrent runs are safe)."""
     base = results_dir(root)
     with exclusive_lock(base / ".latest.lock", Path(root), f"{RESULTS_DIR}/.latest.lock"):
-        latest = load_latest(root)
-        for record in records:
-            if record.outcome == outcomes.SKIPPED and record.fact in latest:
-                continue
-            latest.setdefault(record.fact, {})[record.target] = asdict(record)
-        write_text_atomic(
-            base / "latest.json", json.dumps(latest, indent=1, sort_keys=True, default=str)
+        text = _merged_latest(root, [_as_dict(r) for r in records])
+        write_text_atomic(base / "latest.json", text)
+
+
+def _merged_latest(root: Path, records: list[dict[str, Any]]) -> str:
+    """latest.json's new text (the caller holds the lock): read, merged, fitted, checked."""
+    latest = load_latest(root)  # an unreadable latest.json refuses the whole save
+    for record in records:
+        if record["outcome"] == outcomes.SKIPPED and record["fact"] in latest:
+            continue
+        latest.setdefault(record["fact"], {})[record["target"]] = dict(record)
+    fit_records([r for by in latest.values() for r in by.values()], RESULTS_MAX_BYTES)
+    text = _dump_latest(latest)
+    if len(text.encode("utf-8")) > RESULTS_MAX_BYTES:
+        count = sum(len(by) for by in latest.values())
+        raise ResultsTooLarge(_too_large(f"{RESULTS_DIR}/latest.json", count))
+    return text
+
+
+def _as_dict(record: ResultRecord) -> dict[str, Any]:
+    """A record as a dict, values shared, not deep-copied (`asdict` copies every observed
+    list); `extra` is copied one level, as fitting replaces values in it."""
+    out = {name: getattr(record, name) for name in ResultRecord.__dataclass_fields__}
+    out["extra"] = dict(record.extra)
+    return out
+
+
+def _dump_latest(latest: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """latest.json's text: one line per fact and one per record (a diff names the record
+    that changed; each line is written by json's C encoder, which `indent` would bypass)."""
+    parts = []
+    for fact_id in sorted(latest):
+        by_target = latest[fact_id]
+        rows = ",\n".join(
+            f"  {json.dumps(t)}: {json.dumps(by_target[t], sort_keys=True, default=str)}"
+            for t in sorted(by_target)
         )
+        parts.append(f" {json.dumps(fact_id)}: {{\n{rows}\n }}")
+    return "{\n" + ",\n".join(parts) + "\n}\n" if parts else "{}\n"
 
 
-# ~25,000 records, 10x this knowledge base's; parsed, 8 MiB of JSON stays under ~200 MB
-MAX_RESULTS_BYTES = 8 << 20
+def _too_large(display: str, count: int) -> str:
+    return (
+        f"{display}: {count} results would not fit in the bytes factbook reads back even "
+        "with every value as a short preview; nothing written"
+    )
+
+
+_SHRINKABLE = ("observed", "reason")
+_SHRINKABLE_EXTRA = ("args", "expect")
+
+
+def fit_records(records: list[dict[str, Any]], limit: int) -> None:
+    """Make `records` fit `limit` bytes of JSON, in place: the biggest ones have their values
+    (observed, reason, args, expect) turned into previews, the smallest are kept whole.
+
+    Linear after one sort: each record's size is measured once, and one cap is found such
+    that every record under it is kept and every one over it is shrunk to it.
+    """
+    sizes = [_record_size(r) for r in records]
+    budget = int(limit * 0.97) - 64 * len(records)  # keys and braces around each record
+    if sum(sizes) <= budget:
+        return
+    cap = _water_level(sizes, budget)
+    for record, size in zip(records, sizes, strict=True):
+        if size > cap:
+            _shrink(record, cap)
+
+
+def _record_size(record: dict[str, Any]) -> int:
+    return len(json.dumps(record, sort_keys=True, default=str))  # ASCII: bytes = characters
+
+
+def _water_level(sizes: list[int], budget: int) -> int:
+    """The largest cap with sum(min(size, cap)) <= budget."""
+    ordered = sorted(sizes)
+    below = 0
+    for k, size in enumerate(ordered):
+        left = len(ordered) - k
+        if below + size * left > budget:
+            return max(0, (budget - below) // left)
+        below += size
+    return ordered[-1] if ordered else 0
+
+
+def _shrink(record: dict[str, Any], cap: int) -> None:
+    """One record's values as previews small enough for the record to take `cap` bytes."""
+    extra = record.get("extra") if isinstance(record.get("extra"), dict) else {}
+    places = [(record, k) for k in _SHRINKABLE if k in record]
+    places += [(extra, k) for k in _SHRINKABLE_EXTRA if k in extra]
+    values = [holder[key] for holder, key in places]
+    for holder, key in places:  # what the record takes without them
+        holder[key] = ""
+    room = max(0, cap - _record_size(record)) // max(1, len(places))
+    each = max(PREVIEW_MIN_CHARS + 48, room // 2)  # JSON escapes: a character can take two
+    for (holder, key), value in zip(places, values, strict=True):
+        holder[key] = preview(value, each)
+
+
+# ~80,000 records of ~400 bytes; parsed, ~400 MB (limits.py, shared with the writer above)
+MAX_RESULTS_BYTES = RESULTS_MAX_BYTES
 _RECORD_TYPES: dict[str, tuple[type, ...]] = {
     "fact": (str,),
     "target": (str,),
@@ -129,37 +237,37 @@ def load_latest(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
 def _shape_problems(data: Any, text: str, display: str) -> list[Problem]:
     if not isinstance(data, dict):
         return [Problem(display, 1, "expected a mapping {fact: {target: record}}")]
-    out = []
+    found: list[tuple[str, str]] = []  # (fact id, message): lines are looked up at the end
     for fact_id, by_target in data.items():
-        line = _line_of(text, fact_id)
+        if len(found) >= 20:  # enough to act on; each line costs a scan of the file
+            break
         if not isinstance(by_target, dict):
-            out.append(Problem(display, line, f"{fact_id}: expected a mapping {{target: record}}"))
+            found.append((fact_id, f"{fact_id}: expected a mapping {{target: record}}"))
             continue
         for target, record in by_target.items():
             where = f"{fact_id}.{target}"
             if not isinstance(record, dict):
-                out.append(Problem(display, line, f"{where}: expected a mapping (a record)"))
+                found.append((fact_id, f"{where}: expected a mapping (a record)"))
                 continue
             for key in ("fact", "target", "outcome", "reason"):
                 if key not in record:
-                    out.append(Problem(display, line, f"{where}: missing '{key}'"))
+                    found.append((fact_id, f"{where}: missing '{key}'"))
             for key, types in _RECORD_TYPES.items():
                 value = record.get(key)
                 if key in record and (not isinstance(value, types) or isinstance(value, bool)):
                     want = " or ".join(t.__name__ for t in types)
-                    out.append(Problem(display, line, f"{where}.{key}: expected {want}"))
+                    found.append((fact_id, f"{where}.{key}: expected {want}"))
                 elif isinstance(value, float) and not math.isfinite(value):
-                    out.append(Problem(display, line, f"{where}.{key}: not a finite number"))
+                    found.append((fact_id, f"{where}.{key}: not a finite number"))
             if isinstance(record.get("outcome"), str) and record["outcome"] not in OUTCOMES:
-                out.append(
-                    Problem(
-                        display,
-                        line,
+                found.append(
+                    (
+                        fact_id,
                         f"{where}.outcome: {record['outcome']!r} is not one of "
                         f"{', '.join(OUTCOMES)}",
                     )
                 )
-    return out
+    return [Problem(display, _line_of(text, key), message) for key, message in found[:20]]
 
 
 def _line_of(text: str, key: str) -> int:
@@ -181,7 +289,7 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
             continue  # a link out of the knowledge base, a FIFO: not a run
         try:
             with path.open("rb") as handle:
-                first = handle.readline(1 << 20).decode("utf-8")
+                first = handle.readline(RUN_HEADER_MAX_BYTES).decode("utf-8")
             header = json.loads(first)["run"]
         except (OSError, ValueError, RecursionError, KeyError, TypeError):
             continue  # one unreadable history file must not hide the others

@@ -13,29 +13,19 @@ from typing import Any
 
 from factbook.judging.expectations import UnboundVar, bind_vars, evaluate, var_refs
 from factbook.judging.outcomes import DRIFT, ERROR, PASS, SKIPPED
+from factbook.knowledge.limits import OBSERVED_MAX_BYTES, preview
 from factbook.knowledge.model import Fact
 from factbook.store.results import ResultRecord
 from factbook.store.stamps import now_iso
 from factbook.verification.bundle import Call
 from factbook.verification.transports.base import AgentProcess
 
-STORED_OBSERVED_CAP = 64 * 1024
+STORED_OBSERVED_CAP = OBSERVED_MAX_BYTES  # limits.py, shared with the results' readers
 
 
 def stored_value(value: Any) -> Any:
     """An observed value as stored: small values as they are, big ones as a bounded preview."""
-    if (
-        value is None
-        or isinstance(value, bool)
-        or (isinstance(value, int) and -(2**53) < value < 2**53)
-    ):
-        return value
-    if isinstance(value, str) and len(value) * 6 <= STORED_OBSERVED_CAP:  # \uXXXX at worst
-        return value
-    text = json.dumps(value, default=repr)
-    if len(text) <= STORED_OBSERVED_CAP:
-        return value
-    return f"<{len(text)} bytes as JSON; first 4096:> {text[:4096]}"
+    return preview(value, STORED_OBSERVED_CAP)
 
 
 def evaluate_result(

@@ -137,6 +137,18 @@ class Box:
         return out
 
 
+_RUN = re.compile(r"[\w-]+")
+
+
+@dataclass
+class _AliasIndex:
+    """`Boxes.mentioned`'s lookup tables, for one state of the boxes."""
+
+    state: tuple[int, int, int]
+    by_word: dict[str, list[tuple[int, re.Pattern[str]]]] = field(default_factory=dict)
+    by_role: dict[str, list[Box]] = field(default_factory=dict)
+
+
 @dataclass
 class Boxes:
     """Every box, and the one each entry is about."""
@@ -144,6 +156,7 @@ class Boxes:
     boxes: list[Box]
     own: dict[int, Box]  # id(entry) of an access line → its box
     dump: str
+    _index: _AliasIndex | None = field(default=None, repr=False, compare=False)
 
     @property
     def proposed(self) -> list[Box]:
@@ -153,21 +166,44 @@ class Boxes:
         return next((b for b in self.boxes if b.name == name), None)
 
     def mentioned(self, text: str) -> list[Box]:
-        """The boxes a text names: by name, host, `CT 129`, or a role only one box has."""
+        """The boxes a text names: by name, host, `CT 129`, or a role only one box has.
+
+        Only the aliases whose first word (a run of word characters and `-`) is a word of the
+        text are tried: an alias can match nowhere else. Trying every alias of every box on
+        every line was quadratic in a dump that names many boxes."""
         lower = " " + text.lower() + " "
-        found: list[Box] = []
-        for box in self.boxes:
-            if any(re.search(rf"(?<![\w-]){re.escape(a)}(?![\w-])", lower) for a in box.aliases):
-                found.append(box)
+        index = self._alias_index()
+        hits: set[int] = set()
+        for word in {*_RUN.findall(lower), ""}:
+            for at, pattern in index.by_word.get(word, ()):
+                if at not in hits and pattern.search(lower):
+                    hits.add(at)
+        found = [self.boxes[at] for at in sorted(hits)]
         if found:
             return found
         for role, _, words in ROLES:
-            having = [b for b in self.boxes if b.role == role]
+            having = index.by_role.get(role, [])
             if len(having) == 1 and any(
                 re.search(rf"(?<![\w-]){re.escape(w)}s?(?![\w-])", lower) for w in words
             ):
                 found.append(having[0])
         return found
+
+    def _alias_index(self) -> _AliasIndex:
+        """Every alias compiled once, keyed by its first word; rebuilt when boxes change."""
+        state = (len(self.boxes), sum(len(b.aliases) for b in self.boxes), id(self.boxes))
+        if self._index is None or self._index.state != state:
+            index = _AliasIndex(state)
+            for at, box in enumerate(self.boxes):
+                index.by_role.setdefault(box.role, []).append(box)
+                for alias in box.aliases:
+                    first = _RUN.search(alias)
+                    pattern = re.compile(rf"(?<![\w-]){re.escape(alias)}(?![\w-])")
+                    index.by_word.setdefault(first.group() if first else "", []).append(
+                        (at, pattern)
+                    )
+            self._index = index
+        return self._index
 
     def default(self) -> Box | None:
         """The box the dump's work runs on, when that is clear."""

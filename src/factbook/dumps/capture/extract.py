@@ -93,14 +93,21 @@ def number(text: str) -> int | float | None:
     return None
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: one call per item
+_SCALAR_MAX = 4096  # characters of a cell read as YAML; a longer one is kept as text
+_SCALAR_NESTING = 32
+
+
 def scalar(text: str) -> Any:
     """A YAML-ish scalar as written in a dump (`7168`, `true`, `[2, 30, 58]`, `symmetric`)."""
     value = number(text)
     if value is not None:
         return value
+    if len(text) > _SCALAR_MAX or text.count("[") > _SCALAR_NESTING:
+        return text  # a paragraph, or brackets nested a thousand deep: text, as written
     try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError:
+        loaded = yaml.load(text, Loader=_LOADER)
+    except (yaml.YAMLError, RecursionError, ValueError):  # ValueError: a 5000-digit number
         return text
     return loaded if isinstance(loaded, (bool, int, float, str, list)) else text
 

@@ -17,6 +17,7 @@ struck-through line): the old fact is refuted and `replaced_by` the new one.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Fact, Milestone
 
 SIMILAR = 0.9
+_OVERLAP = 0.6  # words two statements share (Jaccard) before they are compared closely
 _WORD = re.compile(r"[a-z0-9]+(?:[.,/+-][a-z0-9]+)*")
 _SPACE = re.compile(r"\s+")
 REFUTING = re.compile(
@@ -70,6 +72,57 @@ class Index:
             self.by_statement.setdefault(norm(fact.statement), fact)
             self.by_title.setdefault(norm(fact.title), []).append(fact)
             self.word_sets.append((words(fact.statement), fact))
+        self._index_quotes()
+        self.by_word: dict[str, list[int]] = {}  # statement word -> word_sets positions
+        for n, (theirs, _) in enumerate(self.word_sets):
+            for word in theirs:
+                self.by_word.setdefault(word, []).append(n)
+
+    # Each lookup used to compare an entry with every known fact: an import of N lines into a
+    # knowledge base of K facts took N x K steps. The indexes below find the same first match
+    # from the few facts that can match at all.
+    def _index_quotes(self) -> None:
+        """Quotes by token: every token (an entry inside a known quote), and one rare inner
+        token each (a known quote inside an entry: its inner tokens are whole tokens there)."""
+        self.quote_tokens: dict[str, list[int]] = {}
+        for n, (known, _) in enumerate(self.quotes):
+            for token in set(known.split(" ")):
+                self.quote_tokens.setdefault(token, []).append(n)
+        self.quote_keys: dict[str, list[int]] = {}
+        self.short_quotes: list[int] = []  # fewer than three tokens: no inner token to key on
+        for n, (known, _) in enumerate(self.quotes):
+            inner = known.split(" ")[1:-1]
+            if not inner:
+                self.short_quotes.append(n)
+                continue
+            key = min(inner, key=lambda t: len(self.quote_tokens[t]))
+            self.quote_keys.setdefault(key, []).append(n)
+
+    def _quote_candidates(self, quote_n: str) -> list[int]:
+        """Positions in self.quotes that may match `quote_n` (a superset), in order."""
+        tokens = quote_n.split(" ")
+        found: set[int] = set(self.short_quotes)
+        for token in set(tokens):
+            found.update(self.quote_keys.get(token, ()))
+        if len(quote_n) >= 20:  # quote_n inside a known quote: its inner tokens are in it
+            inner = tokens[1:-1]
+            if inner:
+                rare = min(inner, key=lambda t: len(self.quote_tokens.get(t, ())))
+                found.update(self.quote_tokens.get(rare, ()))
+            else:
+                found.update(range(len(self.quotes)))
+        return sorted(found)
+
+    def _word_candidates(self, mine: set[str]) -> list[int]:
+        """Positions in self.word_sets that may overlap `mine` by 0.6 or more (a superset):
+        such a set holds at least ceil(0.6 x |mine|) of its words, so at least one of any
+        |mine| - that + 1 of them; the rarest ones are taken (prefix filtering)."""
+        need = math.ceil(_OVERLAP * len(mine) - 1e-9)
+        rarest = sorted(mine, key=lambda w: len(self.by_word.get(w, ())))
+        found: set[int] = set()
+        for word in rarest[: len(mine) - need + 1]:
+            found.update(self.by_word.get(word, ()))
+        return sorted(found)
 
     def find(
         self,
@@ -92,7 +145,8 @@ class Index:
             same = [f for f in self.by_key[key] if value is not None and same_value(value, f.value)]
             return Found((same or self.by_key[key])[0], "key")
         quote_n = norm(quote)
-        for known, fact in self.quotes:
+        for n in self._quote_candidates(quote_n):
+            known, fact = self.quotes[n]
             if known in quote_n or (len(quote_n) >= 20 and quote_n in known):
                 return Found(fact, "quote")
         statement_n = norm(statement)
@@ -100,11 +154,12 @@ class Index:
             return Found(self.by_statement[statement_n], "statement")
         mine = words(statement)
         best: tuple[float, Fact | None] = (0.0, None)
-        for theirs, fact in self.word_sets:
+        for n in self._word_candidates(mine) if mine else []:
+            theirs, fact = self.word_sets[n]
             if not mine or not theirs:
                 continue
             overlap = len(mine & theirs) / len(mine | theirs)
-            if overlap < 0.6:
+            if overlap < _OVERLAP:
                 continue
             ratio = difflib.SequenceMatcher(None, statement_n, norm(fact.statement)).ratio()
             if ratio > best[0]:
@@ -116,7 +171,9 @@ class Index:
     def _by_title(self, text: str) -> Fact | None:
         """The one fact whose title is the text, or the text before its last `: value`."""
         text = norm(text)
-        while text:
+        for _ in range(_TITLE_TRIES):  # `a: b: c: ...` 100,000 times: a few tries, not all
+            if not text:
+                return None
             same = self.by_title.get(text, [])
             if len(same) == 1:
                 return same[0]
@@ -128,6 +185,9 @@ class Index:
                 return None
             text = head
         return None
+
+
+_TITLE_TRIES = 16
 
 
 def _known(kb: KnowledgeBase, fact: Fact, milestone: Milestone | None) -> bool:

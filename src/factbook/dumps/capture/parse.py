@@ -26,6 +26,7 @@ from factbook.dumps.capture.grouped import read_group
 from factbook.dumps.capture.sections import resolve
 from factbook.dumps.status.hint import split_hint
 from factbook.errors import InputError
+from factbook.knowledge.limits import DUMP_MAX_BYTES
 from factbook.knowledge.yamlsrc import read_text_bounded
 
 MARK_SYMBOLS = {"✅": "verified", "◻": "assumed", "⚠️": "assumed", "❌": "assumed"}
@@ -77,7 +78,7 @@ class Document:
     entries: list[Entry]
 
 
-MAX_DUMP_BYTES = 32 << 20  # 30x the largest hand-written dump in seeds/
+MAX_DUMP_BYTES = DUMP_MAX_BYTES  # limits.py: no status document factbook writes is larger
 
 
 def read_document(path: Path) -> Document:

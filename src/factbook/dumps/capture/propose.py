@@ -33,8 +33,15 @@ from factbook.dumps.capture.targetfile import write_targets
 from factbook.errors import InputError
 from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Fact, Milestone
+from factbook.knowledge.yamlsrc import unreadable_if_written
 from factbook.store.atomic import write_text_atomic
-from factbook.store.writeback import WritebackError, append_facts, file_lock, update_fact
+from factbook.store.writeback import (
+    FactUpdate,
+    WritebackError,
+    append_facts,
+    file_lock,
+    update_facts,
+)
 
 COPIED = ("milestones.yaml", "targets.yaml", "checks")
 OWNED = ("discovered-*.yaml",)  # fact files other commands write: never an import's
@@ -216,9 +223,13 @@ def _apply_to(
                 if proposal.fact and proposal.fact.get("target") in needed:
                     proposal.problems.append(f"{exc}; its target cannot be added")
     by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
+    where: dict[str, Path] = {}
     for proposal in proposals:
         if proposal.fact is not None:
-            path = fact_file(kb, proposal.fact["category"], scratch)
+            category = proposal.fact["category"]
+            if category not in where:  # fact_file reads every fact: once per category
+                where[category] = fact_file(kb, category, scratch)
+            path = where[category]
             proposal.file = path.relative_to(scratch).as_posix()
             by_file.setdefault(path, []).append((proposal, proposal.fact))
     for path, items in by_file.items():
@@ -227,17 +238,38 @@ def _apply_to(
         except WritebackError as exc:
             for proposal, _ in items:
                 proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
+    _update_known(scratch, proposals)
+
+
+def _update_known(scratch: Path, proposals: list[Proposal]) -> None:
+    """Edits of known facts, one read, check and write per file (update_facts): editing
+    them one by one re-read the whole file for each, quadratic in a large dump. A second
+    proposal editing the same fact is not applied: it names the first, for review."""
+    first: dict[str, Proposal] = {}
+    updates: list[FactUpdate] = []
     for proposal in proposals:
-        if proposal.old_id and (proposal.updates or proposal.source) and not proposal.problems:
-            try:
-                update_fact(
-                    scratch,
-                    proposal.old_id,
-                    set_fields=proposal.updates,
-                    add_source=proposal.source,
-                )
-            except (WritebackError, InputError) as exc:
-                proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
+        if not (proposal.old_id and (proposal.updates or proposal.source)) or proposal.problems:
+            continue
+        earlier = first.setdefault(proposal.old_id, proposal)
+        if earlier is not proposal:
+            proposal.problems.append(
+                f"{earlier.pid} of this import already edits {proposal.old_id}; "
+                "import again after reviewing it"
+            )
+            continue
+        updates.append(
+            FactUpdate(proposal.old_id, set_fields=proposal.updates, add_source=proposal.source)
+        )
+    if not updates:
+        return
+    try:
+        _, refused = update_facts(scratch, updates)
+    except (WritebackError, InputError) as exc:
+        refused = [f"{u.fact_id}: {exc}" for u in updates]
+    for line in refused:
+        fact_id, _, why = line.partition(": ")
+        if fact_id in first:
+            first[fact_id].problems.append(why.replace(str(scratch) + "/", ""))
 
 
 def apply(
@@ -304,6 +336,10 @@ def write(applied: Applied) -> list[Path]:
         current = path.read_text(encoding="utf-8") if path.exists() else None
         if current != original:
             raise InputError(f"{path}: changed while importing; nothing written, run again")
+    for path, text in applied.texts.items():  # each one read back by the loader (limits.py)
+        problem = unreadable_if_written(text, str(path))
+        if problem is not None:
+            raise InputError(f"{problem}; nothing written")
     written = []
     for path, text in applied.texts.items():
         path.parent.mkdir(parents=True, exist_ok=True)

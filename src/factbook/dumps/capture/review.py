@@ -28,7 +28,9 @@ from factbook.dumps.capture.parse import Entry
 from factbook.dumps.capture.propose import Applied, Proposal, apply, write
 from factbook.errors import InputError, UsageError
 from factbook.knowledge.kb import load_kb_with_problems
+from factbook.knowledge.limits import PROPOSAL_MAX_BYTES
 from factbook.knowledge.names import inside
+from factbook.knowledge.yamlsrc import read_text_bounded, refusal, unreadable_if_written
 from factbook.store.atomic import write_text_atomic
 from factbook.store.stamps import now_iso
 
@@ -130,7 +132,7 @@ def submit(
     }
     path = _path(root, pid)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, _dump(record))
+    _save(path, record)
     return Submitted(pid, summary, applied.diff, proposal_file=path)
 
 
@@ -166,6 +168,15 @@ def _str_block(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 
 
 _Dumper.add_representer(str, _str_block)
+
+
+def _save(path: Path, record: dict[str, Any]) -> None:
+    """Write a proposal, refused first when `_load` would refuse it (limits.py)."""
+    text = _dump(record)
+    problem = unreadable_if_written(text, str(path), limit=PROPOSAL_MAX_BYTES)
+    if problem is not None:
+        raise InputError(f"{problem}; the proposal is not saved")
+    write_text_atomic(path, text)
 
 
 def _dump(record: dict[str, Any]) -> str:
@@ -207,10 +218,18 @@ def read(root: Path, pid: str) -> Pending:
 
 
 def _load(path: Path) -> Pending:
+    """A proposal file, read as every YAML file of the knowledge base is: bounded in size and
+    depth, no aliases, never a FIFO, inside the root (yamlsrc)."""
+    text, problem = read_text_bounded(path, str(path), limit=PROPOSAL_MAX_BYTES)
+    if problem is None:
+        problem = refusal(text, str(path))
+    if problem is not None:
+        raise InputError(f"{problem} (an unreadable proposal)")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: unreadable proposal: {str(exc).splitlines()[0]}") from None
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"{path}: unreadable proposal: {first}") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: not a proposal")
     return Pending(path.stem, path, data)
@@ -246,5 +265,5 @@ def _decide(root: Path, found: Pending, verdict: str, why: str) -> None:
     data.update({verdict: now_iso(), **({"why": why} if why else {})})
     target = _path(root, found.pid, verdict)
     target.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(target, _dump(data))
+    _save(target, data)
     found.path.unlink()

@@ -33,6 +33,7 @@ from factbook.handbook.safehtml import safe_markdown
 from factbook.handbook.sandbox import KBSandbox, SecurityError
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.kbfiles import confined, outside_problem
+from factbook.knowledge.limits import DUMP_MAX_BYTES
 from factbook.knowledge.yamlsrc import read_text_bounded
 from factbook.store.atomic import write_text_atomic
 from factbook.store.results import load_latest
@@ -217,7 +218,15 @@ def default_path(
 
 
 def write_status(path: Path, text: str, *, kb_root: Path) -> Path:
-    """Write a document atomically; refresh the status index when it lands in docs/status/."""
+    """Write a document atomically; refresh the status index when it lands in docs/status/.
+
+    A document `factbook import` would refuse (over DUMP_MAX_BYTES) is refused first."""
+    size = len(text.encode("utf-8"))
+    if size > DUMP_MAX_BYTES:
+        raise InputError(
+            f"{path}: the document would be {size} bytes, over the {DUMP_MAX_BYTES} bytes "
+            "factbook import reads; not written"
+        )
     write_text_atomic(path, text)
     status_dir = (kb_root / STATUS_DIR).resolve()
     if path.resolve().parent == status_dir:

@@ -1,0 +1,77 @@
+"""Every size bound factbook reads with, in one place, so that its writers respect it too.
+
+The rule: nothing factbook writes can exceed what factbook reads. A reader refuses a file
+over its bound (one line, exit 2); a writer that produced one would lock its user out of
+every command. So each writer takes its bound from here, stores big values as bounded
+previews (`preview`), and refuses before writing what still would not fit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# --- YAML a knowledge base is made of (yamlsrc reads; write-back, proposals write) ---
+YAML_MAX_BYTES = 1 << 20  # one file; 30x the largest shipped fact file
+YAML_MAX_DEPTH = 40  # the schema needs ~8 levels (facts/N/check/expect/all/N/...)
+YAML_MAX_NODES = 200_000  # 1 MiB of dense facts holds ~105,000; the shipped KB ~25,000 in all
+
+# --- verification results (store/results writes; it, the handbook, status, mcp read) ---
+# latest.json: ~80,000 records of ~400 bytes (10,000 facts x 8 targets); parsed, ~400 MB
+RESULTS_MAX_BYTES = 32 << 20
+RUN_MAX_BYTES = 64 << 20  # one results/runs/<id>.jsonl (the handbook's measured pages)
+RUN_HEADER_MAX_BYTES = 1 << 20  # its first line, read for every run listed
+OBSERVED_MAX_BYTES = 64 << 10  # one observed value as JSON; beyond it, a preview
+PREVIEW_CHARS = 4096  # the head of a value kept in its preview
+PREVIEW_MIN_CHARS = 64  # the least a preview keeps when a whole file must shrink to fit
+
+# --- one value a tool's file hands to a fact (bench import's config): kept, or a preview ---
+RECORDED_VALUE_MAX_BYTES = 4096
+RECORDED_VALUE_MAX_DEPTH = 16  # nested in facts/N/config/KEY: well inside YAML_MAX_DEPTH
+
+# --- probe arguments that size what the agent reads on the box: lint refuses more, and the
+# probe itself caps them (probes/files.py READ_MAX_BYTES: stdlib only, kept equal by a test)
+PROBE_ARG_MAX = {"max_bytes": 1 << 20}
+
+# --- other files factbook writes and reads back ---
+KB_FILE_MAX_BYTES = 8 << 20  # kbfiles.read_bytes' default: runbook records, pages
+DUMP_MAX_BYTES = 32 << 20  # `factbook import` (30x the largest hand-written dump in seeds/)
+PROPOSAL_MAX_BYTES = 4 << 20  # one pending proposal (its item and the diff it makes)
+
+
+def preview(
+    value: Any, cap: int = OBSERVED_MAX_BYTES, head: int = PREVIEW_CHARS, depth: int = 0
+) -> Any:
+    """`value` as stored: itself when its JSON is at most `cap` characters (and, with `depth`,
+    nested at most that deep), otherwise a string naming its size followed by its first
+    `head` characters of JSON."""
+    if (
+        value is None
+        or isinstance(value, bool)
+        or (isinstance(value, int) and -(2**53) < value < 2**53)
+    ):
+        return value
+    if isinstance(value, str) and len(value) * 6 <= cap:  # \uXXXX at worst
+        return value
+    try:
+        text = json.dumps(value, default=repr)
+    except (ValueError, RecursionError):  # an integer past Python's print limit, a cycle
+        return f"<{type(value).__name__} that cannot be written as JSON>"
+    if len(text) <= cap and not (depth and nesting(value) > depth):
+        return value
+    head = min(head, max(0, cap - 48))
+    return f"<{len(text)} bytes as JSON; first {head}:> {text[:head]}"
+
+
+def nesting(value: Any) -> int:
+    """How deeply lists and mappings nest in `value` (0 for a scalar); iterative, so a value
+    nested 100,000 deep is measured, not a RecursionError."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, (list, tuple)):
+            deepest = max(deepest, level + 1)
+            stack.extend((child, level + 1) for child in item)
+    return deepest
