@@ -86,9 +86,9 @@ def test_edits_under_serve_rebuild_only_what_changed_and_match_a_fresh_build(
     (root / "runbooks" / "hello.md").write_text(RUNBOOK.format(title="Say hello"), "utf-8")
     (root / "docs").mkdir()
     (root / "mkdocs.yml").write_text(
-        (REPO / "mkdocs.yml").read_text(encoding="utf-8").replace(
-            "  - Getting started: getting-started.md\n", ""
-        ),
+        (REPO / "mkdocs.yml")
+        .read_text(encoding="utf-8")
+        .replace("  - Getting started: getting-started.md\n", ""),
         encoding="utf-8",
     )
     served = Served(root, tmp_path / "serve.log")

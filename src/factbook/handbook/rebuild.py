@@ -195,7 +195,7 @@ class RenderCache:
         if not _search_supported(config):
             return
         env.loader = jinja2.ChoiceLoader(
-            [jinja2.DictLoader({CACHED_TEMPLATE: "{{ page.%s }}" % _MARK}), env.loader]
+            [jinja2.DictLoader({CACHED_TEMPLATE: "{{ page." + _MARK + " }}"}), env.loader]
         )
         site = _digest(
             self._site,
