@@ -36,13 +36,14 @@ from typing import Any
 from mkdocs.config import config_options
 from mkdocs.config.base import Config
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import BasePlugin, event_priority
+from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 
 from factbook.errors import UsageError
 from factbook.handbook.editlinks import EditLinks, check_template, from_repo
 from factbook.handbook.generator import CSS_URI, generate, template_dir
 from factbook.handbook.marks import status_marks
+from factbook.handbook.rebuild import RenderCache
 from factbook.handbook.safehtml import plain_title
 from factbook.handbook.sources import STATUS_DIR
 
@@ -106,6 +107,9 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
     def __init__(self) -> None:
         self._user_nav: list[Any] | None = None
         self._edit: EditLinks | None = None
+        self._nav: Any = None
+        # the plugin has on_startup, so MkDocs keeps this instance across serve's rebuilds
+        self._cache = RenderCache()
 
     def kb_root(self, config: Any) -> Path:
         """$FACTBOOK_ROOT, else the plugin's `root` (relative to mkdocs.yml), else its folder."""
@@ -116,6 +120,7 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         return (base / self.config.root).resolve() if self.config.root else base
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
+        self._cache.enabled = command == "serve" and not dirty
         if dirty:
             log.warning(
                 "factbook: --dirty rebuilds only changed pages and rewrites the search index "
@@ -193,24 +198,66 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         )
         return files
 
+    @event_priority(-100)  # after other plugins: the cache needs the Markdown as converted
+    def on_nav(self, nav: Any, *, config: Any, files: Any) -> Any:
+        self._nav = nav
+        self._cache.begin(config, files)
+        return nav
+
+    @event_priority(-100)
     def on_page_markdown(self, markdown: str, *, page: Any, config: Any, files: Any) -> str:
-        """Status documents' ✅ ⚠️ ❌ ◻ become worded pills: no emoji font needed."""
+        """Status documents' ✅ ⚠️ ❌ ◻ become worded pills: no emoji font needed. Under
+        `mkdocs serve`, unchanged Markdown reuses the previous build's HTML (rebuild.py)."""
         if page.file.src_uri.startswith(STATUS_DIR + "/"):
-            return status_marks(markdown)
+            markdown = status_marks(markdown)
+        self._cache.markdown(markdown, page, files)
         return markdown
 
+    @event_priority(100)  # right after the conversion, before other plugins change the HTML
     def on_page_content(self, html: str, *, page: Any, config: Any, files: Any) -> str:
         """Every page's title as plain text (safehtml.plain_title): titles come from runbook
         and fact text, and themes print them in `<title>` and the navigation. Runs after each
         page is rendered and before any template is, so the navigation sees them too."""
+        self._cache.rendered(page)
         if page.title:
             page.meta["title"] = plain_title(page.title)
         return html
+
+    @event_priority(-100)  # every page is read; the navigation is final
+    def on_env(self, env: Any, *, config: Any, files: Any) -> Any:
+        if self._nav is not None:
+            self._cache.plan_output(config, self._nav, files, env)
+        return env
+
+    @event_priority(100)
+    def _before_search(self, context: Any, *, page: Any, config: Any, nav: Any) -> Any:
+        self._cache.before_search(page, config)
+        return context
+
+    @event_priority(-100)
+    def _after_search(self, context: Any, *, page: Any, config: Any, nav: Any) -> Any:
+        self._cache.after_search(page, config)
+        return context
+
+    on_page_context = CombinedEvent(_before_search, _after_search)
+
+    @event_priority(100)  # the theme's output, before other plugins' post_page change it
+    def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
+        self._cache.page_output(output, page)
+        return output
 
     @event_priority(-100)  # after the search plugin has written the index
     def on_post_build(self, *, config: Any) -> None:
         """search/search_index.js: the index as a script, which Material loads on file://
         (a fetch of the .json is refused there)."""
+        stats = self._cache.stats
+        if self._cache.enabled:
+            log.info(
+                "factbook: %d of %d pages reused from the previous build (%d Markdown)",
+                stats["output_hits"],
+                stats["pages"],
+                stats["markdown_hits"],
+            )
         if not self.config.offline:
             return
         index = Path(config.site_dir) / "search" / "search_index.json"
