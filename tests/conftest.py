@@ -30,16 +30,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import REPO, require, wait_no_environ
+from helpers import build_wheel, require, wait_no_environ
 from helpers import kb_copy as copy_shipped_kb
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 from transport_lab import container_missing_reason, local_container
@@ -187,23 +184,5 @@ def container_pid() -> Iterator[int]:
 
 @pytest.fixture(scope="session")
 def factbook_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """factbook's wheel, built once per session from a copy of this tree (the build leaves
-    nothing in the repository); without build isolation: setuptools is already here."""
-    work = tmp_path_factory.mktemp("wheel")
-    source = work / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, source / name)
-    shutil.copytree(
-        REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
-    )
-    argv = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
-    built = subprocess.run(
-        [*argv, "-w", str(work / "dist"), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert built.returncode == 0, built.stderr
-    return next((work / "dist").glob("factbook-*.whl"))
+    """factbook's wheel, built once per session (helpers.build_wheel)."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"))

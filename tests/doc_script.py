@@ -18,9 +18,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import resource
 import select
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -204,3 +206,55 @@ class Mismatch(AssertionError):
             f"line {step.line}: `{step.text}` printed\n{output}\nthe page shows\n"
             + "\n".join(step.expected)
         )
+
+
+# this machine's pip configuration, not the page: an extra index that lacks some projects
+PIP_NOISE = re.compile(r"^WARNING: Location '.*' is ignored: it is neither a file nor a directory")
+
+
+def login_env(wheel: Path) -> dict[str, str]:
+    """A login-like environment: no venv on PATH, nothing of this repository importable, and
+    $FACTBOOK naming the wheel the page installs."""
+    base = Path(getattr(sys, "_base_executable", sys.executable)).parent
+    drop = ("PYTHONPATH", "FACTBOOK_ROOT", "VIRTUAL_ENV", "NO_MKDOCS_2_WARNING", "PYTEST_ADDOPTS")
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("PYTEST_")}
+    env["PATH"] = os.pathsep.join([str(base), "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin"])
+    env["FACTBOOK"] = str(wheel)
+    env["LC_ALL"] = env["LANG"] = "C.UTF-8"
+    env["COLUMNS"] = "80"  # pytest and the tables as the page shows them
+    return env
+
+
+@dataclass
+class Day:
+    """One run of a page: its steps as run, wall and CPU seconds (children of this process)."""
+
+    ran: list[Ran]
+    wall: float
+    cpu: float
+
+    def report(self) -> str:
+        return "\n".join(
+            f"{r.seconds:6.1f} s  {r.step.text.splitlines()[0][:90]}" for r in self.ran
+        )
+
+
+def run_first_day(page: Path, folder: Path, wheel: Path, port: int) -> Day:
+    """Every step of `page` in an empty `folder`, as a new user would type them (the fixed
+    port 9108 replaced by `port`); raises Mismatch on the first output unlike the page."""
+    steps = parse(page.read_text(encoding="utf-8"))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    shell = Shell(folder, login_env(wheel))
+    try:
+        ran = run_page(
+            steps,
+            shell,
+            rewrite=lambda c: c.replace("127.0.0.1:9108", f"127.0.0.1:{port}"),
+            drop=PIP_NOISE,
+        )
+    finally:
+        shell.close()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Day(ran, time.monotonic() - started, cpu)
