@@ -189,3 +189,27 @@ def test_first_lint_with_an_empty_cache(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     assert "unknown probe" not in out.stdout + out.stderr
     assert list((tmp_path / "empty-cache" / "factbook").glob("probes-*.json"))
+
+
+def test_the_probe_catalog_cache_keeps_only_the_newest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every code version (an install, a checkout, a test's wheel) writes its own catalog to
+    ~/.cache/factbook; the oldest beyond KEPT_CATALOGS are removed, the current one kept."""
+    from factbook.probes import catalog
+
+    folder = tmp_path / "factbook"
+    folder.mkdir()
+    for i in range(catalog.KEPT_CATALOGS + 5):
+        old = folder / f"probes-old{i:02d}.json"
+        old.write_text("{}")
+        os.utime(old, ns=(i * 10**9, i * 10**9))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    catalog.builtin_catalog.cache_clear()
+    try:
+        assert catalog.builtin_catalog().specs
+    finally:
+        catalog.builtin_catalog.cache_clear()
+    left = sorted(p.name for p in folder.glob("probes-*.json"))
+    assert len(left) == catalog.KEPT_CATALOGS
+    assert catalog._cache_path().name in left and "probes-old00.json" not in left

@@ -91,8 +91,25 @@ def _store(path: Path, catalog: Catalog) -> None:
         temp = path.with_suffix(f".{os.getpid()}.tmp")
         temp.write_text(json.dumps(data), encoding="utf-8")
         os.replace(temp, path)
+        _prune(path.parent)
     except OSError:
         pass  # a read-only home only costs the scan next time
+
+
+KEPT_CATALOGS = 16  # one per code version (each install, checkout, wheel) seen lately
+
+
+def _prune(folder: Path) -> None:
+    """Keep the newest KEPT_CATALOGS catalogs: every install of another code version writes
+    one, and an evicted one only costs a scan (~50 ms) if that version runs again."""
+    found = []
+    for old in folder.glob("probes-*.json"):
+        try:
+            found.append((old.stat().st_mtime_ns, old))
+        except OSError:
+            continue
+    for _, old in sorted(found, reverse=True)[KEPT_CATALOGS:]:
+        old.unlink(missing_ok=True)
 
 
 @cache
