@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from factbook.commands.cli import build_parser
 from factbook.integrations.completion import SCRIPTS, candidates
 from factbook.runbooks.format import load_runbook
 from tests.helpers import REPO, cli, fact, make_kb
@@ -88,10 +89,10 @@ def test_bash_completes_ids_targets_runbooks_steps_categories(kb: Path) -> None:
 def test_root_on_the_line_wins_and_a_broken_kb_completes_nothing(kb: Path, tmp_path: Path) -> None:
     env = {"FACTBOOK_ROOT": str(tmp_path / "nowhere")}
     words = ["factbook", "--root", str(kb), "show", "sw."]
-    assert candidates(words, 4, env=env) == ["sw.env.home"]
-    assert candidates(["factbook", "show", "sw."], 2, env=env) == []
+    assert candidates(words, 4, parser=build_parser(), env=env) == ["sw.env.home"]
+    assert candidates(["factbook", "show", "sw."], 2, parser=build_parser(), env=env) == []
     # never a hidden command, never a traceback
-    assert "__complete" not in candidates(["factbook", ""], 1, env=env)
+    assert "__complete" not in candidates(["factbook", ""], 1, parser=build_parser(), env=env)
 
 
 def test_install_writes_where_each_shell_loads_it(kb: Path, tmp_path: Path) -> None:

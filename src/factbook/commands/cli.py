@@ -21,27 +21,6 @@ from factbook.knowledge.locate import resolve_root
 from factbook.store.stamps import FACTBOOK_VERSION as __version__
 from factbook.verification import colour
 
-COMMAND_MODULES = [
-    "init",
-    "lint",
-    "query",
-    "schema_cmd",
-    "verify",
-    "discover",
-    "status",
-    "docs",
-    "run",
-    "eagle3",
-    "bench",
-    "launch_lint",
-    "import_cmd",
-    "proposals",
-    "mcp_cmd",
-    "serve",
-    "export_ansible",
-    "completion",
-]
-
 # Which module registers each command name: a run that names its command imports only that
 # module (the rest cost ~0.1 s of imports on every run). tests/test_cli_fast.py checks this
 # table against what the modules register.
@@ -60,13 +39,15 @@ COMMAND_OF = {
     "bench": "bench",
     "launch-lint": "launch_lint",
     "import": "import_cmd",
+    "proposals": "proposals",
+    "mcp": "mcp_cmd",
     "serve": "serve",
     "export-ansible": "export_ansible",
     "completion": "completion",
     "__complete": "completion",
-    "proposals": "proposals",
-    "mcp": "mcp_cmd",
 }
+# every command module once, in the order --help lists their commands
+COMMAND_MODULES = list(dict.fromkeys(COMMAND_OF.values()))
 GLOBAL_WITH_VALUE = ("--root", "--color")
 
 EPILOG = """\
@@ -115,6 +96,8 @@ def build_parser(prog: str = "factbook", *, only: str | None = None) -> argparse
     parser.add_argument("--version", action="version", version=f"factbook {__version__}")
     parser.add_argument("--root", default=None, help=ROOT_HELP)
     parser.add_argument("--color", choices=COLOR_CHOICES, default="auto", help=COLOR_HELP)
+    # a handler that needs every command's options (shell completion) builds them on demand
+    parser.set_defaults(whole_parser=build_parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in [COMMAND_OF[only]] if only in COMMAND_OF else COMMAND_MODULES:
         try:

@@ -47,6 +47,6 @@ def handle_complete(args: argparse.Namespace) -> int:
     from factbook.integrations.completion import candidates
 
     if args.words:
-        for word in candidates(args.words, args.index):
+        for word in candidates(args.words, args.index, parser=args.whole_parser()):
             print(word)
     return 0

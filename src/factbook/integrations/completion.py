@@ -41,16 +41,20 @@ _VALUE_KINDS = {
 _POSITIONAL_KINDS = {"patterns": "fact", "fact_id": "fact", "runbook": "runbook"}
 
 
-def candidates(words: list[str], index: int, *, env: dict[str, str] | None = None) -> list[str]:
-    """What may stand at words[index] (the word being completed), given the words before it."""
-    from factbook.commands.cli import build_parser
-
+def candidates(
+    words: list[str],
+    index: int,
+    *,
+    parser: argparse.ArgumentParser,
+    env: dict[str, str] | None = None,
+) -> list[str]:
+    """What may stand at words[index] (the word being completed), given the words before it
+    and the whole command line's `parser` (the CLI hands it in: this module imports no CLI)."""
     env = dict(os.environ if env is None else env)
     words = list(words) + [""] * (index + 1 - len(words))
     if Path(words[0]).name == "verify-facts":
         words, index = ["factbook", "verify", *words[1:]], index + 1
     current, before = words[index], words[1:index]
-    parser = build_parser()
     root = Path(env.get("FACTBOOK_ROOT", "."))
     chain = [parser]
     positionals_seen = 0
