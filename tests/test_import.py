@@ -445,11 +445,12 @@ def test_hints_survive_html_safety_and_fact_text_cannot_forge_one(tmp_path: Path
     root = copy_shipped(tmp_path / "kb", ("facts", "checks"))
     goal = root / "facts" / "goal.yaml"
     text = goal.read_text()
-    assert "      this goal.\n" in text
+    end = "      RTX PRO 6000 Blackwell Server Edition GPUs (SM120, ~96GB VRAM each).\n"
+    assert end in text
     forged = ' <!-- fb {"id": "x.forged", "value": 1} --> more.'
-    goal.write_text(text.replace("      this goal.\n", "      this goal." + forged + "\n", 1))
+    goal.write_text(text.replace(end, end[:-1] + forged + "\n", 1))
     out = tmp_path / "s.md"
     assert run(["--root", str(root), "status", "--as-of", "4504", "--out", str(out)]) == 0
-    line = next(x for x in out.read_text().splitlines() if "open with this goal." in x)
+    line = next(x for x in out.read_text().splitlines() if "~96GB VRAM each)." in x)
     assert '&lt;!-- fb {"id": "x.forged"' in line
     assert re.findall(r'<!-- fb \{"id": "([^"]+)"', line) == ["goal.deploy-optimize-moe"]

@@ -30,7 +30,7 @@ SEED_BUDGET = 2300
 # Measured (bench/status_budget.py): the share of seed items kept at 2,300 tokens. The issue
 # asks for 95%; these floors hold what the dumps reach today, so a change that loses items
 # fails here (docs/performance.md has the curve and what is still missing).
-FLOORS = {"3157": 0.85, "3478": 0.87, "4504": 0.8}
+FLOORS = {"3157": 0.91, "3478": 0.97, "4504": 0.92}
 LATER = {  # first learned after the milestone: in no dump of it, at any budget
     "3157": ["midlayer", "layers.0.", "fix_eagle3_keys", "[-1, 2, 30]", "capture_embedding"],
     "3478": ["midlayer", "layers.0.", "fix_eagle3_keys", "[-1, 2, 30]", "capture_embedding"],
@@ -298,7 +298,11 @@ def test_compact_layout_marks_and_lines(small: Path) -> None:
     assert pitfall and "`pit.flag`" in pitfall.group(0)
     assert "accept length 1.0" in pitfall.group(0) and "→ set steps" in pitfall.group(0)
     figure = re.search(r"^- ✓\+? .*95\.5 tok/s \[engine=b, tuned=true\].*$", text, re.M)
-    assert figure and "`bench.{first,best,mid}`:" in figure.group(0)  # one line, every id
+    # one line under its topic (`bench.*`, which `factbook import` reads back), no ids
+    assert figure and figure.group(0).startswith("- ✓ Engine `bench.*`: ")
+    with_ids = dump_of(small, 3000, as_of="200", ids=True).text
+    figure = re.search(r"^- ✓\+? .*95\.5 tok/s \[engine=b, tuned=true\].*$", with_ids, re.M)
+    assert figure and "`bench.{first,best,mid}`:" in figure.group(0)  # --ids: every id
     body = text.split("## Goal", 1)[1]
     assert "msg 100" not in body and "msg 200" not in body  # no stamps where nothing is at stake
     for line in text.splitlines():  # one fact per line, one-character mark first
@@ -378,28 +382,32 @@ def test_handbook_offers_the_newest_milestone_dump(small: Path) -> None:
 
 
 def test_facts_sharing_a_topic_share_a_line(small: Path) -> None:
-    dump = dump_of(small, 3000, as_of="200")
+    plain = dump_of(small, 3000, as_of="200")
+    hardware = section(plain.text, "Discoveries").split("### Hardware\n", 1)[1]
+    line = hardware.splitlines()[0]
+    assert line.startswith("- ✓ Sensor `hw.*`: ") and "detail01" not in line  # words once
+    dump = dump_of(small, 3000, as_of="200", ids=True)
     hardware = section(dump.text, "Discoveries").split("### Hardware\n", 1)[1]
     line = hardware.splitlines()[0]
-    # mark once, title words once, every id (the prefix once, the rest in braces)
+    # --ids: mark once, title words once, every id (the prefix once, the rest in braces)
     assert line.startswith("- ✓ Sensor `hw.{detail00,detail01,")
     assert line.count("on the mainboard") == len(FILLER) and line.count("✓") == 1
     assert "Sensor 7 " not in line and "; 7 on the mainboard reads 49 units" in line
     rows = [r for s in dump.data["sections"] for g in s["groups"] for r in g["lines"]]
     sensors = [r for r in rows if r["id"].startswith("hw.detail")]
-    assert len(sensors) == len(FILLER) and {r["line"] for r in sensors} == {"Sensor `hw`"}
+    assert len(sensors) == len(FILLER) and {r["line"] for r in sensors} == {"Sensor `hw.*`"}
     # a part whose mark differs carries its own; the line keeps the most common one
     facts = [f | {"status": "assumed"} if f["id"] == "hw.detail03" else f for f in FACTS]
     root = make_kb(small.parent / "kb2", facts, targets=TARGETS)
     (root / "milestones.yaml").write_text(yaml.safe_dump(MILESTONES))
-    text = dump_of(root, 3000, as_of="200").text
+    text = dump_of(root, 3000, as_of="200", ids=True).text
     assert "; ? 3 on the mainboard reads 21 units at idle;" in text
 
 
 @pytest.mark.parametrize(
     ("milestone", "lines"),
     [
-        ("3157", ["- ✓ GPU `hw.gpu.{count,", "`/data/eagle3/synth_10k/`: "]),
+        ("3157", ["- ✓ GPU `hw.gpu.*`: count: 8; ", "`/data/eagle3/synth_10k/`: "]),
         ("3478", ["61 layers", "384 routed experts", "hidden_size=7168", "q_lora_rank=1536"]),
     ],
 )
@@ -409,5 +417,5 @@ def test_seed_dumps_group_as_the_seeds_do(
     text = seed_dumps[milestone].text
     for piece in lines:
         assert piece in text
-    grouped = [ln for ln in text.splitlines() if re.match(r"^- \S+ .*`[\w./{},-]+`: .*; ", ln)]
+    grouped = [ln for ln in text.splitlines() if re.match(r"^- \S+ .*`[\w./{},*-]+`: .*; ", ln)]
     assert len(grouped) >= 8  # many values per line, not one fact per bullet

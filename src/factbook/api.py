@@ -187,12 +187,15 @@ def status(
     results: bool | None = None,
     budget: int | None = None,
     format: str = "markdown",
+    ids: bool = False,
 ) -> str:
     """The status document as of a milestone (None: now), redacted if asked.
 
     `budget`: a dense dump within that many tokens (characters / 4), facts chosen by
     priority, the rest named by id; `format="json"` returns its selection as JSON text
-    (needs `budget`). Without a budget: the full document in the seeds' structure.
+    (needs `budget`); `ids`: every fact's id in its group line (a budgeted dump that
+    `factbook import` reads into another knowledge base with the same ids). Without a budget:
+    the full document in the seeds' structure.
     """
     from factbook.dumps.status import StatusOptions, render_status
     from factbook.dumps.status.budget import render_budgeted
@@ -200,10 +203,10 @@ def status(
 
     if format not in ("markdown", "json"):
         raise UsageError(f"format must be 'markdown' or 'json', not {format!r}")
-    options = StatusOptions(as_of=as_of, since=since, redact=redact, results=results)
+    options = StatusOptions(as_of=as_of, since=since, redact=redact, results=results, ids=ids)
     if budget is None:
-        if format == "json":
-            raise UsageError("format='json' needs a budget (the selection it describes)")
+        if format == "json" or ids:
+            raise UsageError(f"{'format=json' if ids is False else 'ids=True'} needs a budget")
         return render_status(kb, options)
     dump = render_budgeted(kb, options, budget)
     return dump.json() if format == "json" else dump.text

@@ -39,6 +39,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="markdown",
         help="json: the budgeted dump's selection as data (needs --budget; default: stdout)",
     )
+    p.add_argument(
+        "--ids",
+        action="store_true",
+        help="with --budget: name every fact's id in its group line (longer; `factbook import` "
+        "into another knowledge base then keeps the ids)",
+    )
     p.add_argument("--out", metavar="PATH", help="where to write; '-' for stdout")
     p.add_argument(
         "--redact",
@@ -79,8 +85,10 @@ def handle_status(args: argparse.Namespace) -> int:
         raise UsageError("--format json needs --budget TOKENS (the selection it describes)")
     kb, problems = load_kb_with_problems(Path(args.root))
     warn_lint_problems(len(problems))
+    if args.ids and args.budget is None:
+        raise UsageError("--ids needs --budget TOKENS (the full document names every id)")
     options = StatusOptions(
-        as_of=args.as_of, since=args.since, redact=args.redact, results=args.results
+        as_of=args.as_of, since=args.since, redact=args.redact, results=args.results, ids=args.ids
     )
     if args.budget is not None:
         dump = render_budgeted(kb, options, args.budget)

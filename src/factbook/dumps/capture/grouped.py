@@ -7,7 +7,9 @@ share a directory (factbook.dumps.status.grouping):
     - ✓+ `/data/run/`: `./` (3 TB); `train.log`; ? `ckpt/` — epoch 4 (4.7 GB)
 
 The head names every fact's id in the order of the parts (the prefix once, the last parts in
-braces) or the directory the paths are relative to (`./`: the directory itself). Parts are
+braces; written with `--ids`), or only their topic (`GPU `hw.gpu.*``: each part is one of
+the facts under it, the default), or the directory the paths are relative to (`./`: the
+directory itself). Parts are
 separated by `; ` (the writer turns one inside a part into `, `);
 a part carries its own mark (`?`, `✓+`) where it differs from the line's, which comes first.
 """
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 
 _ID = r"[a-z0-9_]+(?:\.[a-z0-9_-]+)*"
 _FACT_HEAD = re.compile(  # `hw.gpu.{count,model}` or one id (with a dot: not `uv`)
-    rf"^(?P<label>[^`]*?)\s*`(?P<ids>{_ID}\.\{{[a-z0-9_.,-]+\}}|[a-z0-9_]+(?:\.[a-z0-9_-]+)+)`"
+    rf"^(?P<label>[^`]*?)\s*`(?P<ids>{_ID}\.\{{[a-z0-9_.,-]+\}}|{_ID}\.\*|[a-z0-9_]+(?:\.[a-z0-9_-]+)+)`"
     r": (?P<rest>.+)$"
 )
 _DIR_HEAD = re.compile(r"^`(?P<dir>(?:/|~/)[^`]*/)`: (?P<rest>.+)$")
@@ -34,6 +36,7 @@ class Part:
     new: bool = False
     fact_id: str = ""
     path: str = ""
+    scope: str = ""  # a head `hw.gpu.*` names the topic, not each id: the fact is one of it
 
 
 @dataclass
@@ -86,7 +89,15 @@ def read_group(body: str, symbols: set[str]) -> Group | None:
     if not found or len(found.group("label")) > 80:
         return None
     raw_parts = split_parts(found.group("rest"))
-    ids = expand_ids(found.group("ids"))
+    spec = found.group("ids")
+    if spec.endswith(".*"):
+        scope = spec[:-2]
+        parts = []
+        for raw in raw_parts:
+            symbol, new, text = _own_mark(raw, symbols)
+            parts.append(Part(text, symbol, new, scope=scope))
+        return Group(found.group("label").strip(), parts)
+    ids = expand_ids(spec)
     if len(ids) != len(raw_parts):
         if len(ids) > 1:
             return None  # braces that do not match the parts: not a line factbook wrote

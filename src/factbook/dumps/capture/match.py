@@ -3,7 +3,8 @@
 A proposal finds its fact, in this order, by:
 
 1. id: the line's hint names it (a document `factbook status` wrote), or, on a compact
-   (budgeted) status line, the one fact whose title the line shows;
+   (budgeted) status line, the one fact whose title the line shows, or, on a group line
+   whose head names a topic (`hw.gpu.*`), the fact of that topic the part states best;
 2. key: the same thing measured (extract.py: the torch version, the GPU count, a benchmark row);
 3. quote: a fact quotes the same words of a dump (either quote inside the other);
 4. statement: the same sentence, near enough (word overlap, then difflib ratio >= 0.9).
@@ -62,6 +63,7 @@ class Index:
         self.by_statement: dict[str, Fact] = {}
         self.by_title: dict[str, list[Fact]] = {}
         self.word_sets: list[tuple[set[str], Fact]] = []
+        self.scopes: dict[str, list[Fact]] = {}  # topic -> its facts (_in_scope), on demand
         for fact in self.facts:
             for source in fact.sources:
                 if source.quote and len(norm(source.quote)) >= 8:
@@ -132,11 +134,16 @@ class Index:
         statement: str,
         value: Any = None,
         title: str | None = None,
+        scope: str | None = None,
     ) -> Found | None:
         """`title`: a compact status line's text, which shows a fact's title (and its value
-        after `: `) rather than its statement."""
+        after `: `) rather than its statement; `scope`: the topic its group line names."""
         if hinted_id and hinted_id in self.kb.facts:
             return Found(self.kb.facts[hinted_id], "id")
+        if scope:
+            found = self._in_scope(scope, title or statement)
+            if found is not None:
+                return Found(found, "id")
         if title:
             found = self._by_title(title)
             if found is not None:
@@ -167,6 +174,31 @@ class Index:
         if best[1] is not None and best[0] >= SIMILAR:
             return Found(best[1], "statement")
         return None
+
+    def _in_scope(self, scope: str, text: str) -> Fact | None:
+        """The fact under topic `scope` (`hw.gpu` for `hw.gpu.count`) that a group line's part
+        states best: the one whose title, a quote or statement is the longest inside the part
+        (whole words), else the one sharing the most words with them (at least one)."""
+        if scope not in self.scopes:
+            prefix = scope + "."
+            self.scopes[scope] = [f for f in self.facts if f.id.startswith(prefix)]
+        mine_n, mine = f" {' '.join(_WORD.findall(norm(text)))} ", words(text)
+        best: tuple[int, float, Fact | None] = (0, 0.0, None)
+        for fact in self.scopes[scope]:
+            said = [fact.title, fact.statement] + [s.quote for s in fact.sources if s.quote]
+            inside = max(
+                (
+                    len(w)
+                    for w in (" ".join(_WORD.findall(norm(s))) for s in said)
+                    if w and f" {w} " in mine_n
+                ),
+                default=0,
+            )
+            theirs = set().union(*(words(s) for s in said))
+            shared = len(mine & theirs) / max(len(mine), 1)
+            if (inside, shared) > best[:2]:
+                best = (inside, shared, fact)
+        return best[2] if best[0] or best[1] else None
 
     def _by_title(self, text: str) -> Fact | None:
         """The one fact whose title is the text, or the text before its last `: value`."""

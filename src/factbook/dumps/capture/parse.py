@@ -352,6 +352,8 @@ def _generated_group(
                 entry.text = f"{unescape(group.label)} {text}"  # `count: 8` → `GPU count: 8`
             if part.fact_id:
                 entry.fields["id"] = part.fact_id
+            elif part.scope:
+                entry.fields["scope"] = part.scope
         entries.append(entry)
     return entries
 

@@ -117,6 +117,7 @@ def propose_all(
             fact["statement"],
             fact.get("value"),
             title=entry.text if compact else None,
+            scope=entry.fields.get("scope") if compact else None,
         )
         name = verdict(found, fact, built.extracted.key, entry.text, kb, milestone, compact=compact)
         proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])

@@ -44,7 +44,7 @@ from factbook.knowledge.kb import KnowledgeBase
 
 TOKEN_RULE = "ceil(characters / 4)"
 CHARS_PER_TOKEN = 4
-NAMES_SHARE = 0.03  # of the budget, at most, for naming the facts left out
+NAMES_SHARE = 0.015  # of the budget, at most, for naming the facts left out
 _CATEGORY_ORDER = {c.name: n for n, c in enumerate(CATEGORIES)}
 
 
@@ -138,10 +138,7 @@ def left_out_text(left_out: list[Line], cap: int) -> str:
     by_cat: dict[str, list[Line]] = {}
     for ln in left_out:
         by_cat.setdefault(ln.item.category, []).append(ln)
-    lines = [
-        f"{len(left_out)} more facts, each on its handbook page facts/CATEGORY.md#ID "
-        "(or `factbook show ID`):"
-    ]
+    lines = [f"{len(left_out)} more facts: handbook facts/CATEGORY.md#ID, `factbook show ID`:"]
     spent = 0
     unnamed: list[str] = []
     for category in sorted(by_cat, key=lambda c: _CATEGORY_ORDER.get(c, 99)):
@@ -331,7 +328,7 @@ def render_budgeted(
     ctx = prepare(kb, options, now=now)
     placed = place(ctx, live=ctx.uses_results)
     use_quotes(kb, placed.lines, ctx.as_of)
-    assign_topics(placed.lines, placed.parents)
+    assign_topics(placed.lines, placed.parents, ids=options.ids)
     position = {ln.id: n for n, ln in enumerate(placed.lines)}
     ranked = rank_lines(kb, placed.lines, ctx)
     redact = redactor_for(kb) if options.redact else None

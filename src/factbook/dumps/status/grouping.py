@@ -43,8 +43,9 @@ def _word(word: str) -> str:
 
 def topic_label(titles: list[str]) -> list[str]:
     """The leading words of a topic's titles: a first word that at least a third of them
-    (and two) start with, then each next word that most of all titles share, each title
-    keeping a word after them: `GPU` for `GPU count`, `GPU model`, `Total VRAM`."""
+    (and two) start with, then each next word that every title starting with those shares,
+    each title keeping a word after them: `GPU` for `GPU count`, `GPU model`, `Total VRAM`;
+    `Engine` (not `Engine B`) for `Engine A speed`, `Engine B tuned`, `Engine B untuned`."""
     split = [[_word(w) for w in t.split()] for t in titles]
     label: list[str] = []
     while True:
@@ -54,7 +55,7 @@ def topic_label(titles: list[str]) -> list[str]:
         for words in with_label:
             if len(words) > n + 1:
                 counts[words[n]] = counts.get(words[n], 0) + 1
-        need = max(2, math.ceil(len(titles) / 3)) if not n else len(titles) // 2 + 1
+        need = max(2, math.ceil(len(titles) / 3)) if not n else len(with_label)
         best = max(counts, key=lambda w: counts[w], default="")
         if not best or counts[best] < need:
             break
@@ -138,8 +139,10 @@ def id_topics(ids: list[str]) -> dict[str, str]:
     return out
 
 
-def _group_facts(lines: list[Line]) -> None:
-    """Topics for one group of facts; each part rewritten without the line's head."""
+def _group_facts(lines: list[Line], ids: bool) -> None:
+    """Topics for one group of facts; each part rewritten without the line's head. The head
+    is the shared title words (or, without any, the id prefix); with `ids`, followed by every
+    fact's id (render_group_line writes them, `prefix` tells it to)."""
     topics = id_topics([ln.id for ln in lines])
     members: dict[str, list[Line]] = {}
     for ln in lines:
@@ -147,9 +150,11 @@ def _group_facts(lines: list[Line]) -> None:
             members.setdefault(topics[ln.id], []).append(ln)
     for topic, group in members.items():
         label = topic_label([ln.item.title for ln in group])
-        head = f"{md(' '.join(label))} `{topic}`" if label else f"`{topic}`"
+        named = f"{topic}.*"  # the topic as a pattern: `factbook list 'hw.gpu.*'`
+        head = f"{md(' '.join(label))} `{named}`" if label else f"`{named}`"
         for ln in group:
-            ln.topic, ln.prefix, ln.label = head, topic, md(" ".join(label))
+            ln.topic, ln.label = head, md(" ".join(label))
+            ln.prefix = topic if ids else ""
             brief = _counted(ln, label) or strip_label(ln.brief, label)
             full = strip_label(_statement(ln.full), label)
             clause = strip_label(_statement(_CLAUSE.split(ln.full, maxsplit=1)[0]), label)
@@ -190,7 +195,7 @@ def _group_files(lines: list[Line], parents: dict[str, str]) -> None:
             ln.brief, ln.full = file_forms(ln.item, "./")
 
 
-def assign_topics(lines: list[Line], parents: dict[str, str]) -> None:
+def assign_topics(lines: list[Line], parents: dict[str, str], *, ids: bool = False) -> None:
     """Give the facts of every grouped section their topic line (see the module docstring);
     `parents` ({file id: directory shown}) is updated for the files."""
     groups: dict[tuple[str, str], list[Line]] = {}
@@ -201,4 +206,4 @@ def assign_topics(lines: list[Line], parents: dict[str, str]) -> None:
         if section == "files":
             _group_files(members, parents)
         else:
-            _group_facts(members)
+            _group_facts(members, ids)

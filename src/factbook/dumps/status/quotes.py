@@ -4,8 +4,9 @@ A fact's title paraphrases what a status dump said (`Experts per token: 8`); its
 the dump's own words (`384 routed experts top-8`, `2 sockets, 32 cores each`,
 `draft_vocab_size=32000`), which is what a reader at the next hand-over searches for and what
 the hand-written dumps fit into a few thousand tokens. So a budgeted dump's brief line is the
-shortest quote that carries at least as many names and numbers per character as the title
-with its value, states the value, and was known at the dump's moment (a quote from a later
+quote that carries the most names and numbers per character (the shorter on a tie),
+provided it states the value, is not a
+table row cut from its header, and was known at the dump's moment (a quote from a later
 message would leak what was learned after it). Facts without quotes keep their titles.
 """
 
@@ -25,6 +26,7 @@ MAX_QUOTE = 140  # characters: longer quotes are sentences, the full line's job
 QUOTED_KINDS = ("hardware", "software", "model", "tokenizer", "benchmarks", "training")
 _TRIM = " \t.,;:-—–"
 _DIGITS = re.compile(r"(?<=\d),(?=\d{3})")
+_TABLE_ROW = re.compile(r"^\|.*\|$")
 
 
 def _clean(quote: str) -> str:
@@ -59,13 +61,21 @@ def use_quotes(kb: KnowledgeBase, lines: list[Line], as_of: Milestone | None) ->
         fact = ln.item.fact
         if fact is None or ln.item.category not in QUOTED_KINDS or ln.item.refuted:
             continue
-        best, worth = ln.brief, _worth(ln.brief)
+        best, key = ln.brief, _preference(ln.brief)
         for source in fact.sources:
             if not source.quote or not kb.source_known(source, as_of):
                 continue
             quote = md(_clean(source.quote))
             if not 4 <= len(quote) <= MAX_QUOTE or not _states(fact.value, quote):
                 continue
-            if _worth(quote) > worth or (_worth(quote) == worth and len(quote) < len(best)):
-                best, worth = quote, _worth(quote)
+            if _TABLE_ROW.match(quote):
+                continue  # a table's row without its header says nothing on its own
+            if _preference(quote) > key:
+                best, key = quote, _preference(quote)
         ln.brief = best
+
+
+def _preference(text: str) -> tuple[float, int]:
+    """Which wording a brief line takes: the most names and numbers per character, then the
+    shorter."""
+    return (_worth(text), -len(text))

@@ -52,6 +52,7 @@ class StatusOptions:
     since: str | None = None
     redact: bool = False
     results: bool | None = None  # None: live results for 'now' only
+    ids: bool = False  # budgeted dumps: every fact's id in its group line's head
 
 
 def md(text: Any) -> str:

@@ -41,6 +41,9 @@ RANKS = {
     7: "the rest, most recent first",
 }
 STRICT_RANKS = (1, 2, 3)
+# What is broken or open now goes in whole (symptom, flags, where the log is): it is what the
+# reader picks up first. Next steps stay brief until there is room.
+WHOLE_REASONS = ("broken now (check)", "open now", "what open work is about")
 RANK_WEIGHTS = {1: 4.0, 2: 3.0, 3: 4.0, 4: 3.0, 5: 3.0, 6: 3.0, 7: 1.0}
 AGE_FACTOR = 0.7
 ITEM_BONUS = 5.0  # showing a fact at all is worth five new names or numbers
@@ -117,7 +120,8 @@ _STOP = frozenset(
 def information(text: str) -> dict[str, float]:
     """The distinctive pieces of a line and what each is worth: a number, a name or a path
     (anything with a digit, `_ . / = < > * +`, or capitals inside: `163586`, `midlayer.*`,
-    `NCCL_PROTO=LL`, `SGLang`) counts 1; another word of five letters or more counts 0.3.
+    `NCCL_PROTO=LL`, `SGLang`) counts 1, and a setting's name in `name=value` another 0.5 (it
+    is what a reader searches for); another word of five letters or more counts 0.3.
     Lower-cased, thousands separators dropped."""
     found: dict[str, float] = {}
     for raw in _WORD.findall(_DIGIT_GROUP.sub("", text)):
@@ -127,6 +131,9 @@ def information(text: str) -> dict[str, float]:
             continue
         if _STRONG.search(raw):
             found[word] = 1.0
+            key, eq, value = word.partition("=")
+            if eq and key and value:  # `hidden_size=7168`: a setting's name and its value
+                found.setdefault(key, 0.5)
         elif len(word) >= 5:
             found.setdefault(word, 0.3)
     return found
@@ -190,12 +197,30 @@ def _recency(kb: KnowledgeBase, line: Line, ctx: StatusContext) -> int:
     return best
 
 
+def is_open(line: Line) -> bool:
+    """Broken or open now: a drifted or errored check, work in progress."""
+    return line.item.mark.kind in ("drifted", "error") or line.section == "in_progress"
+
+
+def _linked_from_open(lines: list[Line]) -> set[str]:
+    """Ids that open work links to (the problem a debugging step is about, its pitfall):
+    the reader picking the work up needs them with it."""
+    return {
+        target
+        for ln in lines
+        if is_open(ln)
+        for targets in ln.item.links.values()
+        for target in targets
+    }
+
+
 def rank_lines(kb: KnowledgeBase, lines: list[Line], ctx: StatusContext) -> list[Line]:
     """Give every line its rank, reason and order; returns them most important first."""
     best = best_figures(kb, lines)
     refuted = {i.id for i in ctx.changes.refuted}
     moved = {m.after.id for m in ctx.changes.moved}
     changed = {i.id for i in ctx.changes.new} | {i.id for i, _ in ctx.changes.status_changed}
+    about_open = _linked_from_open(lines)
     for position, line in enumerate(lines):
         item = line.item
         category = item.category
@@ -209,6 +234,8 @@ def rank_lines(kb: KnowledgeBase, lines: list[Line], ctx: StatusContext) -> list
             rank, reason, order = 3, "broken now (check)", (0, position)
         elif line.section == "in_progress":
             rank, reason, order = 3, "open now", (1, position)
+        elif line.id in about_open and not item.refuted and item.status != "stale":
+            rank, reason, order = 3, "what open work is about", (1, position)
         elif line.section == "next":
             rank, reason, order = 3, "next step", (2, position)
         elif category == "pitfalls" and not item.refuted and item.status != "stale":
@@ -287,12 +314,13 @@ def choose(
     for ln in lines:
         if ln.rank not in STRICT_RANKS:
             continue
-        cost = ln.cost(full=False) + _heading_cost(ln, opened)
+        full = ln.reason in WHOLE_REASONS
+        cost = ln.cost(full=full) + _heading_cost(ln, opened)
         if cost <= room:
             room -= cost
-            chosen[ln.id] = False
+            chosen[ln.id] = full
             opened |= _open(ln)
-            known |= set(info[ln.id][0])
+            known |= set(info[ln.id][1 if full else 0])
     recencies = [-ln.order[0] for ln in lines if ln.rank == 7 and ln.order]
     newest = max(recencies, default=0)
     by_id = {ln.id: ln for ln in lines}
