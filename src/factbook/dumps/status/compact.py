@@ -36,6 +36,7 @@ COMPACT_MARKS = {
     "refuted": "✗",
 }
 NEW_FLAG = "+"
+REFUTED_GROUP = "Refuted (believed → true)"  # a short heading: the dump pays for every character
 _DATE = re.compile(r"\d{4}-\d\d-\d\d")
 
 
@@ -196,7 +197,8 @@ def _with_value(item: Item) -> str:
 
 
 def _truth(item: Item, titles: dict[str, str]) -> str:
-    """What is true instead of a refuted fact: what replaced it, or the refutation's note."""
+    """What is true instead of a refuted fact: what replaced it (its title with its value,
+    `titles` holds them so), or the refutation's note."""
     replaced = [titles[i] for i in item.links.get("replaced_by", []) if i in titles]
     return "; ".join(replaced) or item.mark.detail or "refuted"
 
@@ -219,7 +221,7 @@ def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
         cause = item.get("cause")
         if symptom and fix:  # the issue's "symptom → fix", the cause between (`←`)
             why = f" ← {_clause(cause)}" if cause else ""
-            brief = f"{md(item.title)} → {_clause(fix)}{ref}"
+            brief = f"{md(item.title)} → {_first_clause(fix)}{ref}"
             full = f"{md(item.title)}: {_clause(symptom)}{why} → {_clause(fix)}{ref}"
         else:
             full = f"{md(item.title)}: {md(item.text)}{ref}"
@@ -238,6 +240,16 @@ def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
         failed = " (FAILED)" if item.get("state") in ("failed", "blocked") else ""
         return md(item.title) + failed, md(item.text) + failed
     return md(_with_value(item)), md(item.text)
+
+
+_ASIDE = re.compile(r" \(|; |, e\.g\.,? ")
+
+
+def _first_clause(text: Any) -> str:
+    """A fix in a brief line: what to do, without its asides (a parenthesis, an example, a
+    second clause after `;`), which the full line keeps."""
+    clause = _clause(text)
+    return _ASIDE.split(clause, maxsplit=1)[0].rstrip(" ,:") or clause
 
 
 def _clause(text: Any) -> str:
@@ -305,7 +317,7 @@ def place(ctx: StatusContext, *, live: bool) -> Placed:
     for machine in ctx.files:
         for group in machine.groups:
             everything += group.items
-    titles = {i.id: i.title for i in everything}
+    titles = {i.id: _with_value(i) for i in everything}
     new = {i.id for i in ctx.changes.new}
     placed = Placed()
     seen: set[str] = set()
@@ -315,7 +327,7 @@ def place(ctx: StatusContext, *, live: bool) -> Placed:
             return
         seen.add(item.id)
         if item.refuted and kind not in ("file",):
-            section, group, kind = "discoveries", "Refuted assumptions (believed → true)", "refuted"
+            section, group, kind = "discoveries", REFUTED_GROUP, "refuted"
         brief, full = forms(item, kind, titles)
         stamp = _stamp(item, live)
         placed.lines.append(

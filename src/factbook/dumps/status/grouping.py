@@ -26,11 +26,11 @@ from __future__ import annotations
 import math
 import re
 
-from factbook.dumps.status.compact import Line, file_forms
+from factbook.dumps.status.compact import REFUTED_GROUP, Line, file_forms
 from factbook.dumps.status.render import md
 
 GROUPED_SECTIONS = ("discoveries", "files")
-SOLO_GROUPS = ("Known pitfalls", "Refuted assumptions (believed → true)")
+SOLO_GROUPS = ("Known pitfalls", REFUTED_GROUP)
 _LEAD = re.compile(r"^(?:(?:has|have|is|are|uses|was|were)\s+)?(?:(?:an?|the)\s+)?", re.I)
 _INSTALLED = re.compile(r"\s+(?:is|are) installed$", re.I)
 _CLAUSE = re.compile(r" \(|; |: | - | — |, ")

@@ -134,6 +134,7 @@ def information(text: str) -> dict[str, float]:
             key, eq, value = word.partition("=")
             if eq and key and value:  # `hidden_size=7168`: a setting's name and its value
                 found.setdefault(key, 0.5)
+                found.setdefault(value, 1.0)  # `CUDA_HOME=/usr/local/cuda-12.8` names the path
         elif len(word) >= 5:
             found.setdefault(word, 0.3)
     return found
@@ -260,16 +261,22 @@ def rank_lines(kb: KnowledgeBase, lines: list[Line], ctx: StatusContext) -> list
     return sorted(lines, key=lambda x: (x.rank, *x.order))
 
 
-def _heading_cost(line: Line, opened: set[tuple[str, ...]]) -> int:
-    """What showing this line first in its section, group or topic line costs on top of it."""
-    cost = 0
+def _heading_costs(line: Line, opened: set[tuple[str, ...]]) -> dict[tuple[str, ...], int]:
+    """What showing this line first in its section, group or topic line costs on top of it,
+    per heading not yet opened (keyed as _open keys them)."""
+    costs = {}
     if (line.section, "") not in opened:
-        cost += len(dict(SECTIONS)[line.section]) + 6
+        costs[(line.section, "")] = len(dict(SECTIONS)[line.section]) + 6
     if (line.section, line.group) not in opened and line.group:
-        cost += len(line.group) + 6
+        costs[(line.section, line.group)] = len(line.group) + 6
     if line.topic and (line.section, line.group, line.topic) not in opened:
-        cost += len(line.topic) + 5  # `- ✓ HEAD: ` and the newline, less the first `; `
-    return cost
+        # `- ✓ HEAD: ` and the newline, less the first `; `
+        costs[(line.section, line.group, line.topic)] = len(line.topic) + 5
+    return costs
+
+
+def _heading_cost(line: Line, opened: set[tuple[str, ...]]) -> int:
+    return sum(_heading_costs(line, opened).values())
 
 
 def _open(line: Line) -> set[tuple[str, ...]]:
@@ -325,15 +332,15 @@ def choose(
     newest = max(recencies, default=0)
     by_id = {ln.id: ln for ln in lines}
     weight = {ln.id: _weight(ln, newest) for ln in lines}
-    sharing: dict[tuple[str, ...], int] = {}
+    sharing: dict[tuple[str, ...], int] = {}  # heading -> the facts that may stand under it
     for ln in lines:
-        if ln.topic:
-            key = (ln.section, ln.group, ln.topic)
+        for key in _open(ln):
             sharing[key] = sharing.get(key, 0) + 1
 
     def value(fid: str, full: bool) -> tuple[float, int]:
-        """(worth per character, characters): a topic line's head is shared by the facts
-        that may join it, so each is charged its share when judging worth."""
+        """(worth per character, characters): a heading (section, group, a topic line's
+        head) is shared by the facts that may stand under it, so each is charged its share
+        when judging worth."""
         ln = by_id[fid]
         if full:
             cost = judged = ln.cost(full=True) - ln.cost(full=False)
@@ -341,10 +348,9 @@ def choose(
             if ln.rank in FULL_RANKS and gain >= 1:
                 gain += FULL_BONUS
         else:
-            heading = _heading_cost(ln, opened)
-            share = sharing.get((ln.section, ln.group, ln.topic), 1)
-            cost = ln.cost(full=False) + heading
-            judged = ln.cost(full=False) + heading / share
+            headings = _heading_costs(ln, opened)
+            cost = ln.cost(full=False) + sum(headings.values())
+            judged = ln.cost(full=False) + sum(c / sharing[k] for k, c in headings.items())
             gain = _gain(info[fid][0], known)
             gain = gain + ITEM_BONUS if gain > 0 or _gain(info[fid][1], known) > 0 else 0.0
         if gain <= 0 or cost <= 0:
