@@ -45,6 +45,13 @@ MAX_INT_BITS = int(_DIGITS * 3.3)  # log2(10) = 3.32: every such integer prints
 _PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 
 PathKey = tuple[Any, ...]
+_STR_TAG = "tag:yaml.org,2002:str"
+# the safe constructors that build a scalar in one call (the others are generators, or
+# refuse a scalar node: construct_object runs them)
+_SCALAR_CONSTRUCTORS = {
+    f"tag:yaml.org,2002:{name}": yaml.SafeLoader.yaml_constructors[f"tag:yaml.org,2002:{name}"]
+    for name in ("null", "bool", "int", "float", "binary", "timestamp")
+}
 # libyaml's composer keeps marks and is ~10x faster than the pure-Python one.
 _COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -114,8 +121,13 @@ def _scalar(
     node: yaml.Node, doc: LocatedDoc, problems: list[Problem], ctor: yaml.SafeLoader
 ) -> Any:
     line = node.start_mark.line + 1
+    if node.tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
+        return node.value  # what SafeConstructor builds for a string, without its bookkeeping
     try:
-        value = ctor.construct_object(node, deep=True)
+        known = _SCALAR_CONSTRUCTORS.get(node.tag) if isinstance(node, yaml.ScalarNode) else None
+        # a plain scalar's constructor called directly: construct_object would also record it
+        # in tables kept for aliases, which are refused before this point
+        value = known(ctor, node) if known is not None else ctor.construct_object(node, deep=True)
         if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:  # 0x + 4000 digits
             problems.append(
                 Problem(doc.file, line, f"invalid value: Exceeds the limit ({_DIGITS} digits)")
@@ -144,34 +156,60 @@ def refusal(text: str, display: str, *, first_line: int = 1) -> Problem | None:
         line = text.count("\n", 0, bad.start()) + first_line
         return Problem(display, line, f"forbidden character U+{code:04X} ({name}) in YAML")
     depth = nodes = documents = 0
+    kinds = _EVENT_KINDS
     try:
         for event in yaml.parse(text, Loader=_COMPOSER):
-            line = event.start_mark.line + first_line
-            if isinstance(event, yaml.AliasEvent):
-                return Problem(
-                    display,
-                    line,
-                    f"YAML alias '*{event.anchor}' is not allowed here (write the value out)",
-                )
-            if isinstance(event, yaml.DocumentStartEvent):
-                documents += 1
-                if documents > 1:
-                    return Problem(display, line, "more than one YAML document in this file")
-            elif isinstance(event, yaml.CollectionStartEvent):
+            # one dict lookup per event (this loop sees every value of every file read)
+            kind = kinds.get(type(event)) or _event_kind(event)
+            if kind is _SCALAR:
+                nodes += 1
+            elif kind is _START:
                 depth += 1
                 nodes += 1
                 if depth > MAX_DEPTH:
+                    line = event.start_mark.line + first_line
                     return Problem(display, line, f"nested deeper than {MAX_DEPTH} levels")
-            elif isinstance(event, yaml.CollectionEndEvent):
+            elif kind is _END:
                 depth -= 1
-            elif isinstance(event, yaml.ScalarEvent):
-                nodes += 1
+                continue
+            elif kind is _ALIAS:
+                return Problem(
+                    display,
+                    event.start_mark.line + first_line,
+                    f"YAML alias '*{event.anchor}' is not allowed here (write the value out)",
+                )
+            elif kind is _DOCUMENT:
+                documents += 1
+                if documents > 1:
+                    line = event.start_mark.line + first_line
+                    return Problem(display, line, "more than one YAML document in this file")
             if nodes > MAX_NODES:
+                line = event.start_mark.line + first_line
                 return Problem(display, line, f"more than {MAX_NODES} values in one file")
     except yaml.YAMLError:
         found = _syntax_problem(text, display)
         return Problem(display, found.line + first_line - 1, found.message)
     return None
+
+
+_SCALAR, _START, _END, _ALIAS, _DOCUMENT, _OTHER = "scalar", "start", "end", "alias", "doc", "-"
+_EVENT_KINDS: dict[type, str] = {
+    yaml.ScalarEvent: _SCALAR,
+    yaml.SequenceStartEvent: _START,
+    yaml.MappingStartEvent: _START,
+    yaml.SequenceEndEvent: _END,
+    yaml.MappingEndEvent: _END,
+    yaml.AliasEvent: _ALIAS,
+    yaml.DocumentStartEvent: _DOCUMENT,
+}
+
+
+def _event_kind(event: yaml.Event) -> str:
+    """What `refusal` counts an event as, for a class not in _EVENT_KINDS (a subclass)."""
+    for cls, kind in _EVENT_KINDS.items():
+        if isinstance(event, cls):
+            return kind
+    return _OTHER
 
 
 def unreadable_if_written(text: str, display: str, *, limit: int = MAX_BYTES) -> Problem | None:

@@ -368,15 +368,25 @@ def _kind_for(path: str, label: str) -> str:
     return "dir" if path.endswith("/") else "file"
 
 
-def make_id(fact: dict[str, Any], taken: set[str]) -> str:
-    """A readable id no other fact has: `<category prefix>.<words of the title>`."""
+def make_id(
+    fact: dict[str, Any], taken: set[str], tried: dict[str, int] | None = None
+) -> str:
+    """A readable id no other fact has: `<category prefix>.<words of the title>`.
+
+    `tried` (kept by the caller across calls with one growing `taken`) remembers where each
+    base's search for a free `-N` stopped: the numbers below it are still taken, so a dump
+    repeating one title 10,000 times costs 10,000 steps, not 50 million.
+    """
     prefix = PREFIXES.get(fact["category"], fact["category"])
     words = [w for w in re.split(r"[^a-z0-9]+", str(fact["title"]).lower()) if w]
     words = [w for w in words if w not in STOPWORDS][:5] or ["item"]
     base = f"{prefix}." + "-".join(words)
     base = base[:48].rstrip("-")
-    candidate, n = base, 2
+    n = tried.get(base, 1) if tried is not None else 1
+    candidate = base if n == 1 else f"{base}-{n}"
     while candidate in taken or not _ID_OK.match(candidate):
-        candidate = f"{base}-{n}"
         n += 1
+        candidate = f"{base}-{n}"
+    if tried is not None:
+        tried[base] = n
     return candidate

@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,9 @@ class Index:
         self.by_title: dict[str, list[Fact]] = {}
         self.word_sets: list[tuple[set[str], Fact]] = []
         self.scopes: dict[str, list[Fact]] = {}  # topic -> its facts (_in_scope), on demand
+        self.statements_n: list[str] = []  # word_sets' statements, normalised once
+        self.counts: dict[int, Counter[str]] = {}  # their characters, counted when needed
+        self.matchers: dict[int, difflib.SequenceMatcher[str]] = {}
         for fact in self.facts:
             for source in fact.sources:
                 if source.quote and len(norm(source.quote)) >= 8:
@@ -74,6 +78,7 @@ class Index:
             self.by_statement.setdefault(norm(fact.statement), fact)
             self.by_title.setdefault(norm(fact.title), []).append(fact)
             self.word_sets.append((words(fact.statement), fact))
+            self.statements_n.append(norm(fact.statement))
         self._index_quotes()
         self.by_word: dict[str, list[int]] = {}  # statement word -> word_sets positions
         for n, (theirs, _) in enumerate(self.word_sets):
@@ -161,6 +166,7 @@ class Index:
             return Found(self.by_statement[statement_n], "statement")
         mine = words(statement)
         best: tuple[float, Fact | None] = (0.0, None)
+        mine_counts: Counter[str] | None = None
         for n in self._word_candidates(mine) if mine else []:
             theirs, fact = self.word_sets[n]
             if not mine or not theirs:
@@ -168,7 +174,21 @@ class Index:
             overlap = len(mine & theirs) / len(mine | theirs)
             if overlap < _OVERLAP:
                 continue
-            ratio = difflib.SequenceMatcher(None, statement_n, norm(fact.statement)).ratio()
+            # the cheap upper bounds first: a ratio that cannot reach SIMILAR, or beat the
+            # best so far, never decides (same answer, a fraction of the comparisons)
+            # difflib's own upper bounds (real_quick_ratio, quick_ratio), computed from
+            # character counts kept per known statement: a candidate that can neither reach
+            # SIMILAR nor beat the best so far is never compared in full
+            known_n = self.statements_n[n]
+            total = len(statement_n) + len(known_n)
+            if _cannot_win(_ratio(min(len(statement_n), len(known_n)), total), best[0]):
+                continue
+            if mine_counts is None:
+                mine_counts = Counter(statement_n)
+            common = sum((mine_counts & self._counts(n)).values())
+            if _cannot_win(_ratio(common, total), best[0]):
+                continue
+            ratio = self._matcher(n, statement_n).ratio()
             if ratio > best[0]:
                 best = (ratio, fact)
         if best[1] is not None and best[0] >= SIMILAR:
@@ -200,6 +220,21 @@ class Index:
                 best = (inside, shared, fact)
         return best[2] if best[0] or best[1] else None
 
+    def _counts(self, n: int) -> Counter[str]:
+        counts = self.counts.get(n)
+        if counts is None:
+            counts = self.counts[n] = Counter(self.statements_n[n])
+        return counts
+
+    def _matcher(self, n: int, statement_n: str) -> difflib.SequenceMatcher[str]:
+        """A matcher of `statement_n` against known statement `n`: difflib caches what it
+        learns about the second sequence, so each known statement's is kept and reused."""
+        matcher = self.matchers.get(n)
+        if matcher is None:
+            matcher = self.matchers[n] = difflib.SequenceMatcher(None, "", self.statements_n[n])
+        matcher.set_seq1(statement_n)
+        return matcher
+
     def _by_title(self, text: str) -> Fact | None:
         """The one fact whose title is the text, or the text before its last `: value`."""
         text = norm(text)
@@ -220,6 +255,17 @@ class Index:
 
 
 _TITLE_TRIES = 16
+
+
+def _ratio(matches: int, length: int) -> float:
+    """difflib's ratio formula (`_calculate_ratio`), so bounds compare exactly with it."""
+    return 2.0 * matches / length if length else 1.0
+
+
+def _cannot_win(bound: float, best: float) -> bool:
+    """A difflib ratio at most `bound` neither reaches SIMILAR nor beats `best` (strictly, as
+    the first of equal ratios wins): skipping it leaves the answer as it was."""
+    return bound < SIMILAR or bound <= best
 
 
 def _known(kb: KnowledgeBase, fact: Fact, milestone: Milestone | None) -> bool:

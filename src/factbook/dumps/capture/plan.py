@@ -86,6 +86,7 @@ def propose_all(
     """A proposal (with its verdict) for every placed entry; unplaced entries; duplicates."""
     index = Index(kb, milestone)
     taken = set(kb.facts)
+    tried: dict[str, int] = {}  # make_id's search, resumed per base
     seen: set[str] = set()
     proposals: list[Proposal] = []
     unplaced: list[Entry] = []
@@ -128,7 +129,7 @@ def propose_all(
         if name == "unchanged":
             continue
         hinted = built.hinted_id
-        fact["id"] = hinted if hinted and hinted not in taken else make_id(fact, taken)
+        fact["id"] = hinted if hinted and hinted not in taken else make_id(fact, taken, tried)
         taken.add(fact["id"])
         if name == "new":
             proposal.fact = fact

@@ -31,7 +31,7 @@ from factbook.dumps.capture.boxes import Boxes
 from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.targetfile import write_targets
 from factbook.errors import InputError
-from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, load_kb_with_problems
+from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, parse_kb_with_problems
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.yamlsrc import unreadable_if_written
 from factbook.store.atomic import write_text_atomic
@@ -292,7 +292,7 @@ def apply(
             _scratch_copy(root, scratch)
             chosen = [p for p in proposals if p.clean]
             _apply_to(scratch, kb, chosen, boxes)
-            _, problems = load_kb_with_problems(scratch)
+            _, problems = parse_kb_with_problems(scratch)  # a throwaway copy: no cache
             fresh = [p for p in problems if (p.file, p.message) not in before]
             by_id = {i: p for p in chosen for i in p.ids}
             blamed = False

@@ -17,6 +17,7 @@ says (classify.py), falling back to the section's own category.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -73,6 +74,7 @@ DISCOVERIES = Section("software", generic=True)  # an unnamed discovery: placed 
 _COMPILED = [(re.compile(p), s) for p, s in RULES]
 
 
+@functools.lru_cache(maxsize=4096)  # a dump repeats its few headings on every item
 def classify(heading: str) -> Section | None:
     """The section a heading names, or None when it names none of the known ones."""
     text = heading.lower()
