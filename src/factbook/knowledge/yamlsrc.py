@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -52,8 +52,43 @@ _SCALAR_CONSTRUCTORS = {
     f"tag:yaml.org,2002:{name}": yaml.SafeLoader.yaml_constructors[f"tag:yaml.org,2002:{name}"]
     for name in ("null", "bool", "int", "float", "binary", "timestamp")
 }
-# libyaml's composer keeps marks and is ~10x faster than the pure-Python one.
-_COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class MemoResolver:
+    """A mix-in for PyYAML loaders and dumpers: a plain scalar's implicit tag (`1` is an int,
+    `yes` a bool, `x` a string) remembered per text. libyaml calls `resolve` back into Python
+    for every scalar it reads or writes (twice when writing), each a few regex matches; fact
+    files repeat the same keys and values thousands of times. Safe classes have no path
+    resolvers, so the answer depends on the text alone."""
+
+    _tags: ClassVar[dict[tuple[str, Any], str]] = {}
+    MEMO_MAX = 50_000  # entries; a long value is never remembered
+    MEMO_TEXT_MAX = 256
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:  # type: ignore[attr-defined]
+            return super().resolve(kind, value, implicit)  # type: ignore[misc]
+        key = (value, implicit)
+        tag = self._tags.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
+            if len(value) <= self.MEMO_TEXT_MAX:
+                if len(self._tags) >= self.MEMO_MAX:
+                    self._tags.clear()
+                self._tags[key] = tag
+        return tag
+
+
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class FastSafeLoader(MemoResolver, _BASE_LOADER):  # type: ignore[valid-type,misc]
+    """libyaml's safe loader (marks kept, ~10x the pure-Python one) with remembered tags."""
+
+    _tags: ClassVar[dict[tuple[str, Any], str]] = {}
+
+
+_COMPOSER = FastSafeLoader
 
 
 @dataclass

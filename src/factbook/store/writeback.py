@@ -20,19 +20,19 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
 from factbook.errors import UsageError, WritebackError
-from factbook.knowledge.yamlsrc import unreadable_if_written
+from factbook.knowledge.yamlsrc import FastSafeLoader, MemoResolver, unreadable_if_written
 from factbook.store.atomic import exclusive_lock, write_text_atomic
 
 LOCK_DIR = ".factbook-cache/locks"
 
 _UNSET: Any = object()
 # libyaml when present: the same marks (character offsets), ten times faster on big files.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LOADER = FastSafeLoader
 FACT_FILE_HEADER = (
     "# yaml-language-server: $schema=../schema/facts.schema.json\n"
     "# Written by factbook; edit freely, comments and order are kept.\n"
@@ -50,8 +50,17 @@ class _BlockDumper(yaml.SafeDumper):
         return True  # the loader refuses aliases (yamlsrc): shared objects are written out
 
 
+_C_DUMPER = getattr(yaml, "CSafeDumper", None)
+
+
+class _MemoCDumper(MemoResolver, _C_DUMPER or yaml.SafeDumper):  # type: ignore[misc]
+    """libyaml's safe emitter with remembered scalar tags (yamlsrc.MemoResolver)."""
+
+    _tags: ClassVar[dict[tuple[str, Any], str]] = {}
+
+
 # libyaml's emitter when present: ~6x faster than PyYAML's (an import appends thousands)
-_FAST_DUMPER = getattr(yaml, "CSafeDumper", None)
+_FAST_DUMPER = _MemoCDumper if _C_DUMPER is not None else None
 
 
 def dump_block(data: Any, *, fast: bool = True) -> str:

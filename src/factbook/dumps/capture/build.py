@@ -368,9 +368,7 @@ def _kind_for(path: str, label: str) -> str:
     return "dir" if path.endswith("/") else "file"
 
 
-def make_id(
-    fact: dict[str, Any], taken: set[str], tried: dict[str, int] | None = None
-) -> str:
+def make_id(fact: dict[str, Any], taken: set[str], tried: dict[str, int] | None = None) -> str:
     """A readable id no other fact has: `<category prefix>.<words of the title>`.
 
     `tried` (kept by the caller across calls with one growing `taken`) remembers where each

@@ -30,6 +30,7 @@ from factbook.knowledge.model import Fact, Milestone
 
 SIMILAR = 0.9
 _OVERLAP = 0.6  # words two statements share (Jaccard) before they are compared closely
+assert _OVERLAP == 3 / 5  # find's size filter compares in whole numbers: 5 x small < 3 x large
 _WORD = re.compile(r"[a-z0-9]+(?:[.,/+-][a-z0-9]+)*")
 _SPACE = re.compile(r"\s+")
 REFUTING = re.compile(
@@ -171,6 +172,8 @@ class Index:
             theirs, fact = self.word_sets[n]
             if not mine or not theirs:
                 continue
+            if 5 * min(len(mine), len(theirs)) < 3 * max(len(mine), len(theirs)):
+                continue  # Jaccard is at most the ratio of the sizes: below 3/5, _OVERLAP
             overlap = len(mine & theirs) / len(mine | theirs)
             if overlap < _OVERLAP:
                 continue
