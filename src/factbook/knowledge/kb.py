@@ -21,13 +21,13 @@ from factbook.knowledge.fleet.load import load_targets_file
 from factbook.knowledge.fleet.patterns import is_pattern, match
 from factbook.knowledge.kbfiles import confined, escapes, outside_problem
 from factbook.knowledge.limits import PROBE_ARG_MAX
+from factbook.knowledge.locate import FACTS_DIR
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.yamlsrc import LocatedDoc, load_located, recording_reads
 from factbook.probes.catalog import builtin_probes
 from factbook.probes.scan import ProbeSpec, find_custom_probes
 
-FACTS_DIR = "facts"
 MILESTONES_FILE = "milestones.yaml"
 TARGETS_FILE = "targets.yaml"
 CHECKS_DIR = "checks"

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from factbook.knowledge.kb import FACTS_DIR
-
 ROOT_ENV = "FACTBOOK_ROOT"
+# the folder that makes a knowledge base; defined here, not in kb.py, so that finding the
+# root (every command's first step) does not import the whole loader
+FACTS_DIR = "facts"
 
 
 def find_root(start: Path | str | None = None) -> Path | None:

@@ -17,16 +17,19 @@ import json
 import logging
 import threading
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import NotificationParams, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from factbook.errors import FactbookError
-from factbook.integrations.mcp.tools import MAX_LIMIT, MAX_QUERY, Toolbox
+from factbook.integrations.mcp.settings import MAX_LIMIT, MAX_QUERY
 from factbook.store.stamps import FACTBOOK_VERSION
+
+if TYPE_CHECKING:
+    from factbook.integrations.mcp.tools import Toolbox
 
 log = logging.getLogger("factbook.mcp")
 
@@ -55,12 +58,55 @@ def _validation_line(name: str, error: ValidationError) -> str:
     return f"{name}: invalid arguments: {'; '.join(parts)}"
 
 
+class DeferredToolbox:
+    """The Toolbox, imported and built on first use.
+
+    tools.py brings the knowledge base's loader, search and results with it; the handshake
+    needs none of them, so the server declares its tools and answers `initialize` first, and
+    the Toolbox comes into being when the client says it is initialized (`warm`) or at the
+    first call, whichever is first. Thread-safe: tools run in worker threads."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._box: Toolbox | None = None
+        self._lock = threading.Lock()
+        self._warming = False
+
+    def get(self) -> Toolbox:
+        with self._lock:
+            if self._box is None:
+                from factbook.integrations.mcp.tools import Toolbox
+
+                self._box = Toolbox(self.root)
+            return self._box
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+    def warm(self) -> None:
+        """Load the knowledge base in the background, so the first call finds it ready."""
+        with self._lock:
+            if self._warming:
+                return
+            self._warming = True
+        threading.Thread(target=_warm, args=(self,), name="factbook-mcp-warm", daemon=True).start()
+
+
 class FactbookMCP(MCPServer):
     """MCPServer with errors on one line and resources listed from the live knowledge base."""
 
-    def __init__(self, toolbox: Toolbox, **kwargs: Any):
+    def __init__(self, toolbox: Toolbox | DeferredToolbox, **kwargs: Any):
         super().__init__(**kwargs)
         self.toolbox = toolbox
+        if isinstance(toolbox, DeferredToolbox):
+            # the SDK calls this once the handshake is over (`notifications/initialized`)
+            self._lowlevel_server.add_notification_handler(
+                "notifications/initialized", NotificationParams, self._initialized
+            )
+
+    async def _initialized(self, context: Any, params: Any) -> None:
+        assert isinstance(self.toolbox, DeferredToolbox)
+        self.toolbox.warm()
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
@@ -126,9 +172,10 @@ def _resource(call: Any) -> str:
         raise ResourceError(_one_line(str(exc))) from None
 
 
-def build_server(root: Path, toolbox: Toolbox | None = None) -> FactbookMCP:
-    """The server for the knowledge base at `root`, its tools and resources registered."""
-    box = toolbox or Toolbox(root)
+def build_server(root: Path, toolbox: Toolbox | DeferredToolbox | None = None) -> FactbookMCP:
+    """The server for the knowledge base at `root`, its tools and resources registered
+    (without a toolbox, one built on first use: DeferredToolbox)."""
+    box = toolbox or DeferredToolbox(root)
     server = FactbookMCP(
         box,
         name="factbook",
@@ -161,7 +208,7 @@ Limit = Annotated[
 ]
 
 
-def _register_reading(server: FactbookMCP, box: Toolbox) -> None:
+def _register_reading(server: FactbookMCP, box: Any) -> None:
     @server.tool(annotations=READ_ONLY)
     def search_facts(
         query: Query,
@@ -249,7 +296,7 @@ def _register_reading(server: FactbookMCP, box: Toolbox) -> None:
         return _guard("check_launch", lambda: box.check_launch(argv))
 
 
-def _register_acting(server: FactbookMCP, box: Toolbox) -> None:
+def _register_acting(server: FactbookMCP, box: Any) -> None:
     @server.tool(annotations=ToolAnnotations(readOnlyHint=False, openWorldHint=True))
     def verify_facts(
         facts: Annotated[
@@ -354,7 +401,7 @@ def _register_acting(server: FactbookMCP, box: Toolbox) -> None:
         )
 
 
-def _register_resources(server: FactbookMCP, box: Toolbox) -> None:
+def _register_resources(server: FactbookMCP, box: Any) -> None:
     @server.resource("factbook://status", name="status", mime_type="text/markdown")
     def status_now() -> str:
         """The status document, now."""
@@ -374,16 +421,14 @@ def _register_resources(server: FactbookMCP, box: Toolbox) -> None:
 def serve(root: Path) -> None:
     """Serve the knowledge base at `root` over stdio until the client closes it.
 
-    The knowledge base is loaded in the background while the client connects, so the first
-    call finds it ready and the handshake does not wait for it.
+    The handshake waits for nothing of ours: the tools are declared from their signatures,
+    and the knowledge base (with the modules that read it) is loaded in the background once
+    the client has its `initialize` answer, so the first call usually finds it ready.
     """
-    box = Toolbox(root)
-    server = build_server(root, box)
-    threading.Thread(target=_warm, args=(box,), name="factbook-mcp-warm", daemon=True).start()
-    server.run("stdio")
+    build_server(root).run("stdio")
 
 
-def _warm(box: Toolbox) -> None:
+def _warm(box: DeferredToolbox) -> None:
     try:
         box.kb()
     except Exception as exc:  # reported again, as a tool error, by the first call

@@ -22,6 +22,10 @@ from factbook.knowledge.names import inside
 from factbook.knowledge.yamlsrc import load_located
 
 SETTINGS_FILE = "factbook.yaml"
+# bounds the tools' JSON schemas publish (server.py) and tools.py enforces; here, not in
+# tools.py, so the server declares its tools without importing the knowledge base's loader
+MAX_QUERY = 2_000  # characters of a search query
+MAX_LIMIT = 50
 DEFAULT_VERIFY_TIMEOUT = 120.0
 MAX_VERIFY_TIMEOUT = 3600.0
 

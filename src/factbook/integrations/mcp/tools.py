@@ -23,7 +23,7 @@ from typing import Any
 
 from factbook.errors import ResultsUnreadable, UsageError
 from factbook.integrations.mcp.search import SearchIndex, match_pitfalls, rank
-from factbook.integrations.mcp.settings import McpSettings, load_settings
+from factbook.integrations.mcp.settings import MAX_LIMIT, MAX_QUERY, McpSettings, load_settings
 from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.names import name_problem
@@ -31,9 +31,7 @@ from factbook.knowledge.schema import CATEGORIES, STATUSES
 from factbook.store.results import load_latest
 from factbook.store.stamps import now_iso
 
-MAX_QUERY = 2_000  # characters of a search query
 MAX_TEXT = 200_000  # characters of an error message / log excerpt for match_pitfalls
-MAX_LIMIT = 50
 MAX_PATTERNS = 200
 MAX_ARGV = 512
 MAX_ARG = 4_096
