@@ -3,15 +3,16 @@
 The generated workflow installs factbook the way this copy was installed (PEP 610
 direct_url.json: a wheel copied into vendor/, a folder, a VCS or other URL, an index), and its
 verify job does not run this machine's discovered facts on another machine: they are skipped,
-each with the reason. Run here as a hosted runner would (tests/ci_runner.py): a fresh clone and
-a fresh venv per job, the wheel from this tree installed from the clone's vendor/, the package
-index reachable for dependencies, and a hostname of its own.
+each with the reason. Run here as a hosted runner would (tests/ci_runner.py): a fresh clone per
+run, the workflow's own venv (the wheel from this tree installed from the clone's vendor/, the
+package index reachable for dependencies) cached between runs, and a hostname of its own.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import subprocess
 from importlib import metadata
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ci_runner import JobRun, commit_repo, load_workflow, run_job, run_step
+from ci_runner import JobRun, commit_repo, expand, load_workflow, run_job, run_step
 from helpers import cli, require
 from lxml import etree
 
@@ -53,57 +54,94 @@ def test_the_workflow_installs_the_vendored_wheel(kb: Path, factbook_wheel: Path
     spec = flow["env"]["FACTBOOK_INSTALL"]
     assert spec == f"./vendor/{factbook_wheel.name}"
     assert (kb / "vendor" / factbook_wheel.name).read_bytes() == factbook_wheel.read_bytes()
-    steps = [s.get("run", "") for job in flow["jobs"].values() for s in job["steps"]]
-    assert steps.count('pip install "$FACTBOOK_INSTALL"') == 2
+    steps = [s for job in flow["jobs"].values() for s in job["steps"]]
+    installs = [s for s in steps if '"$FACTBOOK_INSTALL"' in s.get("run", "")]
+    assert len(installs) == 1  # one job, one install, and only when the cache missed
+    assert installs[0]["if"] == "steps.venv.outputs.cache-hit != 'true'"
     assert "pip install factbook\n" not in (kb / WORKFLOW).read_text()
-    assert any("--skip-elsewhere" in s for s in steps)
+    assert any("--skip-elsewhere" in s.get("run", "") for s in steps)
+    cache = next(s for s in steps if s.get("uses", "").startswith("actions/cache@"))
+    # keyed on what FACTBOOK_INSTALL names: this file and the vendored wheel
+    assert "hashFiles('.github/workflows/factbook.yml', 'vendor/**')" in cache["with"]["key"]
+    assert ".factbook-venv/" in (kb / ".gitignore").read_text().splitlines()
     targets = yaml.safe_load((kb / "targets.yaml").read_text())["targets"]
     assert targets["local"]["identity"] == {"hostname": this_hostname()}
 
 
 @pytest.fixture(scope="module")
-def hosted(kb: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, JobRun]:
-    """Both jobs, each in a fresh clone and venv, on a machine named `ci-runner`."""
+def cache_service(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache-service")
+
+
+@pytest.fixture(scope="module")
+def runner_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("runner")
+
+
+@pytest.fixture(scope="module")
+def hosted(kb: Path, runner_work: Path, cache_service: Path) -> JobRun:
+    """The job in a fresh clone on a machine named `ci-runner`, the cache service empty."""
     require(_unshare_missing())
     flow = load_workflow(kb / WORKFLOW)
-    work = tmp_path_factory.mktemp("runner")
-    return {name: run_job(flow, name, kb, work, hostname="ci-runner") for name in flow["jobs"]}
+    assert list(flow["jobs"]) == ["factbook"]
+    return run_job(flow, "factbook", kb, runner_work, cache=cache_service, hostname="ci-runner")
 
 
-def test_the_ci_on_a_hosted_runner(kb: Path, hosted: dict[str, JobRun]) -> None:
-    """Both jobs pass on a machine named otherwise; verify skips every discovered fact and
-    says why, in its table and its JUnit report."""
-    lint, verify = hosted["lint"], hosted["verify"]
-    assert lint.ok, lint.steps[-1].output
-    assert "ok: " in lint.steps[-1].output
-    assert verify.ok, verify.steps[-1].output
+def _check_hosted_run(kb: Path, job: JobRun) -> None:
+    assert job.ok, job.steps[-1].output
+    lint, verify = job.steps[-2], job.steps[-1]
+    assert lint.command.startswith("factbook lint") and "ok: " in lint.output, lint.output
     # factbook came from the clone's vendor/ copy of the wheel, not from this repository
     record = json.loads(
         next(
-            verify.venv.glob("lib/python*/site-packages/factbook-*.dist-info/direct_url.json")
+            job.venv.glob("lib/python*/site-packages/factbook-*.dist-info/direct_url.json")
         ).read_text(encoding="utf-8")
     )
-    assert record["url"].startswith((verify.checkout / "vendor").as_uri() + "/factbook-")
-    out = verify.steps[-1].output
+    assert record["url"].startswith("file://") and "/vendor/factbook-" in record["url"]
+    out = verify.output
     discovered = len(yaml.safe_load((kb / "facts" / "discovered-local.yaml").read_text())["facts"])
     assert f"0 passed, 0 failed, 0 errored, {discovered} skipped" in out, out
     assert "this machine is not local: hostname is 'ci-runner', targets.yaml says " in out
-    junit = etree.parse(str(verify.checkout / "verify.xml"))
+    junit = etree.parse(str(job.checkout / "verify.xml"))
     skipped = junit.findall(".//testcase/skipped")
     assert len(skipped) == discovered
     assert all("this machine is not local" in s.get("message") for s in skipped)
     assert not junit.findall(".//failure") and not junit.findall(".//error")
 
 
-def test_the_ci_on_the_box_itself(kb: Path, hosted: dict[str, JobRun]) -> None:
-    """A self-hosted runner on the machine the facts describe verifies them: the verify
-    job's last step again, in the same clone and venv, with this machine's hostname."""
+def test_the_ci_on_a_hosted_runner(kb: Path, hosted: JobRun) -> None:
+    """The job passes on a machine named otherwise; verify skips every discovered fact and
+    says why, in its table and its JUnit report."""
+    assert hosted.outputs["venv"]["cache-hit"] == "false" and not hosted.skipped
+    assert '"$FACTBOOK_INSTALL"' in hosted.steps[0].command
+    assert hosted.venv == hosted.checkout / ".factbook-venv"
+    _check_hosted_run(kb, hosted)
+
+
+def test_the_cache_key_follows_the_install_source(kb: Path, hosted: JobRun) -> None:
+    """Another wheel in vendor/ (or another FACTBOOK_INSTALL in the workflow) is another key."""
     flow = load_workflow(kb / WORKFLOW)
-    verify = hosted["verify"]
-    last = flow["jobs"]["verify"]["steps"][-1]["run"]
-    step = run_step(last, verify, flow["env"])
+    step = next(s for s in flow["jobs"]["factbook"]["steps"] if s.get("id") == "venv")
+    key = expand(step["with"]["key"], hosted)
+    assert key.startswith(f"factbook-venv-Linux-py{platform.python_version()}-")
+    wheel = next((hosted.checkout / "vendor").glob("factbook-*.whl"))
+    original = wheel.read_bytes()
+    try:
+        wheel.write_bytes(original + b"\0")
+        assert expand(step["with"]["key"], hosted) != key
+    finally:
+        wheel.write_bytes(original)
+    assert expand(step["with"]["key"], hosted) == key
+
+
+def test_the_ci_on_the_box_itself(kb: Path, hosted: JobRun) -> None:
+    """A self-hosted runner on the machine the facts describe verifies them: the job's last
+    step again, in the same clone and venv, with this machine's hostname."""
+    flow = load_workflow(kb / WORKFLOW)
+    last = flow["jobs"]["factbook"]["steps"][-1]["run"]
+    step = run_step(last, hosted, flow["env"])
     assert step.returncode == 0, step.output
-    junit = etree.parse(str(verify.checkout / "verify.xml"))
+    junit = etree.parse(str(hosted.checkout / "verify.xml"))
     cases = junit.findall(".//testcase")
     assert cases and not junit.findall(".//skipped") and not junit.findall(".//failure")
 
@@ -218,11 +256,11 @@ def test_bad_install_specs(
     assert not (tmp_path / "kb").exists()
 
 
-def test_init_and_hints_in_an_installed_copy(hosted: dict[str, JobRun], tmp_path: Path) -> None:
+def test_init_and_hints_in_an_installed_copy(hosted: JobRun, tmp_path: Path) -> None:
     """The runner's venv installed factbook from the clone's vendor/ wheel: a missing extra's
     hint names that wheel, `init` there vendors it again, and with the wheel gone `init`
     falls back to the index, saying so."""
-    job = hosted["verify"]
+    job = hosted
     bin_ = job.venv / "bin"
     wheel = next((job.checkout / "vendor").glob("factbook-*.whl"))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "FACTBOOK_ROOT")}
@@ -252,3 +290,18 @@ def test_init_and_hints_in_an_installed_copy(hosted: dict[str, JobRun], tmp_path
     assert load_workflow(tmp_path / "kb2" / WORKFLOW)["env"]["FACTBOOK_INSTALL"] == (
         f"factbook=={version}"
     )
+
+
+def test_the_next_run_restores_the_venv(
+    kb: Path, hosted: JobRun, runner_work: Path, cache_service: Path
+) -> None:
+    """The next run, on a fresh machine at the same workspace path: the cache hit skips the
+    install and the same commands pass from the restored venv. (Last in this file: it
+    replaces the first run's folder, as a new runner would.)"""
+    assert hosted.ok
+    flow = load_workflow(kb / WORKFLOW)
+    again = run_job(flow, "factbook", kb, runner_work, cache=cache_service, hostname="ci-runner")
+    assert again.outputs["venv"]["cache-hit"] == "true"
+    assert len(again.skipped) == 1 and '"$FACTBOOK_INSTALL"' in again.skipped[0]
+    assert not any('"$FACTBOOK_INSTALL"' in s.command for s in again.steps)
+    _check_hosted_run(kb, again)
