@@ -258,15 +258,16 @@ PEAK_RSS_CLI = (
 )
 
 
-def build_wheel(work: Path) -> Path:
-    """factbook's wheel built from a copy of this tree into `work` (the build leaves nothing in
-    the repository); without build isolation: setuptools is already here."""
+def build_wheel(work: Path, repo: Path = REPO) -> Path:
+    """factbook's wheel built from a copy of this tree (or `repo`, another checkout) into
+    `work` (the build leaves nothing in the repository); without build isolation: setuptools
+    is already here."""
     source = work / "source"
     source.mkdir(parents=True)
     for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, source / name)
+        shutil.copy2(repo / name, source / name)
     shutil.copytree(
-        REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+        repo / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
     )
     argv = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
     built = subprocess.run(

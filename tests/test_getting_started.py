@@ -84,6 +84,26 @@ def test_the_page_parses() -> None:
     assert [s.path for s in steps if s.path] == ["facts/ours.yaml"]
 
 
+def test_the_page_runs_the_workflow_as_written() -> None:
+    """The CI section runs every `run:` line of the workflow `init` writes, verbatim (the
+    `$GITHUB_PATH` line as the export it amounts to, the hostname through unshare)."""
+    import yaml
+
+    from factbook.knowledge.starter import TEMPLATE
+
+    flow = yaml.safe_load((TEMPLATE / "ci" / "factbook.yml").read_text(encoding="utf-8"))
+    commands = [s.text for s in parse(PAGE.read_text(encoding="utf-8")) if s.path is None]
+    runs = [s["run"] for job in flow["jobs"].values() for s in job["steps"] if "run" in s]
+    assert len(runs) == 4
+    for line in runs:
+        if "$GITHUB_PATH" in line:
+            assert 'export PATH="$PWD/.factbook-venv/bin:$PATH"' in commands
+        elif line.startswith("verify-facts"):
+            assert any(f"hostname ci-runner && {line}'" in c for c in commands), line
+        else:
+            assert line in commands, line
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_first_day_as_the_page_says(factbook_wheel: Path, tmp_path: Path) -> None:
