@@ -214,9 +214,18 @@ PIP_NOISE = re.compile(r"^WARNING: Location '.*' is ignored: it is neither a fil
 
 def login_env(wheel: Path) -> dict[str, str]:
     """A login-like environment: no venv on PATH, nothing of this repository importable, and
-    $FACTBOOK naming the wheel the page installs."""
+    $FACTBOOK naming the wheel the page installs. A developer's or agent's
+    PYTHONDONTWRITEBYTECODE is dropped too: a new user's shell lets Python cache what it
+    compiles, so a module imported by one command is not compiled again by the next."""
     base = Path(getattr(sys, "_base_executable", sys.executable)).parent
-    drop = ("PYTHONPATH", "FACTBOOK_ROOT", "VIRTUAL_ENV", "NO_MKDOCS_2_WARNING", "PYTEST_ADDOPTS")
+    drop = (
+        "PYTHONPATH",
+        "FACTBOOK_ROOT",
+        "VIRTUAL_ENV",
+        "NO_MKDOCS_2_WARNING",
+        "PYTEST_ADDOPTS",
+        "PYTHONDONTWRITEBYTECODE",
+    )
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("PYTEST_")}
     env["PATH"] = os.pathsep.join([str(base), "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin"])
     env["FACTBOOK"] = str(wheel)
