@@ -7,6 +7,7 @@ Without /usr/bin/chromium these tests skip, except under CI (CI=true), where the
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -146,6 +147,13 @@ def test_search_finds_a_fact_by_its_words(served: Served, browser: Any) -> None:
     page.close()
 
 
+def body_has(text: str) -> str:
+    """A predicate for wait_for_function that holds once the page's text has `text`; false,
+    not a TypeError, while a reload has replaced the document and its body is not parsed yet
+    (`document.body` is null then)."""
+    return f"document.body !== null && document.body.innerText.includes({json.dumps(text)})"
+
+
 def test_editing_a_fact_or_results_reloads_the_page_once(
     served: Served, browser: Any, shots: Path
 ) -> None:
@@ -156,7 +164,7 @@ def test_editing_a_fact_or_results_reloads_the_page_once(
     assert marker not in page.content()
     edit_fact(served.root, "hw.gpu.count", title=marker)
     started = time.monotonic()
-    page.wait_for_function(f"document.body.innerText.includes({marker!r})", timeout=90_000)
+    page.wait_for_function(body_has(marker), timeout=90_000)
     seen_after = time.monotonic() - started
     time.sleep(4)  # a loop would rebuild again and again without any edit
     assert served.builds() == before + 1, served.log()[-3000:]
@@ -170,10 +178,7 @@ def test_editing_a_fact_or_results_reloads_the_page_once(
             )
         ],
     )
-    page.wait_for_function(
-        "document.body.innerText.includes('verified 2026-11-29 16:00 UTC on llm-two')",
-        timeout=90_000,
-    )
+    page.wait_for_function(body_has("verified 2026-11-29 16:00 UTC on llm-two"), timeout=90_000)
     page.locator('[id="hw.gpu.count"]').scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "fact-verified.png"))
     page.close()

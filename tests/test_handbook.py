@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -12,6 +13,7 @@ import markdown
 import pytest
 import yaml
 from handbook_support import REPO, copy_kb, edit_fact, mkdocs_build
+from helpers import local_trio, make_kb
 
 from factbook.commands.cli import run as cli
 from factbook.handbook import Generator, write_tree
@@ -286,3 +288,20 @@ def test_numa_diagram_draws_each_gpu_in_its_node() -> None:
     node1 = svg.index("NUMA node 1")
     assert svg.index(">GPU 3<") < node1 < svg.index(">GPU 4<")
     assert "No NVLink · PCIe Gen5" in svg and "\n" not in svg
+
+
+def test_the_hand_over_page_is_a_function_of_the_files_not_the_clock(tmp_path: Path) -> None:
+    """Without milestones the dump is of 'now': dated by the last edit of the fact files, so a
+    page served after an edit and a fresh build minutes later are the same bytes."""
+    root = make_kb(tmp_path / "kb", local_trio())
+    stamp = 1614834360  # 2021-03-04 05:06 UTC
+    os.utime(root / "facts" / "facts.yaml", (stamp, stamp))
+    page = Generator().generate(root).pages["status-handover.md"]
+    assert 'generated: "2021-03-04 05:06 UTC"' in page
+    assert "Status as of 2021-03-04" in page
+    assert Generator().generate(root).pages["status-handover.md"] == page
+    os.utime(root / "facts" / "facts.yaml", (stamp + 86400, stamp + 86400))
+    assert (
+        'generated: "2021-03-05 05:06 UTC"'
+        in Generator().generate(root).pages["status-handover.md"]
+    )
