@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -210,8 +211,49 @@ def _get(url: str) -> str:
         return response.read().decode("utf-8", errors="replace")
 
 
-def served_after_edit(root: Path, config: Path, edits: int) -> list[float]:
-    """Seconds from saving one fact's title to `mkdocs serve` serving its page with it.
+class ServeLog:
+    """mkdocs serve's output, each line stamped with when it arrived (the log has no times):
+    where an edit's wait goes, between the watcher, the rebuild and the response."""
+
+    def __init__(self, stream: Any, copy: Path) -> None:
+        self.lines: list[tuple[float, str]] = []
+        self._copy = copy.open("w", encoding="utf-8")
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: Any) -> None:
+        for raw in stream:
+            line = raw.decode("utf-8", errors="replace").rstrip()
+            self.lines.append((time.perf_counter(), line))
+            self._copy.write(line + "\n")
+            self._copy.flush()
+
+    def first_after(self, started: float, needle: str) -> float | None:
+        return next((t for t, line in list(self.lines) if t >= started and needle in line), None)
+
+    def close(self) -> None:
+        self._thread.join(timeout=20)
+        self._copy.close()
+
+
+PHASES = (  # (name, the serve log line that ends it)
+    ("detected", "Detected file changes"),
+    ("built", "Reloading browsers"),
+)
+
+
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a running process and its threads, 0.0 off Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def served_after_edit(root: Path, config: Path, edits: int) -> tuple[list[float], dict[str, Any]]:
+    """Seconds from saving one fact's title to `mkdocs serve` serving its page with it, and
+    where they went (per edit: saved -> change detected -> site rebuilt -> page served).
 
     What a reader of an open page waits for: the watcher's debounce, the whole rebuild
     (generation + MkDocs-Material) and the page request (mkdocs serve answers a request made
@@ -223,16 +265,16 @@ def served_after_edit(root: Path, config: Path, edits: int) -> list[float]:
     page = f"http://127.0.0.1:{port}/facts/{first['category']}.html"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     mkdocs = str(Path(sys.executable).with_name("mkdocs"))
-    # the log lives outside the knowledge base: mkdocs serve watches its root folder, and a
-    # log written there would trigger a rebuild per line it writes
-    log = (root.parent / "serve.log").open("wb")
+    # the log's copy lives outside the knowledge base: mkdocs serve watches its root folder,
+    # and a log written there would trigger a rebuild per line it writes
     proc = subprocess.Popen(
         [mkdocs, "serve", "-f", str(config), "-a", f"127.0.0.1:{port}"],
         cwd=root,
         env=env,
-        stdout=log,
+        stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+    log = ServeLog(proc.stdout, root.parent / "serve.log")
     try:
         deadline = time.monotonic() + 300
         while True:  # the first build
@@ -243,10 +285,13 @@ def served_after_edit(root: Path, config: Path, edits: int) -> list[float]:
                 break
             except OSError:
                 time.sleep(0.2)
-        times = []
+        times: list[float] = []
+        phases: dict[str, list[float]] = {name: [] for name, _ in PHASES} | {"served": []}
+        cpu: list[float] = []
         for n in range(edits):
             time.sleep(1.0)  # let the watcher settle, as between two saves by hand
             marker = f"served{n}x{os.getpid()}"
+            cpu_before = _process_cpu(proc.pid)
             started = time.perf_counter()
             edit_one_fact(root, marker)
             while marker not in _get(page):
@@ -254,8 +299,18 @@ def served_after_edit(root: Path, config: Path, edits: int) -> list[float]:
                     log_tail = _tail(root.parent / "serve.log")
                     raise SystemExit(f"the edit never reached the page:\n{log_tail}")
                 time.sleep(0.02)
-            times.append(time.perf_counter() - started)
-        return times
+            done = time.perf_counter()
+            cpu.append(round(_process_cpu(proc.pid) - cpu_before, 3))
+            times.append(done - started)
+            time.sleep(0.2)  # the log line may trail the response by a moment
+            last = started
+            for name, needle in PHASES:
+                at = log.first_after(started, needle)
+                if at is not None:
+                    phases[name].append(round(at - last, 3))
+                    last = at
+            phases["served"].append(round(done - last, 3))
+        return times, phases | {"cpu": cpu}
     finally:
         proc.terminate()
         try:
@@ -350,8 +405,12 @@ def main(argv: list[str] | None = None) -> int:
         results["serve_first_build_s"], results["serve_rebuild_s"] = serve_rebuild(root, config)
 
         if args.serve_edits > 0:
-            served = served_after_edit(root, config, args.serve_edits)
+            served, phases = served_after_edit(root, config, args.serve_edits)
             results["served_after_edit_all_s"] = [round(t, 3) for t in served]
+            results["served_phases_s"] = phases
+            server_cpu = phases.pop("cpu")
+            if any(server_cpu):
+                CPU["served_after_edit_s"] = statistics.median(server_cpu)
             results["served_after_edit_s"] = statistics.median(served)
 
         if not args.no_baseline:
@@ -393,9 +452,16 @@ def main(argv: list[str] | None = None) -> int:
             (
                 "mkdocs serve: edit saved -> page served",
                 "served_after_edit_s",
-                f"median of {every} s (the server's CPU is not counted)",
+                f"median of {every} s; cpu: the server's, edit to response",
             )
         )
+        for name, values in results["served_phases_s"].items():
+            if values:
+                results[f"served_{name}_s"] = statistics.median(values)
+                label = {"detected": "saved -> change detected", "built": "-> site rebuilt"}
+                rows.append(
+                    (f"  {label.get(name, '-> page served')}", f"served_{name}_s", "median")
+                )
     if "naive_build_s" in results:
         rows.append(
             (

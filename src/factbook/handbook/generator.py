@@ -99,9 +99,13 @@ class Generator:
         docs_dir: Path | str | None = None,
         edit: EditLinks | None = None,
         site_name: str | None = None,
+        live: bool = False,
     ) -> Handbook:
         """All pages of the handbook of the knowledge base at `root` (every file read inside
         it: kbfiles.confined).
+
+        `live`: called again after every edit (`mkdocs serve`): the knowledge base is loaded
+        as load_kb_with_problems(live=True) does, one changed fact file parsed again.
 
         `site_name` heads the home page (MkDocs' site_name; None: read from the knowledge
         base's mkdocs.yml, else "FOLDER handbook"): the engine has no title of its own.
@@ -111,7 +115,7 @@ class Generator:
         """
         with confined(root):
             return self._generate(
-                Path(root).resolve(), docs_dir=docs_dir, edit=edit, site_name=site_name
+                Path(root).resolve(), docs_dir=docs_dir, edit=edit, site_name=site_name, live=live
             )
 
     def _generate(
@@ -121,10 +125,11 @@ class Generator:
         docs_dir: Path | str | None,
         edit: EditLinks | None,
         site_name: str | None,
+        live: bool,
     ) -> Handbook:
         started = time.perf_counter()
         docs = Path(docs_dir).resolve() if docs_dir is not None else None
-        kb, problems = load_kb_with_problems(root)
+        kb, problems = load_kb_with_problems(root, live=live)
         latest = load_latest(root)
         loaded = time.perf_counter()
         views = ViewBuilder(kb, latest, load_history(root), edit=edit)
@@ -351,6 +356,7 @@ def generate(
     docs_dir: Path | str | None = None,
     edit: EditLinks | None = None,
     site_name: str | None = None,
+    live: bool = False,
 ) -> Handbook:
     """Generate with the process-wide generator, whose cache survives MkDocs rebuilds."""
-    return _DEFAULT.generate(root, docs_dir=docs_dir, edit=edit, site_name=site_name)
+    return _DEFAULT.generate(root, docs_dir=docs_dir, edit=edit, site_name=site_name, live=live)

@@ -165,6 +165,7 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
                 docs_dir=config.docs_dir,
                 edit=self._edit,
                 site_name=config.site_name or "",
+                live=self._cache.enabled,
             )
         except Exception as exc:  # under `mkdocs serve`, show the error, not a stuck page
             log.error("factbook: the handbook could not be generated: %s", exc, exc_info=True)

@@ -24,7 +24,14 @@ from factbook.knowledge.limits import PROBE_ARG_MAX
 from factbook.knowledge.locate import FACTS_DIR
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
 from factbook.knowledge.names import name_problem
-from factbook.knowledge.yamlsrc import LocatedDoc, load_located, recording_reads
+from factbook.knowledge.parsememo import TextMemo
+from factbook.knowledge.yamlsrc import (
+    LocatedDoc,
+    load_located,
+    parse_located,
+    read_text_bounded,
+    recording_reads,
+)
 from factbook.probes.catalog import builtin_probes
 from factbook.probes.scan import ProbeSpec, find_custom_probes
 
@@ -219,10 +226,17 @@ LAYOUT = kbcache.Layout(
 )
 
 
-def load_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
+def load_kb_with_problems(root: Path, *, live: bool = False) -> tuple[KnowledgeBase, list[Problem]]:
     """The knowledge base and all its problems; never raises for bad input. What an earlier
-    load of the very same files found comes from the cache (kbcache.py), not a new parse."""
+    load of the very same files found comes from the cache (kbcache.py), not a new parse.
+
+    `live`: a process that loads again after every edit (`mkdocs serve`) parses, reusing
+    each fact file this process parsed before with the same text (parsememo.py), and leaves
+    the cache on disk alone: one edit misses it, and writing all of it again after each edit
+    would cost more than the one file parsed."""
     root = root.resolve()
+    if live:
+        return parse_kb_with_problems(root)
     if (root / FACTS_DIR).is_dir():
         cached = kbcache.load(root, LAYOUT)
         if cached is not None:
@@ -275,32 +289,10 @@ def _load_kb(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
                     Problem(display, 1, "not read: fact files must end in '.yaml' (rename it)")
                 )
             continue
-        doc, found = load_located(path, display)
-        problems += found
-        if doc.data is None:
-            if not found:
-                problems.append(Problem(display, 1, "empty fact file (expected 'facts:')"))
-            continue
-        problems += schema.validate(doc.data, schema.FACT_FILE_TOP_SCHEMA, doc)
-        items = doc.data.get("facts") if isinstance(doc.data, dict) else None
-        entries = []
-        for index, raw in enumerate(items if isinstance(items, list) else []):
-            fact_problems = schema.validate(raw, schema.FACT_SCHEMA, doc, ("facts", index))
-            fact_id = raw.get("id") if isinstance(raw, dict) else None
-            # the schema's pattern is searched as JSON Schema does (a trailing newline passes
-            # `$`); the id becomes an HTML id and a file name, so it must match whole
-            bad_id = name_problem("fact id", fact_id) if isinstance(fact_id, str) else None
-            if bad_id and not fact_problems:
-                fact_problems = [doc.problem(("facts", index, "id"), bad_id)]
-            if fact_problems:
-                label = f"fact '{fact_id}': " if isinstance(fact_id, str) else ""
-                problems += [Problem(p.file, p.line, label + p.message) for p in fact_problems]
-            # Only conformed values reach a Fact: a wrong-typed key is dropped (and reported
-            # above), so status and the handbook can still render the rest of the fact.
-            clean = schema.conform(raw, schema.FACT_SCHEMA)
-            if clean is not schema.INVALID:
-                entries.append((index, clean, set(raw)))
-        docs.append((doc, entries))
+        parsed = _fact_file(path, display)
+        problems += parsed.problems
+        if parsed.doc is not None:
+            docs.append((parsed.doc, parsed.entries))
     first_seen: dict[str, str] = {}
     accepted: list[tuple[Fact, dict[str, Any], set[Any], LocatedDoc, int]] = []
     for doc, entries in docs:
@@ -320,6 +312,61 @@ def _load_kb(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
     for fact, raw, keys, doc, index in accepted:
         problems += _cross_check(kb, fact, raw, keys, doc, ("facts", index))
     return kb, problems
+
+
+@dataclass(frozen=True)
+class _FactFile:
+    """One fact file parsed and validated on its own: its problems, and for each entry that
+    conforms (index, conformed value, keys as written). Depends only on the file's text."""
+
+    doc: LocatedDoc | None
+    problems: list[Problem]
+    entries: list[tuple[int, dict[str, Any], set[Any]]]
+
+
+_PARSED: TextMemo[_FactFile] = TextMemo()
+
+
+def _fact_file(path: Path, display: str) -> _FactFile:
+    """The file parsed, or its earlier parse in this process when its text is unchanged
+    (parsememo.py): an edit under `mkdocs serve` parses one file again, not all of them."""
+    text, unreadable = read_text_bounded(path, display)
+    if unreadable is not None:
+        return _FactFile(None, [unreadable], [])
+    key = f"{path}\0{display}"
+    kept = _PARSED.get(key, text)
+    if kept is None:
+        kept = _parse_fact_file(text, display)
+        _PARSED.put(key, text, kept)
+    return kept
+
+
+def _parse_fact_file(text: str, display: str) -> _FactFile:
+    doc, problems = parse_located(text, display)
+    if doc.data is None:
+        if not problems:
+            problems.append(Problem(display, 1, "empty fact file (expected 'facts:')"))
+        return _FactFile(None, problems, [])
+    problems += schema.validate(doc.data, schema.FACT_FILE_TOP_SCHEMA, doc)
+    items = doc.data.get("facts") if isinstance(doc.data, dict) else None
+    entries = []
+    for index, raw in enumerate(items if isinstance(items, list) else []):
+        fact_problems = schema.validate(raw, schema.FACT_SCHEMA, doc, ("facts", index))
+        fact_id = raw.get("id") if isinstance(raw, dict) else None
+        # the schema's pattern is searched as JSON Schema does (a trailing newline passes
+        # `$`); the id becomes an HTML id and a file name, so it must match whole
+        bad_id = name_problem("fact id", fact_id) if isinstance(fact_id, str) else None
+        if bad_id and not fact_problems:
+            fact_problems = [doc.problem(("facts", index, "id"), bad_id)]
+        if fact_problems:
+            label = f"fact '{fact_id}': " if isinstance(fact_id, str) else ""
+            problems += [Problem(p.file, p.line, label + p.message) for p in fact_problems]
+        # Only conformed values reach a Fact: a wrong-typed key is dropped (and reported
+        # above), so status and the handbook can still render the rest of the fact.
+        clean = schema.conform(raw, schema.FACT_SCHEMA)
+        if clean is not schema.INVALID:
+            entries.append((index, clean, set(raw)))
+    return _FactFile(doc, problems, entries)
 
 
 def _build_fact(raw: dict[str, Any], doc: LocatedDoc, index: int) -> Fact:

@@ -261,10 +261,16 @@ def unreadable_if_written(text: str, display: str, *, limit: int = MAX_BYTES) ->
 
 def load_located(path: Path, display: str) -> tuple[LocatedDoc, list[Problem]]:
     """Parse one YAML file; syntax errors come back as problems, never as exceptions."""
-    doc = LocatedDoc(display, None)
     text, problem = read_text_bounded(path, display)
-    if problem is None:
-        problem = refusal(text, display)
+    if problem is not None:
+        return LocatedDoc(display, None), [problem]
+    return parse_located(text, display)
+
+
+def parse_located(text: str, display: str) -> tuple[LocatedDoc, list[Problem]]:
+    """Parse the text of one YAML file (read_text_bounded's) as load_located does."""
+    doc = LocatedDoc(display, None)
+    problem = refusal(text, display)
     if problem is not None:
         return doc, [problem]
     try:
