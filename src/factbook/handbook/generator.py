@@ -33,6 +33,7 @@ from factbook.handbook.pages import (
     TAGS,
     page_specs,
 )
+from factbook.handbook.prerender import placeholders
 from factbook.handbook.runbook_view import RunbookPage, runbook_pages
 from factbook.handbook.sandbox import KBSandbox
 from factbook.handbook.sources import (
@@ -62,6 +63,8 @@ class Handbook:
     titles: dict[str, str]
     nav: list[Any]
     rendered: list[str] = field(default_factory=list)  # pages not taken from the cache
+    # uri -> HTML parts its Markdown holds placeholders for (generate(prerender=True))
+    fragments: dict[str, list[str]] = field(default_factory=dict)
     lint_problems: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -100,12 +103,16 @@ class Generator:
         edit: EditLinks | None = None,
         site_name: str | None = None,
         live: bool = False,
+        prerender: bool = False,
     ) -> Handbook:
         """All pages of the handbook of the knowledge base at `root` (every file read inside
         it: kbfiles.confined).
 
         `live`: called again after every edit (`mkdocs serve`): the knowledge base is loaded
         as load_kb_with_problems(live=True) does, one changed fact file parsed again.
+
+        `prerender`: for the MkDocs plugin, parts of the largest pages come as HTML in
+        `Handbook.fragments` and their Markdown holds placeholders (prerender.py).
 
         `site_name` heads the home page (MkDocs' site_name; None: read from the knowledge
         base's mkdocs.yml, else "FOLDER handbook"): the engine has no title of its own.
@@ -115,7 +122,12 @@ class Generator:
         """
         with confined(root):
             return self._generate(
-                Path(root).resolve(), docs_dir=docs_dir, edit=edit, site_name=site_name, live=live
+                Path(root).resolve(),
+                docs_dir=docs_dir,
+                edit=edit,
+                site_name=site_name,
+                live=live,
+                prerender=prerender,
             )
 
     def _generate(
@@ -126,6 +138,7 @@ class Generator:
         edit: EditLinks | None,
         site_name: str | None,
         live: bool,
+        prerender: bool,
     ) -> Handbook:
         started = time.perf_counter()
         docs = Path(docs_dir).resolve() if docs_dir is not None else None
@@ -149,17 +162,21 @@ class Generator:
         )
         built = time.perf_counter()
         templates = self._templates_digest()
-        pages, rendered = {}, []
+        pages, rendered, fragments = {}, [], {}
         for spec in specs:
+            held = None
+            if prerender and spec.fragments is not None:
+                fragments[spec.uri] = spec.fragments
+                held = placeholders(len(spec.fragments))
             digest = hashlib.sha256(
-                (templates + spec.template + _stable_json(spec.context)).encode()
+                (templates + spec.template + _stable_json([spec.context, held])).encode()
             ).hexdigest()
             cached = self._cache.get(spec.uri)
             if cached and cached[0] == digest:
                 pages[spec.uri] = cached[1]
                 continue
             text = self.env.get_template(spec.template).render(
-                title=spec.title, page=spec.uri, **spec.context
+                title=spec.title, page=spec.uri, fragments=held, **spec.context
             )
             self._cache[spec.uri] = (digest, text)
             pages[spec.uri] = text
@@ -179,6 +196,7 @@ class Generator:
                 runbooks=[(e.book.title, e.uri) for e in runbooks],
             ),
             rendered=rendered,
+            fragments=fragments,
             lint_problems=[str(p) for p in problems],
             seconds={
                 "load": loaded - started,
@@ -357,6 +375,9 @@ def generate(
     edit: EditLinks | None = None,
     site_name: str | None = None,
     live: bool = False,
+    prerender: bool = False,
 ) -> Handbook:
     """Generate with the process-wide generator, whose cache survives MkDocs rebuilds."""
-    return _DEFAULT.generate(root, docs_dir=docs_dir, edit=edit, site_name=site_name, live=live)
+    return _DEFAULT.generate(
+        root, docs_dir=docs_dir, edit=edit, site_name=site_name, live=live, prerender=prerender
+    )

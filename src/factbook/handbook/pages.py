@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from factbook.handbook import special
+from factbook.handbook import prerender, special
 from factbook.handbook.fleet_view import FLEET, fleet_context, has_fleet
 from factbook.handbook.home import glance_rows, run_header
 from factbook.handbook.markup import md, rel_link
@@ -36,6 +36,9 @@ class PageSpec:
     title: str
     template: str
     context: dict[str, Any] = field(default_factory=dict)
+    # parts of the page as HTML (prerender.py): the template prints `fragments[n]`, a
+    # placeholder, where the Markdown it would print otherwise makes the same HTML
+    fragments: list[str] | None = None
 
 
 def page_specs(
@@ -106,6 +109,7 @@ def _category(kb: KnowledgeBase, views: ViewBuilder, category: Category) -> Page
 
 
 def _all_facts(kb: KnowledgeBase, views: ViewBuilder) -> PageSpec:
+    facts = sorted(kb.facts.values(), key=lambda f: f.id)
     rows = [
         (
             views.link(ALL_FACTS, f.id),
@@ -114,13 +118,28 @@ def _all_facts(kb: KnowledgeBase, views: ViewBuilder) -> PageSpec:
             views.states[f.id].html(),
             views.edit_link(f),
         )
-        for f in sorted(kb.facts.values(), key=lambda f: f.id)
+        for f in facts
     ]
+    table = prerender.table(
+        ["Id", "Title", "Section", "Status", "Defined in"],
+        [
+            [
+                views.link_html(ALL_FACTS, f.id),
+                views.link_html(ALL_FACTS, f.id, f.title),
+                prerender.text(BY_NAME[f.category].title),
+                views.states[f.id].html(),
+                views.edit_link(f),
+            ]
+            for f in facts
+        ],
+        css="fb-scroll",
+    )
     return PageSpec(
         ALL_FACTS,
         "All facts",
         "all-facts.md.j2",
         {"rows": rows, "tags_link": rel_link(ALL_FACTS, TAGS)},
+        fragments=[table],
     )
 
 
@@ -146,8 +165,17 @@ def _tags(kb: KnowledgeBase, views: ViewBuilder) -> PageSpec:
         }
         for tag in order
     ]
+    lists = [
+        prerender.bullets(
+            [
+                f"{views.link_html(TAGS, f.id, f.title)} · {views.edit_link(f)}"
+                for f in sorted(by_tag[tag], key=lambda f: f.id)
+            ]
+        )
+        for tag in order
+    ]
     cloud = " ".join(f"{views.tag_link(TAGS, tag)}&nbsp;{len(by_tag[tag])}" for tag in order)
-    return PageSpec(TAGS, "Tags", "tags.md.j2", {"tags": tags, "cloud": cloud})
+    return PageSpec(TAGS, "Tags", "tags.md.j2", {"tags": tags, "cloud": cloud}, fragments=lists)
 
 
 def _home(

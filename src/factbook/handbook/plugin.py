@@ -40,6 +40,7 @@ from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 
 from factbook.errors import UsageError
+from factbook.handbook import prerender
 from factbook.handbook.editlinks import EditLinks, check_template, from_repo
 from factbook.handbook.generator import CSS_URI, generate, template_dir
 from factbook.handbook.marks import status_marks
@@ -108,6 +109,7 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         self._user_nav: list[Any] | None = None
         self._edit: EditLinks | None = None
         self._nav: Any = None
+        self._fragments: dict[str, list[str]] = {}  # uri -> HTML parts (prerender.py)
         # the plugin has on_startup, so MkDocs keeps this instance across serve's rebuilds
         self._cache = RenderCache()
 
@@ -166,6 +168,7 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
                 edit=self._edit,
                 site_name=config.site_name or "",
                 live=self._cache.enabled,
+                prerender=True,
             )
         except Exception as exc:  # under `mkdocs serve`, show the error, not a stuck page
             log.error("factbook: the handbook could not be generated: %s", exc, exc_info=True)
@@ -173,6 +176,7 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
             if files.get_file_from_path("index.md") is None:
                 files.append(File.generated(config, "index.md", content=text))
             return files
+        self._fragments = handbook.fragments
         for problem in handbook.lint_problems:
             log.warning("knowledge base: %s", problem)
         for uri, text in handbook.files().items():
@@ -222,6 +226,9 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         self._cache.rendered(page)
         if page.title:
             page.meta["title"] = plain_title(page.title)
+        fragments = self._fragments.get(page.file.src_uri)
+        if fragments:  # a generated page (a docs/ file of that name was replaced)
+            html = prerender.fill(html, fragments, page.file.src_uri, _url_from(page, files))
         return html
 
     @event_priority(-100)  # every page is read; the navigation is final
@@ -277,3 +284,13 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         if templates.is_dir() and os.access(templates, os.W_OK):  # an editable install
             server.watch(str(templates))
         return server
+
+
+def _url_from(page: Any, files: Any) -> Any:
+    """uri -> the URL of that page relative to `page`, as MkDocs writes a Markdown link."""
+
+    def url_of(uri: str) -> str | None:
+        target = files.get_file_from_path(uri)
+        return target.url_relative_to(page.file) if target is not None else None
+
+    return url_of

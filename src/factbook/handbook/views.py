@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from factbook.handbook import prerender
 from factbook.handbook.badges import FactState, fact_state
 from factbook.handbook.editlinks import EditLinks, location_text
 from factbook.handbook.markup import code, expect_text, md, prose, rel_link, time_text
@@ -127,6 +128,14 @@ class ViewBuilder:
         if fact_id not in self.page_of:
             return label
         return f"[{label}]({rel_link(page, self.page_of[fact_id], fact_id)})"
+
+    def link_html(self, page: str, fact_id: str, text: str | None = None) -> str:
+        """link() as the HTML Python-Markdown makes of it (prerender.py)."""
+        code_id = f"<code>{prerender.text(fact_id)}</code>"
+        label = code_id if text is None else prerender.text(text)
+        if fact_id not in self.page_of:
+            return label
+        return prerender.link(rel_link(page, self.page_of[fact_id], fact_id), label)
 
     def edit_link(self, fact: Fact) -> str:
         """The fact's YAML file and line, linked for editing when the handbook knows where."""
