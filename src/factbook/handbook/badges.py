@@ -50,9 +50,13 @@ class FactState:
     badges: list[Badge] = field(default_factory=list)
     results: list[dict[str, Any]] = field(default_factory=list)  # latest record per target
     summary: str = "never"  # pass | drift | error | skipped | never | none (no check)
+    _html: tuple[list[Badge], str] | None = field(default=None, repr=False, compare=False)
 
     def html(self) -> str:
-        return " ".join(b.html() for b in self.badges)
+        """The badges as HTML (made once: every index and card of the fact prints them)."""
+        if self._html is None or self._html[0] != self.badges:
+            self._html = (list(self.badges), " ".join(b.html() for b in self.badges))
+        return self._html[1]
 
 
 def fact_state(fact: Fact, records: dict[str, dict[str, Any]], source_label: str) -> FactState:

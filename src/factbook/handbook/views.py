@@ -109,6 +109,7 @@ class ViewBuilder:
     ) -> None:
         self.kb = kb
         self.edit = edit
+        self._edit_links: dict[tuple[str, int], str] = {}
         self.tag_anchor = tag_anchors([str(t) for f in kb.facts.values() for t in f.tags])
         self.latest = latest
         self.history = history or {}  # measured facts' results over all runs
@@ -138,8 +139,13 @@ class ViewBuilder:
         return prerender.link(rel_link(page, self.page_of[fact_id], fact_id), label)
 
     def edit_link(self, fact: Fact) -> str:
-        """The fact's YAML file and line, linked for editing when the handbook knows where."""
-        return location_text(fact.file, fact.line, self.edit)
+        """The fact's YAML file and line, linked for editing when the handbook knows where
+        (made once per fact: each index and its card print it)."""
+        key = (fact.file, fact.line)
+        text = self._edit_links.get(key)
+        if text is None:
+            text = self._edit_links[key] = location_text(fact.file, fact.line, self.edit)
+        return text
 
     def tag_link(self, page: str, tag: str) -> str:
         """A tag, linked to its entry in the tag index."""
