@@ -47,6 +47,7 @@ from factbook.handbook.marks import status_marks
 from factbook.handbook.rebuild import RenderCache
 from factbook.handbook.safehtml import plain_title
 from factbook.handbook.sources import STATUS_DIR
+from factbook.handbook.watch import KBWatcher, server_notifier
 
 log = logging.getLogger("mkdocs.plugins.factbook")
 WATCHED_DIRS = ("facts", "runbooks", "results", "checks")
@@ -110,6 +111,7 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         self._edit: EditLinks | None = None
         self._nav: Any = None
         self._fragments: dict[str, list[str]] = {}  # uri -> HTML parts (prerender.py)
+        self._watcher: KBWatcher | None = None
         # the plugin has on_startup, so MkDocs keeps this instance across serve's rebuilds
         self._cache = RenderCache()
 
@@ -274,16 +276,32 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
             (index.parent / "search_index.js").write_text(f"var __index = {text}\n", "utf-8")
 
     def on_serve(self, server: Any, *, config: Any, builder: Any) -> Any:
+        """Watch the knowledge base: an edit is noticed as it is saved (watch.py), else
+        by MkDocs' own polling."""
         root = self.kb_root(config)
         (root / "results").mkdir(exist_ok=True)  # watch it before verify-facts first writes it
-        for name in WATCHED_DIRS:
-            if (root / name).is_dir():
-                server.watch(str(root / name))
-        server.watch(str(root), recursive=False)  # milestones.yaml, targets.yaml
+        folders = [(str(root / name), True) for name in WATCHED_DIRS if (root / name).is_dir()]
+        folders.append((str(root), False))  # milestones.yaml, targets.yaml
         templates = template_dir()
         if templates.is_dir() and os.access(templates, os.W_OK):  # an editable install
-            server.watch(str(templates))
+            folders.append((str(templates), True))
+        notify = server_notifier(server)
+        if notify is None:
+            for path, recursive in folders:
+                server.watch(path, recursive=recursive)
+            return server
+        self._watcher = KBWatcher(notify)
+        for path, recursive in folders:
+            self._watcher.watch(path, recursive=recursive)
+        self._watcher.start()
+        how = "as saved, and by polling" if self._watcher.native else "by polling"
+        log.info("factbook: watching %s %s", ", ".join(p for p, _ in folders), how)
         return server
+
+    def on_shutdown(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
 
 
 def _url_from(page: Any, files: Any) -> Any:
