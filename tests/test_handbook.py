@@ -230,6 +230,15 @@ def test_mkdocs_build_strict_from_shipped_kb(kb_root: Path, tmp_path: Path) -> N
     locations = {d["location"] for d in index["docs"]}
     assert "facts/hardware.html#hw.gpu.count" in locations
     assert not (kb_root / "docs" / "index.md").exists()  # pages stay in memory
+    # the pre-rendered indexes (prerender.py): fragments in, links resolved as MkDocs does
+    every = "".join(p.read_text(encoding="utf-8") for p in site.rglob("*.html"))
+    assert "factbook:html" not in every
+    all_facts = (site / "facts/index.html").read_text(encoding="utf-8")
+    assert '<a href="hardware.html#hw.gpu.count"><code>hw.gpu.count</code></a>' in all_facts
+    assert 'href="facts/hardware.html#hw.gpu.count"' in (site / "tags.html").read_text("utf-8")
+    assert "facts/index.html" in locations and "tags.html" in {
+        loc.split("#")[0] for loc in locations
+    }
 
 
 def test_docs_command_writes_a_complete_docs_dir(
