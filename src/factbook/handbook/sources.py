@@ -10,11 +10,12 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from factbook.knowledge.kbfiles import read_text
+from factbook.handbook.runbookcache import RunbookCache, digest
+from factbook.knowledge.kbfiles import read_bytes, read_text
 
 RUNBOOKS_DIR = "runbooks"
 RUN_RECORDS_DIR = "results/runbooks"
@@ -81,8 +82,11 @@ def load_runbooks(root: Path) -> list[Runbook]:
     out = []
     folder = root / RUNBOOKS_DIR
     paths = sorted(p for p in folder.glob("*.md") if not p.name.startswith(("_", "README")))
+    cache = RunbookCache(root) if paths else None
     for path in paths:
-        out.append(replace(_parsed(path, root), runs=load_runs(root, path.stem)))
+        out.append(replace(_parsed(path, root, cache), runs=load_runs(root, path.stem)))
+    if cache is not None:
+        cache.save()
     names = {r.name for r in out}
     records = root / RUN_RECORDS_DIR
     if records.is_dir():  # runs of runbooks that were since removed still show
@@ -104,15 +108,55 @@ def load_runbooks(root: Path) -> list[Runbook]:
 _PARSED: dict[Path, tuple[tuple[int, int], Runbook]] = {}
 
 
-def _parsed(path: Path, root: Path) -> Runbook:
-    """Parse once per file version: jupytext costs ~15-50 ms a runbook, a stat ~10 µs."""
+def _parsed(path: Path, root: Path, cache: RunbookCache | None) -> Runbook:
+    """Parse once per file version: jupytext costs ~15-50 ms a runbook, a stat ~10 µs; across
+    processes, once per file content (runbookcache.py)."""
     stat = path.stat()
     key = (stat.st_mtime_ns, stat.st_size)
     cached = _PARSED.get(path)
     if cached is None or cached[0] != key:
-        cached = (key, _parse_runbook(path, root))
+        cached = (key, _parse_or_reuse(path, root, cache))
         _PARSED[path] = cached
     return cached[1]
+
+
+def _parse_or_reuse(path: Path, root: Path, cache: RunbookCache | None) -> Runbook:
+    try:  # as the parser reads it: inside the root, bounded (else the parser says why)
+        sha = digest(read_bytes(path, root=root))
+    except OSError:
+        return _parse_runbook(path, root)
+    name = path.relative_to(root).as_posix()
+    if cache is not None:
+        with contextlib.suppress(TypeError, ValueError, KeyError):
+            return runbook_from_data(cache.get(name, sha))
+    parsed = _parse_runbook(path, root)
+    if cache is not None:
+        cache.put(name, sha, asdict(parsed))
+    return parsed
+
+
+def runbook_from_data(data: Any) -> Runbook:
+    """A Runbook (without runs) from asdict() output, its shapes checked (TypeError)."""
+    if not isinstance(data, dict) or set(data) != {f.name for f in fields(Runbook)}:
+        raise TypeError("unexpected fields")
+    if not isinstance(data["steps"], list) or data["runs"] != []:
+        raise TypeError("unexpected steps or runs")
+    steps = []
+    for step in data["steps"]:
+        if not isinstance(step, dict) or set(step) != {f.name for f in fields(Step)}:
+            raise TypeError("unexpected step")
+        if not all(isinstance(step[k], str) for k in ("name", "code", "prose")):
+            raise TypeError("unexpected step text")
+        if not isinstance(step["meta"], dict):
+            raise TypeError("unexpected step meta")
+        steps.append(Step(**step))
+    for key in ("name", "title", "path", "intro", "problem", "target", "closing"):
+        if not isinstance(data[key], str):
+            raise TypeError(f"unexpected {key}")
+    for key in ("facts", "pitfalls"):
+        if not isinstance(data[key], list) or not all(isinstance(v, str) for v in data[key]):
+            raise TypeError(f"unexpected {key}")
+    return Runbook(**{**data, "steps": steps})
 
 
 def _parse_runbook(path: Path, root: Path) -> Runbook:
