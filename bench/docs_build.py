@@ -15,7 +15,10 @@ Cases (wall seconds; mkdocs runs as a subprocess, as a user runs it):
                        plugins kept across builds as serve keeps them (unchanged pages reused)
   served after edit    what a reader waits for: a real `mkdocs serve`, one fact's title
                        saved, until the fact's page is served with the new title (--serve-edits
-                       edits, each timed from the write to the first response that has it)
+                       edits, each timed from the write to the first response that has it);
+                       split by the serve log's lines, stamped as they arrive, into saved ->
+                       change detected -> site rebuilt -> page served, with the server's CPU
+                       seconds (/proc) from the write to the response
   mkdocs alone         plain `mkdocs build` (no hook) of the very same pages, pre-generated
   one page per fact    the naive layout: every fact its own page, built by plain mkdocs
 
