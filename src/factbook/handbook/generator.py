@@ -159,6 +159,7 @@ class Generator:
             lint_problems=[str(p) for p in problems],
             status_guide=guide,
             site_name=site_name if site_name is not None else mkdocs_site_name(root),
+            html_parts=prerender,
         )
         built = time.perf_counter()
         templates = self._templates_digest()

@@ -51,12 +51,15 @@ def page_specs(
     lint_problems: list[str],
     status_guide: str | None = None,
     site_name: str = "",
+    html_parts: bool = False,
 ) -> list[PageSpec]:
+    """Every page; `html_parts`: the largest pages' bulk as HTML fragments only
+    (prerender.py), else as Markdown only."""
     specs = [_home(kb, views, runbooks, status_docs, runs, lint_problems, site_name)]
     for category in CATEGORIES:
         specs.append(_category(kb, views, category))
-    specs.append(_all_facts(kb, views))
-    specs.append(_tags(kb, views))
+    specs.append(_all_facts(kb, views, html_parts))
+    specs.append(_tags(kb, views, html_parts))
     if has_fleet(kb, views.latest):
         specs.append(PageSpec(FLEET, "Fleet", "fleet.md.j2", fleet_context(kb, views)))
     specs.append(
@@ -108,18 +111,21 @@ def _category(kb: KnowledgeBase, views: ViewBuilder, category: Category) -> Page
     )
 
 
-def _all_facts(kb: KnowledgeBase, views: ViewBuilder) -> PageSpec:
+def _all_facts(kb: KnowledgeBase, views: ViewBuilder, html_parts: bool) -> PageSpec:
     facts = sorted(kb.facts.values(), key=lambda f: f.id)
-    rows = [
-        (
-            views.link(ALL_FACTS, f.id),
-            views.link(ALL_FACTS, f.id, f.title),
-            BY_NAME[f.category].title,
-            views.states[f.id].html(),
-            views.edit_link(f),
-        )
-        for f in facts
-    ]
+    context: dict[str, Any] = {"tags_link": rel_link(ALL_FACTS, TAGS)}
+    if not html_parts:
+        context["rows"] = [
+            (
+                views.link(ALL_FACTS, f.id),
+                views.link(ALL_FACTS, f.id, f.title),
+                BY_NAME[f.category].title,
+                views.states[f.id].html(),
+                views.edit_link(f),
+            )
+            for f in facts
+        ]
+        return PageSpec(ALL_FACTS, "All facts", "all-facts.md.j2", context)
     table = prerender.table(
         ["Id", "Title", "Section", "Status", "Defined in"],
         [
@@ -134,16 +140,10 @@ def _all_facts(kb: KnowledgeBase, views: ViewBuilder) -> PageSpec:
         ],
         css="fb-scroll",
     )
-    return PageSpec(
-        ALL_FACTS,
-        "All facts",
-        "all-facts.md.j2",
-        {"rows": rows, "tags_link": rel_link(ALL_FACTS, TAGS)},
-        fragments=[table],
-    )
+    return PageSpec(ALL_FACTS, "All facts", "all-facts.md.j2", context, fragments=[table])
 
 
-def _tags(kb: KnowledgeBase, views: ViewBuilder) -> PageSpec:
+def _tags(kb: KnowledgeBase, views: ViewBuilder, html_parts: bool) -> PageSpec:
     """Every tag with its facts. Tags are free text from YAML: escaped, anchors are slugs.
 
     A plain list per tag (title link and YAML line; badges live on the fact's card): at 1,000
@@ -154,28 +154,28 @@ def _tags(kb: KnowledgeBase, views: ViewBuilder) -> PageSpec:
         for tag in dict.fromkeys(str(t) for t in fact.tags):  # a tag listed twice counts once
             by_tag.setdefault(tag, []).append(fact)
     order = sorted(by_tag, key=lambda t: (t.casefold(), t))
+    link = views.link_html if html_parts else views.link
+    lines = {
+        tag: [
+            f"{link(TAGS, f.id, f.title)} · {views.edit_link(f)}"
+            for f in sorted(by_tag[tag], key=lambda f: f.id)
+        ]
+        for tag in order
+    }
     tags = [
         {
             "name": md(tag),
             "anchor": views.tag_anchor[tag],
-            "facts": [
-                f"{views.link(TAGS, f.id, f.title)} · {views.edit_link(f)}"
-                for f in sorted(by_tag[tag], key=lambda f: f.id)
-            ],
+            "facts": [] if html_parts else lines[tag],
         }
         for tag in order
     ]
-    lists = [
-        prerender.bullets(
-            [
-                f"{views.link_html(TAGS, f.id, f.title)} · {views.edit_link(f)}"
-                for f in sorted(by_tag[tag], key=lambda f: f.id)
-            ]
-        )
-        for tag in order
-    ]
     cloud = " ".join(f"{views.tag_link(TAGS, tag)}&nbsp;{len(by_tag[tag])}" for tag in order)
-    return PageSpec(TAGS, "Tags", "tags.md.j2", {"tags": tags, "cloud": cloud}, fragments=lists)
+    context = {"tags": tags, "cloud": cloud}
+    if not html_parts:
+        return PageSpec(TAGS, "Tags", "tags.md.j2", context)
+    lists = [prerender.bullets(lines[tag]) for tag in order]
+    return PageSpec(TAGS, "Tags", "tags.md.j2", context, fragments=lists)
 
 
 def _home(
