@@ -1,11 +1,13 @@
 """Handbook build time on a synthetic knowledge base (--full: 1,000 facts, 20 runbooks).
 
     .venv/bin/python bench/docs_build.py [--full] [--facts N] [--runbooks N] [--repeat N]
-                                         [--no-baseline] [--json]
+                                         [--no-baseline] [--json] [--serve-edits N]
+    .venv/bin/python bench/docs_build.py --full --compare OTHER/src [--rounds N]
 
 Small by default (100 facts, 4 runbooks); --full is the issue's size. The full build with the
 plugin and plain mkdocs on the same pages run --repeat times, alternating, and their medians
-and the median of the per-pair ratios are reported (the machine may be shared).
+and the median of the per-pair ratios are reported (the machine may be shared). --compare SRC
+runs only the serve case, alternating another source tree and this one on one knowledge base.
 
 Cases (wall seconds; mkdocs runs as a subprocess, as a user runs it):
   generate             the generator alone, cold (load KB + results + runbooks, render pages)
@@ -346,6 +348,40 @@ def one_page_per_fact(root: Path, pages: dict[str, str]) -> int:
     return count
 
 
+def serve_ab(facts: int, runbooks: int, other: Path, rounds: int, edits: int) -> int:
+    """`mkdocs serve` edit -> served, alternating another source tree (`--compare SRC`, e.g.
+    main's src/) and this one on one knowledge base, in the same minutes."""
+    trees = {"compare": str(other.resolve()), "this": str(REPO / "src")}
+    seen: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in trees}
+    with tempfile.TemporaryDirectory(prefix="docs-ab-") as tmp:
+        root = build_kb(Path(tmp) / "kb", facts)
+        add_runbooks(root, runbooks)
+        (root / "docs").mkdir()
+        config = mkdocs_config(root, hooks=True)
+        saved = os.environ.get("PYTHONPATH")
+        try:
+            for n in range(rounds):
+                for name, src in trees.items():
+                    os.environ["PYTHONPATH"] = src  # the mkdocs serve subprocess's factbook
+                    times, phases = served_after_edit(root, config, edits)
+                    seen[name]["wall"] += times
+                    seen[name]["cpu"] += phases["cpu"]
+                    walls = ", ".join(f"{t:.2f}" for t in times)
+                    cpus = ", ".join(f"{t:.2f}" for t in phases["cpu"])
+                    print(f"round {n + 1} {name:<8} {src}: {walls} s (server cpu {cpus} s)")
+        finally:
+            if saved is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = saved
+    for name, values in seen.items():
+        wall, cpu = statistics.median(values["wall"]), statistics.median(values["cpu"] or [0])
+        print(f"{name:<8} median {wall:.2f} s, server cpu {cpu:.2f} s")
+    ratio = statistics.median(seen["this"]["wall"]) / statistics.median(seen["compare"]["wall"])
+    print(f"this / compare: {ratio:.2f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="1,000 facts and 20 runbooks")
@@ -357,11 +393,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--serve-edits", type=int, default=3, help="edits timed under a real mkdocs serve"
     )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="SRC",
+        help="only the serve A/B: alternate SRC (another tree's src/) and this tree",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the --compare A/B")
     args = parser.parse_args(argv)
     if args.facts is None:
         args.facts = 1000 if args.full else 100
     if args.runbooks is None:
         args.runbooks = 20 if args.full else 4
+    if args.compare is not None:
+        return serve_ab(args.facts, args.runbooks, args.compare, args.rounds, args.serve_edits)
     results: dict[str, Any] = {"facts": args.facts, "runbooks": args.runbooks}
     with tempfile.TemporaryDirectory(prefix="docs-bench-") as tmp:
         root = build_kb(Path(tmp) / "kb", args.facts)
