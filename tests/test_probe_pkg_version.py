@@ -35,13 +35,13 @@ names |= set(extra["names"])
 rows, decided, checked = [], 0, 0
 for name in sorted(names):
     for spelling in {name, name.upper(), name.replace("-", "_"), name.replace("_", ".")}:
-        fast = software._fast_version(spelling)
+        fast = software.dist_info_version(spelling)
         try:
             want = metadata.version(spelling)
         except metadata.PackageNotFoundError:
             want = None
         checked += 1
-        if fast is software._UNDECIDED:
+        if fast is software.UNDECIDED:
             continue
         decided += 1
         if fast != want:
@@ -121,7 +121,7 @@ def test_undecodable_metadata_is_left_to_importlib_metadata(tmp_path: Path) -> N
 
     (tmp_path / "latin-1.0.dist-info").mkdir()
     (tmp_path / "latin-1.0.dist-info" / "METADATA").write_bytes(b"Name: latin\nVersion: \xe9\n")
-    assert software._info_version(str(tmp_path / "latin-1.0.dist-info")) is software._UNDECIDED
+    assert software._info_version(str(tmp_path / "latin-1.0.dist-info")) is software.UNDECIDED
 
 
 def test_zip_and_egg_on_sys_path_go_to_importlib_metadata(tmp_path: Path) -> None:

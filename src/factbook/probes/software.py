@@ -8,7 +8,6 @@ without it, the agent's own interpreter answers in-process.
 from __future__ import annotations
 
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
 # in a plain folder of sys.path, is answered from the folder listing and METADATA's header
 # lines instead, with the same search order and name matching. Anything else (an egg, a zip on
 # sys.path, another finder that provides distributions) goes to importlib.metadata itself.
-_UNDECIDED = object()
+UNDECIDED = object()
 _LISTINGS: dict[str, tuple[float, dict[str, list[str]]]] = {}
 
 
@@ -69,10 +68,10 @@ def _header_version(path: str) -> Any:
     is left to importlib.metadata."""
     try:
         with open(path, encoding="utf-8") as handle:
-            found: Any = _UNDECIDED
+            found: Any = UNDECIDED
             for line in handle:
-                if found is not _UNDECIDED:
-                    return _UNDECIDED if line[:1] in (" ", "\t") else found
+                if found is not UNDECIDED:
+                    return UNDECIDED if line[:1] in (" ", "\t") else found
                 if not line.strip():
                     break
                 key, colon, value = line.partition(":")
@@ -80,25 +79,25 @@ def _header_version(path: str) -> Any:
                     found = value.lstrip(" \t").rstrip("\r\n")
             return found
     except (OSError, UnicodeDecodeError):
-        return _UNDECIDED
+        return UNDECIDED
 
 
-def _fast_version(name: str) -> Any:
-    """The version importlib.metadata would find, None when it would find none, or _UNDECIDED
+def dist_info_version(name: str) -> Any:
+    """The version importlib.metadata would find, None when it would find none, or UNDECIDED
     when only importlib.metadata can tell."""
     import importlib.machinery
 
     finders = [f for f in sys.meta_path if getattr(f, "find_distributions", None) is not None]
     if finders != [importlib.machinery.PathFinder] or not name:
-        return _UNDECIDED
+        return UNDECIDED
     wanted = _normalized(name)
     for entry in sys.path:
         root = entry or "."
         if os.path.basename(root).lower().endswith(".egg"):
-            return _UNDECIDED
+            return UNDECIDED
         infos = _infos(root)
         if infos is None:
-            return _UNDECIDED
+            return UNDECIDED
         found = infos.get(wanted)
         if found:
             return _info_version(os.path.join(root, found[0]))
@@ -109,12 +108,12 @@ def _info_version(info: str) -> Any:
     """The version in a `.dist-info`/`.egg-info` folder (METADATA, else PKG-INFO) or an
     `.egg-info` file (PKG-INFO's text itself), read as importlib.metadata reads it."""
     if not os.path.isdir(info):
-        return _header_version(info) if os.path.isfile(info) else _UNDECIDED
+        return _header_version(info) if os.path.isfile(info) else UNDECIDED
     for name in ("METADATA", "PKG-INFO"):
         path = os.path.join(info, name)
         if os.path.isfile(path) and os.path.getsize(path):
             return _header_version(path)
-    return _UNDECIDED
+    return UNDECIDED
 
 
 _PKG_SNIPPET = r"""
@@ -136,8 +135,8 @@ def pkg_version(name: str, python: str | None = None) -> str | None:
     """
     if python:
         return run_python(python, _PKG_SNIPPET, str(name))
-    fast = _fast_version(str(name))
-    if fast is not _UNDECIDED:
+    fast = dist_info_version(str(name))
+    if fast is not UNDECIDED:
         return fast
     try:
         from importlib import metadata
@@ -158,6 +157,8 @@ def python_version(python: str | None = None) -> str:
         return run_python(
             python, "import platform, json; print(json.dumps(platform.python_version()))"
         )
+    import platform
+
     return platform.python_version()
 
 
