@@ -23,11 +23,22 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 # Run in a fresh interpreter: every distribution it sees, each name in four spellings, plus
 # names it lacks; prints [name, fast, oracle, decided] rows that disagree and a summary.
 ORACLE = r"""
-import json, sys
+import json, sys, types
 src, extra = sys.argv[1], json.loads(sys.argv[2])
-sys.path.insert(0, src)
-from factbook.probes import software
-sys.path.remove(src)
+# the probe modules as the agent loads them (no factbook package: any Python the box has)
+for package in ("factbook", "factbook.probes"):
+    stub = types.ModuleType(package)
+    stub.__path__ = []
+    sys.modules[package] = stub
+def load(name):
+    module = types.ModuleType("factbook.probes." + name)
+    module.__package__ = "factbook.probes"
+    sys.modules[module.__name__] = module
+    path = src + "/factbook/probes/" + name + ".py"
+    exec(compile(open(path).read(), path, "exec"), module.__dict__)
+    return module
+load("common")
+software = load("software")
 sys.path[0:0] = extra["front"]
 from importlib import metadata
 names = {d.metadata["Name"] for d in metadata.distributions() if d.metadata["Name"]}
@@ -76,6 +87,22 @@ def test_every_installed_distribution_matches_importlib_metadata() -> None:
     result = oracle(sys.executable, [], ["factbook-no-such-package"])
     assert result["wrong"] == []
     assert result["decided"] == result["checked"] > 40  # this venv: all plain dist-info folders
+
+
+# Every other interpreter here (pyenv's, as the box may have): 3.10+ decide themselves, older
+# ones (their importlib.metadata matches names differently) always ask importlib.metadata.
+OTHER_PYTHONS = sorted(Path("/root/.pyenv/versions").glob("3.*/bin/python3"))
+
+
+@pytest.mark.skipif(not OTHER_PYTHONS, reason="no other Python interpreters here")
+@pytest.mark.parametrize("python", OTHER_PYTHONS, ids=lambda p: p.parent.parent.name)
+def test_other_pythons_match_their_importlib_metadata(python: Path) -> None:
+    version = tuple(int(x) for x in python.parent.parent.name.split(".")[:2])
+    if version < (3, 8):
+        pytest.skip("importlib.metadata is 3.8+ (3.7 boxes use the importlib_metadata backport)")
+    result = oracle(str(python), [], ["pip", "setuptools", "factbook-no-such-package"])
+    assert result["wrong"] == []
+    assert (result["decided"] > 0) == (version >= (3, 10))
 
 
 @pytest.mark.skipif(not os.path.exists("/usr/bin/python3"), reason="no system python3")

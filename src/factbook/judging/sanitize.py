@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -133,12 +134,33 @@ def _text(value: str) -> str:
     return encoded
 
 
-def _encode(value: Any, depth: int, unit: str) -> str:
-    """One value of dumps_safe, with json_safe's rules in json_safe's order (the exact types
-    first: they are nearly every value)."""
+def _scalar(value: Any) -> str | None:
+    """The JSON of a str or a plain int (nearly every leaf), or None for anything else."""
     kind = type(value)
     if kind is str:
-        return _text(value)
+        encoded = encode_basestring_ascii(value)
+        return encoded if "\\ud" not in encoded else _text(value)
+    if kind is int and -_SMALL_INT < value < _SMALL_INT:
+        return int.__repr__(value)
+    return None
+
+
+_SMALL_INT = 1 << 64  # far below json_safe's bound: written as is
+
+
+@lru_cache(maxsize=4096)
+def _key(key: str) -> str:
+    """A mapping key's JSON and separator: the same few keys recur in every record."""
+    return _text(key) + ": "
+
+
+def _encode(value: Any, depth: int, unit: str) -> str:
+    """One value of dumps_safe, with json_safe's rules in json_safe's order (the exact types
+    first, and their leaves inline: they are nearly every value)."""
+    leaf = _scalar(value)
+    if leaf is not None:
+        return leaf
+    kind = type(value)
     if kind is dict and depth < MAX_DEPTH:
         if not value:
             return "{}"
@@ -148,14 +170,14 @@ def _encode(value: Any, depth: int, unit: str) -> str:
             # keys equal once made text (or once a surrogate is escaped): the last value wins
             items = {escape_lone_surrogates(k): v for k, v in items}.items()
         inner = "\n" + unit * (depth + 1)
-        body = ("," + inner).join(_text(k) + ": " + _encode(v, depth + 1, unit) for k, v in items)
-        return "{" + inner + body + "\n" + unit * depth + "}"
+        parts = [_key(k) + (_scalar(v) or _encode(v, depth + 1, unit)) for k, v in items]
+        return "{" + inner + ("," + inner).join(parts) + "\n" + unit * depth + "}"
     if kind is list and depth < MAX_DEPTH:
         if not value:
             return "[]"
         inner = "\n" + unit * (depth + 1)
-        body = ("," + inner).join([_encode(v, depth + 1, unit) for v in value])
-        return "[" + inner + body + "\n" + unit * depth + "]"
+        parts = [_scalar(v) or _encode(v, depth + 1, unit) for v in value]
+        return "[" + inner + ("," + inner).join(parts) + "\n" + unit * depth + "]"
     if value is None:
         return "null"
     if value is True:

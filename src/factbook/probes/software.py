@@ -87,8 +87,11 @@ def dist_info_version(name: str) -> Any:
     when only importlib.metadata can tell."""
     import importlib.machinery
 
+    # 3.10 brought the name matching mirrored here (3.8 and 3.9 keep dots in names)
+    if sys.version_info < (3, 10) or not name:
+        return UNDECIDED
     finders = [f for f in sys.meta_path if getattr(f, "find_distributions", None) is not None]
-    if finders != [importlib.machinery.PathFinder] or not name:
+    if finders != [importlib.machinery.PathFinder]:
         return UNDECIDED
     wanted = _normalized(name)
     for entry in sys.path:
