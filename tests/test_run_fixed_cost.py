@@ -1,8 +1,9 @@
 """What every `factbook verify` pays before its first check: the modules it no longer imports.
 
 A run whose expectations hold no regex never needs the `regex` module; importlib.metadata
-(email, zipfile, csv) is needed neither by the CLI nor by paramiko's version string. Each is asserted in a fresh interpreter
-running the real CLI, so an import that creeps back in fails here, not in a benchmark.
+(email, zipfile, csv) is needed neither by the CLI nor by paramiko's version string. Each is
+asserted in a fresh interpreter running the real CLI, so an import that creeps back in fails
+here, not in a benchmark.
 """
 
 from __future__ import annotations
