@@ -300,6 +300,9 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "compileall", "-q", args.against],
                            check=True, capture_output=True)  # fmt: skip
             other = {**env, "PYTHONPATH": os.pathsep.join([args.against, *sys.path[1:]])}
+            # its own copy: the knowledge-base cache is keyed on factbook's code, so a shared
+            # one would be parsed again by every run that follows the other tree's
+            shutil.copytree(work / "kb", work / "kb-against")
         for _ in range(args.repeat):
             fast["bare"].append((time_bare_ssh(lab, 1), 0, 0))
             fast["ssh"].append(time_factbook(work / "kb", "box", env, args.jobs))
@@ -307,7 +310,7 @@ def main() -> None:
             fast["cm"].append(time_factbook(work / "kb", "box-cm", env, args.jobs))
             fast["local"].append(time_factbook(work / "kb", "local", env, args.jobs))
             if args.against:
-                fast["against"].append(time_factbook(work / "kb", "box", other, args.jobs))
+                fast["against"].append(time_factbook(work / "kb-against", "box", other, args.jobs))
         subprocess.run(
             ["ssh", "-F", str(lab.ssh_config), "-O", "exit", "box-cm"], capture_output=True
         )
