@@ -70,7 +70,7 @@ def main() -> None:
         # one copy of the knowledge base per tree: its cache is keyed on factbook's code, so a
         # shared one would be parsed again on every run that follows the other tree's
         kbs = {tree: work / "kb" if i == 0 else work / f"kb-{i}" for i, tree in enumerate(trees)}
-        for tree, kb in kbs.items():
+        for kb in kbs.values():
             if not kb.exists():
                 shutil.copytree(work / "kb", kb)
         assert lab.box.proc is not None and lab.jump.proc is not None
