@@ -3,6 +3,7 @@
     .venv/bin/python bench/fleet.py                      # N = 1, 8, 32, 64 (needs root: netns)
     .venv/bin/python bench/fleet.py --sizes 1,8 --json out.json
     .venv/bin/python bench/fleet.py --no-ansible         # factbook only
+    .venv/bin/python bench/fleet.py --no-ansible --against /path/to/main/src  # A/B, interleaved
 
 It starts the lab of tests/sshd.py (a jump sshd and a box sshd in a network namespace) and
 N-1 more box sshds beside the box (tests/fleet_lab.py): every box is reachable only through the
@@ -157,7 +158,13 @@ def write_inventory(path: Path, lab: Lab, boxes: list[SSHDInstance], home: Path)
 
 
 def run_size(
-    n: int, forks: int, lab: Lab, boxes: list[SSHDInstance], work: Path, ansible: bool
+    n: int,
+    forks: int,
+    lab: Lab,
+    boxes: list[SSHDInstance],
+    work: Path,
+    ansible: bool,
+    against: str | None = None,
 ) -> dict[str, Any]:
     home = lab.home
     kb = work / f"kb-{n}"
@@ -166,12 +173,19 @@ def run_size(
     (kb / "targets.yaml").write_text(fleet_targets_yaml(lab, boxes[:n], home))
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT / "src")}
     env.pop("SSH_AUTH_SOCK", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode as an installed package has it
     argv = [str(BIN / "factbook"), "--root", str(kb), "verify", "--target", "@fleet"]
     argv += ["--forks", str(forks), "--no-save", "--format", "json", "-q"]
     fb = timed(argv, env, boxes[:n], lab)
     summary = json.loads(fb.pop("stdout"))["summary"] if fb["rc"] in (0, 1, 3) else {}
     fb["summary"] = summary
     out: dict[str, Any] = {"n": n, "forks": forks, "factbook": fb}
+    if against:  # the same run from another source tree, right after (the same load)
+        other = timed(argv, {**env, "PYTHONPATH": against}, boxes[:n], lab)
+        other["summary"] = (
+            json.loads(other.pop("stdout"))["summary"] if other["rc"] in (0, 1, 3) else {}
+        )
+        out["against"] = other
     if ansible:
         inventory = work / f"inventory-{n}.ini"
         write_inventory(inventory, lab, boxes[:n], home)
@@ -215,8 +229,23 @@ def report(rows: list[dict[str, Any]], cores: int) -> str:
         lines.append(line)
     if len(rows) >= 2:
         a, b = rows[0], rows[-1]
-        slope = (b["factbook"]["client_cpu_s"] - a["factbook"]["client_cpu_s"]) / (b["n"] - a["n"])
-        lines.append(f"client CPU growth: {slope * 1000:.1f} ms per added box (target <= 25)")
+        for key, name in (("factbook", "this tree"), ("against", "--against")):
+            if key in a and key in b:
+                slope = (b[key]["client_cpu_s"] - a[key]["client_cpu_s"]) / (b["n"] - a["n"])
+                lines.append(
+                    f"client CPU growth ({name}): {slope * 1000:.1f} ms per added box "
+                    "(target <= 20)"
+                )
+    for row in rows:
+        if "against" in row:
+            o = row["against"]
+            floor = o["boxes_cpu_s"] / cores
+            lines.append(
+                f"N={row['n']} --against: wall {o['wall_s']:.2f} s, floor {floor:.2f} s, "
+                f"wall/floor {o['wall_s'] / max(floor, 1e-9):.2f}, client cpu "
+                f"{o['client_cpu_s']:.2f} s, {o['summary']}"
+            )
+    lines.append(f"load average at the end: {os.getloadavg()[0]:.1f}")
     return "\n".join(lines)
 
 
@@ -226,10 +255,16 @@ def main() -> int:
     parser.add_argument("--forks", type=int, help="forks for both tools (default: N)")
     parser.add_argument("--no-ansible", action="store_true")
     parser.add_argument("--json", metavar="FILE", help="write every figure here")
+    parser.add_argument(
+        "--against", metavar="SRC", help="also run factbook from another source tree, interleaved"
+    )
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     ansible = not args.no_ansible and (BIN / "ansible").exists()
     cores = os.cpu_count() or 1
+    for src in [ROOT / "src", *([args.against] if args.against else [])]:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)],
+                       check=True, capture_output=True)  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="factbook-fleet-"))
     lab = start_lab(work / "lab")
     extra: list[SSHDInstance] = []
@@ -239,7 +274,7 @@ def main() -> int:
         boxes = [lab.box, *extra]
         print(f"{len(boxes)} boxes behind one jump (isolated={lab.isolated}), {cores} cores")
         for n in sizes:
-            row = run_size(n, args.forks or n, lab, boxes, work, ansible)
+            row = run_size(n, args.forks or n, lab, boxes, work, ansible, args.against)
             rows.append(row)
             fb = row["factbook"]
             print(

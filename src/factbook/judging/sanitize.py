@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 # C0 controls except tab and newline, DEL, C1 controls, lone surrogates, and the two code
@@ -114,6 +116,88 @@ def json_safe(value: Any, *, _depth: int = 0) -> Any:
     if isinstance(value, (list, tuple, set, frozenset)):
         return [json_safe(v, _depth=_depth + 1) for v in value]
     return escape_lone_surrogates(str(value))
+
+
+def dumps_safe(value: Any, *, indent: int = 1) -> str:
+    """`json.dumps(json_safe(value), indent=indent, allow_nan=False)`, byte for byte, in one
+    pass: a report of 100 results per box (N boxes) was a third of the fleet client's CPU in
+    json's pure-Python indenting encoder (the C one takes no indent) and json_safe's copy."""
+    return _encode(value, 0, " " * indent)
+
+
+def _text(value: str) -> str:
+    """A JSON string (ASCII); a lone surrogate shown escaped as json_safe shows it. The C
+    encoder writes every surrogate as `\\udXXX`, so only text with one takes the regex."""
+    encoded = encode_basestring_ascii(value)
+    if "\\ud" in encoded:  # a surrogate, lone or half of a pair (or a literal `\\ud`)
+        return encode_basestring_ascii(escape_lone_surrogates(value))
+    return encoded
+
+
+def _scalar(value: Any) -> str | None:
+    """The JSON of a str or a plain int (nearly every leaf), or None for anything else."""
+    kind = type(value)
+    if kind is str:
+        encoded = encode_basestring_ascii(value)
+        return encoded if "\\ud" not in encoded else _text(value)
+    if kind is int and -_SMALL_INT < value < _SMALL_INT:
+        return int.__repr__(value)
+    return None
+
+
+_SMALL_INT = 1 << 64  # far below json_safe's bound: written as is
+
+
+@lru_cache(maxsize=4096)
+def _key(key: str) -> str:
+    """A mapping key's JSON and separator: the same few keys recur in every record."""
+    return _text(key) + ": "
+
+
+def _encode(value: Any, depth: int, unit: str) -> str:
+    """One value of dumps_safe, with json_safe's rules in json_safe's order (the exact types
+    first, and their leaves inline: they are nearly every value)."""
+    leaf = _scalar(value)
+    if leaf is not None:
+        return leaf
+    kind = type(value)
+    if kind is dict and depth < MAX_DEPTH:
+        if not value:
+            return "{}"
+        keys = [k if type(k) is str else str(k) for k in value]
+        items: Any = zip(keys, value.values(), strict=True)
+        if len(set(keys)) != len(keys) or not all(map(str.isascii, keys)):
+            # keys equal once made text (or once a surrogate is escaped): the last value wins
+            items = {escape_lone_surrogates(k): v for k, v in items}.items()
+        inner = "\n" + unit * (depth + 1)
+        parts = [_key(k) + (_scalar(v) or _encode(v, depth + 1, unit)) for k, v in items]
+        return "{" + inner + ("," + inner).join(parts) + "\n" + unit * depth + "}"
+    if kind is list and depth < MAX_DEPTH:
+        if not value:
+            return "[]"
+        inner = "\n" + unit * (depth + 1)
+        parts = [_scalar(v) or _encode(v, depth + 1, unit) for v in value]
+        return "[" + inner + ("," + inner).join(parts) + "\n" + unit * depth + "]"
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _text(str.__str__(value))
+    if isinstance(value, int):
+        bits = value.bit_length()
+        return int.__repr__(value) if bits <= _MAX_INT_BITS else f'"<int of {bits} bits>"'
+    if isinstance(value, float):
+        return float.__repr__(value) if math.isfinite(value) else _text(str(value))
+    if depth >= MAX_DEPTH:
+        return f'"<nested deeper than {MAX_DEPTH} levels>"'
+    if isinstance(value, dict):
+        return _encode(dict(value), depth, unit)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return _encode(list(value), depth, unit)
+    return _text(str(value))
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -15,14 +15,20 @@ import re
 from functools import lru_cache
 from typing import Any
 
-import regex
-
 # the stdlib's own pattern parser (sre_parse before 3.11): lint reads the pattern as `re` does
 sre_parse: Any = getattr(re, "_parser", None) or __import__("sre_parse")
 
 MATCH_TIMEOUT_S = 1.0  # one match; a sane pattern on 1 MiB of text takes milliseconds
 
-error = regex.error
+
+def __getattr__(name: str) -> Any:
+    """`userregex.error` is regex.error: the `regex` module (~10 ms) is imported on first use,
+    not by every run that merely could judge a regex."""
+    if name == "error":
+        import regex
+
+        return regex.error
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class RegexTimeout(Exception):
@@ -39,6 +45,8 @@ class RegexTimeout(Exception):
 @lru_cache(maxsize=512)
 def compile_user(pattern: str, flags: int = 0) -> Any:
     """The compiled pattern (regex.error when it does not compile)."""
+    import regex
+
     return regex.compile(pattern, flags | regex.VERSION0)
 
 

@@ -13,7 +13,12 @@ import os
 import shutil
 import struct
 import subprocess
-from typing import Any
+
+# typing costs ~10 ms to import on a box and annotations here are never evaluated
+# (`from __future__ import annotations`): type checkers see it, the box does not import it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _interpreter(python: str) -> str:

@@ -6,13 +6,16 @@ TOML files need pyyaml / tomllib (tomli) there; without them the check is skippe
 
 from __future__ import annotations
 
-import configparser
-import glob
 import hashlib
 import json
 import os
 import re
-from typing import Any
+
+# typing costs ~10 ms to import on a box and annotations here are never evaluated
+# (`from __future__ import annotations`): type checkers see it, the box does not import it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _path(path: str) -> str:
@@ -59,11 +62,15 @@ def file_sha256(path: str) -> str:
 
 def file_glob_count(pattern: str) -> int:
     """Number of paths matching a glob."""
+    import glob
+
     return len(glob.glob(_path(pattern), recursive=True))
 
 
 def file_total_size(pattern: str) -> int:
     """Total size in bytes of the paths matching a glob."""
+    import glob
+
     return sum(_tree_size(p) for p in glob.glob(_path(pattern), recursive=True))
 
 
@@ -112,6 +119,8 @@ def _load_config(path: str) -> Any:
 
 def _ini(text: str) -> dict[str, Any]:
     """INI sections as mappings; `key = value` lines before any section (pyvenv.cfg) at top."""
+    import configparser  # only INI files need it: not imported on every run
+
     parser = configparser.ConfigParser(interpolation=None)
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
     try:

@@ -41,8 +41,12 @@ import struct
 import sys
 import threading
 import time
-import traceback
-from typing import Any
+
+# typing costs ~10 ms to import on a box and annotations here are never evaluated
+# (`from __future__ import annotations`): type checkers see it, the box does not import it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # A result bigger than this is replaced by an error rather than flooding the connection.
 RESULT_CAP = 16 * 1024 * 1024
@@ -114,6 +118,8 @@ def describe(exc: BaseException) -> dict[str, str]:
         return {"skipped": f"module missing on target: {exc.name or exc}"}
     if type(exc) is RuntimeError or isinstance(exc, OSError):
         return {"error": str(exc)}
+    import traceback  # ~10 ms on a box: only an unexpected error needs it
+
     tb = traceback.extract_tb(exc.__traceback__)[-1:]
     where = f" ({tb[0].filename}:{tb[0].lineno})" if tb else ""
     return {"error": f"{type(exc).__name__}: {exc}{where}"}

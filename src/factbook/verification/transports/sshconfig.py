@@ -157,10 +157,13 @@ class Resolved:
     def _expand_multi(self, keyword: str, values: list[str]) -> list[str]:
         wheres = self.sources.get(keyword.lower(), [])
         out = []
+        # the tokens once for all values, and only when one has a `%`: each costs a user and
+        # host name lookup and a hash (a fleet resolves several per box)
+        tokens = self.tokens() if any("%" in v for v in values) else {}
         for i, value in enumerate(values):
             where = wheres[i] if i < len(wheres) else keyword
             try:
-                path = percent_expand(tilde(value), self.tokens(), keyword)
+                path = percent_expand(tilde(value), tokens, keyword)
             except WordError as exc:
                 raise UsageError(f"{where}: {exc}") from None
             try:

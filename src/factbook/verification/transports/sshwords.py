@@ -75,6 +75,8 @@ def a2port(text: str) -> int | None:
 
 def percent_expand(text: str, tokens: Mapping[str, str], what: str) -> str:
     """misc.c percent_expand: `%%` is %, `%x` is tokens[x]; anything else is refused."""
+    if "%" not in text:
+        return text
     out: list[str] = []
     i = 0
     while i < len(text):
