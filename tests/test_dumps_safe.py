@@ -31,6 +31,9 @@ class Opaque:
     def __str__(self) -> str:
         return "opaque \ud800 object"
 
+    def __repr__(self) -> str:  # a stable test id: every xdist worker must collect the same
+        return "Opaque()"
+
 
 SCALARS: list[Any] = [
     "",
