@@ -36,8 +36,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import build_wheel, require, wait_no_environ
+from build_cache import cached_wheel
 from helpers import kb_copy as copy_shipped_kb
+from helpers import require, wait_no_environ
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 from transport_lab import container_missing_reason, local_container
 
@@ -183,6 +184,7 @@ def container_pid() -> Iterator[int]:
 
 
 @pytest.fixture(scope="session")
-def factbook_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """factbook's wheel, built once per session (helpers.build_wheel)."""
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
+def factbook_wheel() -> Path:
+    """factbook's wheel (helpers.build_wheel), built once per machine for each content of the
+    tree (tests/build_cache.py): tests read it, never write beside it."""
+    return cached_wheel()
