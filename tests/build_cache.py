@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -82,6 +83,7 @@ def wheel_key(root: Path = REPO) -> str:
     return digest.hexdigest()[:24]
 
 
+@functools.cache
 def _pip_identity(python: str) -> str:
     """pip's version and the configuration that decides what an install resolves to."""
     shown = subprocess.run(
