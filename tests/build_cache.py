@@ -107,7 +107,7 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _entry(name: str, kind: str, build: Callable[[Path], None]) -> Path:
+def cached_entry(name: str, kind: str, build: Callable[[Path], None]) -> Path:
     """cache_dir()/name, made by `build(path)` unless a complete one is there; older entries
     matching the glob `kind` pruned."""
     root = cache_dir()
@@ -148,7 +148,7 @@ def _build_wheel_into(entry: Path) -> None:
 
 def cached_wheel() -> Path:
     """This tree's wheel (helpers.build_wheel): built once per machine for each content."""
-    entry = _entry(f"wheel-{wheel_key()}", "wheel-*", _build_wheel_into)
+    entry = cached_entry(f"wheel-{wheel_key()}", "wheel-*", _build_wheel_into)
     return next(entry.glob("factbook-*.whl"))
 
 
@@ -178,4 +178,4 @@ def cached_venv(extra: str | None, env: dict[str, str]) -> tuple[Path, Path]:
         assert installed.returncode == 0, installed.stderr
 
     kind = extra or "core"
-    return _entry(f"venv-{ident}-{kind}", f"venv-*-{kind}", build), wheel
+    return cached_entry(f"venv-{ident}-{kind}", f"venv-*-{kind}", build), wheel
