@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,7 +39,7 @@ from pathlib import Path
 import pytest
 from build_cache import cached_wheel
 from helpers import kb_copy as copy_shipped_kb
-from helpers import require, wait_no_environ
+from helpers import pids_with_environ, require
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 from transport_lab import container_missing_reason, local_container
 
@@ -104,6 +105,21 @@ def _cmdline(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode(errors="replace").strip()[:160]
 
 
+def _survivors(mark: str) -> list[int]:
+    """Processes carrying the session's mark, less multiprocessing's resource tracker of this
+    very process (a spawn context starts it): it ends when we do, after this check."""
+    return [pid for pid in pids_with_environ(mark) if not _our_resource_tracker(pid)]
+
+
+def _our_resource_tracker(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    ours = stat[1:2] == [str(os.getpid())]
+    return ours and "from multiprocessing.resource_tracker import main" in _cmdline(pid)
+
+
 @pytest.hookimpl(hookwrapper=True, trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[None]:
     """After every fixture's teardown and every other sessionfinish (pytest-xdist stops its
@@ -111,7 +127,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
     yield
     if not _OWN_SESSION:
         return
-    left = wait_no_environ(_OWN_SESSION[0], 5.0)  # a grace for teardowns just signalled
+    deadline = time.monotonic() + 5.0  # a grace for teardowns just signalled
+    while (left := _survivors(_OWN_SESSION[0])) and time.monotonic() < deadline:
+        time.sleep(0.05)
     if not left:
         return
     lines = [f"  {pid}: {_cmdline(pid)}" for pid in left]
