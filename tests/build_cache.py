@@ -123,20 +123,27 @@ def cached_entry(name: str, kind: str, build: Callable[[Path], None]) -> Path:
     return entry
 
 
+def _last_used(entry: Path) -> float | None:
+    """When a run last used a complete entry; None for one being built or gone."""
+    try:
+        return (entry / STAMP).stat().st_mtime
+    except OSError:
+        return None
+
+
 def _prune(root: Path, kind: str, keep: Path) -> None:
     """Remove the complete entries of one kind beyond the newest KEEP that no run has used for
-    IDLE_S (another worktree's run may be using one right now), never `keep`."""
-    done = sorted(
-        (p for p in root.glob(kind) if (p / STAMP).is_file()),
-        key=lambda p: (p / STAMP).stat().st_mtime,
-        reverse=True,
-    )
+    IDLE_S (another worktree's run may be using one right now), never `keep`. Lock files stay
+    (empty): removing one another process waits on would let two hold "the" lock."""
+    used = {p: _last_used(p) for p in root.glob(kind)}
+    done = sorted((p for p, t in used.items() if t is not None), key=used.get, reverse=True)
     for old in done[KEEP:]:
-        if old != keep and time.time() - (old / STAMP).stat().st_mtime > IDLE_S:
-            with _locked(root / f".{old.name}.lock"):
+        if old == keep:
+            continue
+        with _locked(root / f".{old.name}.lock"):  # checked again: it may be in use by now
+            last = _last_used(old)
+            if last is not None and time.time() - last > IDLE_S:
                 shutil.rmtree(old, ignore_errors=True)
-            with contextlib.suppress(OSError):
-                (root / f".{old.name}.lock").unlink()
 
 
 def _build_wheel_into(entry: Path) -> None:
