@@ -31,33 +31,63 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import build_wheel, require, wait_no_environ
+from build_cache import cached_wheel
 from helpers import kb_copy as copy_shipped_kb
+from helpers import pids_with_environ, require
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 from transport_lab import container_missing_reason, local_container
 
-# The files that take longest (`--durations`, docs/performance.md "The test suite"), longest
-# first. Under pytest-xdist (scripts/test: --dist loadfile) they are collected first, so they
-# are handed out before the short files and none of them starts last on an idle machine.
+# The files that take longest, longest first: CPU seconds of each file run alone on the 2-core
+# machine (`/usr/bin/time`, children included; docs/performance.md "The test suite"), files
+# that mostly wait (servers, timeouts) placed by their wall time. Under pytest-xdist
+# (scripts/test: --dist loadfile) they are handed out in this order before the short files,
+# so none of them starts last and the two workers end close together.
 SLOW_FILES = (
     "test_getting_started.py",  # a fresh venv with three extras, then the whole first day
-    "test_wheel_path.py",
-    "test_init_ci.py",  # two fresh venvs (the generated CI's jobs)
-    "test_sglang_conformance.py",
-    "test_runbook_executor.py",
-    "test_handbook.py",
-    "test_browser_handbook.py",
-    "test_measure_agent.py",
-    "test_orphans.py",
-    "test_transport_slurm.py",
-    "test_verify_agent.py",
+    "test_sglang_conformance.py",  # ~45 s: 600 command lines through sglang's own resolution
+    "test_runbook_executor.py",  # ~37 s: kernels, a managed server, a benchmark
+    "test_init_ci.py",  # ~33 s: two fresh venvs (the generated CI's jobs)
+    "test_handbook.py",  # ~30 s: the shipped knowledge base's site, built 3 times
+    "test_wheel_path.py",  # ~54 s for new sources, ~14 s when its venvs are cached
+    "test_orphans.py",  # 14 s CPU, ~70 s wall: watchdogs and dead runs waited for
+    "test_integrations_serve.py",  # 4 s CPU, ~60 s wall: slow clients and intervals
+    "test_browser_handbook.py",  # ~21 s: Chromium
+    "test_bench_client.py",  # ~20 s: a tiny Llama served and benchmarked
+    "test_integrations_bench_import.py",  # ~20 s: sglang's bench_serving against it
+    "test_handbook_trust.py",  # ~18 s
+    "test_fleet_ansible_oracle.py",  # ~18 s: ansible-inventory per case
+    "test_writeback.py",  # ~17 s: every shipped fact edited in place
+    "test_measure.py",  # ~17 s: torch
+    "test_schema_conformance.py",  # ~15 s
+    "test_measure_agent.py",  # ~14 s
+    "test_mcp_server.py",  # ~13 s
+    "test_eagle3_align.py",  # ~10 s
+    "test_fleet_ssh.py",
+    "test_import_dumps.py",
     "test_runbook_ssh.py",
+    "test_verify_agent.py",
+    "test_transport_slurm.py",  # 3 s CPU, ~18 s wall: a Slurm cluster started and stopped
 )
+
+SESSION_VAR = "FACTBOOK_TEST_SESSION"
+_OWN_SESSION: list[str] = []  # the mark this (outermost) session set, if it set one
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One mark per session on every child (below), and the order above kept: pytest-xdist
+    (3.6+) otherwise hands files out by their number of tests (--loadscope-reorder, on by
+    default), which put the one-test first day, the longest file, last."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+    if SESSION_VAR not in os.environ:  # a pytest run inside a test leaves it to the outer one
+        os.environ[SESSION_VAR] = uuid.uuid4().hex
+        _OWN_SESSION.append(f"{SESSION_VAR}={os.environ[SESSION_VAR]}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -65,16 +95,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     rank = {name: i for i, name in enumerate(SLOW_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable within a file
-
-
-SESSION_VAR = "FACTBOOK_TEST_SESSION"
-_OWN_SESSION: list[str] = []  # the mark this (outermost) session set, if it set one
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if SESSION_VAR not in os.environ:  # a pytest run inside a test leaves it to the outer one
-        os.environ[SESSION_VAR] = uuid.uuid4().hex
-        _OWN_SESSION.append(f"{SESSION_VAR}={os.environ[SESSION_VAR]}")
 
 
 def _cmdline(pid: int) -> str:
@@ -85,6 +105,21 @@ def _cmdline(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode(errors="replace").strip()[:160]
 
 
+def _survivors(mark: str) -> list[int]:
+    """Processes carrying the session's mark, less multiprocessing's resource tracker of this
+    very process (a spawn context starts it): it ends when we do, after this check."""
+    return [pid for pid in pids_with_environ(mark) if not _our_resource_tracker(pid)]
+
+
+def _our_resource_tracker(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    ours = stat[1:2] == [str(os.getpid())]
+    return ours and "from multiprocessing.resource_tracker import main" in _cmdline(pid)
+
+
 @pytest.hookimpl(hookwrapper=True, trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[None]:
     """After every fixture's teardown and every other sessionfinish (pytest-xdist stops its
@@ -92,7 +127,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Iterator[N
     yield
     if not _OWN_SESSION:
         return
-    left = wait_no_environ(_OWN_SESSION[0], 5.0)  # a grace for teardowns just signalled
+    deadline = time.monotonic() + 5.0  # a grace for teardowns just signalled
+    while (left := _survivors(_OWN_SESSION[0])) and time.monotonic() < deadline:
+        time.sleep(0.05)
     if not left:
         return
     lines = [f"  {pid}: {_cmdline(pid)}" for pid in left]
@@ -183,6 +220,7 @@ def container_pid() -> Iterator[int]:
 
 
 @pytest.fixture(scope="session")
-def factbook_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """factbook's wheel, built once per session (helpers.build_wheel)."""
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
+def factbook_wheel() -> Path:
+    """factbook's wheel (helpers.build_wheel), built once per machine for each content of the
+    tree (tests/build_cache.py): tests read it, never write beside it."""
+    return cached_wheel()

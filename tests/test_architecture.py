@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest
@@ -11,17 +12,17 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "factbook"
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
+def _module_name(path: Path, src: Path = SRC) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def import_statements(path: Path) -> list[tuple[str, list[str]]]:
-    """(module, names) for each import in `path`, relative imports resolved; a plain
-    `import a.b` is ("a.b", [])."""
-    name = _module_name(path)
+def import_statements(path: Path, src: Path = SRC) -> list[tuple[str, list[str]]]:
+    """(module, names) for each import in `path` (a module under `src`), relative imports
+    resolved; a plain `import a.b` is ("a.b", [])."""
+    name = _module_name(path, src)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: list[tuple[str, list[str]]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -38,24 +39,24 @@ def import_statements(path: Path) -> list[tuple[str, list[str]]]:
     return out
 
 
-def imported_modules(path: Path) -> set[str]:
+def imported_modules(path: Path, src: Path = SRC) -> set[str]:
     """Every module an import statement in `path` names (and each `module.name` it imports)."""
     found: set[str] = set()
-    for module, names in import_statements(path):
+    for module, names in import_statements(path, src):
         found.add(module)
         found.update(f"{module}.{name}" for name in names)
     return found
 
 
-def _offenders(allowed: set[str]) -> list[str]:
+def _offenders(allowed: set[str], src: Path = SRC) -> list[str]:
     out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(SRC).as_posix()
+    for path in sorted((src / "factbook").rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
         if rel in allowed:
             continue
         bad = sorted(
             m
-            for m in imported_modules(path)
+            for m in imported_modules(path, src)
             if m == "factbook.commands" or m.startswith("factbook.commands.")
         )
         if bad:
@@ -75,22 +76,25 @@ def test_only_cli_imports_commands() -> None:
 
 
 def test_scanner_sees_relative_and_absolute_imports(tmp_path: Path) -> None:
-    """The rule above can fail: the scanner resolves the import forms a module could use."""
-    for source, expected in [
+    """The rule above can fail: the scanner resolves the import forms a module could use. On a
+    copy of the tree (writing into src/ would show the probes to a wheel built meanwhile by
+    another xdist worker), all four forms in one scan."""
+    src = tmp_path / "src"
+    shutil.copytree(PACKAGE, src / "factbook", ignore=shutil.ignore_patterns("__pycache__"))
+    forms = [
         ("from ..commands.verify import handle\n", "factbook.commands.verify"),
         ("from .. import commands\n", "factbook.commands"),
         ("import factbook.commands.lint\n", "factbook.commands.lint"),
         ("from factbook.commands import lint\n", "factbook.commands"),
-    ]:
-        fake = SRC / "factbook" / "runbooks" / "_scan_probe.py"
-        try:
-            fake.write_text(source, encoding="utf-8")
-            assert expected in imported_modules(fake)
-            offenders = _offenders(_cli_side())
-            assert len(offenders) == 1
-            assert offenders[0].startswith("factbook/runbooks/_scan_probe.py: factbook.commands")
-        finally:
-            fake.unlink()
+    ]
+    for n, (source, expected) in enumerate(forms):
+        fake = src / "factbook" / "runbooks" / f"_scan_probe{n}.py"
+        fake.write_text(source, encoding="utf-8")
+        assert expected in imported_modules(fake, src)
+    offenders = _offenders(_cli_side(), src)
+    assert len(offenders) == len(forms), offenders
+    for n, found in enumerate(offenders):
+        assert found.startswith(f"factbook/runbooks/_scan_probe{n}.py: factbook.commands")
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "commands").glob("*.py")), ids=lambda p: p.name)
@@ -185,7 +189,7 @@ def test_cycle_finder_can_fail() -> None:
     assert find_cycles(graph) == [["a", "b", "c"]]
 
 
-def private_imports(path: Path) -> list[str]:
+def private_imports(path: Path, src: Path = SRC) -> list[str]:
     """`from other import _name` (or a module whose own name starts with `_`) in `path`."""
     bad = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -198,7 +202,7 @@ def private_imports(path: Path) -> list[str]:
             continue
         for part in [*module.split("."), *(n for a in names for n in a.split("."))]:
             if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
-                bad.append(f"{path.relative_to(SRC).as_posix()}:{node.lineno}: {part}")
+                bad.append(f"{path.relative_to(src).as_posix()}:{node.lineno}: {part}")
     return bad
 
 
@@ -206,19 +210,18 @@ def test_no_private_names_imported_across_modules() -> None:
     assert [line for p in sorted(PACKAGE.rglob("*.py")) for line in private_imports(p)] == []
 
 
-def test_private_import_rule_can_fail() -> None:
-    fake = PACKAGE / "runbooks" / "_private_probe.py"
-    try:
-        fake.write_text(
-            "from factbook.verification.engine import _connect\nimport factbook.x._y\n",
-            encoding="utf-8",
-        )
-        assert private_imports(fake) == [
-            "factbook/runbooks/_private_probe.py:1: _connect",
-            "factbook/runbooks/_private_probe.py:2: _y",
-        ]
-    finally:
-        fake.unlink()
+def test_private_import_rule_can_fail(tmp_path: Path) -> None:
+    src = tmp_path / "src"  # not in src/: a wheel built meanwhile would take the probe along
+    fake = src / "factbook" / "runbooks" / "_private_probe.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(
+        "from factbook.verification.engine import _connect\nimport factbook.x._y\n",
+        encoding="utf-8",
+    )
+    assert private_imports(fake, src) == [
+        "factbook/runbooks/_private_probe.py:1: _connect",
+        "factbook/runbooks/_private_probe.py:2: _y",
+    ]
 
 
 def test_top_level_shows_the_layers() -> None:

@@ -47,3 +47,23 @@ def test_a_clean_session_passes(tmp_path: Path) -> None:
     done = _session(tmp_path, "def test_nothing():\n    assert True\n")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "survived" not in done.stdout
+
+
+SPAWNS = """
+import multiprocessing
+
+def test_spawns_a_process():
+    # a spawn context starts multiprocessing's resource tracker, which lives until pytest ends
+    proc = multiprocessing.get_context("spawn").Process(target=print)
+    proc.start()
+    proc.join()
+    assert proc.exitcode == 0
+"""
+
+
+def test_the_resource_tracker_of_a_spawn_context_is_no_leftover(tmp_path: Path) -> None:
+    """It exits with the pytest process, just after the check: FACTBOOK_TEST_WORKERS=0 (one
+    process for the whole suite) failed on it, and waited 5 s for it first."""
+    done = _session(tmp_path, SPAWNS)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "survived" not in done.stdout and "1 passed" in done.stdout

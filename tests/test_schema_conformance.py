@@ -8,6 +8,7 @@ jsonschema with the published schema/*.schema.json, factbook with its in-code sc
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import random
@@ -42,6 +43,7 @@ class _NoAliases(yaml.SafeDumper):
         return True
 
 
+@functools.cache  # read and checked against its meta-schema once, not per judged file
 def _published(which: str) -> jsonschema.protocols.Validator:
     data = json.loads((ROOT / "schema" / f"{which}.schema.json").read_text())
     cls = jsonschema.validators.validator_for(data, default=jsonschema.Draft202012Validator)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -212,16 +213,29 @@ CAPTURE_ARCHS = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "LlamaForCaus
 def sglang_answers(models: dict[str, str]) -> tuple[list[list[str]], dict]:
     cases = _cases(models) + _generated(models, GENERATED, seed=SEED)
     captures = [(arch, ids, 61) for arch in CAPTURE_ARCHS for ids in CAPTURE_IDS]
-    # two sglang processes, half the cases each: the runners have two cores, and each case
-    # costs sglang ~0.1 s of argparse and resolution
-    python, half = str(_sglang_python()), len(cases) // 2
-    with ThreadPoolExecutor(2) as pool:
-        first = pool.submit(resolve_with_sglang, python, cases[:half], captures=captures)
-        second = pool.submit(resolve_with_sglang, python, cases[half:])
-        answers, rest = first.result(), second.result()
-    assert answers["version"] == rest["version"] == "0.5.23"
-    answers["resolutions"] += rest["resolutions"]
+    # each case costs sglang ~0.05 s of argparse and resolution, its import ~7 s of CPU: two
+    # processes, half the cases each, where a core is free for the second (run alone on two
+    # cores); one under pytest-xdist with a worker per core, where the other is busy
+    python = str(_sglang_python())
+    parts = min(2, _free_cores())
+    size = -(-len(cases) // parts)
+    with ThreadPoolExecutor(parts) as pool:
+        futures = [
+            pool.submit(resolve_with_sglang, python, cases[i : i + size],
+                        captures=captures if i == 0 else ())
+            for i in range(0, len(cases), size)
+        ]  # fmt: skip
+        results = [f.result() for f in futures]
+    answers = results[0]
+    assert {r["version"] for r in results} == {"0.5.23"}
+    answers["resolutions"] = [a for r in results for a in r["resolutions"]]
     return cases, answers
+
+
+def _free_cores() -> int:
+    """Cores this test may use: all of them, or its share under pytest-xdist."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
 def test_matrix_is_large_enough(sglang_answers: tuple[list[list[str]], dict]) -> None:

@@ -4,17 +4,20 @@ verify, status, `mkdocs build` (the plugin found through its entry point, not a 
 the built site from disk in Chromium; and a command whose extra is missing says which one.
 
 pip installs with its own configuration (this machine: a local wheel cache and index, else
-PyPI). Minutes on a loaded 2-core box, so it is marked slow; it still runs in the suite.
+PyPI). Minutes on a loaded 2-core box, so it is marked slow; it still runs in the suite. The
+wheel and both venvs are made once per machine for each content of the tree, pip's version
+and configuration (tests/build_cache.py): a fresh clone of the same source reuses them, any
+change to src/, pyproject.toml or README.md makes them again, FACTBOOK_TEST_FRESH=1 too.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from build_cache import cached_venv
 from helpers import CHROMIUM, REPO, require_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(900)]
@@ -35,30 +38,21 @@ def _run(argv: list[str], cwd: Path, timeout: float = 600) -> subprocess.Complet
 
 @pytest.fixture(scope="module")
 def wheel(factbook_wheel: Path) -> Path:
-    """The session's wheel of this tree (conftest.py builds it once)."""
+    """This tree's wheel (conftest.py), the one the venvs below installed."""
     return factbook_wheel
 
 
-def _venv(wheel: Path, extra: str | None) -> Path:
-    base = getattr(sys, "_base_executable", sys.executable)
-    venv = wheel.parent.parent / f"venv-{extra or 'core'}"
-    assert _run([base, "-m", "venv", str(venv)], wheel.parent).returncode == 0
-    spec = f"{wheel}[{extra}]" if extra else str(wheel)
-    installed = _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", spec], venv)
-    assert installed.returncode == 0, installed.stderr
-    return venv
+@pytest.fixture(scope="module")
+def venv() -> Path:
+    """factbook[handbook] from the wheel: a fresh venv, made once per machine for each content
+    of the tree (tests/build_cache.py; FACTBOOK_TEST_FRESH=1 makes it again)."""
+    return cached_venv("handbook", _env())[0]
 
 
 @pytest.fixture(scope="module")
-def venv(wheel: Path) -> Path:
-    """factbook[handbook] from the wheel."""
-    return _venv(wheel, "handbook")
-
-
-@pytest.fixture(scope="module")
-def core(wheel: Path) -> Path:
+def core() -> Path:
     """factbook alone: facts, lint, verify, status."""
-    return _venv(wheel, None)
+    return cached_venv(None, _env())[0]
 
 
 def test_wheel_to_handbook(venv: Path, tmp_path: Path) -> None:

@@ -43,15 +43,17 @@ from sglang.srt.server_args import ServerArgs, prepare_server_args
 
 job = json.load(sys.stdin)
 out = {"version": sglang.__version__, "resolutions": [], "captures": []}
+# the flags before sglang's hooks ran: one parser for the batch (building one walks every
+# option of ServerArgs, about as long as a resolution; parsing leaves it unchanged)
+parser = argparse.ArgumentParser(prog="sglang serve")
+ServerArgs.add_cli_args(parser)
 for argv in job["resolutions"]:
     try:
         with contextlib.redirect_stderr(io.StringIO()) as err:
             args = prepare_server_args(argv)
             args.resolve_once()
         d = args.resolved_dict()
-        parser = argparse.ArgumentParser(prog="sglang serve")
-        ServerArgs.add_cli_args(parser)
-        asked = vars(parser.parse_args(argv))  # the flags before sglang's hooks ran
+        asked = vars(parser.parse_args(argv))
         out["resolutions"].append({"ok": {k: d[k] for k in job["fields"]},
                                    "asked": {k: asked[k] for k in job["fields"]}})
     except SystemExit as exc:  # argparse: ambiguous, unknown or bad flags
