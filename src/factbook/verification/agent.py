@@ -6,8 +6,9 @@ killed with everything it started (`os.killpg` of that worker's group) and the w
 Workers are reused for the next call (a fork per call costs more than most probes), and their
 groups are killed when the batch ends, so nothing a probe started outlives the run. If the agent
 itself dies, every worker's group is killed too (Linux PR_SET_PDEATHSIG, else a watcher thread).
-Results stream to stdout as one JSON line each, flushed before the agent waits for the next
-(a burst of results leaves in one write): a dropped connection keeps what arrived. A call
+Results stream to stdout as one JSON line each, flushed before another call starts (a burst
+of results read together leaves in one write): a dropped connection, or a call that kills the
+agent, keeps what arrived. A call
 marked `exclusive` (a measurement) starts only when every other call has finished and nothing
 else starts while it runs; exclusive calls reuse one worker, so torch and CUDA are initialised
 once for all of them.
@@ -473,6 +474,9 @@ class Agent:
 
     def _loop(self) -> None:
         while True:
+            # every result read goes out before another call starts: a call may kill the agent
+            # (SIGKILL, the OOM killer), and what it had received must not die with it
+            self.flush()
             self._fill()
             busy = [w for w in self.workers if w.call is not None]
             if not busy:
@@ -484,12 +488,9 @@ class Agent:
             wait = max(0.0, min(min(w.deadline for w in busy) - now, self._grow_wait(busy, now)))
             fds = [w.results_fd for w in busy]
             # Results that arrive together leave in one write (one SSH packet, not one per
-            # line: through a jump each costs the client CPU twice); before waiting for more,
-            # everything written so far is flushed, so progress stays live.
-            ready, _, _ = select.select(fds, [], [], 0) if self.unflushed else ([], [], [])
-            if not ready:
-                self.flush()
-                ready, _, _ = select.select(fds, [], [], min(wait, 1.0))
+            # line: through a jump each costs the client CPU twice): all those ready are read
+            # before the flush at the top of the loop.
+            ready, _, _ = select.select(fds, [], [], min(wait, 1.0))
             for worker in [w for w in busy if w.results_fd in ready]:
                 self._read(worker)
             now = time.monotonic()
