@@ -472,10 +472,24 @@ class Agent:
                     os.close(fd)
         self.workers.clear()
 
+    def _drain(self) -> None:
+        """Read every result already waiting, starting nothing meanwhile."""
+        while True:
+            fds = [w.results_fd for w in self.workers if w.call is not None]
+            ready, _, _ = select.select(fds, [], [], 0) if fds else ([], [], [])
+            if not ready:
+                return
+            for worker in [w for w in self.workers if w.call is not None]:
+                if worker.results_fd in ready:
+                    self._read(worker)
+
     def _loop(self) -> None:
         while True:
-            # every result read goes out before another call starts: a call may kill the agent
-            # (SIGKILL, the OOM killer), and what it had received must not die with it
+            # Results that arrive together leave in one write (one SSH packet, not one per
+            # line: through a jump each costs the client CPU twice), and every result read goes
+            # out before another call starts: a call may kill the agent (SIGKILL, the OOM
+            # killer), and what it had received must not die with it.
+            self._drain()
             self.flush()
             self._fill()
             busy = [w for w in self.workers if w.call is not None]
@@ -487,9 +501,6 @@ class Agent:
             now = time.monotonic()
             wait = max(0.0, min(min(w.deadline for w in busy) - now, self._grow_wait(busy, now)))
             fds = [w.results_fd for w in busy]
-            # Results that arrive together leave in one write (one SSH packet, not one per
-            # line: through a jump each costs the client CPU twice): all those ready are read
-            # before the flush at the top of the loop.
             ready, _, _ = select.select(fds, [], [], min(wait, 1.0))
             for worker in [w for w in busy if w.results_fd in ready]:
                 self._read(worker)
