@@ -19,7 +19,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,8 +182,17 @@ def refusal(text: str, display: str, *, first_line: int = 1) -> Problem | None:
     """The first bound the text breaks (characters, aliases, depth, size, documents), if any.
 
     Runs on libyaml's event stream, which is flat: nothing here recurses or builds values, so
-    it is safe on any input and costs a fraction of building the document.
+    it is safe on any input and costs a fraction of building the document. Inside `sharing()`
+    the answer for a text is remembered.
     """
+    shared = _SHARED.get() if first_line == 1 else None
+    if shared is None:
+        return _refusal(text, display, first_line)
+    found = shared.get("refusal", text, lambda: _refusal(text, "", 1))
+    return None if found is None else Problem(display, found.line, found.message)
+
+
+def _refusal(text: str, display: str, first_line: int) -> Problem | None:
     bad = _FORBIDDEN.search(text)
     if bad:
         code = ord(bad.group())
@@ -268,7 +277,18 @@ def load_located(path: Path, display: str) -> tuple[LocatedDoc, list[Problem]]:
 
 
 def parse_located(text: str, display: str) -> tuple[LocatedDoc, list[Problem]]:
-    """Parse the text of one YAML file (read_text_bounded's) as load_located does."""
+    """Parse the text of one YAML file (read_text_bounded's) as load_located does. Inside
+    `sharing()` a text is parsed once: its values are then shared by every caller, who must
+    not change them."""
+    shared = _SHARED.get()
+    if shared is None:
+        return _located(text, display)
+    doc, problems = shared.get("located", text, lambda: _located(text, ""))
+    mine = LocatedDoc(display, doc.data, doc.lines, doc.key_lines)
+    return mine, [Problem(display, p.line, p.message) for p in problems]
+
+
+def _located(text: str, display: str) -> tuple[LocatedDoc, list[Problem]]:
     doc = LocatedDoc(display, None)
     problem = refusal(text, display)
     if problem is not None:
@@ -285,6 +305,49 @@ def parse_located(text: str, display: str) -> tuple[LocatedDoc, list[Problem]]:
         finally:
             ctor.dispose()
     return doc, problems
+
+
+@dataclass
+class _Memo:
+    """What `sharing()` remembers: ("refusal" | "located", text) -> the answer for that text."""
+
+    answers: dict[tuple[str, str], Any] = field(default_factory=dict)
+    size: int = 0  # characters of the texts remembered
+
+    def get(self, kind: str, text: str, compute: Callable[[], Any]) -> Any:
+        key = (kind, text)
+        if key not in self.answers:
+            value = compute()
+            if self.size + len(text) > SHARED_MAX_CHARS:
+                self.answers.clear()
+                self.size = 0
+            self.answers[key] = value
+            self.size += len(text)
+        return self.answers[key]
+
+
+_SHARED: contextvars.ContextVar[_Memo | None] = contextvars.ContextVar("shared", default=None)
+SHARED_MAX_CHARS = 256 << 20  # of remembered texts; past it, the memo starts over
+
+
+def shared_parses() -> bool:
+    """Whether a `sharing()` block is open (parses made now are remembered)."""
+    return _SHARED.get() is not None
+
+
+@contextmanager
+def sharing() -> Iterator[None]:
+    """Within the block, each distinct text is checked (`refusal`) and parsed (`located`)
+    once. An import writes fact files into a scratch copy, reads each back to check the
+    write, and lints the copy: the same texts, parsed up to seven times without this."""
+    if _SHARED.get() is not None:  # already sharing: the outer block owns the memo
+        yield
+        return
+    token = _SHARED.set(_Memo())
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 # the files read_text_bounded was asked for, while recording_reads() is open

@@ -25,7 +25,13 @@ from typing import Any, ClassVar
 import yaml
 
 from factbook.errors import UsageError, WritebackError
-from factbook.knowledge.yamlsrc import FastSafeLoader, MemoResolver, unreadable_if_written
+from factbook.knowledge.yamlsrc import (
+    FastSafeLoader,
+    MemoResolver,
+    parse_located,
+    shared_parses,
+    unreadable_if_written,
+)
 from factbook.store.atomic import exclusive_lock, write_text_atomic
 
 LOCK_DIR = ".factbook-cache/locks"
@@ -368,7 +374,7 @@ def update_fact(
             assert fact is not None
         new_text = _apply(text, _edits_for(text, fact, changes, add_source, str(path)))
         _readable(text, new_text, path)
-        _check_all(document, new_text, {fact_id: (changes, add_source)}, path)
+        _check_all(document, new_text, {fact_id: (changes, add_source)}, path, old_text=text)
         write_text_atomic(path, new_text)
     return path
 
@@ -391,24 +397,51 @@ def _check_all(
     new: str,
     wanted: dict[str, tuple[dict[str, Any], dict[str, Any] | None]],
     path: Path,
+    old_text: str | None = None,
 ) -> None:
     """`_check_result` for several facts of one file at once: one parse after the edit, and
-    the data before from `old` (its text, or its already composed node: no second parse).
-    Callers check first that the loader reads the new text back (`_readable`)."""
-    expected = yaml.load(old, Loader=_LOADER) if isinstance(old, str) else _construct(old)
+    the data before from `old` (its text, or its already composed node: no second parse;
+    inside yamlsrc.sharing() the parse of `old_text` already made). Callers check first
+    that the loader reads the new text back (`_readable`)."""
+    before = _shared_data(old if isinstance(old, str) else old_text)
+    if before is None:
+        before = yaml.load(old, Loader=_LOADER) if isinstance(old, str) else _construct(old)
     try:
-        after = yaml.load(new, Loader=_LOADER)
+        after = _read_back(new)
     except yaml.YAMLError as exc:
         raise WritebackError(f"{path}: edit would break the YAML ({exc}); not written") from exc
-    for fact in expected["facts"]:
+    facts = []
+    for fact in before["facts"]:
         if isinstance(fact, dict) and fact.get("id") in wanted:
             changes, add_source = wanted[fact["id"]]
-            fact.update(changes)
+            fact = {**fact, **changes}  # a copy: `before` may be a shared parse
             if add_source is not None:
-                fact.setdefault("sources", []).append(add_source)
+                sources = fact.setdefault("sources", [])
+                if isinstance(sources, list):
+                    fact["sources"] = [*sources, add_source]
+                else:
+                    sources.append(add_source)  # fails as it always did
+        facts.append(fact)
+    expected = {**before, "facts": facts}
     if after != expected:
         names = ", ".join(sorted(wanted))
         raise WritebackError(f"{path}: edit of {names} would change other data; not written")
+
+
+def _shared_data(text: str | None) -> Any:
+    """The data of `text` from the parse yamlsrc.sharing() holds (or makes once), when it
+    read back without a problem; else None (the caller parses it as it always did)."""
+    if text is None or not shared_parses():
+        return None
+    doc, problems = parse_located(text, "")
+    return None if problems or doc.data is None else doc.data
+
+
+def _read_back(text: str) -> Any:
+    """`text` as the loader reads it (raises yaml.YAMLError when it does not parse). Inside
+    yamlsrc.sharing() the parse is the one the lint that follows uses too."""
+    data = _shared_data(text)
+    return data if data is not None else yaml.load(text, Loader=_LOADER)
 
 
 def _readable(old: str | None, new: str, path: Path) -> None:
@@ -468,7 +501,7 @@ def _appended(
         blocks.append("".join(dash + line + "\n" for line in dumped.splitlines()))
     new_text = text + ("\n" if more else "") + "\n".join(blocks)
     _readable(text, new_text, path)
-    after = yaml.load(new_text, Loader=_LOADER) or {}
+    after = _read_back(new_text) or {}
     found = after.get("facts") if isinstance(after, dict) else None
     return new_text, found if isinstance(found, list) else []
 
@@ -567,9 +600,8 @@ def _update_file(
     new_text = _apply(text, edits)
     try:
         _readable(text, new_text, path)
-        _check_all(
-            document, new_text, {u.fact_id: (u.changes(), u.add_source) for u in ready}, path
-        )
+        wanted = {u.fact_id: (u.changes(), u.add_source) for u in ready}
+        _check_all(document, new_text, wanted, path, old_text=text)
     except WritebackError:
         return _update_one_by_one(path, text, ready, refused)
     write_text_atomic(path, new_text)

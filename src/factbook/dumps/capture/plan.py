@@ -34,6 +34,7 @@ from factbook.dumps.capture.sections import Section, resolve
 from factbook.errors import UsageError
 from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Milestone
+from factbook.knowledge.yamlsrc import sharing
 
 VERDICTS = ("new", "changed", "contradicted", "unchanged")
 
@@ -63,16 +64,20 @@ class ImportResult:
 def plan_import(
     root: Path, dump: Path, milestone_id: str, *, accept: list[str] | None = None
 ) -> ImportResult:
-    """Proposals for one dump against the knowledge base at `root`, applied to a scratch copy."""
+    """Proposals for one dump against the knowledge base at `root`, applied to a scratch copy.
+
+    Each fact file's text is parsed once (yamlsrc.sharing): by the load, by write-back's
+    checks of the scratch copy, or by its lint, whichever reads it first."""
     started = time.perf_counter()
-    kb, baseline = load_kb_with_problems(Path(root))
-    milestone = kb.milestone(milestone_id)
-    assert milestone is not None
-    document = read_document(dump)
-    boxes = find_boxes(document.entries, kb, document.path)
-    proposals, unplaced, duplicates = propose_all(kb, document, milestone, boxes)
-    accepted = _accepted(proposals, accept)
-    applied = apply(kb.root, kb, accepted, baseline, boxes)
+    with sharing():
+        kb, baseline = load_kb_with_problems(Path(root))
+        milestone = kb.milestone(milestone_id)
+        assert milestone is not None
+        document = read_document(dump)
+        boxes = find_boxes(document.entries, kb, document.path)
+        proposals, unplaced, duplicates = propose_all(kb, document, milestone, boxes)
+        accepted = _accepted(proposals, accept)
+        applied = apply(kb.root, kb, accepted, baseline, boxes)
     result = ImportResult(
         document, milestone, proposals, unplaced, duplicates, applied, accepted, boxes=boxes
     )
