@@ -362,8 +362,9 @@ def _parse_fact_file(text: str, display: str) -> _FactFile:
             label = f"fact '{fact_id}': " if isinstance(fact_id, str) else ""
             problems += [Problem(p.file, p.line, label + p.message) for p in fact_problems]
         # Only conformed values reach a Fact: a wrong-typed key is dropped (and reported
-        # above), so status and the handbook can still render the rest of the fact.
-        clean = schema.conform(raw, schema.FACT_SCHEMA)
+        # above), so status and the handbook can still render the rest of the fact. A
+        # fact validate() passed whole is its own conformed form (nothing to drop).
+        clean = schema.conform(raw, schema.FACT_SCHEMA) if fact_problems else raw
         if clean is not schema.INVALID:
             entries.append((index, clean, set(raw)))
     return _FactFile(doc, problems, entries)

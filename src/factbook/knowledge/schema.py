@@ -220,8 +220,15 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+# the one type name each of these exact types matches (lint checks every value of every fact)
+_EXACT_TYPE = {str: "string", dict: "object", list: "array", type(None): "null", bool: "boolean"}
+
+
 def _type_ok(value: Any, types: str | list[str]) -> bool:
     """JSON Schema's types: booleans are not numbers; 2.0 is an integer (draft 2020-12)."""
+    exact = _EXACT_TYPE.get(type(value))
+    if exact is not None:
+        return types == exact if isinstance(types, str) else exact in types
     names = [types] if isinstance(types, str) else types
     for name in names:
         if isinstance(value, bool) and name in ("integer", "number"):
@@ -261,6 +268,7 @@ KEYWORDS = frozenset(
     }
 )
 ANNOTATIONS = frozenset({"$schema", "$id", "title", "description"})
+_KNOWN_KEYS = KEYWORDS | ANNOTATIONS
 
 
 class UnsupportedKeyword(ValueError):
@@ -309,7 +317,7 @@ def validate(
         bad = _non_json(value)
         if bad is not None:
             return [doc.problem((*path, *bad[0]), f"{pre}unsupported value of type {bad[1]}")]
-    if not schema.keys() <= KEYWORDS | ANNOTATIONS:
+    if not schema.keys() <= _KNOWN_KEYS:
         check_supported(schema)
     if "enum" in schema and not any(_json_equal(value, c) for c in schema["enum"]):
         choices = ", ".join(str(c) for c in schema["enum"])
@@ -357,7 +365,11 @@ _JSON_SCALARS = (str, int, float, bool, type(None))
 
 def _free_form(schema: dict[str, Any]) -> bool:
     """A schema that accepts any content below it (a fact's value, a check's args)."""
-    return not any(k in schema for k in ("properties", "additionalProperties", "items"))
+    return (
+        "properties" not in schema
+        and "additionalProperties" not in schema
+        and ("items" not in schema)
+    )
 
 
 def _non_json(value: Any, path: PathKey = ()) -> tuple[PathKey, str] | None:
