@@ -35,7 +35,7 @@ from factbook.dumps.capture.extract import (
 )
 from factbook.dumps.capture.pitfall import split_pitfall
 from factbook.dumps.capture.sections import Section
-from factbook.dumps.status.context import KIND_TITLES
+from factbook.dumps.status.kinds import KIND_TITLES
 from factbook.knowledge import schema
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Milestone

@@ -13,6 +13,7 @@ from typing import Any
 
 from factbook.dumps.status.changes import Changes, compute_changes
 from factbook.dumps.status.items import LEGEND, Item, known, make_item, milestone_label, value_text
+from factbook.dumps.status.kinds import KIND_TITLES
 from factbook.knowledge.categories import CATEGORIES
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Milestone
@@ -21,16 +22,6 @@ INSTRUCTION_GROUPS = (
     ("access", "Access", {"access", "ssh"}),
     ("constraints", "User constraints", {"user-constraint", "user-constraints", "constraint"}),
 )
-KIND_TITLES = {
-    "script": "Scripts",
-    "file": "Files",
-    "dir": "Directories",
-    "checkpoint": "Models and checkpoints",
-    "data": "Data",
-    "log": "Logs",
-    "service": "Services",
-    "doc": "Docs",
-}
 DONE_STATES = ("done", "failed")
 ACTIVE_STATES = ("in_progress", "blocked")
 
