@@ -184,22 +184,40 @@ def refusal(text: str, display: str, *, first_line: int = 1) -> Problem | None:
 
     Runs on libyaml's event stream, which is flat: nothing here recurses or builds values, so
     it is safe on any input and costs a fraction of building the document. Inside `sharing()`
-    the answer for a text is remembered.
+    the text is parsed (`located`) in the same pass and both answers remembered.
     """
     shared = _SHARED.get() if first_line == 1 else None
     if shared is None:
         return _refusal(text, display, first_line)
-    found = shared.get("refusal", text, lambda: _refusal(text, "", 1))
+    found = shared.get("located", text, lambda: _located(text, ""))[2]
     return None if found is None else Problem(display, found.line, found.message)
 
 
 def _refusal(text: str, display: str, first_line: int) -> Problem | None:
+    found = _forbidden(text, display, first_line)
+    if found is not None:
+        return found
+    refused: list[Problem] = []
+    for _ in _bounded_events(text, display, first_line, refused):
+        pass
+    return refused[0] if refused else None
+
+
+def _forbidden(text: str, display: str, first_line: int) -> Problem | None:
     bad = _FORBIDDEN.search(text)
-    if bad:
-        code = ord(bad.group())
-        name = _NAMES.get(code, "control character")
-        line = text.count("\n", 0, bad.start()) + first_line
-        return Problem(display, line, f"forbidden character U+{code:04X} ({name}) in YAML")
+    if not bad:
+        return None
+    code = ord(bad.group())
+    name = _NAMES.get(code, "control character")
+    line = text.count("\n", 0, bad.start()) + first_line
+    return Problem(display, line, f"forbidden character U+{code:04X} ({name}) in YAML")
+
+
+def _bounded_events(
+    text: str, display: str, first_line: int, refused: list[Problem]
+) -> Iterator[tuple[str, yaml.Event]]:
+    """libyaml's events of `text`, each with the kind `refusal` counts it as; at the first
+    bound broken (or a syntax error) the problem goes to `refused` and the stream ends."""
     depth = nodes = documents = 0
     kinds = _EVENT_KINDS
     try:
@@ -213,28 +231,32 @@ def _refusal(text: str, display: str, first_line: int) -> Problem | None:
                 nodes += 1
                 if depth > MAX_DEPTH:
                     line = event.start_mark.line + first_line
-                    return Problem(display, line, f"nested deeper than {MAX_DEPTH} levels")
+                    refused.append(Problem(display, line, f"nested deeper than {MAX_DEPTH} levels"))
+                    return
             elif kind is _END:
                 depth -= 1
+                yield kind, event
                 continue
             elif kind is _ALIAS:
-                return Problem(
-                    display,
-                    event.start_mark.line + first_line,
-                    f"YAML alias '*{event.anchor}' is not allowed here (write the value out)",
-                )
+                message = f"YAML alias '*{event.anchor}' is not allowed here (write the value out)"
+                refused.append(Problem(display, event.start_mark.line + first_line, message))
+                return
             elif kind is _DOCUMENT:
                 documents += 1
                 if documents > 1:
                     line = event.start_mark.line + first_line
-                    return Problem(display, line, "more than one YAML document in this file")
+                    message = "more than one YAML document in this file"
+                    refused.append(Problem(display, line, message))
+                    return
             if nodes > MAX_NODES:
                 line = event.start_mark.line + first_line
-                return Problem(display, line, f"more than {MAX_NODES} values in one file")
+                message = f"more than {MAX_NODES} values in one file"
+                refused.append(Problem(display, line, message))
+                return
+            yield kind, event
     except yaml.YAMLError:
         found = _syntax_problem(text, display)
-        return Problem(display, found.line + first_line - 1, found.message)
-    return None
+        refused.append(Problem(display, found.line + first_line - 1, found.message))
 
 
 _SCALAR, _START, _END, _ALIAS, _DOCUMENT, _OTHER = "scalar", "start", "end", "alias", "doc", "-"
@@ -283,35 +305,41 @@ def parse_located(text: str, display: str) -> tuple[LocatedDoc, list[Problem]]:
     not change them."""
     shared = _SHARED.get()
     if shared is None:
-        return _located(text, display)
-    doc, problems = shared.get("located", text, lambda: _located(text, ""))
+        doc, problems, _ = _located(text, display)
+        return doc, problems
+    doc, problems, _ = shared.get("located", text, lambda: _located(text, ""))
     mine = LocatedDoc(display, doc.data, doc.lines, doc.key_lines)
     return mine, [Problem(display, p.line, p.message) for p in problems]
 
 
-def _located(text: str, display: str) -> tuple[LocatedDoc, list[Problem]]:
+def _located(text: str, display: str) -> tuple[LocatedDoc, list[Problem], Problem | None]:
+    """The located document, its problems, and the bound it breaks (`refusal`) if any: one
+    pass over the events checks the bounds and builds the values."""
     doc = LocatedDoc(display, None)
-    problem = refusal(text, display)
-    if problem is not None:
-        return doc, [problem]
+    refused = _forbidden(text, display, 1)
+    if refused is not None:
+        return doc, [refused], refused
     problems: list[Problem] = []
     ctor = yaml.SafeLoader("")
     try:
-        try:
-            if _build_from_events(text, doc, problems, ctor):
-                return doc, problems
-        except yaml.YAMLError:
-            pass
+        found: list[Problem] = []
+        if _build_from_events(text, doc, problems, ctor, found):
+            if found:
+                return LocatedDoc(display, None), found, found[0]
+            return doc, problems, None
+        refused = _refusal(text, display, 1)  # the composer's way, from the start
+        if refused is not None:
+            return LocatedDoc(display, None), [refused], refused
         doc, problems = LocatedDoc(display, None), []
         try:
             node = yaml.compose(text, Loader=_COMPOSER)
         except (yaml.YAMLError, RecursionError):
-            return doc, [_syntax_problem(text, display)]
+            return doc, [_syntax_problem(text, display)], None
         if node is not None:
             doc.data = _construct(node, (), doc, problems, ctor)
     finally:
         ctor.dispose()
-    return doc, problems
+    return doc, problems, None
 
 
 class _Fallback(Exception):
@@ -320,29 +348,28 @@ class _Fallback(Exception):
 
 
 def _build_from_events(
-    text: str, doc: LocatedDoc, problems: list[Problem], ctor: yaml.SafeLoader
+    text: str,
+    doc: LocatedDoc,
+    problems: list[Problem],
+    ctor: yaml.SafeLoader,
+    refused: list[Problem],
 ) -> bool:
     """`_construct(yaml.compose(text))` in one pass over libyaml's events, without building
     the node tree (half the cost of a parse): the same values, lines and problems, in the
-    same order. False (nothing kept) where the text needs the composer; `refusal` has
-    already bounded the text."""
+    same order, with `refusal`'s bounds checked on the way (a broken one lands in
+    `refused`). False (nothing kept) where the text needs the composer."""
     # the open collections: [container, its path, the key awaiting its value (mappings)]
     stack: list[list[Any]] = []
     tags = FastSafeLoader._tags
     try:
-        for event in yaml.parse(text, Loader=_COMPOSER):
-            kind = type(event)
-            if (
-                kind is yaml.ScalarEvent
-                or kind is yaml.MappingStartEvent
-                or (kind is yaml.SequenceStartEvent)
-            ):
+        for kind, event in _bounded_events(text, doc.file, 1, refused):
+            if kind is _SCALAR or kind is _START:
                 if event.anchor is not None:
                     raise _Fallback
                 top = stack[-1] if stack else None
                 awaiting_key = top is not None and type(top[0]) is dict and top[2] is _NO_KEY
                 line = event.start_mark.line + 1
-                if kind is yaml.ScalarEvent:
+                if kind is _SCALAR:
                     tag = event.tag
                     if tag is None or tag == "!":
                         tag = tags.get((event.value, event.implicit)) or _resolve_scalar(
@@ -366,7 +393,7 @@ def _build_from_events(
                     tagged = event.tag not in (None, "!") and event.tag not in _PLAIN_TAGS
                     if awaiting_key or tagged:
                         raise _Fallback
-                    value = {} if kind is yaml.MappingStartEvent else []
+                    value = {} if type(event) is yaml.MappingStartEvent else []
                 if top is None:
                     path: PathKey = ()
                     doc.data = value
@@ -378,17 +405,16 @@ def _build_from_events(
                     path = (*top[1], len(top[0]))
                     top[0].append(value)
                 doc.lines[path] = line
-                if kind is not yaml.ScalarEvent:
+                if kind is _START:
                     stack.append([value, path, _NO_KEY])
-            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            elif kind is _END:
                 stack.pop()
-            elif kind is yaml.AliasEvent:
-                raise _Fallback
     except _Fallback:
         doc.data = None
         doc.lines.clear()
         doc.key_lines.clear()
         problems.clear()
+        refused.clear()
         return False
     return True
 
