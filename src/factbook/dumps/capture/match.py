@@ -81,6 +81,7 @@ class Index:
             self.word_sets.append((words(fact.statement), fact))
             self.statements_n.append(norm(fact.statement))
         self._index_quotes()
+        self.word_set_sizes = [len(theirs) for theirs, _ in self.word_sets]
         self.by_word: dict[str, list[int]] = {}  # statement word -> word_sets positions
         for n, (theirs, _) in enumerate(self.word_sets):
             for word in theirs:
@@ -168,13 +169,17 @@ class Index:
         mine = words(statement)
         best: tuple[float, Fact | None] = (0.0, None)
         mine_counts: Counter[str] | None = None
+        size = len(mine)
+        sizes = self.word_set_sizes
         for n in self._word_candidates(mine) if mine else []:
-            theirs, fact = self.word_sets[n]
-            if not mine or not theirs:
+            theirs_size = sizes[n]
+            if not theirs_size:
                 continue
-            if 5 * min(len(mine), len(theirs)) < 3 * max(len(mine), len(theirs)):
+            if 5 * min(size, theirs_size) < 3 * max(size, theirs_size):
                 continue  # Jaccard is at most the ratio of the sizes: below 3/5, _OVERLAP
-            overlap = len(mine & theirs) / len(mine | theirs)
+            theirs, fact = self.word_sets[n]
+            shared = len(mine & theirs)
+            overlap = shared / (size + theirs_size - shared)  # |mine | theirs|, not built
             if overlap < _OVERLAP:
                 continue
             # the cheap upper bounds first: a ratio that cannot reach SIMILAR, or beat the

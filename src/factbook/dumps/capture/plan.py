@@ -107,9 +107,13 @@ def propose_all(
             continue
         placed += [(part, section) for part in split_versions(entry, section, known)]
     for entry, section in placed:
+        said = entry.fields.get("path") or norm(entry.quote)  # `./` names several directories
+        early = _marker(entry, section, said)
+        if early in seen and (boxes is None or boxes.boxes):  # build would change nothing
+            duplicates += 1
+            continue
         built = build(entry, section, milestone, document.path, kb, boxes, known)
         fact = built.fact
-        said = entry.fields.get("path") or norm(entry.quote)  # `./` names several directories
         marker = built.hinted_id or f"{fact['category']}|{said}"
         if marker in seen:
             duplicates += 1  # `factbook status` shows a baseline in two places
@@ -153,6 +157,17 @@ def propose_all(
             note = f"contradicted by: {entry.quote[:120]}"
             contradicted_edits(proposal, fact, old, milestone, kb, note, [])
     return proposals, unplaced, duplicates
+
+
+def _marker(entry: Entry, section: Section, said: str) -> str | None:
+    """The duplicate marker `build` would give the entry, known before building it: its
+    hinted id, else its category and words (a table row's category can change in build:
+    None). A duplicate is not built; building one only matters for the first box bound,
+    a placeholder the dump creates, which the caller checks."""
+    hinted = (entry.hint or {}).get("id") or entry.fields.get("id")
+    if hinted:
+        return str(hinted)
+    return None if entry.kind == "row" else f"{section.category}|{said}"
 
 
 def split_versions(entry: Entry, section: Section, known: frozenset[str]) -> list[Entry]:
