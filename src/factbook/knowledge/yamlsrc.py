@@ -54,6 +54,9 @@ _SCALAR_CONSTRUCTORS = {
 }
 
 
+_SCALAR_NODE = yaml.ScalarNode
+
+
 class MemoResolver:
     """A mix-in for PyYAML loaders and dumpers: a plain scalar's implicit tag (`1` is an int,
     `yes` a bool, `x` a string) remembered per text. libyaml calls `resolve` back into Python
@@ -66,7 +69,7 @@ class MemoResolver:
     MEMO_TEXT_MAX = 256
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:  # type: ignore[attr-defined]
+        if kind is not _SCALAR_NODE or self.yaml_path_resolvers:  # type: ignore[attr-defined]
             return super().resolve(kind, value, implicit)  # type: ignore[misc]
         key = (value, implicit)
         tag = self._tags.get(key)
@@ -77,6 +80,16 @@ class MemoResolver:
                     self._tags.clear()
                 self._tags[key] = tag
         return tag
+
+    # libyaml calls these for every node it reads or writes; without path resolvers (safe
+    # classes have none) PyYAML's own return at once, after two attribute lookups
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        if self.yaml_path_resolvers:  # type: ignore[attr-defined]
+            super().descend_resolver(current_node, current_index)  # type: ignore[misc]
+
+    def ascend_resolver(self) -> None:
+        if self.yaml_path_resolvers:  # type: ignore[attr-defined]
+            super().ascend_resolver()  # type: ignore[misc]
 
 
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -60,77 +60,9 @@ _C_DUMPER = getattr(yaml, "CSafeDumper", None)
 
 
 class _MemoCDumper(MemoResolver, _C_DUMPER or yaml.SafeDumper):  # type: ignore[misc]
-    """libyaml's safe emitter with remembered scalar tags (yamlsrc.MemoResolver), and
-    SafeRepresenter's nodes built directly for plain data (`_nodes`)."""
+    """libyaml's safe emitter with remembered scalar tags (yamlsrc.MemoResolver)."""
 
     _tags: ClassVar[dict[tuple[str, Any], str]] = {}
-
-    def represent(self, data: Any) -> None:
-        try:
-            node = _nodes(data, set())
-        except _NotPlain:
-            super().represent(data)
-            return
-        self.serialize(node)  # type: ignore[attr-defined]
-
-
-class _NotPlain(Exception):
-    """A value `_nodes` leaves to PyYAML's representer (another type, a shared object)."""
-
-
-_STR, _INT, _FLOAT = "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
-_NULL, _BOOL = "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"
-
-
-def _nodes(data: Any, seen: set[int]) -> yaml.Node:
-    """The node SafeRepresenter makes of `data` (sort_keys=False, default_flow_style=None:
-    a collection of plain scalars only is written in flow style), for str, int, float,
-    bool, None, list and dict of exactly those types; PyYAML's generic dispatch and its
-    alias bookkeeping are most of the cost of writing a fact. A list or dict met twice
-    (which PyYAML writes as an alias) or any other type raises _NotPlain."""
-    kind = type(data)
-    if kind is str:
-        return yaml.ScalarNode(_STR, data)
-    # a new node each time: the emitter writes a node met twice as an anchor and alias
-    if data is None:
-        return yaml.ScalarNode(_NULL, "null")
-    if kind is bool:
-        return yaml.ScalarNode(_BOOL, "true" if data else "false")
-    if kind is int:
-        return yaml.ScalarNode(_INT, str(data))
-    if kind is float:
-        if data != data or data in (_INF, -_INF):
-            raise _NotPlain
-        value = repr(data).lower()
-        if "." not in value and "e" in value:
-            value = value.replace("e", ".0e", 1)
-        return yaml.ScalarNode(_FLOAT, value)
-    if kind is list or kind is dict:
-        if id(data) in seen:
-            raise _NotPlain
-        seen.add(id(data))
-        if kind is list:
-            items = [_nodes(item, seen) for item in data]
-            flat = all(_plain(n) for n in items)
-            return yaml.SequenceNode("tag:yaml.org,2002:seq", items, flow_style=flat)
-        pairs = [(_nodes(k, seen), _nodes(v, seen)) for k, v in data.items()]
-        flat = all(
-            type(k) is yaml.ScalarNode
-            and not k.style
-            and type(v) is yaml.ScalarNode
-            and not v.style
-            for k, v in pairs
-        )
-        return yaml.MappingNode("tag:yaml.org,2002:map", pairs, flow_style=flat)
-    raise _NotPlain
-
-
-_INF = float("inf")
-
-
-def _plain(node: yaml.Node) -> bool:
-    """A scalar without a style: what lets its collection be written in flow style."""
-    return type(node) is yaml.ScalarNode and not node.style
 
 
 # libyaml's emitter when present: ~6x faster than PyYAML's (an import appends thousands)

@@ -1,0 +1,76 @@
+"""One parse per text (issue 25, item 5): the located values built from libyaml's events
+equal the composer's, shapes only the composer handles still go through it, the bounds
+are checked in the same pass, and a parse is shared inside `yamlsrc.sharing()`."""
+
+from __future__ import annotations
+
+from factbook.knowledge.yamlsrc import located, refusal, sharing
+
+# (text, values, {path: line}, [(line, message fragment)]): each shape the events builder
+# takes or hands to the composer (anchors, a list as a key, a tagged list)
+CASES = [
+    (
+        "a: 1\nb:\n  - x\n  - {c: 2.5, d: null}\na: 3\n",
+        {"a": 3, "b": ["x", {"c": 2.5, "d": None}]},
+        {("b", 1): 4, ("b", 1, "d"): 4, ("a",): 5},
+        [(5, "duplicate key 'a'")],
+    ),
+    ("a: &x 1\nb: [2]\n", {"a": 1, "b": [2]}, {("b", 0): 2}, []),
+    ("? [k]\n: 1\nb: 2\n", {"b": 2}, {("b",): 3}, [(1, "mapping keys must be scalars")]),
+    (
+        "x: !!python/object/apply:os.system [ls]\ny: ok\n",
+        {"x": None, "y": "ok"},
+        {("y",): 2},
+        [(1, "could not determine a constructor")],
+    ),
+    ("t: 2026-12-02\nn: !!int 'no'\n", None, {("n",): 2}, [(2, "invalid value")]),
+    ("- a\n- [b, [c]]\n", ["a", ["b", ["c"]]], {(1, 1, 0): 2}, []),
+]
+
+
+def test_located_values_lines_and_problems() -> None:
+    for text, values, lines, problems in CASES:
+        doc, found = located(text, "f.yaml")
+        if values is not None:
+            assert doc.data == values, text
+        for path, line in lines.items():
+            assert doc.line(path) == line, (text, path)
+        assert len(found) == len(problems), (text, found)
+        for problem, (line, fragment) in zip(found, problems, strict=True):
+            assert problem.line == line and fragment in problem.message, (text, problem)
+        assert all(p.file == "f.yaml" for p in found)
+
+
+def test_dates_are_built_by_their_constructor() -> None:
+    doc, found = located("t: 2026-12-02\n", "f.yaml")
+    assert str(doc.data["t"]) == "2026-12-02" and not found
+
+
+def test_refusals_come_first_and_name_their_file() -> None:
+    deep = "a: " + "[" * 41 + "]" * 41 + "\n"
+    for text, fragment in (
+        (deep, "nested deeper than"),
+        ("a: &x 1\nb: *x\n", "YAML alias '*x'"),
+        ("a: 1\n---\nb: 2\n", "more than one YAML document"),
+        ("a: [1, 2\nb: 3\n", "YAML syntax error"),
+    ):
+        for shared in (False, True):
+            if shared:
+                with sharing():
+                    doc, found = located(text, "x.yaml")
+                    again = refusal(text, "y.yaml")
+                assert again is not None and again.file == "y.yaml" and fragment in again.message
+            else:
+                doc, found = located(text, "x.yaml")
+            assert doc.data is None and len(found) == 1, text
+            assert found[0].file == "x.yaml" and fragment in found[0].message, found
+
+
+def test_sharing_parses_a_text_once() -> None:
+    text = "facts:\n  - id: a\n    tags: [x]\n"
+    with sharing():
+        first, _ = located(text, "one.yaml")
+        second, _ = located(text, "two.yaml")
+        assert first.data is second.data and (first.file, second.file) == ("one.yaml", "two.yaml")
+    third, _ = located(text, "one.yaml")
+    assert third.data == first.data and third.data is not first.data
