@@ -138,6 +138,11 @@ class Box:
 
 
 _RUN = re.compile(r"[\w-]+")
+# what the dump calls each role, as whole words (a plural too), compiled once
+_ROLE_WORDS = [
+    (role, [re.compile(rf"(?<![\w-]){re.escape(w)}s?(?![\w-])") for w in words])
+    for role, _, words in ROLES
+]
 
 
 @dataclass
@@ -181,11 +186,9 @@ class Boxes:
         found = [self.boxes[at] for at in sorted(hits)]
         if found:
             return found
-        for role, _, words in ROLES:
+        for role, patterns in _ROLE_WORDS:
             having = index.by_role.get(role, [])
-            if len(having) == 1 and any(
-                re.search(rf"(?<![\w-]){re.escape(w)}s?(?![\w-])", lower) for w in words
-            ):
+            if len(having) == 1 and any(pattern.search(lower) for pattern in patterns):
                 found.append(having[0])
         return found
 

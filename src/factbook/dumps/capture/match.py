@@ -18,6 +18,7 @@ struck-through line): the old fact is refuted and `replaced_by` the new one.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import re
 from collections import Counter
@@ -38,8 +39,15 @@ REFUTING = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=8192)
+def _norm(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().lower()
+
+
 def norm(text: str) -> str:
-    return _SPACE.sub(" ", str(text)).strip().lower()
+    """Whitespace collapsed, lower case. Remembered: a line's quote and statement are
+    normalised several times on their way through an import."""
+    return _norm(str(text))
 
 
 def words(text: str) -> set[str]:
