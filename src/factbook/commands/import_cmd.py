@@ -36,13 +36,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from factbook.dumps.capture import counts_line, plan_import, summary, write
+    from factbook.knowledge.yamlsrc import sharing
 
-    result = plan_import(Path(args.root), Path(args.dump), args.milestone, accept=args.accept)
-    print(counts_line(result) if args.quiet else summary(result))
-    if not args.quiet and result.applied.diff:
-        sys.stdout.write("\n" + result.applied.diff)
+    with sharing():  # --write checks the very texts the plan parsed: no second pass
+        result = plan_import(Path(args.root), Path(args.dump), args.milestone, accept=args.accept)
+        print(counts_line(result) if args.quiet else summary(result))
+        if not args.quiet and result.applied.diff:
+            sys.stdout.write("\n" + result.applied.diff)
+        written = write(result.applied) if args.write else []
     if args.write:
-        written = write(result.applied)
         applied = sum(1 for p in result.accepted if p.clean)
         print(f"wrote {applied} proposal(s) to {len(written)} file(s)", file=sys.stderr)
     return 0
