@@ -4,7 +4,7 @@ are checked in the same pass, and a parse is shared inside `yamlsrc.sharing()`."
 
 from __future__ import annotations
 
-from factbook.knowledge.yamlsrc import located, refusal, sharing
+from factbook.knowledge.yamlsrc import parse_located, refusal, sharing
 
 # (text, values, {path: line}, [(line, message fragment)]): each shape the events builder
 # takes or hands to the composer (anchors, a list as a key, a tagged list)
@@ -30,7 +30,7 @@ CASES = [
 
 def test_located_values_lines_and_problems() -> None:
     for text, values, lines, problems in CASES:
-        doc, found = located(text, "f.yaml")
+        doc, found = parse_located(text, "f.yaml")
         if values is not None:
             assert doc.data == values, text
         for path, line in lines.items():
@@ -42,7 +42,7 @@ def test_located_values_lines_and_problems() -> None:
 
 
 def test_dates_are_built_by_their_constructor() -> None:
-    doc, found = located("t: 2026-12-02\n", "f.yaml")
+    doc, found = parse_located("t: 2026-12-02\n", "f.yaml")
     assert str(doc.data["t"]) == "2026-12-02" and not found
 
 
@@ -57,11 +57,11 @@ def test_refusals_come_first_and_name_their_file() -> None:
         for shared in (False, True):
             if shared:
                 with sharing():
-                    doc, found = located(text, "x.yaml")
+                    doc, found = parse_located(text, "x.yaml")
                     again = refusal(text, "y.yaml")
                 assert again is not None and again.file == "y.yaml" and fragment in again.message
             else:
-                doc, found = located(text, "x.yaml")
+                doc, found = parse_located(text, "x.yaml")
             assert doc.data is None and len(found) == 1, text
             assert found[0].file == "x.yaml" and fragment in found[0].message, found
 
@@ -69,8 +69,8 @@ def test_refusals_come_first_and_name_their_file() -> None:
 def test_sharing_parses_a_text_once() -> None:
     text = "facts:\n  - id: a\n    tags: [x]\n"
     with sharing():
-        first, _ = located(text, "one.yaml")
-        second, _ = located(text, "two.yaml")
+        first, _ = parse_located(text, "one.yaml")
+        second, _ = parse_located(text, "two.yaml")
         assert first.data is second.data and (first.file, second.file) == ("one.yaml", "two.yaml")
-    third, _ = located(text, "one.yaml")
+    third, _ = parse_located(text, "one.yaml")
     assert third.data == first.data and third.data is not first.data
