@@ -31,6 +31,7 @@ from factbook.knowledge.yamlsrc import (
     parse_located,
     read_text_bounded,
     recording_reads,
+    remembered,
 )
 from factbook.probes.catalog import builtin_probes
 from factbook.probes.scan import ProbeSpec, find_custom_probes
@@ -336,7 +337,9 @@ def _fact_file(path: Path, display: str) -> _FactFile:
     key = f"{path}\0{display}"
     kept = _PARSED.get(key, text)
     if kept is None:
-        kept = _parse_fact_file(text, display)
+        # inside yamlsrc.sharing() (an import) a copy of the file with the same name and
+        # text, in the scratch knowledge base, is the same parse too
+        kept = remembered(f"fact file {display}", text, lambda: _parse_fact_file(text, display))
         _PARSED.put(key, text, kept)
     return kept
 

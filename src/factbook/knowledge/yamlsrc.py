@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 
@@ -45,6 +45,7 @@ MAX_INT_BITS = int(_DIGITS * 3.3)  # log2(10) = 3.32: every such integer prints
 _PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
 
 PathKey = tuple[Any, ...]
+T = TypeVar("T")
 _STR_TAG = "tag:yaml.org,2002:str"
 # the safe constructors that build a scalar in one call (the others are generators, or
 # refuse a scalar node: construct_object runs them)
@@ -197,7 +198,7 @@ def refusal(text: str, display: str, *, first_line: int = 1) -> Problem | None:
 
     Runs on libyaml's event stream, which is flat: nothing here recurses or builds values, so
     it is safe on any input and costs a fraction of building the document. Inside `sharing()`
-    the text is parsed (`located`) in the same pass and both answers remembered.
+    the text is parsed (`parse_located`) in the same pass and both answers remembered.
     """
     shared = _SHARED.get() if first_line == 1 else None
     if shared is None:
@@ -462,6 +463,13 @@ class _Memo:
 
 _SHARED: contextvars.ContextVar[_Memo | None] = contextvars.ContextVar("shared", default=None)
 SHARED_MAX_CHARS = 256 << 20  # of remembered texts; past it, the memo starts over
+
+
+def remembered(kind: str, text: str, compute: Callable[[], T]) -> T:
+    """`compute()`, made once per (kind, text) inside `sharing()` (every time outside it):
+    for a reader whose answer depends only on a text, and whose callers do not change it."""
+    shared = _SHARED.get()
+    return compute() if shared is None else shared.get(kind, text, compute)
 
 
 def shared_parses() -> bool:
