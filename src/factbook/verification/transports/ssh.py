@@ -105,6 +105,7 @@ class SSHAgentProcess(AgentProcess):
         self._label = label
         self._stderr = BoundedStderr()
         self._stderr_done = threading.Event()
+        self._killed = False
         threading.Thread(target=self._drain_stderr, name="ssh-stderr", daemon=True).start()
 
     def _drain_stderr(self) -> None:
@@ -134,8 +135,10 @@ class SSHAgentProcess(AgentProcess):
         return self._stderr.text()
 
     def wait(self, timeout: float | None = None) -> int | None:
-        """Exit status; None when the connection dropped first or it is still running."""
-        if not self._channel.status_event.wait(timeout):
+        """Exit status; None when the connection dropped first, it is still running, or we
+        killed it (the supervisor's 143 may or may not beat the channel's close: either way it
+        is not the process's own status)."""
+        if self._killed or not self._channel.status_event.wait(timeout):
             return None
         self._stderr_done.wait(5)
         status = self._channel.exit_status if self._channel.exit_status_ready() else -1
@@ -144,6 +147,7 @@ class SSHAgentProcess(AgentProcess):
 
     def kill(self) -> None:
         # Closing the channel closes the supervisor's stdin on the box: it kills the agent tree.
+        self._killed = True
         self._channel.close()
 
 
