@@ -205,8 +205,10 @@ def status(
         raise UsageError(f"format must be 'markdown' or 'json', not {format!r}")
     options = StatusOptions(as_of=as_of, since=since, redact=redact, results=results, ids=ids)
     if budget is None:
-        if format == "json" or ids:
-            raise UsageError(f"{'format=json' if ids is False else 'ids=True'} needs a budget")
+        if format == "json":
+            raise UsageError("format='json' needs a budget (the selection it describes)")
+        if ids:
+            raise UsageError("ids=True needs a budget (the full document names every id)")
         return render_status(kb, options)
     dump = render_budgeted(kb, options, budget)
     return dump.json() if format == "json" else dump.text

@@ -138,8 +138,7 @@ def _scalar(value: Any) -> str | None:
     """The JSON of a str or a plain int (nearly every leaf), or None for anything else."""
     kind = type(value)
     if kind is str:
-        encoded = encode_basestring_ascii(value)
-        return encoded if "\\ud" not in encoded else _text(value)
+        return _text(value)
     if kind is int and -_SMALL_INT < value < _SMALL_INT:
         return int.__repr__(value)
     return None

@@ -275,10 +275,6 @@ def _heading_costs(line: Line, opened: set[tuple[str, ...]]) -> dict[tuple[str, 
     return costs
 
 
-def _heading_cost(line: Line, opened: set[tuple[str, ...]]) -> int:
-    return sum(_heading_costs(line, opened).values())
-
-
 def _open(line: Line) -> set[tuple[str, ...]]:
     return {(line.section, ""), (line.section, line.group), (line.section, line.group, line.topic)}
 
@@ -322,7 +318,7 @@ def choose(
         if ln.rank not in STRICT_RANKS:
             continue
         full = ln.reason in WHOLE_REASONS
-        cost = ln.cost(full=full) + _heading_cost(ln, opened)
+        cost = ln.cost(full=full) + sum(_heading_costs(ln, opened).values())
         if cost <= room:
             room -= cost
             chosen[ln.id] = full
