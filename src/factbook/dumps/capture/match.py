@@ -73,7 +73,8 @@ class Index:
         self.by_statement: dict[str, Fact] = {}
         self.by_title: dict[str, list[Fact]] = {}
         self.word_sets: list[tuple[set[str], Fact]] = []
-        self.scopes: dict[str, list[Fact]] = {}  # topic -> its facts (_in_scope), on demand
+        # topic -> its facts with their phrases and words (_in_scope), on demand
+        self.scopes: dict[str, list[tuple[Fact, list[str], set[str]]]] = {}
         self.statements_n: list[str] = []  # word_sets' statements, normalised once
         self.counts: dict[int, Counter[str]] = {}  # their characters, counted when needed
         self.matchers: dict[int, difflib.SequenceMatcher[str]] = {}
@@ -215,22 +216,13 @@ class Index:
         """The fact under topic `scope` (`hw.gpu` for `hw.gpu.count`) that a group line's part
         states best: the one whose title, a quote or statement is the longest inside the part
         (whole words), else the one sharing the most words with them (at least one)."""
-        if scope not in self.scopes:
+        if scope not in self.scopes:  # each fact's phrases and words, once per topic
             prefix = scope + "."
-            self.scopes[scope] = [f for f in self.facts if f.id.startswith(prefix)]
+            self.scopes[scope] = [_said(f) for f in self.facts if f.id.startswith(prefix)]
         mine_n, mine = f" {' '.join(_WORD.findall(norm(text)))} ", words(text)
         best: tuple[int, float, Fact | None] = (0, 0.0, None)
-        for fact in self.scopes[scope]:
-            said = [fact.title, fact.statement] + [s.quote for s in fact.sources if s.quote]
-            inside = max(
-                (
-                    len(w)
-                    for w in (" ".join(_WORD.findall(norm(s))) for s in said)
-                    if w and f" {w} " in mine_n
-                ),
-                default=0,
-            )
-            theirs = set().union(*(words(s) for s in said))
+        for fact, phrases, theirs in self.scopes[scope]:
+            inside = max((len(p) for p in phrases if f" {p} " in mine_n), default=0)
             shared = len(mine & theirs) / max(len(mine), 1)
             if (inside, shared) > best[:2]:
                 best = (inside, shared, fact)
@@ -282,6 +274,13 @@ def _cannot_win(bound: float, best: float) -> bool:
     """A difflib ratio at most `bound` neither reaches SIMILAR nor beats `best` (strictly, as
     the first of equal ratios wins): skipping it leaves the answer as it was."""
     return bound < SIMILAR or bound <= best
+
+
+def _said(fact: Fact) -> tuple[Fact, list[str], set[str]]:
+    """A fact with what it says (title, statement, quotes) as normalised phrases and words."""
+    said = [fact.title, fact.statement] + [s.quote for s in fact.sources if s.quote]
+    phrases = [p for p in (" ".join(_WORD.findall(norm(s))) for s in said) if p]
+    return fact, phrases, set().union(*(words(s) for s in said))
 
 
 def _known(kb: KnowledgeBase, fact: Fact, milestone: Milestone | None) -> bool:
