@@ -29,6 +29,7 @@ from typing import Any
 
 from factbook.dumps.status.compact import SECTIONS, Line
 from factbook.dumps.status.context import StatusContext
+from factbook.dumps.status.grouping import GROUPED_SECTIONS, SOLO_GROUPS
 from factbook.knowledge.kb import KnowledgeBase
 
 RANKS = {
@@ -55,6 +56,10 @@ _TIME_UNITS = {"ms", "s", "us", "µs", "ns", "min", "h"}
 _WORD = re.compile(r"[A-Za-z0-9_<][A-Za-z0-9_.+*=<>|\[\]-]*")
 _STRONG = re.compile(r"[\d_./=<>*+]|.[A-Z]")
 _DIGIT_GROUP = re.compile(r"(?<=\d),(?=\d{3})")
+# A number and its unit are one piece, written together or apart: `547GB` = `547 GB`.
+_QUANTITY = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?) ?((?:[kmgt]i?b|[kmbt]|ms|us|min|s|h|x|w|tok/s)(?![\w/]))", re.I
+)
 _STOP = frozenset(
     [
         "this",
@@ -120,21 +125,24 @@ _STOP = frozenset(
 def information(text: str) -> dict[str, float]:
     """The distinctive pieces of a line and what each is worth: a number, a name or a path
     (anything with a digit, `_ . / = < > * +`, or capitals inside: `163586`, `midlayer.*`,
-    `NCCL_PROTO=LL`, `SGLang`) counts 1, and a setting's name in `name=value` another 0.5 (it
-    is what a reader searches for); another word of five letters or more counts 0.3.
-    Lower-cased, thousands separators dropped."""
+    `NCCL_PROTO=LL`, `SGLang`) counts 1; `name=value` counts its value and the setting's name
+    (0.5 for a plain word: what a reader searches for), not the pair again; another word of
+    five letters or more counts 0.3. Lower-cased, thousands separators dropped, a number one
+    piece with its unit (`547GB` and `547 GB` say the same, `3 TB` not what `3` says)."""
     found: dict[str, float] = {}
-    for raw in _WORD.findall(_DIGIT_GROUP.sub("", text)):
-        raw = raw.strip(".,;:-/")
+    for raw in _WORD.findall(_QUANTITY.sub(r"\1\2", _DIGIT_GROUP.sub("", text))):
+        raw = raw.strip(".,;:-/!?")
         word = raw.lower()
         if not word or word in _STOP:
             continue
         if _STRONG.search(raw):
-            found[word] = 1.0
             key, eq, value = word.partition("=")
-            if eq and key and value:  # `hidden_size=7168`: a setting's name and its value
-                found.setdefault(key, 0.5)
-                found.setdefault(value, 1.0)  # `CUDA_HOME=/usr/local/cuda-12.8` names the path
+            if eq and key and value:  # `hidden_size=7168`: a setting's name and its value,
+                weight = 1.0 if _STRONG.search(key) else 0.5  # not the pair again
+                found[key] = max(found.get(key, 0.0), weight)
+                found[value] = 1.0  # `CUDA_HOME=/usr/local/cuda-12.8` names the path
+            else:
+                found[word] = 1.0
         elif len(word) >= 5:
             found.setdefault(word, 0.3)
     return found
@@ -333,25 +341,32 @@ def choose(
         for key in _open(ln):
             sharing[key] = sharing.get(key, 0) + 1
 
-    def value(fid: str, full: bool) -> tuple[float, int]:
-        """(worth per character, characters): a heading (section, group, a topic line's
-        head) is shared by the facts that may stand under it, so each is charged its share
-        when judging worth."""
+    def value(fid: str, full: bool) -> tuple[float, int, bool]:
+        """(worth per character, characters, shown full?): a heading (section, group, a
+        topic line's head) is shared by the facts that may stand under it, so each is charged
+        its share when judging worth. A fact whose brief line adds nothing the dump holds but
+        whose full line does is offered in full at once: a brief line that adds nothing only
+        costs room."""
         ln = by_id[fid]
         if full:
             cost = judged = ln.cost(full=True) - ln.cost(full=False)
             gain = _gain(info[fid][1], known)
             if ln.rank in FULL_RANKS and gain >= 1:
                 gain += FULL_BONUS
+            as_full = True
         else:
             headings = _heading_costs(ln, opened)
-            cost = ln.cost(full=False) + sum(headings.values())
-            judged = ln.cost(full=False) + sum(c / sharing[k] for k, c in headings.items())
+            shared = sum(c / sharing[k] for k, c in headings.items())
             gain = _gain(info[fid][0], known)
-            gain = gain + ITEM_BONUS if gain > 0 or _gain(info[fid][1], known) > 0 else 0.0
+            as_full = gain <= 0
+            if as_full:
+                gain = _gain(info[fid][1], known)
+            cost = ln.cost(full=as_full) + sum(headings.values())
+            judged = ln.cost(full=as_full) + shared
+            gain = gain + ITEM_BONUS if gain > 0 else 0.0
         if gain <= 0 or cost <= 0:
-            return 0.0, cost
-        return weight[fid] * gain / judged, cost
+            return 0.0, cost, as_full
+        return weight[fid] * gain / judged, cost, as_full
 
     heap: list[tuple[float, int, str, bool]] = []
     for n, ln in enumerate(lines):
@@ -364,7 +379,9 @@ def choose(
     order = {ln.id: n for n, ln in enumerate(lines)}
     while heap:
         _, n, fid, full = heapq.heappop(heap)
-        score, cost = value(fid, full)
+        if full != (fid in chosen) or chosen.get(fid):
+            continue  # dropped since (covered by a later line), or already full
+        score, cost, as_full = value(fid, full)
         if score <= 0 or cost > room:
             continue
         if heap and score < -heap[0][0]:
@@ -372,11 +389,47 @@ def choose(
             continue
         ln = by_id[fid]
         room -= cost
-        chosen[fid] = full
-        known |= set(info[fid][1 if full else 0])
+        chosen[fid] = as_full
+        said = info[fid][1 if as_full else 0]
+        known |= set(said)
         if not full:
             opened |= _open(ln)
-            follow = value(fid, True)[0]
-            if follow > 0:
-                heapq.heappush(heap, (-follow, order[fid], fid, True))
+            if not as_full:
+                follow = value(fid, True)[0]
+                if follow > 0:
+                    heapq.heappush(heap, (-follow, order[fid], fid, True))
+        room += _drop_covered(by_id, chosen, info, ln, said)
     return chosen
+
+
+def _covered(part: dict[str, float], by: dict[str, float]) -> bool:
+    """Whether a line says nothing `by` does not: every name, number and setting of it is in
+    `by`, and at most one plain word is not."""
+    strong = [k for k, v in part.items() if v >= 0.5]
+    rest = sum(v for k, v in part.items() if k not in by)
+    return bool(strong) and all(k in by for k in strong) and rest <= 0.3
+
+
+def _drop_covered(
+    by_id: dict[str, Line],
+    chosen: dict[str, bool],
+    info: dict[str, tuple[dict[str, float], dict[str, float]]],
+    shown: Line,
+    said: dict[str, float],
+) -> int:
+    """Drop the lines of `shown`'s group whose words `shown` now all says (`384 routed
+    experts` once `384 routed experts top-8` is in): a grouped line should not repeat itself.
+    Only facts of grouped groups (not pitfalls, not what ranks 1-3 put in); returns the
+    characters freed."""
+    if shown.section not in GROUPED_SECTIONS or shown.group in SOLO_GROUPS:
+        return 0
+    freed = 0
+    for other in [i for i in chosen if i != shown.id]:
+        ln = by_id[other]
+        if ln.section != shown.section or ln.group != shown.group or ln.rank in STRICT_RANKS:
+            continue
+        full = chosen[other]
+        if _covered(info[other][1 if full else 0], said):
+            freed += ln.cost(full=full)
+            del chosen[other]
+    return freed
