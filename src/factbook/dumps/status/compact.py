@@ -183,11 +183,26 @@ def figure(item: Item) -> str:
     return item.value
 
 
+def _names(values: list[Any]) -> str:
+    """A list of strings as a reader writes it: `a, b, c`; paths by their last part when
+    those differ (`speculative.py, eagle.py, speculators/`), the full paths are in the
+    statement."""
+    texts = [one_line(v) for v in values]
+    if all("/" in t.rstrip("/") for t in texts):
+        last = [t.rstrip("/").rpartition("/")[2] + ("/" if t.endswith("/") else "") for t in texts]
+        if len(set(last)) == len(last):
+            texts = last
+    return ", ".join(texts)
+
+
 def _with_value(item: Item) -> str:
-    """The title, and the value when the title does not already say it."""
+    """The title, and the value when the title does not already say it (a list of strings
+    as a list, not as JSON)."""
     title = item.title
     value = figure(item)
     fact_value = item.fact.value if item.fact else None
+    if isinstance(fact_value, list) and fact_value and all(isinstance(v, str) for v in fact_value):
+        value = _names(fact_value)
     if not value or isinstance(fact_value, bool) or len(value) > 160:
         return title
     plain = value.replace(",", "").replace(" ", "").lower()
@@ -221,7 +236,8 @@ def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
         cause = item.get("cause")
         if symptom and fix:  # the issue's "symptom → fix", the cause between (`←`)
             why = f" ← {_clause(cause)}" if cause else ""
-            brief = f"{md(item.title)} → {_first_clause(fix)}{ref}"
+            because = _brief_cause(item.title, cause, fix)
+            brief = f"{md(item.title)}{because} → {_first_clause(fix)}{ref}"
             full = f"{md(item.title)}: {_clause(symptom)}{why} → {_clause(fix)}{ref}"
         else:
             full = f"{md(item.title)}: {md(item.text)}{ref}"
@@ -242,7 +258,23 @@ def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
     return md(_with_value(item)), md(item.text)
 
 
+MAX_CAUSE = 120  # characters: a longer cause is an explanation, the full line's job
+_NAMED = re.compile(r"\d|[_./=']|.[A-Z]")  # a number, a path, a setting, a quoted token
 _ASIDE = re.compile(r" \(|; |, e\.g\.,? ")
+
+
+def _brief_cause(title: str, cause: Any, fix: Any) -> str:
+    """` ← cause` in a pitfall's brief line, its first sentence, where it names what the title
+    and fix do not (`server_args.py (lines ~2443-2449) overrides ...`, `163533 decodes to
+    'chas'`): the name or number a reader searches for when the pitfall bites."""
+    if not cause:
+        return ""
+    clause = _clause(str(cause).split("; ")[0].split(". ")[0])
+    said = {w.strip(".,;:()'\"").lower() for w in f"{title} {fix}".split()}
+    new = [
+        w for w in clause.split() if _NAMED.search(w) and w.strip(".,;:()'\"").lower() not in said
+    ]
+    return f" ← {clause}" if new and len(clause) <= MAX_CAUSE else ""
 
 
 def _first_clause(text: Any) -> str:

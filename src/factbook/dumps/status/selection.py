@@ -47,6 +47,7 @@ STRICT_RANKS = (1, 2, 3)
 WHOLE_REASONS = ("broken now (check)", "open now", "what open work is about")
 RANK_WEIGHTS = {1: 4.0, 2: 3.0, 3: 4.0, 4: 3.0, 5: 3.0, 6: 3.0, 7: 1.0}
 AGE_FACTOR = 0.7
+PITFALL_SHARE = 0.2  # of the room left after ranks 1-3: first claimed by pitfalls
 ITEM_BONUS = 5.0  # showing a fact at all is worth five new names or numbers
 # A change since the previous dump is read for what changed (the issue: "what was believed,
 # what is true"), not for its name: its full line is worth FULL_BONUS more.
@@ -288,10 +289,11 @@ def _open(line: Line) -> set[tuple[str, ...]]:
 
 
 def _weight(line: Line, newest: int) -> float:
-    """The rank's weight; rank 7 loses AGE_FACTOR per milestone older than the newest."""
-    if line.rank == 7:
+    """The rank's weight; ranks 4 and 7 lose AGE_FACTOR per milestone older than the newest
+    (a pitfall learned last is the one most likely to bite the next session)."""
+    if line.rank in (4, 7):
         age = newest - (-line.order[0])
-        return RANK_WEIGHTS[7] * AGE_FACTOR ** min(max(age, 0), 10)
+        return RANK_WEIGHTS[line.rank] * AGE_FACTOR ** min(max(age, 0), 10)
     return RANK_WEIGHTS.get(line.rank, 1.0)
 
 
@@ -301,13 +303,16 @@ def _gain(info: dict[str, float], known: set[str]) -> float:
 
 def line_information(lines: list[Line]) -> dict[str, tuple[dict[str, float], dict[str, float]]]:
     """{id: (information of the brief line, of the full line)}; a pitfall's id is left out:
-    naming the fact adds nothing a reader did not already have."""
+    naming the fact adds nothing a reader did not already have. A file counts its whole path,
+    also where the dump shows it relative to the directory its line names."""
     out = {}
     for ln in lines:
         ref = f"`{ln.id}`"
+        # a file shown under its directory still tells the reader its whole path
+        path = str(ln.item.get("path") or "") if ln.section == "files" else ""
         out[ln.id] = (
-            information(ln.brief.replace(ref, "")),
-            information(ln.full.replace(ref, "")),
+            information(f"{path} {ln.brief.replace(ref, '')}"),
+            information(f"{path} {ln.full.replace(ref, '')}"),
         )
     return out
 
@@ -367,6 +372,22 @@ def choose(
         if gain <= 0 or cost <= 0:
             return 0.0, cost, as_full
         return weight[fid] * gain / judged, cost, as_full
+
+    # Pitfalls that still apply (rank 4) have the first claim on a share of what is left:
+    # each is a sentence (symptom ← cause → fix), longer than a figure or a name, so on
+    # information per character alone a dump of short details would crowd them out.
+    claim = int(room * PITFALL_SHARE)
+    while claim > 0:
+        offers = [(value(ln.id, False), ln) for ln in lines if ln.rank == 4 and ln.id not in chosen]
+        offers = [(v, ln) for v, ln in offers if v[0] > 0 and v[1] <= min(claim, room)]
+        if not offers:
+            break
+        (_, cost, as_full), ln = max(offers, key=lambda o: o[0][0])
+        room -= cost
+        claim -= cost
+        chosen[ln.id] = as_full
+        known |= set(info[ln.id][1 if as_full else 0])
+        opened |= _open(ln)
 
     heap: list[tuple[float, int, str, bool]] = []
     for n, ln in enumerate(lines):
