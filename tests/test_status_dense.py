@@ -1,0 +1,168 @@
+"""Budgeted dumps say each thing once and in words that keep their meaning.
+
+Each test builds a small knowledge base with the shape of a defect seen in the shipped dumps
+(a part repeating another part of its line, a quote cut from its subject, a comparison that
+keeps one side, a list value dropped from its line, a pitfall whose cause names what the
+reader searches for) and checks the dump's text, so the rule holds for any wording.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from helpers import make_kb
+
+from factbook.dumps.status import StatusOptions
+from factbook.dumps.status.budget import render_budgeted
+from factbook.dumps.status.selection import information
+from factbook.knowledge.kb import load_kb
+
+MILESTONES = {"milestones": [{"id": "100", "title": "m100", "seed": "s.txt", "message": 100}]}
+
+
+def fact(fid: str, category: str, statement: str, **extra: Any) -> dict[str, Any]:
+    quote = extra.pop("quote", None)
+    source: dict[str, Any] = {"seed": "s.txt", "message": 100}
+    if quote:
+        source["quote"] = quote
+    return {
+        "id": fid,
+        "category": category,
+        "title": extra.pop("title", fid),
+        "statement": statement,
+        "status": "verified",
+        "since": "100",
+        "sources": [source],
+    } | extra
+
+
+BASE = [
+    fact("goal.main", "goal", "Serve the model well."),
+    fact("instr.uv", "instructions", "Use uv, not pip."),
+]
+
+
+def dump(tmp_path: Path, facts: list[dict[str, Any]], budget: int = 4000) -> str:
+    root = make_kb(tmp_path / "kb", BASE + facts)
+    (root / "milestones.yaml").write_text(yaml.safe_dump(MILESTONES))
+    return render_budgeted(load_kb(root), StatusOptions(as_of="100"), budget).text
+
+
+def test_a_number_and_its_unit_are_one_piece() -> None:
+    assert information("547GB") == information("547 GB") == {"547gb": 1.0}
+    assert "3" not in information("/data volume: 3 TB")  # `3 TB` is not what `3` says
+    # a setting counts its name and its value, not the pair as a third piece
+    assert information("hidden_size=7168") == {"hidden_size": 1.0, "7168": 1.0}
+
+
+def test_a_part_repeated_by_another_part_of_its_line_goes(tmp_path: Path) -> None:
+    quote = "512 routed experts top-4"
+    text = dump(
+        tmp_path,
+        [
+            fact(
+                "model.experts",
+                "model",
+                "The model has 512 routed experts.",
+                value=512,
+                title="Routed experts",
+                quote=quote,
+            ),
+            fact(
+                "model.topk",
+                "model",
+                "The router picks the top-4 of 512.",
+                value=4,
+                title="Experts per token",
+                quote=quote,
+            ),
+            fact("model.layers", "model", "The model has 48 layers.", value=48, title="Layers"),
+        ],
+    )
+    assert "512" in text and "top-4" in text, text
+    for line in text.splitlines():  # no part of a grouped line says what another part says
+        parts = [p.strip() for p in line.split(": ", 1)[-1].split("; ")]
+        for n, part in enumerate(parts):
+            assert not any(part in other for m, other in enumerate(parts) if m != n), line
+
+
+def test_a_quote_cut_from_its_subject_is_not_a_line(tmp_path: Path) -> None:
+    text = dump(
+        tmp_path,
+        [
+            fact(
+                "sw.engine_a.load",
+                "software",
+                "Engine A loads the weights in 19 min.",
+                value=19,
+                unit="min",
+                title="Engine A weight load time",
+                quote="(vs 19 min in Engine A!)",
+            ),
+        ],
+    )
+    assert "vs 19 min" not in text
+    assert "19 min" in text
+
+
+def test_a_comparison_keeps_both_sides(tmp_path: Path) -> None:
+    text = dump(
+        tmp_path,
+        [
+            fact(
+                "tok.vocab_vs_other",
+                "tokenizer",
+                "Model A has vocab_size=151,000 vs model B's vocab_size=99,000.",
+                value=151000,
+                title="Model A vs model B vocab",
+                quote="Model A vocab_size=151,000 vs Model B vocab_size=99,000",
+            ),
+        ],
+    )
+    assert "99,000" in text or "99000" in text, text
+
+
+def test_a_list_of_paths_reads_as_names(tmp_path: Path) -> None:
+    files = ["/opt/env/site/engine/config/spec.py", "/opt/env/site/engine/models/big_model.py"]
+    text = dump(
+        tmp_path,
+        [
+            fact(
+                "sw.engine.patches",
+                "software",
+                "Two engine files were patched.",
+                value=files,
+                title="Engine patches",
+            )
+        ],
+    )
+    assert "Engine patches: spec.py, big_model.py" in text, text
+
+
+def test_a_pitfall_brief_keeps_the_cause_that_names_something(tmp_path: Path) -> None:
+    pitfall = fact(
+        "pit.stop-id",
+        "pitfalls",
+        "Token 4242 is not the stop token.",
+        title="The stop token is 5151, not 4242",
+        symptom="Replies never end.",
+        cause="4242 decodes to 'zork'; only 5151 is the special token.",
+        fix="Use 5151 as the stop id.",
+    )
+    plain = fact(
+        "pit.slow",
+        "pitfalls",
+        "Builds are slow.",
+        title="Builds are slow",
+        symptom="The build takes an hour.",
+        cause="Too many jobs at once.",
+        fix="Build with fewer jobs.",
+    )
+    root = make_kb(tmp_path / "kb", [*BASE, pitfall, plain])
+    (root / "milestones.yaml").write_text(yaml.safe_dump(MILESTONES))
+    result = render_budgeted(load_kb(root), StatusOptions(as_of="100"), 4000)
+    brief = {ln.id: ln.brief for ln in result.shown + result.left_out}
+    assert "← 4242 decodes to 'zork' → Use 5151" in brief["pit.stop-id"]
+    assert "←" not in brief["pit.slow"]  # a cause naming nothing new stays in the full line
