@@ -3,7 +3,6 @@ paths, factbook.yaml settings and `factbook mcp`'s refusals before it serves."""
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import pytest
@@ -72,27 +71,18 @@ def test_refuted_and_past_facts_rank_below_current_ones(shipped) -> None:
     assert all(kb.visible(h.fact, then) for h in rank(index, "SGLang", visible, then, 10))
 
 
-def test_status_brief_budget_or_the_whole_document(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_status_brief_budgeted_or_whole(tmp_path: Path) -> None:
     root = make_kb(tmp_path / "kb", local_trio())
     box = Toolbox(root)
     kb = api.load(root)
-    whole = api.status(kb)
-    if "budget" in inspect.signature(api.status).parameters:  # the dense dumps have landed
-        brief = box.status_brief(budget=400)
-        assert brief["budget"] == 400 and "note" not in brief
-    real_status = api.status
-
-    def status_without_budget(kb, *, as_of=None):  # the factbook before budgeted dumps
-        return real_status(kb, as_of=as_of)
-
-    monkeypatch.setattr(api, "status", status_without_budget)
-    fallback = box.status_brief(budget=400)
-    assert "no budgeted status" in fallback["note"]
-    assert fallback["document"].split("\n", 3)[0] == whole.split("\n", 3)[0]
-    assert "budget" not in fallback
-    assert "note" not in box.status_brief()
+    whole = box.status_brief()
+    assert whole["document"] == api.status(kb) and "budget" not in whole
+    brief = box.status_brief(budget=400)
+    assert brief["budget"] == 400
+    assert brief["document"] == api.status(kb, budget=400)
+    assert "budget_tokens: 400" in brief["document"]
+    with pytest.raises(UsageError, match="budget"):
+        box.status_brief(budget=5)
 
 
 def test_settings_are_checked_with_their_line(tmp_path: Path) -> None:

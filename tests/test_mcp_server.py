@@ -106,8 +106,9 @@ def test_tools_search_resources_and_hostile_arguments(kb_copy: Path) -> None:
             session, "match_pitfalls",
             text="INFO weights loaded in 31s\n(no further output; curl localhost:8000 refused)",
         )  # fmt: skip
+        # gone by 3478, still matched for a symptom seen again, and marked as ended
         assert pits["results"][0]["id"] == "pit.sglang-hang-after-weight-loading"
-        assert pits["results"][0]["fix"]
+        assert pits["results"][0]["fix"] and pits["results"][0]["until"] == "3478"
 
         launch = await call(
             session, "check_launch",

@@ -13,7 +13,6 @@ rebuilt with it.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import threading
@@ -237,7 +236,9 @@ class Toolbox:
             raise UsageError("text is empty: paste the error message, log excerpt or command")
         count = _limit(limit, 5)
         kb, index = self.kb()
-        pitfalls = kb.select(categories=["pitfalls"])
+        # as search_facts does now: a pitfall that no longer holds (`until`) still matches a
+        # symptom seen again, ranked lower and marked with its `until`
+        pitfalls = kb.select(categories=["pitfalls"], include_past=True)
         hits = match_pitfalls(index, text, pitfalls, None, count)
         results = []
         for hit in hits:
@@ -253,7 +254,7 @@ class Toolbox:
         return out
 
     def status_brief(self, budget: int | None = None, as_of: str | None = None) -> dict[str, Any]:
-        """The budgeted status document when this factbook has one, else the whole."""
+        """The status document, fitted to `budget` tokens when one is given (the dense dump)."""
         from factbook import api
 
         kb, _ = self.kb()
@@ -262,13 +263,9 @@ class Toolbox:
             raise UsageError("budget must be between 100 and 1,000,000")
         as_of_id = milestone.id if milestone else None
         out: dict[str, Any] = {"as_of": as_of_id}
-        if budget is not None and "budget" in inspect.signature(api.status).parameters:
-            out["document"] = api.status(kb, as_of=as_of_id, budget=budget)  # type: ignore[call-arg]
+        out["document"] = api.status(kb, as_of=as_of_id, budget=budget)
+        if budget is not None:
             out["budget"] = budget
-        else:
-            out["document"] = api.status(kb, as_of=as_of_id)
-            if budget is not None:
-                out["note"] = "this factbook renders no budgeted status yet: the whole document"
         return out
 
     def check_launch(self, argv: list[str] | str) -> dict[str, Any]:
