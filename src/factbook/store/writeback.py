@@ -33,6 +33,7 @@ from factbook.knowledge.yamlsrc import (
     unreadable_if_written,
 )
 from factbook.store.atomic import exclusive_lock, write_text_atomic
+from factbook.store.yamlevents import emit_plain
 
 LOCK_DIR = ".factbook-cache/locks"
 
@@ -76,7 +77,9 @@ def dump_block(data: Any, *, fast: bool = True) -> str:
     options = {"sort_keys": False, "allow_unicode": True, "width": 100}
     if _FAST_DUMPER is None or not fast:
         return yaml.dump(data, Dumper=_BlockDumper, default_flow_style=None, **options)
-    text = yaml.dump(data, Dumper=_FAST_DUMPER, default_flow_style=None, **options)
+    text = emit_plain(data, width=100, allow_unicode=True)  # plain data: no representer
+    if text is None:
+        text = yaml.dump(data, Dumper=_FAST_DUMPER, default_flow_style=None, **options)
     return _indent_sequences(text)
 
 
