@@ -139,9 +139,16 @@ def extract(text: str, category: str, known: frozenset[str] = frozenset()) -> Ex
         known_ones = [m for m in mentions if m[2]]
         if len(known_ones) == 1:  # `NVIDIA driver 570.124.06` among the hardware
             return _versions(out, known_ones, known, text)
-    pairs = [(m.group("key"), scalar(m.group("val"))) for m in _PAIR.finditer(text)]
+    # each regex steps through the whole line: only run where its literal part is there
+    pairs = (
+        [(m.group("key"), scalar(m.group("val"))) for m in _PAIR.finditer(text)]
+        if ("=" in text)
+        else []
+    )
     figure = _NUMBER_UNIT.search(text)
-    flags = [(m.group("flag"), m.group("arg")) for m in _FLAG.finditer(text)]
+    flags = (
+        [(m.group("flag"), m.group("arg")) for m in _FLAG.finditer(text)] if ("--" in text) else []
+    )
     if len(pairs) == 1:
         out.value, out.key, out.kinds = pairs[0][1], ("param", pairs[0][0]), ["config"]
     elif len(pairs) > 1:

@@ -243,11 +243,54 @@ def parse_mark(body: str) -> tuple[str, Mark | None, str]:
             by = stamp.group("by") or ""
             mark.replaced_by = [b.strip() for b in by.split(",") if b.strip()]
         return unescape(refuted.group("text")), mark, ""
-    marked = _MARKED.match(body)
-    if not marked:
+    marked = _marked(body)
+    if marked is None:
         return unescape(body), None, ""
-    mark = _stamped(MARK_SYMBOLS[marked.group("sym")], marked.group("stamp") or "")
-    return unescape(marked.group("text")), mark, unescape(marked.group("why") or "")
+    symbol, text, why, stamp = marked
+    mark = _stamped(MARK_SYMBOLS[symbol], stamp or "")
+    return unescape(text), mark, unescape(why or "")
+
+
+_SYMBOL = re.compile(r"^(✅|⚠️|❌|◻) ")
+_WHY, _STAMP_OPEN, _STAMP_CLOSE = " — *why:* ", " *(", ")*"
+
+
+def _marked(body: str) -> tuple[str, str, str | None, str | None] | None:
+    """(symbol, text, why, stamp) as `_MARKED` matches them, found with `str.find`: the
+    regex's lazy text steps through the line one character at a time (30 µs a line). Its
+    text ends at the first place where the rest is ` — *why:* …` (which always matches,
+    the why running to the end if need be), a stamp ` *(…)*` closing the line, or the end;
+    the why ends likewise at the first stamp or the end."""
+    found = _SYMBOL.match(body)
+    if found is None or "\n" in body:
+        return None if found is None else _regex_marked(body)
+    rest = body[found.end() :]
+    stamp_at = _stamp_start(rest, 0)
+    why_at = rest.find(_WHY)
+    if why_at < 0 or why_at > stamp_at:
+        stamp = rest[stamp_at + 3 : -2] if stamp_at < len(rest) else None
+        return found.group(1), rest[:stamp_at], None, stamp
+    start = why_at + len(_WHY)
+    stamp_at = _stamp_start(rest, start)
+    stamp = rest[stamp_at + 3 : -2] if stamp_at < len(rest) else None
+    return found.group(1), rest[:why_at], rest[start:stamp_at], stamp
+
+
+def _stamp_start(text: str, start: int) -> int:
+    """Where the first ` *(…)*` that runs to the end of `text` starts at or after `start`
+    (the first ` *(` is the one, if any is: it leaves the longest stamp); else len(text)."""
+    if not text.endswith(_STAMP_CLOSE):
+        return len(text)
+    at = text.find(_STAMP_OPEN, start)
+    return at if 0 <= at and at + 3 <= len(text) - 2 else len(text)
+
+
+def _regex_marked(body: str) -> tuple[str, str, str | None, str | None] | None:
+    """`_MARKED` itself, for a body with a line break (`.` stops there, `$` does not)."""
+    marked = _MARKED.match(body)
+    if marked is None:
+        return None
+    return marked.group("sym"), marked.group("text"), marked.group("why"), marked.group("stamp")
 
 
 def _generated_item(
@@ -259,7 +302,8 @@ def _generated_item(
     marks: dict[str, str] | None = None,
 ) -> Entry:
     body, hint = split_hint(body)
-    compact_id = _COMPACT_ID.search(body)
+    # the regex steps through the whole line; only a line ending in ` or ] can match it
+    compact_id = _COMPACT_ID.search(body) if body.rstrip().endswith(("`", "]")) else None
     if compact_id and len(body[: compact_id.start()].strip()) <= 2:
         compact_id = None  # `✓ `d2t.pt``: the line is a file, not a fact named by its id
     fact_id = (compact_id.group("a") or compact_id.group("b")) if compact_id else None

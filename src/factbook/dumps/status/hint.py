@@ -56,7 +56,7 @@ def hint_comment(item: Any, *, statement: bool = False, off: bool = False) -> st
 
 def split_hint(line: str) -> tuple[str, dict[str, Any] | None]:
     """The line without its hint, and the hint's data (None when absent or unreadable)."""
-    found = _HINT.search(line)
+    found = _HINT.search(line) if "<!-- fb " in line else None  # a search costs 10 µs a line
     if not found:
         return line, None
     try:
