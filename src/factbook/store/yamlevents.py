@@ -4,10 +4,11 @@
 value, then the serializer asks the resolver twice per scalar which tag its text implies);
 for the flat data of a fact (str keys; str, int, float, bool and None leaves; lists and
 dicts) that is most of the cost of writing it. `emit_plain` hands libyaml's emitter the
-event stream directly, with the same tags, implicit flags and flow styles (`default_flow_style=None`: a
-collection whose items are all scalars is written in flow style), so libyaml's emitter
-writes the same bytes. Anything else (another type, a subclass, a collection reached twice,
-which the representer would anchor) returns None: the caller dumps it as before.
+event stream directly, with the same tags, implicit flags and flow styles
+(`default_flow_style=None`: a collection whose items are all scalars is written in flow
+style), so libyaml's emitter writes the same bytes. Anything else (another type, a
+subclass, a collection reached twice, which the representer would anchor) returns None:
+the caller dumps it as before.
 
     text = emit_plain([fact], width=100, allow_unicode=True)  # None: not plain data
 """

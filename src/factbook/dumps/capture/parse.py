@@ -282,7 +282,7 @@ def _stamp_start(text: str, start: int) -> int:
     if not text.endswith(_STAMP_CLOSE):
         return len(text)
     at = text.find(_STAMP_OPEN, start)
-    return at if 0 <= at and at + 3 <= len(text) - 2 else len(text)
+    return at if at >= 0 and at + 3 <= len(text) - 2 else len(text)
 
 
 def _regex_marked(body: str) -> tuple[str, str, str | None, str | None] | None:
