@@ -1,4 +1,4 @@
-"""Import speed, third round (issue 25, item 5): each shortcut gives the answer the slow
+"""The import's fast paths (issue 25, item 5) give the answer the slow way gave. Plain fact
 way gave. Plain fact data handed to libyaml's emitter as events writes the bytes
 `yaml.dump` writes; a status line's mark is split as the `_MARKED` regex splits it."""
 
