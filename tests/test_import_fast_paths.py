@@ -1,5 +1,5 @@
 """The import's fast paths (issue 25, item 5) give the answer the slow way gave. Plain fact
-way gave. Plain fact data handed to libyaml's emitter as events writes the bytes
+data handed to libyaml's emitter as events writes the bytes
 `yaml.dump` writes; a status line's mark is split as the `_MARKED` regex splits it."""
 
 from __future__ import annotations
