@@ -125,6 +125,22 @@ ESCAPES = {
     "repeat bomb": "{{ 'x' * 10000000000 }}",
     "self include": "{% include 'status.md.j2' %}",
 }
+# Strings a template asks for by size: each would take gigabytes if it were made.
+SIZE_BOMBS = {
+    "percent width": "{{ '%999999999d' % 1 }}",
+    "percent star width": "{{ '%*d' % (999999999, 1) }}",
+    "format width": "{{ '{:>999999999}'.format(1) }}",
+    "format nested width": "{{ '{:>{w}}'.format(1, w=999999999) }}",
+    "format_map width": "{{ '{a:>999999999}'.format_map({'a': 1}) }}",
+    "center filter": "{{ 'x'|center(10 ** 10) }}",
+    "ljust method": "{{ 'x'.ljust(10 ** 10) }}",
+    "zfill method": "{{ '1'.zfill(10 ** 10) }}",
+    "indent filter": "{{ ('x\\n' * 1000)|indent(10 ** 7) }}",
+    "format filter": "{{ '%999999999s'|format('x') }}",
+    "replace method": "{{ ('x' * 1000000).replace('x', 'yy' * 500000) }}",
+    "replace filter": "{{ ('x' * 1000000)|replace('x', 'yy' * 500000) }}",
+    "expandtabs": "{{ ('a\\tb' * 1000).expandtabs(10 ** 6) }}",
+}
 REGEX_FACT = """\
 facts:
   - id: sw.r
@@ -203,6 +219,18 @@ CASES: list[Case] = [
     Case("status.md.j2 nested loop", tpl("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"), "status", 2, "rendering took longer than", env={"FACTBOOK_TEMPLATE_SECONDS": "1"}),
     Case("status.md.j2 output bomb", tpl("{% for i in range(100000) %}{{ 'x' * 1000000 }}{% endfor %}"), "status", 2, "grew beyond", max_rss_mb=250, isolated=True),
     Case("status.md.j2 benign", tpl("{% for f in [1, 2] %}{{ f * 2 }}{% endfor %} {{ '%s' % 'ok' }}"), "status", 0, "24 ok"),
+    *[Case(f"status.md.j2 size bomb {n}", tpl(p), "status", 2, "refused by the sandbox:") for n, p in SIZE_BOMBS.items()],
+    Case("status.md.j2 translate bomb", tpl("{{ ('x' * 1000000).translate({120: 'y' * 1000000}) }}"), "status", 2, "needed more than 512 MiB", max_rss_mb=700, isolated=True),
+    Case("status.md.j2 sized benign", tpl("{{ '%5d|%s' % (3, 'ok') }}{{ '{:>6}'.format('r') }}{{ 'ab'|center(6) }}{{ 'a'.ljust(3) }}{{ 'b'|indent(2) }}{{ 'aa'|replace('a', 'bb') }}|"), "status", 0, "    3|ok     r  ab  a  bbbbb|"),
+    Case("mkdocs.yml hooks", {"mkdocs.yml": "site_name: x\nhooks:\n  - hook.py\n", "hook.py": "open('{out}/MARKER', 'w')\n"}, "lint", 2, "mkdocs.yml:3: hooks: MkDocs imports these Python files"),
+    Case("mkdocs.yml python object apply", {"mkdocs.yml": "site_name: x\nextra: !!python/object/apply:os.system ['touch {out}/MARKER']\n"}, "lint", 2, "mkdocs.yml:2: !!python/object/apply:os.system runs Python"),
+    Case("mkdocs.yml python module", {"mkdocs.yml": "site_name: x\nextra: !!python/module:hook\n", "hook.py": "x = 1\n"}, "lint", 2, "!!python/module:hook runs Python"),
+    Case("mkdocs.yml custom_dir", {"mkdocs.yml": "site_name: x\ntheme:\n  name: material\n  custom_dir: overrides\n", "overrides/main.html": "{{ cycler.__init__.__globals__.os.system('touch {out}/MARKER') }}"}, "lint", 2, "mkdocs.yml:4: theme.custom_dir: MkDocs renders its templates with no sandbox"),
+    Case("mkdocs.yml local extension", {"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - toc\n  - localext:\n      x: 1\n", "localext.py": "open('{out}/MARKER', 'w')\n"}, "lint", 2, "mkdocs.yml:4: localext: a Python module of the knowledge base"),
+    Case("mkdocs.yml INHERIT hooks", {"mkdocs.yml": "INHERIT: base.yml\nsite_name: x\n", "base.yml": "hooks: [hook.py]\n"}, "lint", 2, "base.yml:1: hooks:"),
+    Case("mkdocs.yml INHERIT outside", {"mkdocs.yml": "INHERIT: {out}/shadow\nsite_name: x\n"}, "lint", 2, "resolves to {out}/shadow, outside the knowledge base"),
+    Case("mkdocs.yml trusted", {"mkdocs.yml": "site_name: x\nhooks:\n  - hook.py\n", "hook.py": "x = 1\n"}, "lint", 0, "ok: 1 facts", env={"FACTBOOK_TRUST_MKDOCS_CODE": "1"}),
+    Case("mkdocs.yml material emoji", {"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - pymdownx.emoji:\n      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"}, "lint", 0, "ok: 1 facts"),
     # --- 2. reads outside the knowledge base: refused with the path, content never shown ---
     Case("fact file -> shadow", {"facts/x.yaml": Link("{out}/shadow")}, "lint", 2, "facts/x.yaml:1: resolves to {out}/shadow, outside the knowledge base"),
     Case("fact file -> environ", {"facts/x.yaml": Link("/proc/self/environ")}, "lint", 2, "facts/x.yaml:1: resolves to /proc/"),

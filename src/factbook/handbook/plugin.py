@@ -48,6 +48,7 @@ from factbook.handbook.rebuild import RenderCache
 from factbook.handbook.safehtml import plain_title
 from factbook.handbook.sources import STATUS_DIR
 from factbook.handbook.watch import KBWatcher, server_notifier
+from factbook.knowledge.mkdocscode import code_in, trusted
 
 log = logging.getLogger("mkdocs.plugins.factbook")
 WATCHED_DIRS = ("facts", "runbooks", "results", "checks")
@@ -114,6 +115,20 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         self._watcher: KBWatcher | None = None
         # the plugin has on_startup, so MkDocs keeps this instance across serve's rebuilds
         self._cache = RenderCache()
+
+    def load_config(
+        self, options: dict[str, Any], config_file_path: str | None = None
+    ) -> tuple[Any, Any]:
+        """MkDocs sets plugins up before it imports `hooks:` or renders a theme's templates:
+        a mkdocs.yml that would run the knowledge base's code stops the build here
+        (knowledge/mkdocscode.py), unless whoever builds trusts it."""
+        loaded = super().load_config(options, config_file_path)
+        if config_file_path and not trusted():
+            path = Path(config_file_path)
+            problems = code_in(path, path.name, root=path.resolve().parent)
+            if problems:
+                raise PluginError("factbook: " + "\n".join(str(p) for p in problems))
+        return loaded
 
     def kb_root(self, config: Any) -> Path:
         """$FACTBOOK_ROOT, else the plugin's `root` (relative to mkdocs.yml), else its folder."""

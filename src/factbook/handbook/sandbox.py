@@ -7,13 +7,23 @@ known escapes (`cycler.__init__.__globals__`, `''.__class__.__mro__[1].__subclas
 subclass also bounds what the sandbox leaves open: exponent and repetition arithmetic that
 would build huge numbers or strings (`9**9**9`, `'x' * 10**10`, which Jinja would even fold
 at compile time), and a render that loops for too long (checked at every call, attribute,
-operator and output) or emits more than MAX_OUTPUT characters.
+operator and output) or emits more than MAX_OUTPUT characters. Strings a template asks for by
+size are checked before they are made: `%` and `.format` widths (`'%999999999d' % 1`), the
+padding methods and filters (`center`, `ljust`, `rjust`, `zfill`, `expandtabs`, `indent`),
+`replace` and the `format` filter. What no rule names (`translate` with a long mapping, ...)
+meets `bounded_memory`: the render runs with at most MAX_RENDER_MEMORY more address space, so
+it ends in a MemoryError, not in the machine's swap.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import string
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import jinja2.sandbox
@@ -23,6 +33,11 @@ MAX_EXPONENT = 256  # 2**256 is plenty for a status document
 MAX_REPEAT = 1 << 20  # characters or items made by `*`
 MAX_RENDER_S = 20.0  # a 1,000-fact document renders in well under 0.5 s
 MAX_OUTPUT = 16 << 20  # characters a render may emit through `{{ }}` (a 1,000-fact one: ~0.5 Mi)
+MAX_STRING = MAX_OUTPUT  # characters one padding, format or replace may make
+MAX_RENDER_MEMORY = 512 << 20  # address space a render may add (a 1,000-fact one: ~50 MiB)
+_PERCENT = re.compile(r"%(?:\([^)]*\))?[#0 +-]*(\*|\d+)?(?:\.(\*|\d+))?")
+_NUMBER = re.compile(r"\d+")
+_PADDING = frozenset({"center", "ljust", "rjust", "zfill"})
 
 SecurityError = jinja2.sandbox.SecurityError
 
@@ -34,7 +49,7 @@ class TemplateTimeout(SecurityError):
 class KBSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     """An immutable sandbox with bounded arithmetic and a render deadline."""
 
-    intercepted_binops = frozenset({"**", "*"})
+    intercepted_binops = frozenset({"**", "*", "%"})
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -42,6 +57,7 @@ class KBSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         self.seconds = MAX_RENDER_S
         self.emitted = 0
         self.finalize = self._finalize
+        self.filters.update(bounded_filters(dict(self.filters)))
 
     def start(self, seconds: float | None = None) -> None:
         """Arm the deadline and the output budget for one render."""
@@ -68,6 +84,8 @@ class KBSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         if operator == "**":
             if isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
                 raise SecurityError(f"exponent {right} is larger than {MAX_EXPONENT}")
+        elif operator == "%" and isinstance(left, str):
+            check_percent(left, right)
         elif operator == "*":
             for seq, times in ((left, right), (right, left)):
                 sized = isinstance(seq, (str, list, tuple, bytes)) and isinstance(times, int)
@@ -77,7 +95,24 @@ class KBSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
 
     def call(self, context: Context, obj: Any, /, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         self._tick()
+        check_str_call(obj, args, kwargs)
         return super().call(context, obj, *args, **kwargs)
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        """`str.format`/`format_map` as the sandbox wraps them, widths checked first."""
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None:
+            return None
+        text, mapping = value.__self__, value.__name__ == "format_map"
+
+        def checked(*args: Any, **kwargs: Any) -> str:
+            if mapping and len(args) == 1 and isinstance(args[0], dict):
+                check_format(text, (), args[0])
+            else:
+                check_format(text, args, kwargs)
+            return wrapped(*args, **kwargs)
+
+        return checked
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         self._tick()
@@ -86,3 +121,119 @@ class KBSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     def getitem(self, obj: Any, argument: Any) -> Any:
         self._tick()
         return super().getitem(obj, argument)
+
+
+def _refuse_wide(number: Any, what: str) -> None:
+    if isinstance(number, int) and not isinstance(number, bool) and number > MAX_STRING:
+        raise SecurityError(f"{what} of {number} characters is more than {MAX_STRING}")
+
+
+def check_percent(text: str, args: Any) -> None:
+    """`text % args` asks for no field wider or more precise than MAX_STRING."""
+    values = args if isinstance(args, tuple) else (args,)
+    for found in _PERCENT.finditer(text):
+        for number in found.groups():
+            if number == "*":  # the width is taken from the arguments
+                for value in values:
+                    _refuse_wide(value, "a % width")
+            elif number:
+                _refuse_wide(int(number[:12]), "a % width")
+
+
+def check_format(text: str, args: Any, kwargs: Any) -> None:
+    """`text.format(...)` asks for no field wider than MAX_STRING (a nested `{w}` width is
+    judged by the arguments it may take)."""
+    for _, _, spec, _ in string.Formatter().parse(text):
+        if not spec:
+            continue
+        for number in _NUMBER.findall(spec):
+            _refuse_wide(int(number[:12]), "a format width")
+        if "{" in spec:
+            for value in [*args, *dict(kwargs).values()]:
+                _refuse_wide(value, "a format width")
+
+
+def check_str_call(method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """A str method that makes a string of a size the caller names: checked before it runs."""
+    owner, name = getattr(method, "__self__", None), getattr(method, "__name__", "")
+    if not isinstance(owner, (str, bytes)):
+        return
+    if name in _PADDING and args:
+        _refuse_wide(args[0], f"{name}()")
+    elif name == "expandtabs":
+        tab = args[0] if args else kwargs.get("tabsize", 8)
+        if isinstance(tab, int):
+            _refuse_wide(len(owner) * max(tab, 1), "expandtabs()")
+    elif name == "replace" and len(args) >= 2:
+        check_replace(owner, args[0], args[1])
+
+
+def check_replace(text: Any, old: Any, new: Any) -> None:
+    """`text.replace(old, new)` makes at most MAX_STRING characters."""
+    if not all(isinstance(x, (str, bytes)) for x in (text, old, new)):
+        return
+    growth = len(new) - len(old)
+    if growth > 0:
+        times = text.count(old) if old else len(text) + 1
+        _refuse_wide(len(text) + times * growth, "replace()")
+
+
+def bounded_filters(filters: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    """Jinja's filters that make a string of a size their arguments name, checked first."""
+
+    def center(value: Any, width: int = 80) -> str:
+        _refuse_wide(width, "center")
+        return filters["center"](value, width)
+
+    def indent(value: Any, width: Any = 4, *args: Any, **kwargs: Any) -> str:
+        size = len(width) if isinstance(width, str) else width
+        if isinstance(size, int):
+            _refuse_wide(size * (str(value).count("\n") + 1), "indent")
+        return filters["indent"](value, width, *args, **kwargs)
+
+    def format_filter(value: Any, *args: Any, **kwargs: Any) -> str:
+        check_percent(str(value), kwargs or args)
+        return filters["format"](value, *args, **kwargs)
+
+    def replace(eval_ctx: Any, value: Any, old: Any, new: Any, count: Any = None) -> str:
+        check_replace(str(value), str(old), str(new))
+        return filters["replace"](eval_ctx, value, old, new, count)
+
+    replace.jinja_pass_arg = filters["replace"].jinja_pass_arg  # type: ignore[attr-defined]
+    return {"center": center, "indent": indent, "format": format_filter, "replace": replace}
+
+
+_LIMITING = threading.Lock()  # the limit is the process's: one bounded render at a time
+
+
+@contextmanager
+def bounded_memory(extra: int = MAX_RENDER_MEMORY) -> Iterator[None]:
+    """At most `extra` more bytes of address space while inside (RLIMIT_AS, Linux): a render
+    that asks for more gets a MemoryError instead of the machine's memory. Never raises the
+    limit that is already there; nothing is changed where /proc/self/statm is not. Renders
+    in other threads (the MCP server's) wait: each restores the limit it found."""
+    with _LIMITING, _address_space(extra):
+        yield
+
+
+@contextmanager
+def _address_space(extra: int) -> Iterator[None]:
+    try:
+        import resource
+
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            size = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        yield
+        return
+    limit = size + extra
+    if soft != resource.RLIM_INFINITY:
+        limit = min(limit, soft)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

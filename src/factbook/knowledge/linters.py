@@ -11,11 +11,12 @@ from pathlib import Path
 
 from factbook.errors import Problem
 from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
+from factbook.knowledge.mkdocscode import lint_mkdocs_config
 from factbook.runbooks.lint import lint_runbooks
 
 Linter = Callable[[KnowledgeBase], list[Problem]]
 
-LINTERS: list[Linter] = [lint_runbooks]
+LINTERS: list[Linter] = [lint_runbooks, lint_mkdocs_config]
 
 
 def collect_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:

@@ -30,7 +30,12 @@ from factbook.dumps.status.items import value_text
 from factbook.dumps.status.redact import redactor_for
 from factbook.errors import InputError, UsageError
 from factbook.handbook.safehtml import safe_markdown
-from factbook.handbook.sandbox import KBSandbox, SecurityError
+from factbook.handbook.sandbox import (
+    MAX_RENDER_MEMORY,
+    KBSandbox,
+    SecurityError,
+    bounded_memory,
+)
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.kbfiles import confined, outside_problem
 from factbook.knowledge.limits import DUMP_MAX_BYTES
@@ -162,7 +167,9 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
         template = env.get_template(TEMPLATE)
         token = _HINTS.set((secrets.token_hex(6), []))
         try:
-            text = safe_markdown(template.render(**context.as_dict()))
+            with bounded_memory():
+                rendered = template.render(**context.as_dict())
+            text = safe_markdown(rendered)
             nonce, hints = _HINTS.get()
             return re.sub(f"\ue000{nonce}:(\\d+)\ue001", lambda m: hints[int(m[1])], text)
         finally:
@@ -172,7 +179,11 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
     except jinja2.TemplateError as exc:
         where = f"{exc.filename}:{exc.lineno}: " if getattr(exc, "lineno", None) else ""
         raise InputError(f"status template: {where}{exc}") from None
-    except (RecursionError, MemoryError, OverflowError, ValueError, TypeError) as exc:
+    except MemoryError:
+        raise InputError(
+            f"status template: needed more than {MAX_RENDER_MEMORY >> 20} MiB; stopped"
+        ) from None
+    except (RecursionError, OverflowError, ValueError, TypeError) as exc:
         # a template's own loop or arithmetic ({{ 9**9**9 }}, 'x' * 10**10, a self-include)
         raise InputError(f"status template: {type(exc).__name__}: {str(exc)[:200]}") from None
 
