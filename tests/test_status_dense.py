@@ -166,3 +166,34 @@ def test_a_pitfall_brief_keeps_the_cause_that_names_something(tmp_path: Path) ->
     brief = {ln.id: ln.brief for ln in result.shown + result.left_out}
     assert "← 4242 decodes to 'zork' → Use 5151" in brief["pit.stop-id"]
     assert "←" not in brief["pit.slow"]  # a cause naming nothing new stays in the full line
+
+
+def test_the_first_dump_shows_what_was_accomplished_before_old_details(tmp_path: Path) -> None:
+    """With no previous dump, what was done so far is what changed: the reader picking the
+    work up must not redo it, so it goes before details of the same age."""
+    done = [
+        fact(
+            f"prog.step{n}",
+            "progress",
+            f"Step {n} finished: the run completed and wrote its outputs where the team keeps "
+            f"them ({n * 11} GB).",
+            title=f"Step {n} finished",
+            state="done",
+        )
+        for n in range(1, 4)
+    ]
+    details = [
+        fact(
+            f"hw.part{n}",
+            "hardware",
+            f"Part {n} of the box: model X{n}00, rated {n * 13} W, serial S{n:04d}.",
+            title=f"Part {n}",
+            value=f"X{n}00 {n * 13}W S{n:04d} s{n * 3} B{n * 7}",
+        )
+        for n in range(1, 40)
+    ]
+    text = dump(tmp_path, done + details, budget=300)
+    assert "## Accomplished" in text
+    for n in range(1, 4):
+        assert f"Step {n} finished" in text, text
+    assert "hardware" in text.split("## Not in this dump", 1)[1]  # details made room

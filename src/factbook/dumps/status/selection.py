@@ -8,7 +8,8 @@ Every fact known at the document's moment gets a rank (the first rule that appli
    steps in their order;
 4. pitfalls that still apply (symptom → fix, with the fact id);
 5. the figures that matter now: per metric, the best figure and the best baseline;
-6. what changed since the previous dump: refuted assumptions, moved figures, new facts;
+6. what changed since the previous dump: refuted assumptions, moved figures, new facts (in
+   the first dump, which has none before it: what was accomplished so far);
 7. the rest, most recently established first.
 
 Ranks 1-3 go in first, in order, each as its brief line. Everything else competes for the room
@@ -231,6 +232,7 @@ def rank_lines(kb: KnowledgeBase, lines: list[Line], ctx: StatusContext) -> list
     moved = {m.after.id for m in ctx.changes.moved}
     changed = {i.id for i in ctx.changes.new} | {i.id for i, _ in ctx.changes.status_changed}
     about_open = _linked_from_open(lines)
+    first = ctx.changes.previous is None
     for position, line in enumerate(lines):
         item = line.item
         category = item.category
@@ -259,6 +261,9 @@ def rank_lines(kb: KnowledgeBase, lines: list[Line], ctx: StatusContext) -> list
             rank, reason, order = 6, "figure moved since the previous dump", (1, 0, position)
         elif line.id in changed:
             rank, reason, order = 6, RANKS[6], (2, 0, position)
+        elif first and line.section == "accomplished":
+            # the first dump has no previous one: what was done so far is what changed
+            rank, reason, order = 6, "accomplished so far (first dump)", (2, 0, position)
         line.rank, line.reason, line.order = rank, reason, order
     # ranks 6 and 7 take turns across categories: the first fact of each, then the second...
     turn: dict[tuple[int, Any, str], int] = {}
