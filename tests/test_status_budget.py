@@ -30,7 +30,7 @@ SEED_BUDGET = 2300
 # Measured (bench/status_budget.py): the share of seed items kept at 2,300 tokens. The issue
 # asks for 95%; these floors hold what the dumps reach today, so a change that loses items
 # fails here (docs/performance.md has the curve and what is still missing).
-FLOORS = {"3157": 0.93, "3478": 0.97, "4504": 0.94}
+FLOORS = {"3157": 0.93, "3478": 0.97, "4504": 0.96}
 LATER = {  # first learned after the milestone: in no dump of it, at any budget
     "3157": ["midlayer", "layers.0.", "fix_eagle3_keys", "[-1, 2, 30]", "capture_embedding"],
     "3478": ["midlayer", "layers.0.", "fix_eagle3_keys", "[-1, 2, 30]", "capture_embedding"],

@@ -197,3 +197,53 @@ def test_the_first_dump_shows_what_was_accomplished_before_old_details(tmp_path:
     for n in range(1, 4):
         assert f"Step {n} finished" in text, text
     assert "hardware" in text.split("## Not in this dump", 1)[1]  # details made room
+
+
+def test_a_pitfall_that_replaced_a_refuted_assumption_goes_first(tmp_path: Path) -> None:
+    """'What was believed, what is true': the pitfall that refuted an assumption since the
+    previous dump has the first turn at the pitfalls' room, before shorter ones."""
+    milestones = {
+        "milestones": [
+            {"id": "100", "title": "m100", "seed": "s.txt", "message": 100},
+            {"id": "200", "title": "m200", "seed": "s.txt", "message": 200},
+        ]
+    }
+    believed = fact(
+        "dec.assumption.steps",
+        "decisions",
+        "Assumption: num_steps and num_draft_tokens are independent.",
+        rationale="the flags looked independent",
+        status="refuted",
+        history=[
+            {"at": "100", "status": "assumed", "note": "believed"},
+            {"at": "200", "status": "refuted", "note": "topk=1 ties them"},
+        ],
+    )
+    replacing = fact(
+        "pit.topk1",
+        "pitfalls",
+        "With topk=1 the server silently sets num_draft_tokens to num_steps + 1.",
+        title="With topk=1 the server forces num_draft_tokens = num_steps + 1",
+        symptom="A run meant to use 16 draft tokens behaves like 2, with no warning printed",
+        cause="server_args.py (lines ~2443-2449) overrides num_draft_tokens when topk is 1",
+        fix="Set num_steps to the wanted depth minus one (num_steps=15 for 16 tokens)",
+        since="200",
+        links={"replaces": ["dec.assumption.steps"]},
+    )
+    short = [
+        fact(
+            f"pit.short{n}",
+            "pitfalls",
+            f"Tool T{n} breaks on flag F{n}.",
+            title=f"T{n} breaks on F{n}",
+            symptom=f"E{n} exit",
+            cause=f"F{n} unsupported",
+            fix=f"Use G{n}",
+            since="200",
+        )
+        for n in range(40)
+    ]
+    root = make_kb(tmp_path / "kb", [*BASE, believed, replacing, *short])
+    (root / "milestones.yaml").write_text(yaml.safe_dump(milestones))
+    text = render_budgeted(load_kb(root), StatusOptions(as_of="200"), 500).text
+    assert "`pit.topk1`" in text.split("## Not in this dump", 1)[0], text

@@ -43,6 +43,9 @@ RANKS = {
     7: "the rest, most recent first",
 }
 STRICT_RANKS = (1, 2, 3)
+# A pitfall that replaced an assumption refuted since the previous dump is also "what was
+# believed, what is true": it has the first turn at the pitfalls' claim.
+REPLACED = "pitfall that replaced an assumption refuted since"
 # What is broken or open now goes in whole (symptom, flags, where the log is): it is what the
 # reader picks up first. Next steps stay brief until there is room.
 WHOLE_REASONS = ("broken now (check)", "open now", "what open work is about")
@@ -251,7 +254,8 @@ def rank_lines(kb: KnowledgeBase, lines: list[Line], ctx: StatusContext) -> list
         elif line.section == "next":
             rank, reason, order = 3, "next step", (2, position)
         elif category == "pitfalls" and not item.refuted and item.status != "stale":
-            rank, reason, order = 4, RANKS[4], (-recency, position)
+            reason = REPLACED if refuted & set(item.links.get("replaces", ())) else RANKS[4]
+            rank, order = 4, (-recency, position)
         elif line.id in best:
             rank, reason, order = 5, RANKS[5], (-recency, position)
             line.with_configuration()
@@ -387,7 +391,7 @@ def choose(
         offers = [(v, ln) for v, ln in offers if v[0] > 0 and v[1] <= min(claim, room)]
         if not offers:
             break
-        (_, cost, as_full), ln = max(offers, key=lambda o: o[0][0])
+        (_, cost, as_full), ln = max(offers, key=lambda o: (o[1].reason == REPLACED, o[0][0]))
         room -= cost
         claim -= cost
         chosen[ln.id] = as_full
