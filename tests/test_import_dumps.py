@@ -286,7 +286,7 @@ def test_budgeted_status_into_an_empty_kb_keeps_ids_categories_and_marks(tmp_pat
     dump came from; every file under its directory comes back with its whole path; every
     shown fact becomes one fact, none lost to a line that holds several."""
     doc = tmp_path / "brief.md"
-    argv = ["--root", str(ROOT), "status", "--as-of", "4504", "--budget", "2300", "--ids"]
+    argv = ["--root", str(ROOT), "status", "--as-of", "4504", "--budget", "3000", "--ids"]
     assert run([*argv, "--out", str(doc), "--no-results"]) == 0
     assert run([*argv, "--out", str(tmp_path / "brief.json"), "--format", "json"]) == 0
     text = doc.read_text(encoding="utf-8")

@@ -259,7 +259,8 @@ def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
 
 
 MAX_CAUSE = 120  # characters: a longer cause is an explanation, the full line's job
-_NAMED = re.compile(r"\d|[_./=']|.[A-Z]")  # a number, a path, a setting, a quoted token
+# a number, a path or file name, a setting, a quoted token ('chas'); not a product name
+_NAMED = re.compile(r"\d|[_/=]|\w\.\w|'[^' ]+'")
 _ASIDE = re.compile(r" \(|; |, e\.g\.,? ")
 
 
