@@ -19,6 +19,11 @@ would build the very same things again. They live in
                                  dependency satisfied and installs factbook alone (seconds
                                  instead of the half minute pip takes to install the handbook's
                                  51 packages)
+    answer-KIND-KEY/answer.json  what a slow oracle answered (cached_answer: sglang's own
+                                 resolution of the conformance cases), KEY: a hash of
+                                 everything the answer depends on, the caller's to name
+    files-KIND-KEY/              a tree of small files (content_dir), KEY: their paths and
+                                 bytes, so that paths inside it are stable across runs
 
 Each entry is made under a lock (pytest-xdist workers of one run, or two runs, never build one
 twice or see one half made) and counts only once its `.complete` stamp is written; a venv is
@@ -32,6 +37,7 @@ import contextlib
 import fcntl
 import functools
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -41,6 +47,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from helpers import build_wheel
 
@@ -272,3 +279,32 @@ def _copy_venv(source: Path, target: Path) -> None:
         fresh.write_bytes(data.replace(old, new))
         shutil.copymode(path, fresh)
         os.replace(fresh, path)
+
+
+def cached_answer(kind: str, key: str, compute: Callable[[], Any]) -> Any:
+    """compute()'s JSON answer, computed once per machine for `key` (a hash of every input
+    the answer depends on: the caller's duty) and read back from then on."""
+
+    def build(entry: Path) -> None:
+        entry.mkdir(parents=True)
+        text = json.dumps(compute())
+        (entry / "answer.json").write_text(text, encoding="utf-8")
+
+    entry = cached_entry(f"answer-{kind}-{key}", f"answer-{kind}-*", build)
+    return json.loads((entry / "answer.json").read_text(encoding="utf-8"))
+
+
+def content_dir(kind: str, files: dict[str, str]) -> Path:
+    """A folder holding `files` ({relative path: text}), one per machine for each content:
+    the same files always lie at the same paths (inputs of a cached_answer may name them)."""
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(f"{name}\0{files[name]}\0".encode())
+
+    def build(entry: Path) -> None:
+        for name, text in files.items():
+            path = entry / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+
+    return cached_entry(f"files-{kind}-{digest.hexdigest()[:24]}", f"files-{kind}-*", build)

@@ -8,11 +8,20 @@ the real `set_eagle3_layers_to_capture` of sglang's DeepSeek and Llama model cla
 are a hand-written matrix plus seeded random command lines. Model folders hold only
 config.json files this test writes: no weights, no hub.
 
+sglang's answers are kept once per machine (tests/build_cache.py, cached_answer), keyed on
+everything they depend on: the cases and capture layers asked, the model configs (in a folder
+named by their content, so their paths are stable), the harness (reference.py), the sglang
+venv (every installed distribution's name, version and RECORD), the interpreter, SGLANG_*
+variables and the machine's cores and memory. Any change asks sglang again, as does
+FACTBOOK_TEST_FRESH=1; the comparisons below run every time. test_check_command_defers...
+asks sglang live on every run.
+
 In CI (CI=true) a missing sglang venv fails this test; elsewhere it skips.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -22,8 +31,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from build_cache import cached_answer, content_dir
 from helpers import require
 
+from factbook.serving.sglang import reference
 from factbook.serving.sglang.flags import option_table, parse_flags
 from factbook.serving.sglang.launch import check_command
 from factbook.serving.sglang.reference import FIELDS, resolve_with_sglang
@@ -109,12 +120,6 @@ def _sglang_python() -> Path:
     return SGLANG_PY
 
 
-def _write_config(folder: Path, config: dict) -> str:
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    return str(folder)
-
-
 def _llama(layers: int, arch: str = "LlamaForCausalLM", **extra: object) -> dict:
     return {
         "architectures": [arch],
@@ -132,41 +137,43 @@ def _llama(layers: int, arch: str = "LlamaForCausalLM", **extra: object) -> dict
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    base = tmp_path_factory.mktemp("models")
+def models() -> dict[str, str]:
+    """Folders holding only a config.json each, at paths fixed by their content (the cases
+    name them, and sglang's cached answers are keyed on the cases)."""
     eagle3 = {"draft_vocab_size": 256, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1]}}
-    return {
-        "llama": _write_config(base / "llama", _llama(8)),
-        "deepseek": _write_config(
-            base / "deepseek",
-            {
-                "architectures": ["DeepseekV3ForCausalLM"],
-                "model_type": "deepseek_v3",
-                "hidden_size": 64,
-                "intermediate_size": 128,
-                "moe_intermediate_size": 32,
-                "num_hidden_layers": 4,
-                "num_attention_heads": 4,
-                "num_key_value_heads": 4,
-                "n_routed_experts": 4,
-                "n_shared_experts": 1,
-                "num_experts_per_tok": 2,
-                "first_k_dense_replace": 1,
-                "kv_lora_rank": 16,
-                "q_lora_rank": 16,
-                "qk_nope_head_dim": 16,
-                "qk_rope_head_dim": 8,
-                "v_head_dim": 16,
-                "vocab_size": 256,
-                "max_position_embeddings": 512,
-                "torch_dtype": "bfloat16",
-            },
-        ),
-        "eagle3_draft": _write_config(
-            base / "eagle3", _llama(1, "LlamaForCausalLMEagle3", **eagle3)
-        ),
-        "eagle_draft": _write_config(base / "eagle", _llama(1, "LlamaForCausalLMEagle")),
+    configs = {
+        "llama": _llama(8),
+        "deepseek": {
+            "architectures": ["DeepseekV3ForCausalLM"],
+            "model_type": "deepseek_v3",
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "moe_intermediate_size": 32,
+            "num_hidden_layers": 4,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "n_routed_experts": 4,
+            "n_shared_experts": 1,
+            "num_experts_per_tok": 2,
+            "first_k_dense_replace": 1,
+            "kv_lora_rank": 16,
+            "q_lora_rank": 16,
+            "qk_nope_head_dim": 16,
+            "qk_rope_head_dim": 8,
+            "v_head_dim": 16,
+            "vocab_size": 256,
+            "max_position_embeddings": 512,
+            "torch_dtype": "bfloat16",
+        },
+        "eagle3": _llama(1, "LlamaForCausalLMEagle3", **eagle3),
+        "eagle": _llama(1, "LlamaForCausalLMEagle"),
     }
+    base = content_dir(
+        "sglang-models", {f"{name}/config.json": json.dumps(c) for name, c in configs.items()}
+    )
+    folders = {"llama": "llama", "deepseek": "deepseek", "eagle3_draft": "eagle3",
+               "eagle_draft": "eagle"}  # fmt: skip
+    return {name: str(base / folder) for name, folder in folders.items()}
 
 
 def _cases(models: dict[str, str]) -> list[list[str]]:
@@ -213,10 +220,16 @@ CAPTURE_ARCHS = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "LlamaForCaus
 def sglang_answers(models: dict[str, str]) -> tuple[list[list[str]], dict]:
     cases = _cases(models) + _generated(models, GENERATED, seed=SEED)
     captures = [(arch, ids, 61) for arch in CAPTURE_ARCHS for ids in CAPTURE_IDS]
-    # each case costs sglang ~0.05 s of argparse and resolution, its import ~7 s of CPU: two
-    # processes, half the cases each, where a core is free for the second (run alone on two
-    # cores); one under pytest-xdist with a worker per core, where the other is busy
     python = str(_sglang_python())
+    key = _answers_key(python, cases, captures, models)
+    return cases, cached_answer("sglang", key, lambda: _ask_sglang(python, cases, captures))
+
+
+def _ask_sglang(python: str, cases: list[list[str]], captures: list[tuple]) -> dict:
+    """sglang's answers to every case and capture. Each case costs sglang ~0.05 s of argparse
+    and resolution, its import ~7 s of CPU: two processes, half the cases each, where a core
+    is free for the second (run alone on two cores); one under pytest-xdist with a worker per
+    core, where the other is busy."""
     parts = min(2, _free_cores())
     size = -(-len(cases) // parts)
     with ThreadPoolExecutor(parts) as pool:
@@ -229,7 +242,31 @@ def sglang_answers(models: dict[str, str]) -> tuple[list[list[str]], dict]:
     answers = results[0]
     assert {r["version"] for r in results} == {"0.5.23"}
     answers["resolutions"] = [a for r in results for a in r["resolutions"]]
-    return cases, answers
+    return answers
+
+
+def _answers_key(
+    python: str, cases: list[list[str]], captures: list[tuple], models: dict[str, str]
+) -> str:
+    """A hash of everything sglang's answers depend on (see the module's docstring)."""
+    venv = Path(python).parent.parent.resolve()
+    digest = hashlib.sha256()
+    digest.update(Path(reference.__file__).read_bytes())
+    digest.update(json.dumps([cases, captures, sorted(models.items())]).encode())
+    for folder in sorted(models.values()):
+        digest.update((Path(folder) / "config.json").read_bytes())
+    digest.update(f"{venv}\0{os.path.realpath(python)}\0".encode())
+    digest.update((venv / "pyvenv.cfg").read_bytes())
+    for record in sorted(venv.glob("lib/python*/site-packages/*.dist-info/RECORD")):
+        digest.update(f"{record.parent.name}\0".encode() + record.read_bytes())
+    digest.update(json.dumps(sorted((k, v) for k, v in os.environ.items()
+                                    if k.startswith(("SGLANG", "SGL_")))).encode())  # fmt: skip
+    memory = next(
+        (line for line in Path("/proc/meminfo").read_text().splitlines()
+         if line.startswith("MemTotal")), "",
+    )  # fmt: skip
+    digest.update(f"{os.cpu_count()}\0{memory}".encode())
+    return digest.hexdigest()[:24]
 
 
 def _free_cores() -> int:
