@@ -3,6 +3,8 @@ run in-process, free ports and live pids. Fixtures wrapping them live in conftes
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import io
 import os
 import re
@@ -21,6 +23,34 @@ import yaml
 from factbook.commands.cli import run
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+class DeferredModule:
+    """A module imported on its first attribute, by the process that runs a test using it.
+
+    Under pytest-xdist every worker collects every test file; a heavy import at a module's top
+    (torch and transformers: ~3 s of CPU, the mcp SDK: ~1 s) was paid by each worker, though
+    one runs the file."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):  # pytest's probes at collection (_mock_name, __test__...)
+            raise AttributeError(attr)
+        return getattr(importlib.import_module(self._name), attr)
+
+    def __repr__(self) -> str:
+        return f"<deferred module {self._name!r}>"
+
+
+def module_or_skip(name: str, reason: str | None = None) -> Any:
+    """pytest.importorskip at a test module's top, the import itself deferred: the module is
+    skipped at collection when `name` cannot be found, else `name` is imported on first use
+    (a DeferredModule). An install that is found but fails to import fails its tests."""
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(reason or f"could not import {name!r}", allow_module_level=True)
+    return DeferredModule(name)
 
 
 class _NoAliases(yaml.SafeDumper):

@@ -11,8 +11,10 @@ import shutil
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+from helpers import module_or_skip
 
 from factbook.commands.cli import run
 from factbook.knowledge.kb import load_kb, load_kb_with_problems
@@ -24,10 +26,12 @@ from factbook.serving.benchclient import (
     to_fact_values,
 )
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
+module_or_skip("torch")
+module_or_skip("transformers")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from openai_server import MODEL_ID, OpenAIServer
+openai_server = module_or_skip("openai_server")  # imports torch: only where a test runs
+if TYPE_CHECKING:
+    from openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.torch
@@ -36,20 +40,20 @@ PROMPTS = ["hello there", "the quick brown fox", "speculative decoding", "benchm
 
 @pytest.fixture(scope="module")
 def plain() -> OpenAIServer:
-    with OpenAIServer() as server:
+    with openai_server.OpenAIServer() as server:
         yield server
 
 
 @pytest.fixture(scope="module")
 def spec() -> OpenAIServer:
-    with OpenAIServer(spec_steps=3) as server:
+    with openai_server.OpenAIServer(spec_steps=3) as server:
         yield server
 
 
 def test_single_stream_measures_every_token(plain: OpenAIServer) -> None:
     result = run_benchmark(plain.url, None, PROMPTS, max_tokens=16, concurrency=1,
                            num_requests=3)  # fmt: skip
-    assert result.model == MODEL_ID  # taken from /v1/models
+    assert result.model == openai_server.MODEL_ID  # taken from /v1/models
     assert len(result.requests) == 3 and all(r.ok for r in result.requests)
     for r in result.requests:
         assert r.output_tokens == 16 and r.tokens_from == "usage"  # ignore_eos honoured
@@ -73,7 +77,8 @@ def test_concurrency_raises_throughput_on_a_batching_server(plain: OpenAIServer)
 @pytest.mark.parametrize("endpoint", ["chat", "completions"])
 def test_counts_chunks_when_the_server_sends_no_usage(plain: OpenAIServer, endpoint: str) -> None:
     result = run_benchmark(
-        plain.url, MODEL_ID, PROMPTS, max_tokens=12, num_requests=2, endpoint=endpoint,
+        plain.url, openai_server.MODEL_ID, PROMPTS, max_tokens=12, num_requests=2,
+        endpoint=endpoint,
         extra_body={"stream_options": {"include_usage": False}},
     )  # fmt: skip
     assert [r.tokens_from for r in result.requests] == ["chunks", "chunks"]
@@ -100,7 +105,7 @@ def test_accept_length_from_server_info_when_responses_lack_it(spec: OpenAIServe
 
 
 def test_accept_length_from_vllm_metrics() -> None:
-    with OpenAIServer(spec_steps=3, flavor="vllm") as server:
+    with openai_server.OpenAIServer(spec_steps=3, flavor="vllm") as server:
         result = run_benchmark(server.url, None, PROMPTS, max_tokens=16, num_requests=2)
         verify_steps, accepted = server.engine.draft_counters()
     assert verify_steps > 0 and accepted >= 0
@@ -110,7 +115,7 @@ def test_accept_length_from_vllm_metrics() -> None:
 
 
 def test_accept_length_null_when_the_server_reports_none() -> None:
-    with OpenAIServer(spec_steps=2, flavor="plain") as server:
+    with openai_server.OpenAIServer(spec_steps=2, flavor="plain") as server:
         result = run_benchmark(server.url, None, PROMPTS, max_tokens=8, num_requests=2)
     assert result.accept_length is None and result.accept_length_source is None
 

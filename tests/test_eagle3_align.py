@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import module_or_skip
 
 from factbook.commands.cli import run
 from factbook.errors import InputError
 
 pytestmark = pytest.mark.torch
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+torch = module_or_skip("torch")
+transformers = module_or_skip("transformers")
 
 from factbook.serving.eagle3.align import align, compare, load_dump, recompute  # noqa: E402
 

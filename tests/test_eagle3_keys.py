@@ -7,14 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import module_or_skip
 from test_eagle3_support import make_checkpoint, tiny_draft_config
 
 from factbook.commands.cli import run
 from factbook.errors import InputError, UsageError
 
 pytestmark = pytest.mark.torch
-torch = pytest.importorskip("torch")
-safetensors = pytest.importorskip("safetensors")
+torch = module_or_skip("torch")
+safetensors = module_or_skip("safetensors")
 
 from factbook.serving.eagle3.keys import fix_keys, inspect_keys, rename_key  # noqa: E402
 

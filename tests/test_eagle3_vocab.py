@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import module_or_skip
 from test_eagle3_support import make_checkpoint
 
 from factbook.commands.cli import run
 from factbook.errors import InputError
 
 pytestmark = pytest.mark.torch
-torch = pytest.importorskip("torch")
+torch = module_or_skip("torch")
 
 from factbook.serving.eagle3.vocab import (  # noqa: E402
     build_mapping,

@@ -12,25 +12,29 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-
-pytest.importorskip("mcp", reason="the mcp extra is not installed")
-
-import anyio
-from helpers import REPO, cli, local_trio, make_kb
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from helpers import REPO, cli, local_trio, make_kb, module_or_skip
 
 from factbook.api import lint, load
 
-Scenario = Callable[[ClientSession], Awaitable[None]]
+# the SDK is imported where a test runs it (under pytest-xdist every worker collects this file)
+module_or_skip("mcp", reason="the mcp extra is not installed")
+import anyio  # noqa: E402  (the SDK's dependency: after the skip)
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+Scenario = Callable[["ClientSession"], Awaitable[None]]
 
 
 def serve(root: Path, scenario: Scenario) -> None:
     """Start `factbook mcp --root ROOT`, initialize, run the scenario, close."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "factbook", "mcp", "--root", str(root)],

@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import module_or_skip
 
 from factbook.probes import measure
 
-torch = pytest.importorskip("torch")
+torch = module_or_skip("torch")
 
 
 def test_spread_is_min_median_max_of_the_samples() -> None:
@@ -96,7 +97,7 @@ def test_device_must_be_cuda_or_cpu() -> None:
         measure.measure_matmul(device="tpu")
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message")
+@pytest.mark.skipif("torch.cuda.is_available()", reason="checks the no-GPU message")
 def test_cuda_without_a_gpu_is_a_clear_error() -> None:
     with pytest.raises(RuntimeError, match="torch sees no CUDA device"):
         measure.measure_memory_bandwidth()
