@@ -38,8 +38,9 @@ from pathlib import Path
 
 import pytest
 from build_cache import cached_wheel
+from helpers import REPO, pids_with_environ, require
 from helpers import kb_copy as copy_shipped_kb
-from helpers import pids_with_environ, require
+from precompile import precompile
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 from transport_lab import container_missing_reason, local_container
 
@@ -88,6 +89,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if SESSION_VAR not in os.environ:  # a pytest run inside a test leaves it to the outer one
         os.environ[SESSION_VAR] = uuid.uuid4().hex
         _OWN_SESSION.append(f"{SESSION_VAR}={os.environ[SESSION_VAR]}")
+    if not hasattr(config, "workerinput") and _OWN_SESSION:  # before any worker starts
+        workers = config.getoption("numprocesses", None)
+        precompile(config, REPO / "src", REPO / "tests", test_modules=bool(workers))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
