@@ -131,3 +131,20 @@ def test_the_core_install_lints_and_verifies(core: Path, wheel: Path, tmp_path: 
     step = _run([str(bin_ / "factbook"), "run", "hello", "--yes"], kb)
     assert step.returncode == 2, step.stdout + step.stderr
     assert "needs the 'runbooks' extra" in step.stderr and "Traceback" not in step.stderr
+
+
+def test_each_venv_names_only_itself(venv: Path, core: Path) -> None:
+    """Both venvs are copies of a venv holding the dependencies alone (tests/build_cache.py):
+    every script's interpreter, activate and pyvenv.cfg name the copy, never the original."""
+    for root in (venv, core):
+        scripts = [p for p in (root / "bin").iterdir() if p.is_file() and not p.is_symlink()]
+        shebangs = {
+            p.name: p.read_bytes().split(b"\n", 1)[0].decode()
+            for p in scripts
+            if p.read_bytes().startswith(b"#!")
+        }
+        assert {"factbook", "verify-facts", "pip"} <= set(shebangs)
+        wrong = {n: s for n, s in shebangs.items() if not s.startswith(f"#!{root}/bin/python")}
+        assert wrong == {}
+        assert f'VIRTUAL_ENV="{root}"' in (root / "bin" / "activate").read_text()
+        assert f"venv {root}" in (root / "pyvenv.cfg").read_text()
