@@ -195,7 +195,7 @@ def cached_venv(
 
     def build(venv: Path) -> None:
         deps = dependencies_venv(wheel, extra, env)
-        _copy_venv(deps, venv)
+        copy_venv(deps, venv)
         _pip_install(venv, wheel, extra, env)
 
     return cached_entry(f"venv-{ident}-{kind}", f"venv-*-{kind}", build), wheel
@@ -256,7 +256,7 @@ def _pip_install(venv: Path, wheel: Path, extra: str | None, env: dict[str, str]
     assert installed.returncode == 0, installed.stderr
 
 
-def _copy_venv(source: Path, target: Path) -> None:
+def copy_venv(source: Path, target: Path) -> None:
     """`source` at `target`: files hard-linked (nothing writes into an installed file: pip
     replaces, Python writes bytecode beside by rename, and the loader sets each code object's
     file name from where it was found), then every text file naming `source` (the scripts'

@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
-from build_cache import KEEP, STAMP, cached_entry, wheel_key
+from build_cache import (
+    KEEP,
+    STAMP,
+    cached_answer,
+    cached_entry,
+    content_dir,
+    copy_venv,
+    requirements_key,
+    wheel_key,
+)
 from conftest import SLOW_FILES
 
 TESTS = Path(__file__).resolve().parent
@@ -112,3 +124,76 @@ def test_only_the_newest_entries_of_a_kind_stay_once_unused(
     kept = sorted(p.name for p in (tmp_path / "cache").glob("thing-*"))
     assert kept == sorted([newest.name] + [p.name for p in made[-(KEEP - 1) :]])
     assert other.is_dir()  # another kind is not counted
+
+
+def _wheel(folder: Path, requires: list[str], description: str = "") -> Path:
+    """A wheel-shaped zip holding only the METADATA that requirements_key reads."""
+    folder.mkdir(parents=True)
+    wheel = folder / "demo-0.1-py3-none-any.whl"
+    headers = "".join(f"Requires-Dist: {r}\n" for r in requires)
+    metadata = f"Metadata-Version: 2.1\nName: demo\nVersion: 0.1\n{headers}\n{description}"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("demo-0.1.dist-info/METADATA", metadata)
+        archive.writestr("demo/__init__.py", "")
+    return wheel
+
+
+def test_the_dependencies_key_is_the_wheels_requirements(tmp_path: Path) -> None:
+    base = requirements_key(_wheel(tmp_path / "a", ["pyyaml>=6", 'mkdocs; extra == "handbook"']))
+    # another wheel with the same requirements (new sources) shares it; the description's
+    # text, even a line that looks like a header, does not count
+    same = _wheel(tmp_path / "b", ["pyyaml>=6", 'mkdocs; extra == "handbook"'], "Requires-Dist: x")
+    assert requirements_key(same) == base
+    changed = _wheel(tmp_path / "c", ["pyyaml>=7", 'mkdocs; extra == "handbook"'])
+    assert requirements_key(changed) != base
+    assert requirements_key(_wheel(tmp_path / "d", ["pyyaml>=6"])) != base
+
+
+def test_a_copied_venv_runs_as_itself(tmp_path: Path) -> None:
+    """copy_venv: the copy's interpreter has the copy as its prefix, its scripts run with
+    it, and the original's files are shared, not changed."""
+    original = tmp_path / "deps-x"
+    made = subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(original)], capture_output=True
+    )
+    assert made.returncode == 0, made.stderr
+    script = original / "bin" / "hello"
+    script.write_text(f"#!{original}/bin/python\nimport sys\nprint(sys.prefix)\n")
+    script.chmod(0o755)
+    module = next(original.glob("lib/python*/site-packages")) / "shared_mod.py"
+    module.write_text("X = 1\n")
+    copy = tmp_path / "venv-y"
+    copy_venv(original, copy)
+    ran = subprocess.run([str(copy / "bin" / "hello")], capture_output=True, text=True)
+    assert ran.stdout.strip() == str(copy), ran.stderr
+    assert script.read_text().startswith(f"#!{original}/bin/python")  # the original unchanged
+    assert str(original) not in (copy / "pyvenv.cfg").read_text()
+    assert str(original) not in (copy / "bin" / "activate").read_text()
+    copied = next(copy.glob("lib/python*/site-packages")) / "shared_mod.py"
+    assert copied.stat().st_ino == module.stat().st_ino  # hard-linked, not copied
+
+
+def test_an_answer_is_computed_once_per_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FACTBOOK_TEST_BUILDS", str(tmp_path / "cache"))
+    monkeypatch.delenv("FACTBOOK_TEST_FRESH", raising=False)
+    calls: list[int] = []
+
+    def compute() -> dict:
+        calls.append(1)
+        return {"answers": [1, [2, None]], "n": len(calls)}
+
+    assert cached_answer("oracle", "k1", compute) == {"answers": [1, [2, None]], "n": 1}
+    assert cached_answer("oracle", "k1", compute) == {"answers": [1, [2, None]], "n": 1}
+    assert cached_answer("oracle", "k2", compute)["n"] == 2  # another key: asked again
+    monkeypatch.setenv("FACTBOOK_TEST_FRESH", "1")
+    assert cached_answer("oracle", "k1", compute)["n"] == 3
+
+
+def test_a_content_dir_is_named_by_its_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("FACTBOOK_TEST_BUILDS", str(tmp_path / "cache"))
+    files = {"llama/config.json": '{"a": 1}', "eagle/config.json": "{}"}
+    first = content_dir("models", files)
+    assert (first / "llama" / "config.json").read_text() == '{"a": 1}'
+    assert content_dir("models", dict(reversed(files.items()))) == first
+    other = content_dir("models", {**files, "eagle/config.json": '{"b": 2}'})
+    assert other != first and (other / "eagle" / "config.json").read_text() == '{"b": 2}'
