@@ -3,11 +3,15 @@ and host_vars/) as ansible-core does. For every case, `ansible-inventory --list`
 groups, their hosts and children and each host's merged variables; for the cases with
 connection variables, the ssh command line `ansible -m ping` builds (traced, nothing is
 contacted) read back by `ssh -G` gives host, port, user, identity file, ProxyJump and
-ProxyCommand. All of Ansible's runs come from one Python start (tests/ansible_oracle.py)."""
+ProxyCommand. All of Ansible's runs come from one Python start (tests/ansible_oracle.py),
+once per machine for each content of the cases and each ansible-core (the `oracle` fixture);
+factbook's reading and `ssh -G` run every time."""
 
 from __future__ import annotations
 
 import getpass
+import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from build_cache import cached_entry
 from helpers import require
 
 from factbook.knowledge.fleet.inventory import ALL
@@ -348,14 +353,36 @@ CASES: dict[str, tuple[dict[str, str], str, bool]] = {
 
 
 @pytest.fixture(scope="module")
-def oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every case written out and run through Ansible once (list for all, ssh for some)."""
+def oracle() -> Path:
+    """Every case written out and run through Ansible once (list for all, ssh for some): once
+    per machine for each content of the cases, the oracle script and ansible-core
+    (tests/build_cache.py; FACTBOOK_TEST_FRESH=1 asks Ansible again). `ssh -G` reads the
+    traces live in every run."""
     python = Path(sys.executable)
     require(None if _has_ansible(python) else "ansible-core (pip install -e '.[test]')")
     require(None if shutil.which("ssh") else "the OpenSSH client (ssh -G)")
-    root = tmp_path_factory.mktemp("ansible-cases")
+    return cached_entry(f"answer-ansible-{_answers_key(python)}", "answer-ansible-*", _ask)
+
+
+def _answers_key(python: Path) -> str:
+    """A hash of what Ansible's answers depend on: the cases, the oracle script, the
+    interpreter and ansible-core as installed, the user and any ANSIBLE_* variable."""
+    digest = hashlib.sha256()
+    digest.update(ORACLE.read_bytes())
+    digest.update(json.dumps(CASES, sort_keys=True).encode())
+    core = importlib.metadata.distribution("ansible-core")
+    digest.update(f"{sys.version}\0{python}\0{core.version}\0".encode())
+    digest.update((core.read_text("RECORD") or "").encode())
+    ansible_env = sorted((k, v) for k, v in os.environ.items() if k.startswith("ANSIBLE_"))
+    digest.update(json.dumps([getpass.getuser(), ansible_env]).encode())
+    return digest.hexdigest()[:24]
+
+
+def _ask(root: Path) -> None:
+    """Write every case under `root` and let Ansible answer each (tests/ansible_oracle.py)."""
     for name, (files, inventory, _) in CASES.items():
         case = root / name
+        case.mkdir(parents=True)
         for rel, text in files.items():
             (case / rel).parent.mkdir(parents=True, exist_ok=True)
             (case / rel).write_text(text)
@@ -370,14 +397,13 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     }
     ssh = [name for name, (_, _, trace) in CASES.items() if trace]
     done = subprocess.run(
-        [str(python), str(ORACLE), str(root), "--ssh", *ssh],
+        [sys.executable, str(ORACLE), str(root), "--ssh", *ssh],
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    return root
 
 
 def _has_ansible(python: Path) -> bool:
