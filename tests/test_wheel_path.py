@@ -147,4 +147,4 @@ def test_each_venv_names_only_itself(venv: Path, core: Path) -> None:
         wrong = {n: s for n, s in shebangs.items() if not s.startswith(f"#!{root}/bin/python")}
         assert wrong == {}
         assert f'VIRTUAL_ENV="{root}"' in (root / "bin" / "activate").read_text()
-        assert f"venv {root}" in (root / "pyvenv.cfg").read_text()
+        assert "/deps-" not in (root / "pyvenv.cfg").read_text()  # 3.11+ names its venv there
