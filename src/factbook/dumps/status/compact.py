@@ -195,6 +195,10 @@ def _names(values: list[Any]) -> str:
     return ", ".join(texts)
 
 
+MAX_VALUE = 160  # characters of a value in a brief line; a longer one is the full line's
+MAX_COMMAND = 240  # ... of an instruction's: the command itself is what the reader acts on
+
+
 def _with_value(item: Item) -> str:
     """The title, and the value when the title does not already say it (a list of strings
     as a list, not as JSON)."""
@@ -203,7 +207,8 @@ def _with_value(item: Item) -> str:
     fact_value = item.fact.value if item.fact else None
     if isinstance(fact_value, list) and fact_value and all(isinstance(v, str) for v in fact_value):
         value = _names(fact_value)
-    if not value or isinstance(fact_value, bool) or len(value) > 160:
+    longest = MAX_COMMAND if item.category == "instructions" else MAX_VALUE
+    if not value or isinstance(fact_value, bool) or len(value) > longest:
         return title
     plain = value.replace(",", "").replace(" ", "").lower()
     if plain and plain in title.replace(",", "").replace(" ", "").lower():
