@@ -68,10 +68,19 @@ def test_single_stream_measures_every_token(plain: OpenAIServer) -> None:
 
 
 def test_concurrency_raises_throughput_on_a_batching_server(plain: OpenAIServer) -> None:
-    one = run_benchmark(plain.url, None, PROMPTS, max_tokens=24, concurrency=1, num_requests=4)
-    four = run_benchmark(plain.url, None, PROMPTS, max_tokens=24, concurrency=4, num_requests=8)
-    assert four.output_tokens == 8 * 24
-    assert four.throughput_tok_s > one.throughput_tok_s
+    # the best of two runs each, alternated: the server computes on the cores the rest of
+    # the suite shares, and one slow moment must not stand for a configuration
+    ones, fours = [], []
+    for _ in range(2):
+        ones.append(
+            run_benchmark(plain.url, None, PROMPTS, max_tokens=24, concurrency=1, num_requests=4)
+        )
+        fours.append(
+            run_benchmark(plain.url, None, PROMPTS, max_tokens=24, concurrency=4, num_requests=8)
+        )
+    assert all(four.output_tokens == 8 * 24 for four in fours)
+    best = max(four.throughput_tok_s for four in fours)
+    assert best > max(one.throughput_tok_s for one in ones)
 
 
 @pytest.mark.parametrize("endpoint", ["chat", "completions"])
