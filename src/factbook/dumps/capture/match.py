@@ -17,7 +17,6 @@ struck-through line): the old fact is refuted and `replaced_by` the new one.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 import re
@@ -28,6 +27,11 @@ from typing import Any
 from factbook.dumps.capture.extract import fact_key
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Fact, Milestone
+
+try:  # difflib's own code compiled (Cython): the same blocks and ratios, ~7x faster
+    from cydifflib import SequenceMatcher
+except ImportError:  # pragma: no cover - an install without it matches as before, slower
+    from difflib import SequenceMatcher
 
 SIMILAR = 0.9
 _OVERLAP = 0.6  # words two statements share (Jaccard) before they are compared closely
@@ -77,7 +81,7 @@ class Index:
         self.scopes: dict[str, list[tuple[Fact, list[str], set[str]]]] = {}
         self.statements_n: list[str] = []  # word_sets' statements, normalised once
         self.counts: dict[int, Counter[str]] = {}  # their characters, counted when needed
-        self.matchers: dict[int, difflib.SequenceMatcher[str]] = {}
+        self.matchers: dict[int, SequenceMatcher] = {}
         for fact in self.facts:
             for source in fact.sources:
                 if source.quote and len(norm(source.quote)) >= 8:
@@ -234,12 +238,12 @@ class Index:
             counts = self.counts[n] = Counter(self.statements_n[n])
         return counts
 
-    def _matcher(self, n: int, statement_n: str) -> difflib.SequenceMatcher[str]:
+    def _matcher(self, n: int, statement_n: str) -> SequenceMatcher:
         """A matcher of `statement_n` against known statement `n`: difflib caches what it
         learns about the second sequence, so each known statement's is kept and reused."""
         matcher = self.matchers.get(n)
         if matcher is None:
-            matcher = self.matchers[n] = difflib.SequenceMatcher(None, "", self.statements_n[n])
+            matcher = self.matchers[n] = SequenceMatcher(None, "", self.statements_n[n])
         matcher.set_seq1(statement_n)
         return matcher
 
