@@ -486,8 +486,8 @@ def append_facts(path: Path | str, facts: list[dict[str, Any]]) -> Path:
         new_text, after = _appended(text, facts, dash, node is not None, path, fast=True)
         if after[len(after) - len(facts) :] != facts:  # the fast dump reads back otherwise
             new_text, after = _appended(text, facts, dash, node is not None, path, fast=False)
-        ids = [f.get("id") for f in after if isinstance(f, dict)]
-        if not all(f["id"] in ids for f in facts):
+        ids = {f.get("id") for f in after if isinstance(f, dict) and _hashable(f.get("id"))}
+        if not all(f["id"] in ids for f in facts):  # a set: a list made this quadratic
             raise WritebackError(f"{path}: appended facts did not parse back; not written")
         write_text_atomic(path, new_text)
     return path
@@ -507,6 +507,16 @@ def _appended(
     after = _read_back(new_text) or {}
     found = after.get("facts") if isinstance(after, dict) else None
     return new_text, found if isinstance(found, list) else []
+
+
+def _hashable(value: Any) -> bool:
+    """An id read back may be any YAML value (a list, a mapping): only hashable ones can
+    equal the str ids appended."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 @dataclass

@@ -304,7 +304,9 @@ _PATH = re.compile(r"(?<![\w~.:/<\-])(?P<path>~?/(?:[\w.@+*?{}\[\]<>$-]+/?)+)(?!
 
 def paths(text: str) -> list[str]:
     """Every path-like token, as written (checked for being a path by path_check)."""
-    out = []
+    out: list[str] = []
+    if "/" not in text:  # every path holds one: no scan of the line
+        return out
     for found in _PATH.finditer(text):
         path = found.group("path").rstrip(".,;:)")
         if found.start() > 0 and text[found.start() - 1] == "<":
