@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from factbook.errors import Problem
@@ -305,7 +306,19 @@ def _describe(value: Any) -> str:
 def validate(
     value: Any, schema: dict[str, Any], doc: LocatedDoc, path: PathKey = (), where: str = ""
 ) -> list[Problem]:
-    """Every violation of `schema` by `value`, each at the line of the offending key."""
+    """Every violation of `schema` by `value`, each at the line of the offending key.
+
+    Most values conform: `_conforms` answers that without building a path, a label or a
+    message per value (lint checks every value of every fact; an import's scratch lint,
+    thousands); only a value that does not is walked again for its problems."""
+    if _conforms(value, schema):
+        return []
+    return _problems(value, schema, doc, path, where)
+
+
+def _problems(
+    value: Any, schema: dict[str, Any], doc: LocatedDoc, path: PathKey = (), where: str = ""
+) -> list[Problem]:
     problems: list[Problem] = []
     label = where
     pre = f"{where}: " if where else ("top level: " if not path else "")
@@ -340,20 +353,96 @@ def validate(
         for key, sub in value.items():
             sub_label = f"{where}.{key}" if where else str(key)
             if key in props:
-                problems += validate(sub, props[key], doc, (*path, key), sub_label)
+                problems += _problems(sub, props[key], doc, (*path, key), sub_label)
             elif extra is False:
                 known = ", ".join(sorted(props))
                 problems.append(doc.problem((*path, key), f"unknown key '{key}' (known: {known})"))
             elif isinstance(extra, dict):
-                problems += validate(sub, extra, doc, (*path, key), sub_label)
+                problems += _problems(sub, extra, doc, (*path, key), sub_label)
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
             problems.append(doc.problem(path, f"{pre}needs at least {schema['minItems']} item"))
         items = schema.get("items")
         if items is not None:
             for i, item in enumerate(value):
-                problems += validate(item, items, doc, (*path, i), f"{label or 'item'}[{i}]")
+                problems += _problems(item, items, doc, (*path, i), f"{label or 'item'}[{i}]")
     return problems
+
+
+# schema (by identity) -> (the schema, its compiled `_conforms` check)
+_CHECKS: dict[int, tuple[Any, Callable[[Any], bool]]] = {}
+
+
+def _conforms(value: Any, schema: Any) -> bool:
+    """Whether `_problems(value, schema)` finds nothing (and raises nothing): the same tests,
+    in a check compiled once per schema. False whenever unsure; the caller then walks."""
+    kept = _CHECKS.get(id(schema))
+    if kept is None or kept[0] is not schema:
+        if len(_CHECKS) >= 1024:  # schemas are constants; a caller making them anew is bounded
+            _CHECKS.clear()
+        kept = _CHECKS[id(schema)] = (schema, _compile(schema))
+    return kept[1](value)
+
+
+_UNBOUNDED: Any = object()
+
+
+def _never(value: Any) -> bool:
+    return False
+
+
+def _compile(schema: Any) -> Callable[[Any], bool]:
+    """`_conforms` for one schema; nested schemas are compiled when first reached."""
+    if not isinstance(schema, dict) or not schema.keys() <= _KNOWN_KEYS:
+        return _never  # the walk reports (or refuses: UnsupportedKeyword) what it finds
+    has_type, types = "type" in schema, schema.get("type")
+    free = _free_form(schema)
+    has_enum, choices = "enum" in schema, schema.get("enum")
+    pattern = re.compile(schema["pattern"]) if "pattern" in schema else None
+    minimum = schema.get("minimum", _UNBOUNDED)
+    maximum = schema.get("maximum", _UNBOUNDED)
+    above = schema.get("exclusiveMinimum")  # null: no bound, as `_problems` reads it
+    bounded = minimum is not _UNBOUNDED or maximum is not _UNBOUNDED or above is not None
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    min_items = schema.get("minItems", 0)
+    items = schema.get("items")
+
+    def check(value: Any) -> bool:
+        if has_type and not _type_ok(value, types):
+            return False
+        if free and _non_json(value) is not None:
+            return False
+        if has_enum and not any(_json_equal(value, c) for c in choices):
+            return False
+        if pattern is not None and isinstance(value, str) and not pattern.search(value):
+            return False
+        if bounded and _type_ok(value, "number"):
+            if minimum is not _UNBOUNDED and value < minimum:
+                return False
+            if maximum is not _UNBOUNDED and value > maximum:
+                return False
+            if above is not None and value <= above:
+                return False
+        if isinstance(value, dict):
+            for key in required:
+                if key not in value:
+                    return False
+            for key, sub in value.items():
+                if key in props:
+                    if not _conforms(sub, props[key]):
+                        return False
+                elif extra is False or (isinstance(extra, dict) and not _conforms(sub, extra)):
+                    return False
+        if isinstance(value, list):
+            if len(value) < min_items:
+                return False
+            if items is not None and not all(_conforms(item, items) for item in value):
+                return False
+        return True
+
+    return check
 
 
 for _published in (FACT_FILE_SCHEMA, MILESTONES_SCHEMA, TARGETS_SCHEMA):

@@ -34,7 +34,7 @@ from factbook.errors import InputError
 from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, parse_kb_with_problems
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.yamlsrc import unreadable_if_written
-from factbook.store.atomic import write_text_atomic
+from factbook.store.atomic import throwaway_writes, write_text_atomic
 from factbook.store.writeback import (
     FactUpdate,
     WritebackError,
@@ -284,7 +284,7 @@ def apply(
     general: list[str] = []
     if not any(p.clean for p in proposals):  # nothing to apply: no scratch copy, no lint
         return Applied({}, {}, "", [])
-    with tempfile.TemporaryDirectory(prefix="factbook-import-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="factbook-import-") as tmp, throwaway_writes():
         scratch = Path(tmp) / "kb"
         for _attempt in range(4):
             if scratch.exists():
