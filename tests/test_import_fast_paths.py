@@ -153,3 +153,80 @@ def test_marks_split_as_the_regex_splits_them() -> None:
         3157,
         "llm-two",
     )
+
+
+def test_the_compiled_matcher_gives_difflibs_ratios() -> None:
+    """Statement matching uses cydifflib when installed: difflib's own algorithm compiled,
+    so every ratio (and so every match) is difflib's, autojunk past 200 characters included."""
+    import difflib
+
+    from factbook.dumps.capture import match
+
+    rng = random.Random(5)
+    words = ["gpu", "the", "sglang", "8", "h200", "nccl", "eagle", "0.9", "mem", "is", "tp", " "]
+    for _ in range(400):
+        a = " ".join(rng.choice(words) for _ in range(rng.randint(0, 90)))
+        b = a.split(" ")
+        for _ in range(rng.randint(0, 6)):
+            b[rng.randrange(len(b))] = rng.choice(words)
+        matcher = match.SequenceMatcher(None, "", " ".join(b))
+        matcher.set_seq1(a)  # as Index._matcher reuses one matcher per known statement
+        assert matcher.ratio() == difflib.SequenceMatcher(None, a, " ".join(b)).ratio()
+
+
+def test_schema_fast_check_agrees_with_the_walk() -> None:
+    """`validate` answers "conforms" with a check compiled per schema and walks only values
+    that do not: on every shipped fact and thousands of damaged copies, the check says
+    "conforms" exactly when the walk finds nothing."""
+    from factbook.knowledge import schema
+    from factbook.knowledge.yamlsrc import LocatedDoc
+
+    doc = LocatedDoc("f.yaml", None)
+    facts = _facts()
+    odd: list[object] = [None, True, 0, 2.0, 2.5, float("nan"), "", "x y", [], {}, {1: 2}]
+    odd += [datetime.date(2026, 1, 1), b"x", ["x"], "tested", 10**30]
+    rng = random.Random(7)
+    cases = [(f, schema.FACT_SCHEMA) for f in facts]
+    for _ in range(1500):
+        fact = deepcopy(rng.choice(facts))
+        spot = fact
+        while isinstance(spot, (dict, list)) and spot and rng.random() < 0.6:
+            inner = spot[rng.choice(list(spot))] if isinstance(spot, dict) else rng.choice(spot)
+            if not isinstance(inner, (dict, list)) or not inner:
+                break
+            spot = inner
+        if isinstance(spot, dict) and spot:
+            key = rng.choice([*spot, "zz", "unit", 3])
+            if rng.random() < 0.3:
+                spot.pop(key, None)
+            else:
+                spot[key] = rng.choice(odd)
+        elif isinstance(spot, list) and spot:
+            spot[rng.randrange(len(spot))] = rng.choice(odd)
+        cases.append((fact, schema.FACT_SCHEMA))
+    clean = 0
+    for value, against in cases:
+        walked = schema._problems(value, against, doc)
+        assert schema._conforms(value, against) == (walked == []), value
+        assert schema.validate(value, against, doc) == walked
+        clean += walked == []
+    assert len(facts) <= clean < len(cases)  # both answers were exercised
+
+
+def test_scratch_writes_are_atomic_but_not_forced_to_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import's scratch copy is deleted after it: its writes skip fsync; real ones do not."""
+    import os
+
+    from factbook.store import atomic
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(atomic.os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    with atomic.throwaway_writes():
+        atomic.write_text_atomic(tmp_path / "scratch.yaml", "a: 1\n")
+    assert synced == [] and (tmp_path / "scratch.yaml").read_text() == "a: 1\n"
+    atomic.write_text_atomic(tmp_path / "real.yaml", "b: 2\n")
+    assert len(synced) == 1 and (tmp_path / "real.yaml").read_text() == "b: 2\n"
+    assert not list(tmp_path.glob(".*.tmp"))

@@ -74,3 +74,48 @@ def test_sharing_parses_a_text_once() -> None:
         assert first.data is second.data and (first.file, second.file) == ("one.yaml", "two.yaml")
     third, _ = parse_located(text, "one.yaml")
     assert third.data == first.data and third.data is not first.data
+
+
+def test_the_inline_bounds_refuse_what_the_event_generator_refuses() -> None:
+    """`_located` checks the bounds inline; `refusal` outside `sharing()` runs them on the
+    event generator. Cut and spliced texts (syntax errors anywhere, aliases, tags, extra
+    documents, nesting at and past the limit) get the same refusal both ways."""
+    import random
+
+    from factbook.knowledge.yamlsrc import MAX_DEPTH
+
+    bases = [
+        "facts:\n  - id: a.b\n    tags: [x, y]\n    check: {probe: gpu.count, expect: {eq: 8}}\n",
+        "a: &x 1\nb: [2, {c: 3}]\n---\nd: 4\n",
+        "k: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n",
+        "- |\n  text\n- 'q'\n- !!str 5\n- ? x\n  : y\n",
+    ]
+    pieces = ["", ":", "- ", "[", "]", "&a ", "*a", "!!int ", "\n  ", "'", "---\n", "[[", "{"]
+    rng = random.Random(25)
+    texts = list(bases)
+    for _ in range(600):
+        text = rng.choice(bases)
+        i, j = sorted((rng.randrange(len(text) + 1), rng.randrange(len(text) + 1)))
+        texts.append(text[:i] + rng.choice(pieces) + text[j:])
+    for text in texts:
+        alone = refusal(text, "f.yaml")
+        with sharing():
+            inline = refusal(text, "f.yaml")
+        assert (alone and (alone.line, alone.message)) == (
+            inline and (inline.line, inline.message)
+        ), text
+
+
+def test_a_tagged_scalar_of_nothing_is_a_problem_not_a_crash() -> None:
+    """`!!int` with no digits (or `!!bool`, `!!timestamp` of nothing) made PyYAML's
+    constructor raise IndexError, KeyError or AttributeError: a traceback from lint."""
+    for text, kind in (("k: !!int\n", "int"), ("- !!float ''\n", "float"), ("k: !!bool\n", "bool")):
+        for shared in (False, True):
+            if shared:
+                with sharing():
+                    _, found = parse_located(text, "f.yaml")
+            else:
+                _, found = parse_located(text, "f.yaml")
+            assert [(p.line, p.message) for p in found] == [
+                (1, f"invalid value: '' is not a valid {kind}")
+            ], text

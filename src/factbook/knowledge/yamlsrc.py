@@ -190,6 +190,10 @@ def _scalar(
         problems.append(Problem(doc.file, line, f"invalid value: {exc}"))
     except ValueError as exc:  # e.g. an integer beyond Python's 4300-digit conversion limit
         problems.append(Problem(doc.file, line, f"invalid value: {str(exc).split(';')[0]}"))
+    except (IndexError, KeyError, AttributeError, TypeError):  # `!!int` or `!!bool` of nothing
+        kind = str(node.tag).rsplit(":", 1)[-1]
+        message = f"invalid value: {str(node.value)[:40]!r} is not a valid {kind}"
+        problems.append(Problem(doc.file, line, message))
     return None
 
 

@@ -109,6 +109,8 @@ def scalar(text: str) -> Any:
         loaded = yaml.load(text, Loader=_LOADER)
     except (yaml.YAMLError, RecursionError, ValueError):  # ValueError: a 5000-digit number
         return text
+    except (IndexError, KeyError, AttributeError, TypeError):  # `!!int` or `!!bool` of nothing
+        return text
     return loaded if isinstance(loaded, (bool, int, float, str, list)) else text
 
 

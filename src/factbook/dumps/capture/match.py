@@ -129,8 +129,11 @@ class Index:
         if len(quote_n) >= 20:  # quote_n inside a known quote: its inner tokens are in it
             inner = tokens[1:-1]
             if inner:
-                rare = min(inner, key=lambda t: len(self.quote_tokens.get(t, ())))
-                found.update(self.quote_tokens.get(rare, ()))
+                by_token = self.quote_tokens
+                # a token no known quote holds is the rarest (none): nothing to add
+                if all(t in by_token for t in inner):
+                    rare = min(inner, key=lambda t: len(by_token[t]))
+                    found.update(by_token[rare])
             else:
                 found.update(range(len(self.quotes)))
         return sorted(found)
