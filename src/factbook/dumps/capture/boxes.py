@@ -146,6 +146,7 @@ class Box:
 
 
 _RUN = re.compile(r"[\w-]+")
+_NAMED_MAX = 50_000  # texts whose boxes `mentioned` remembers (per state of the boxes)
 # what the dump calls each role, as whole words (a plural too), compiled once
 _ROLE_WORDS = [
     (role, [re.compile(rf"(?<![\w-]){re.escape(w)}s?(?![\w-])") for w in words])
@@ -160,6 +161,8 @@ class _AliasIndex:
     state: tuple[int, int, int]
     by_word: dict[str, list[tuple[int, re.Pattern[str]]]] = field(default_factory=dict)
     by_role: dict[str, list[Box]] = field(default_factory=dict)
+    # text -> the boxes it names: headings and labels repeat on every item under them
+    named: dict[str, list[Box]] = field(default_factory=dict)
 
 
 @dataclass
@@ -184,8 +187,16 @@ class Boxes:
         Only the aliases whose first word (a run of word characters and `-`) is a word of the
         text are tried: an alias can match nowhere else. Trying every alias of every box on
         every line was quadratic in a dump that names many boxes."""
-        lower = " " + text.lower() + " "
         index = self._alias_index()
+        known = index.named.get(text)
+        if known is None:
+            if len(index.named) >= _NAMED_MAX:
+                index.named.clear()
+            known = index.named[text] = self._mentioned(text, index)
+        return list(known)
+
+    def _mentioned(self, text: str, index: _AliasIndex) -> list[Box]:
+        lower = " " + text.lower() + " "
         hits: set[int] = set()
         for word in {*_RUN.findall(lower), ""}:
             for at, pattern in index.by_word.get(word, ()):

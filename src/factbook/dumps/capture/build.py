@@ -17,6 +17,7 @@ be written (`problems` says why).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -160,7 +161,7 @@ def build(
         fact["tags"] = tags
     since = str(hint.get("since") or milestone.id)
     fact["since"] = since if since in kb.milestones else milestone.id
-    source: dict[str, Any] = {"seed": Path(doc_name).name}
+    source: dict[str, Any] = {"seed": _file_name(doc_name)}
     if milestone.message is not None:
         source["message"] = milestone.message
     source["quote"] = entry.quote
@@ -366,6 +367,12 @@ def _kind_for(path: str, label: str) -> str:
     if path.endswith((".py", ".sh")) or "script" in label:
         return "script"
     return "dir" if path.endswith("/") else "file"
+
+
+@functools.lru_cache(maxsize=64)
+def _file_name(doc_name: str) -> str:
+    """The dump's file name, once per dump rather than once per item."""
+    return Path(doc_name).name
 
 
 def make_id(fact: dict[str, Any], taken: set[str], tried: dict[str, int] | None = None) -> str:

@@ -223,14 +223,14 @@ def _apply_to(
                 if proposal.fact and proposal.fact.get("target") in needed:
                     proposal.problems.append(f"{exc}; its target cannot be added")
     by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
-    where: dict[str, Path] = {}
+    where: dict[str, tuple[Path, str]] = {}
     for proposal in proposals:
         if proposal.fact is not None:
             category = proposal.fact["category"]
             if category not in where:  # fact_file reads every fact: once per category
-                where[category] = fact_file(kb, category, scratch)
-            path = where[category]
-            proposal.file = path.relative_to(scratch).as_posix()
+                path = fact_file(kb, category, scratch)
+                where[category] = (path, path.relative_to(scratch).as_posix())
+            path, proposal.file = where[category]
             by_file.setdefault(path, []).append((proposal, proposal.fact))
     for path, items in by_file.items():
         try:
