@@ -29,7 +29,6 @@ from factbook.knowledge.yamlsrc import (
     FastSafeLoader,
     MemoResolver,
     parse_located,
-    shared_parses,
     unreadable_if_written,
 )
 from factbook.store.atomic import exclusive_lock, write_text_atomic
@@ -235,12 +234,21 @@ def _find(node: yaml.SequenceNode | None, fact_id: str) -> yaml.MappingNode | No
 
 def find_fact_file(root: Path, fact_id: str) -> Path:
     """The facts/*.yaml file defining `fact_id`."""
+    return _locate(root, fact_id)[0]
+
+
+def _locate(root: Path, fact_id: str) -> tuple[Path, str, yaml.Node, yaml.MappingNode]:
+    """The file defining `fact_id`, its text, its composed document and the fact's node: the
+    one parse that found the fact serves the edit too."""
     for path in sorted((Path(root) / "facts").rglob("*.yaml")):
         text = path.read_text(encoding="utf-8")
         if fact_id not in text:
             continue
-        if _find(_facts_node(text, str(path)), fact_id) is not None:
-            return path
+        document = _compose(text, str(path))
+        fact = _find(_facts_seq(document, str(path)), fact_id)
+        if fact is not None:
+            assert document is not None
+            return path, text, document, fact
     raise UsageError(f"no fact with id '{fact_id}' in {Path(root) / 'facts'}")
 
 
@@ -364,17 +372,11 @@ def update_fact(
     for key in ("id", "statement", "title"):
         if key in changes:
             raise WritebackError(f"refusing to rewrite '{key}' of {fact_id}: it is hand-written")
-    path = find_fact_file(Path(root), fact_id)
+    path, text, document, fact = _locate(Path(root), fact_id)
     with file_lock(path):
-        text = path.read_text(encoding="utf-8")
-        document = _compose(text, str(path))  # one parse serves the edit and its check
-        fact = _find(_facts_seq(document, str(path)), fact_id)
-        if fact is None:  # it moved while we waited
-            path = find_fact_file(Path(root), fact_id)
-            text = path.read_text(encoding="utf-8")
-            document = _compose(text, str(path))
-            fact = _find(_facts_seq(document, str(path)), fact_id)
-            assert fact is not None
+        current = path.read_text(encoding="utf-8")
+        if current != text:  # changed while we waited for the lock: find it again
+            path, text, document, fact = _locate(Path(root), fact_id)
         new_text = _apply(text, _edits_for(text, fact, changes, add_source, str(path)))
         _readable(text, new_text, path)
         _check_all(document, new_text, {fact_id: (changes, add_source)}, path, old_text=text)
@@ -432,9 +434,11 @@ def _check_all(
 
 
 def _shared_data(text: str | None) -> Any:
-    """The data of `text` from the parse yamlsrc.sharing() holds (or makes once), when it
-    read back without a problem; else None (the caller parses it as it always did)."""
-    if text is None or not shared_parses():
+    """The data of `text` as the loader reads it, from the one-pass event parse (the one
+    yamlsrc.sharing() holds, or makes once, inside such a block), when it reads without a
+    problem; else None (the caller parses it with the YAML loader, which says what is wrong).
+    The event parse builds the loader's values several times faster than its constructor."""
+    if text is None:
         return None
     doc, problems = parse_located(text, "")
     return None if problems or doc.data is None else doc.data
