@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import yaml
 
 from factbook.errors import UsageError, WritebackError
+from factbook.knowledge.limits import YAML_MAX_BYTES
 from factbook.knowledge.yamlsrc import (
     FastSafeLoader,
     MemoResolver,
@@ -503,9 +504,17 @@ def _appended(
     """The file with `facts` appended as blocks (refused when the loader would not read it
     back) and the facts it then holds."""
     blocks = []
+    size = len(text.encode("utf-8"))
+    bounded = size <= YAML_MAX_BYTES  # a file the loader already refuses is no worse for it
     for fact in facts:
         dumped = dump_block([fact], fast=fast)
         blocks.append("".join(dash + line + "\n" for line in dumped.splitlines()))
+        size += len(blocks[-1].encode("utf-8")) + 1
+        if bounded and size > YAML_MAX_BYTES:  # refused whatever follows: emit no more
+            raise WritebackError(
+                f"{path}:1: with {len(facts)} facts appended it would be over the "
+                f"{YAML_MAX_BYTES} bytes factbook reads; not written"
+            )
     new_text = text + ("\n" if more else "") + "\n".join(blocks)
     _readable(text, new_text, path)
     after = _read_back(new_text) or {}
