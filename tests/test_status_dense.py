@@ -16,6 +16,8 @@ from helpers import make_kb
 
 from factbook.dumps.status import StatusOptions
 from factbook.dumps.status.budget import render_budgeted
+from factbook.dumps.status.compact import forms
+from factbook.dumps.status.items import make_item
 from factbook.dumps.status.selection import information
 from factbook.knowledge.kb import load_kb
 
@@ -247,3 +249,25 @@ def test_a_pitfall_that_replaced_a_refuted_assumption_goes_first(tmp_path: Path)
     (root / "milestones.yaml").write_text(yaml.safe_dump(milestones))
     text = render_budgeted(load_kb(root), StatusOptions(as_of="200"), 500).text
     assert "`pit.topk1`" in text.split("## Not in this dump", 1)[0], text
+
+
+def test_a_setting_is_named_as_the_statement_writes_it(tmp_path: Path) -> None:
+    """`INT4 group size: 32` says less than `INT4 group_size=32`, the name a reader greps a
+    config for, when the statement writes it so; a title without such a name keeps its form."""
+    group = fact(
+        "model.group_size",
+        "model",
+        "The INT4 weights use group_size=32.",
+        title="INT4 group size",
+        value=32,
+    )
+    other = fact("model.layers", "model", "The model has 61 layers (n_layers=61).", value=61)
+    other["title"] = "Layer count"
+    root = make_kb(tmp_path / "kb", [*BASE, group, other])
+    (root / "milestones.yaml").write_text(yaml.safe_dump(MILESTONES))
+    kb = load_kb(root)
+    brief = {
+        fid: forms(make_item(kb, kb.facts[fid], None, None), "line", {})[0]
+        for fid in ("model.group_size", "model.layers")
+    }
+    assert brief == {"model.group_size": "INT4 group_size=32", "model.layers": "Layer count: 61"}

@@ -213,7 +213,28 @@ def _with_value(item: Item) -> str:
     plain = value.replace(",", "").replace(" ", "").lower()
     if plain and plain in title.replace(",", "").replace(" ", "").lower():
         return title
+    setting = _setting(title, item.text, value)
+    if setting:
+        return setting
     return f"{title} ({value})" if ":" in title else f"{title}: {value}"
+
+
+_SETTING = re.compile(r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)=(\S+?)[.,;)]?(?:\s|$)")
+
+
+def _setting(title: str, statement: str, value: str) -> str:
+    """The title with the setting's own name where the statement writes the value as
+    `name=value` and the title spells the name out (`INT4 group size` and `group_size=32`:
+    `INT4 group_size=32`): the name a reader greps a config for, in fewer characters."""
+    for found in _SETTING.finditer(statement):
+        name, written = found.groups()
+        if written != value:
+            continue
+        spelled = name.replace("_", " ")
+        at = title.lower().find(spelled.lower())
+        if at >= 0:
+            return f"{title[:at]}{name}={value}{title[at + len(spelled) :]}"
+    return ""
 
 
 def _truth(item: Item, titles: dict[str, str]) -> str:
