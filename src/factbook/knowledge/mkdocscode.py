@@ -8,12 +8,14 @@ and reading it (`mkdocs build`, `mkdocs serve`) must not run what someone put in
 
 - the factbook plugin refuses hooks and a custom_dir when MkDocs loads it, which is before
   MkDocs imports the hooks or renders a template (plugins are set up first);
-- `factbook lint` names all three, the tags included: MkDocs constructs them while reading the
-  file, before any plugin exists, so lint (in CI, in pre-commit) is what stops them.
+- `factbook lint` names all of them, the tags included (MkDocs constructs them while reading
+  the file, before any plugin exists, so lint in CI or pre-commit is what stops them), and a
+  module lying in the knowledge base that `markdown_extensions` or `!!python/name:` names
+  (imported from there under `python -m mkdocs`).
 
 Whoever builds decides to trust them, not the file: FACTBOOK_TRUST_MKDOCS_CODE=1 in the
-environment. `!!python/name:` is left alone: it names an installed object (Material's emoji
-index is configured that way) and runs nothing of the knowledge base.
+environment. `!!python/name:` of an installed object is left alone: Material's emoji index
+is configured that way, and it runs nothing of the knowledge base.
 
     problems = code_in(Path("mkdocs.yml"), "mkdocs.yml")   # [] when nothing runs
 """
@@ -29,6 +31,7 @@ from factbook.errors import Problem
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.kbfiles import Refused, read_text
 from factbook.knowledge.limits import YAML_MAX_BYTES
+from factbook.knowledge.yamlsrc import FastSafeLoader
 
 TRUST_ENV = "FACTBOOK_TRUST_MKDOCS_CODE"
 MAX_INHERIT = 8
@@ -36,7 +39,6 @@ CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")  # the names `mkdocs` looks for
 _RUNS_TAGS = ("tag:yaml.org,2002:python/object", "tag:yaml.org,2002:python/module")
 _NAME_TAG = "tag:yaml.org,2002:python/name:"
 _WHY = f"review it, then set {TRUST_ENV}=1 where you build to allow it"
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def trusted() -> bool:
@@ -57,7 +59,7 @@ def code_in(path: Path, shown: str, *, root: Path | None = None, depth: int = 0)
     except OSError as exc:
         return [Problem(shown, 1, f"not read: {exc.strerror or type(exc).__name__}")]
     try:
-        top = yaml.compose(text, Loader=_Loader)  # nodes with their tags, nothing constructed
+        top = yaml.compose(text, Loader=FastSafeLoader)  # nodes and tags, nothing constructed
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

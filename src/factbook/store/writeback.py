@@ -33,7 +33,7 @@ from factbook.knowledge.yamlsrc import (
     unreadable_if_written,
 )
 from factbook.store.atomic import exclusive_lock, write_text_atomic
-from factbook.store.yamlevents import emit_plain
+from factbook.store.yamlevents import C_DUMPER, emit_plain
 
 LOCK_DIR = ".factbook-cache/locks"
 
@@ -57,17 +57,14 @@ class _BlockDumper(yaml.SafeDumper):
         return True  # the loader refuses aliases (yamlsrc): shared objects are written out
 
 
-_C_DUMPER = getattr(yaml, "CSafeDumper", None)
-
-
-class _MemoCDumper(MemoResolver, _C_DUMPER or yaml.SafeDumper):  # type: ignore[misc]
+class _MemoCDumper(MemoResolver, C_DUMPER or yaml.SafeDumper):  # type: ignore[misc]
     """libyaml's safe emitter with remembered scalar tags (yamlsrc.MemoResolver)."""
 
     _tags: ClassVar[dict[tuple[str, Any], str]] = {}
 
 
 # libyaml's emitter when present: ~6x faster than PyYAML's (an import appends thousands)
-_FAST_DUMPER = _MemoCDumper if _C_DUMPER is not None else None
+_FAST_DUMPER = _MemoCDumper if C_DUMPER is not None else None
 
 
 def dump_block(data: Any, *, fast: bool = True) -> str:

@@ -38,7 +38,7 @@ _RESOLVER = yaml.resolver.Resolver()  # the safe dumpers' resolver: no path reso
 _PLAIN_TAG: dict[str, str] = {}  # text -> the tag it implies when written plain
 _MEMO_MAX = 50_000
 _SCALARS = (str, int, float, bool, type(None))
-_C_DUMPER = getattr(yaml, "CSafeDumper", None)  # callers check it is there
+C_DUMPER = getattr(yaml, "CSafeDumper", None)  # libyaml's; callers check it is there
 
 
 def _implied(text: str) -> str:
@@ -134,7 +134,7 @@ def emit_plain(data: Any, *, width: int, allow_unicode: bool) -> str | None:
     """`yaml.dump(data, Dumper=CSafeDumper, default_flow_style=None, sort_keys=False, width=,
     allow_unicode=)`'s text, or None when `data` is not plain (see the module docstring)."""
     stream = io.StringIO()
-    dumper = _C_DUMPER(stream, width=width, allow_unicode=allow_unicode)
+    dumper = C_DUMPER(stream, width=width, allow_unicode=allow_unicode)
     try:
         dumper.emit(StreamStartEvent())
         dumper.emit(DocumentStartEvent(explicit=False))

@@ -107,8 +107,8 @@ def _counted(line: Line, label: list[str]) -> str:
         return ""
     if words[0][:1].isupper() and words[0][1:2].islower():
         title = words[0].lower() + title[len(words[0]) :]
-    if fact.value == 1:  # `1 transformer layer`, not `1 transformer layers`
-        title = title[:-1]
+    if fact.value == 1 and title.endswith("s") and not title.endswith("ss"):
+        title = title[:-1]  # `1 transformer layer`, not `1 transformer layers`
     return md(f"{fact.value} {title}")
 
 
