@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from dump_checklist import fresh_kb
 from helpers import make_kb
 
+from factbook.dumps.capture import plan_import, write
 from factbook.dumps.status import StatusOptions
 from factbook.dumps.status.budget import render_budgeted
 from factbook.dumps.status.compact import forms
@@ -271,3 +273,113 @@ def test_a_setting_is_named_as_the_statement_writes_it(tmp_path: Path) -> None:
         for fid in ("model.group_size", "model.layers")
     }
     assert brief == {"model.group_size": "INT4 group_size=32", "model.layers": "Layer count: 61"}
+
+
+def test_a_count_in_a_configuration_reads_as_one(tmp_path: Path) -> None:
+    """`3 patches`, the words a hand-written dump uses, not `patches=3`; a setting, a flag
+    and a plain value keep the `name=value` form."""
+    bench = fact(
+        "bench.spec.accept",
+        "benchmarks",
+        "With the drafter the engine accepts 15% of draft tokens.",
+        title="Drafter acceptance",
+        value=15,
+        unit="%",
+        metric="acceptance",
+        config={"engine": "x", "patches": 3, "concurrency": 8, "nvlink": False, "status": 2},
+    )
+    text = dump(tmp_path, [bench])
+    assert "3 patches" in text and "patches=3" not in text, text
+    assert "concurrency=8" in text and "nvlink=false" in text and "status=2" in text, text
+
+
+def test_a_number_is_said_again_only_next_to_its_words(tmp_path: Path) -> None:
+    """A part is dropped as said by another part of its group only when every number stands
+    there next to one of its own words: `128 threads` is not said by `VM 128`, while `2
+    sockets` is said by `2 sockets x 32 cores`."""
+    hardware = [
+        fact(
+            "hw.cpu.threads",
+            "hardware",
+            "With SMT the box has 128 threads.",
+            value=128,
+            title="CPU threads",
+        ),
+        fact(
+            "hw.cpu.sockets", "hardware", "The box has 2 CPU sockets.", value=2, title="CPU sockets"
+        ),
+        fact(
+            "hw.cpu.cores",
+            "hardware",
+            "64 physical cores in total (2 sockets x 32 cores).",
+            value=64,
+            title="CPU cores",
+        ),
+        fact(
+            "hw.box.layout",
+            "hardware",
+            "The host runs container CT 129 for inference and VM 128 for the desktop.",
+            title="Box layout",
+        ),
+    ]
+    text = dump(tmp_path, hardware, budget=8000)
+    assert "128 threads" in text, text
+    assert "`hw.cpu.sockets`" not in text.split("## Not in this dump", 1)[0] or (
+        "2 sockets x 32 cores" not in text
+    ), text
+
+
+def test_work_that_failed_says_so_once(tmp_path: Path) -> None:
+    """Failed or blocked work is tagged so a reader does not take it for done, unless its
+    own words already say it."""
+    progress = [
+        fact(
+            "prog.vllm",
+            "progress",
+            "Engine testing (failed, 15% acceptance): the drafter is rejected.",
+            title="Engine testing (failed, 15% acceptance)",
+            state="failed",
+        ),
+        fact(
+            "prog.port",
+            "progress",
+            "Porting waits on the vendor's kernel.",
+            title="Port to the new GPU",
+            state="blocked",
+        ),
+    ]
+    text = dump(tmp_path, progress)
+    assert "(FAILED)" not in text, text
+    assert text.count("(BLOCKED)") == 1, text
+
+
+def test_counts_and_states_said_in_words_import_back(tmp_path: Path) -> None:
+    """`factbook import` reads what these forms write: `3 patches` as `patches: 3` in the
+    figure's configuration, `(failed, ...)` in a progress item's words as its state."""
+    bench = fact(
+        "bench.spec.accept",
+        "benchmarks",
+        "With the drafter the engine accepts 15% of draft tokens.",
+        title="Drafter acceptance",
+        value=15,
+        unit="%",
+        metric="acceptance",
+        config={"engine": "x", "patches": 3, "concurrency": 8},
+    )
+    failed = fact(
+        "prog.engine",
+        "progress",
+        "Engine testing (failed, 15% acceptance): the drafter is rejected.",
+        title="Engine testing (failed, 15% acceptance)",
+        state="failed",
+    )
+    doc = tmp_path / "dump.md"
+    doc.write_text(dump(tmp_path, [bench, failed]), encoding="utf-8")
+    fresh = fresh_kb(tmp_path / "fresh", "100")
+    result = plan_import(fresh, doc, "100")
+    write(result.applied)
+    back = [f for f in load_kb(fresh).facts.values() if f.sources and f.sources[0].seed == doc.name]
+    configs = [f.extra.get("config") for f in back if f.category == "benchmarks"]
+    states = [f.extra.get("state") for f in back if f.category == "progress"]
+    assert configs == [{"engine": "x", "patches": 3, "concurrency": 8}], configs
+    assert states == ["failed"], states

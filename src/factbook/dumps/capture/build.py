@@ -36,7 +36,7 @@ from factbook.dumps.capture.extract import (
 )
 from factbook.dumps.capture.pitfall import split_pitfall
 from factbook.dumps.capture.sections import Section
-from factbook.dumps.status.kinds import KIND_TITLES
+from factbook.dumps.status.kinds import COUNT, KIND_TITLES, PLURAL
 from factbook.knowledge import schema
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Milestone
@@ -255,10 +255,14 @@ def _figure(cell: str) -> tuple[Any, str | None]:
 
 
 def _kv(cell: str) -> dict[str, Any]:
-    """`engine=vllm, concurrency=1, flags=["--x"]` → a mapping (status.render.kv, inverted)."""
+    """`engine=vllm, concurrency=1, flags=["--x"], 3 patches` → a mapping (the status
+    document's configuration, inverted: `3 patches` is `patches: 3`)."""
     out: dict[str, Any] = {}
-    for part in re.split(r",\s+(?=[\w.-]+=|[\w.-]+(?:,|$))", cell):
+    for part in re.split(rf",\s+(?=[\w.-]+=|[\w.-]+(?:,|$)|\d+ {PLURAL.pattern}(?:,|$))", cell):
         if not part.strip() or part.strip() == "—":
+            continue
+        if count := COUNT.fullmatch(part.strip()):
+            out[count.group(2)] = int(count.group(1))
             continue
         key, eq, value = part.partition("=")
         out[key.strip()] = scalar(value.strip()) if eq else None

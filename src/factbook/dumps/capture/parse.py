@@ -25,6 +25,7 @@ from factbook.dumps.capture.entry import Entry, Mark
 from factbook.dumps.capture.grouped import read_group
 from factbook.dumps.capture.sections import resolve
 from factbook.dumps.status.hint import split_hint
+from factbook.dumps.status.kinds import PLURAL, SAID_STATE
 from factbook.errors import InputError
 from factbook.knowledge.limits import DUMP_MAX_BYTES
 from factbook.knowledge.yamlsrc import read_text_bounded
@@ -350,11 +351,13 @@ def _compact_tail(entry: Entry) -> None:
     if flag:
         entry.fields["flag"] = flag.group(1).lower()
         entry.text = entry.text[: flag.start()]
+    elif said := SAID_STATE.search(entry.text):  # `Testing (failed, 15% acceptance)`
+        entry.fields["flag"] = said.group(1).lower()
     done_when = re.search(r"\s*\(done when: (.*)\)$", entry.text)
     if done_when:
         entry.fields["criterion"] = done_when.group(1).strip()
         entry.text = entry.text[: done_when.start()]
-    config = re.search(r"\s+\[(?P<kv>[\w.-]+=.*)\]$", entry.text)
+    config = re.search(rf"\s+\[(?P<kv>(?:[\w.-]+=|\d+ {PLURAL.pattern}\b).*)\]$", entry.text)
     if config:
         entry.fields["config"] = config.group("kv")
         entry.text = entry.text[: config.start()]

@@ -24,6 +24,7 @@ from typing import Any
 
 from factbook.dumps.status.context import StatusContext
 from factbook.dumps.status.items import Item, one_line, value_text
+from factbook.dumps.status.kinds import PLURAL, SAID_STATE
 from factbook.dumps.status.render import md
 
 # The compact marks: one character each, explained once at the top of the dump.
@@ -63,6 +64,21 @@ def legend(previous: str | None, used: set[str] | None = None) -> str:
     return text
 
 
+def config_text(config: Any) -> str:
+    """A benchmark's configuration as `k=v` pairs, where a count reads as one: `3 patches`,
+    not `patches=3` (the words a hand-written dump uses and a reader searches for)."""
+    if not isinstance(config, dict):
+        return value_text(config)
+    parts = []
+    for key, value in config.items():
+        counted = isinstance(value, int) and not isinstance(value, bool)
+        if counted and isinstance(key, str) and PLURAL.fullmatch(key):
+            parts.append(f"{value} {key}")
+        else:
+            parts.append(value_text({key: value}))
+    return ", ".join(parts)
+
+
 @dataclass
 class Line:
     """A fact placed in the dump: its section and group, its priority and both sizes."""
@@ -91,7 +107,7 @@ class Line:
         """A figure that matters now carries its configuration in its full line."""
         config = self.item.get("config")
         if config and self.item.category == "benchmarks":
-            self.full += f" [{md(value_text(config))}]"
+            self.full += f" [{md(config_text(config))}]"
 
     @property
     def mark(self) -> str:
@@ -279,9 +295,21 @@ def forms(item: Item, kind: str, titles: dict[str, str]) -> tuple[str, str]:
         full = md(item.text) + (f" (done when: {md(one_line(criterion))})" if criterion else "")
         return brief, full
     if kind == "progress":
-        failed = " (FAILED)" if item.get("state") in ("failed", "blocked") else ""
-        return md(item.title) + failed, md(item.text) + failed
+        return md(item.title) + _state_tag(item, item.title), md(item.text) + _state_tag(
+            item, item.text
+        )
     return md(_with_value(item)), md(item.text)
+
+
+def _state_tag(item: Item, text: str) -> str:
+    """` (FAILED)` or ` (BLOCKED)` after work that did not get done, unless its words already
+    say so (`vLLM EAGLE-3 testing (failed, ...)`, SAID_STATE, which import reads back): a
+    reader must not take it for done."""
+    state = str(item.get("state") or "")
+    said = SAID_STATE.search(text)
+    if state not in ("failed", "blocked") or (said and said.group(1).lower() == state):
+        return ""
+    return f" ({state.upper()})"
 
 
 MAX_CAUSE = 120  # characters: a longer cause is an explanation, the full line's job

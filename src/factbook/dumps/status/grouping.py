@@ -27,6 +27,7 @@ import math
 import re
 
 from factbook.dumps.status.compact import REFUTED_GROUP, Line, file_forms
+from factbook.dumps.status.kinds import PLURAL
 from factbook.dumps.status.render import md
 
 GROUPED_SECTIONS = ("discoveries", "files")
@@ -101,7 +102,7 @@ def _counted(line: Line, label: list[str]) -> str:
     title = strip_label(line.item.title, label)
     words = title.split()
     last = words[-1].lower() if words else ""
-    if not 1 <= len(words) <= 3 or not re.fullmatch(r"[a-z]+[^su]s", last):
+    if not 1 <= len(words) <= 3 or not PLURAL.fullmatch(last):
         return ""
     if words[0].lower() in ("no", "not", "without"):  # `No MTP layers: 0` is not `0 no ...`
         return ""

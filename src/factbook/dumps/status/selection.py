@@ -60,6 +60,7 @@ FULL_BONUS = 8.0
 _TIME_UNITS = {"ms", "s", "us", "µs", "ns", "min", "h"}
 _WORD = re.compile(r"[A-Za-z0-9_<][A-Za-z0-9_.+*=<>|\[\]-]*")
 _STRONG = re.compile(r"[\d_./=<>*+]|.[A-Z]")
+_BARE_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _DIGIT_GROUP = re.compile(r"(?<=\d),(?=\d{3})")
 # A number and its unit are one piece, written together or apart: `547GB` = `547 GB`.
 _QUANTITY = re.compile(
@@ -133,11 +134,20 @@ def information(text: str) -> dict[str, float]:
     `NCCL_PROTO=LL`, `SGLang`) counts 1; `name=value` counts its value and the setting's name
     (0.5 for a plain word: what a reader searches for), not the pair again; another word of
     five letters or more counts 0.3. Lower-cased, thousands separators dropped, a number one
-    piece with its unit (`547GB` and `547 GB` say the same, `3 TB` not what `3` says)."""
+    piece with its unit (`547GB` and `547 GB` say the same, `3 TB` not what `3` says).
+    A bare number also leaves its neighbours, worth nothing (`128~threads`): what `_covered`
+    needs to tell `128 threads` from `VM 128`."""
     found: dict[str, float] = {}
-    for raw in _WORD.findall(_QUANTITY.sub(r"\1\2", _DIGIT_GROUP.sub("", text))):
-        raw = raw.strip(".,;:-/!?")
+    words = [
+        raw.strip(".,;:-/!?")
+        for raw in _WORD.findall(_QUANTITY.sub(r"\1\2", _DIGIT_GROUP.sub("", text)))
+    ]
+    for n, raw in enumerate(words):
         word = raw.lower()
+        if _BARE_NUMBER.fullmatch(word):
+            for other in (words[n - 1] if n else "", words[n + 1] if n + 1 < len(words) else ""):
+                if other:
+                    found.setdefault(_pair(word, other.lower()), 0.0)
         if not word or word in _STOP:
             continue
         if _STRONG.search(raw):
@@ -151,6 +161,10 @@ def information(text: str) -> dict[str, float]:
         elif len(word) >= 5:
             found.setdefault(word, 0.3)
     return found
+
+
+def _pair(number: str, neighbour: str) -> str:
+    return f"{number}~{neighbour}"
 
 
 def _number(item_value: Any) -> float | None:
@@ -434,10 +448,17 @@ def choose(
 
 def _covered(part: dict[str, float], by: dict[str, float]) -> bool:
     """Whether a line says nothing `by` does not: every name, number and setting of it is in
-    `by`, and at most one plain word is not."""
+    `by`, and at most one plain word is not. A bare number must also stand next to one of
+    the words it stands next to in the line (`128 threads` is not said by `VM 128`)."""
     strong = [k for k, v in part.items() if v >= 0.5]
     rest = sum(v for k, v in part.items() if k not in by)
-    return bool(strong) and all(k in by for k in strong) and rest <= 0.3
+    if not (strong and all(k in by for k in strong) and rest <= 0.3):
+        return False
+    for number in (k for k in strong if _BARE_NUMBER.fullmatch(k)):
+        pairs = [k for k in part if k.startswith(number + "~")]
+        if pairs and not any(k in by for k in pairs):
+            return False
+    return True
 
 
 def _drop_covered(
