@@ -131,6 +131,7 @@ def test_down_targets_are_named_the_rest_reported_exit_3(
     gone = next(r for r in doc["results"] if r["target"] == "gone")
     assert "unreachable" in gone["reason"] and "jump" in gone["reason"]
     # 3 checks x 3 attempts on `hung` would be 13.5 s of timeouts; one connect costs 1.5 s
-    assert elapsed < 1.5 * 3, elapsed
+    # (a bound on behaviour, with room for a loaded machine: not a speed measure)
+    assert elapsed < 1.5 * 6, elapsed
     errors = doc["fleet"]["os.hostname"]["values"][-1]
     assert errors["value"] == "(error)" and sorted(errors["targets"]) == ["gone", "hung"]

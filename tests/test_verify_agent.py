@@ -221,8 +221,21 @@ def test_dropped_agent_keeps_results_received_and_errors_the_rest(tmp_path: Path
         assert "facts/facts.yaml:" in by_fact[lost].reason
 
 
-def test_300_checks_overhead_is_small(tmp_path: Path) -> None:
-    """Bundle, start, fork 300 calls, stream, evaluate: well under a second of overhead here."""
+_SPAWNED: list[list[str]] | None = None  # argv of each process started while a test listens
+
+
+def _count_spawns(event: str, args: tuple) -> None:
+    if _SPAWNED is not None and event == "subprocess.Popen":
+        _SPAWNED.append([str(a) for a in (args[1] or [])])
+
+
+sys.addaudithook(_count_spawns)  # audit hooks cannot be removed: it listens only when asked
+
+
+def test_300_checks_share_one_agent(tmp_path: Path) -> None:
+    """Bundle, start, fork 300 calls, stream, evaluate: the run's cost is one agent start
+    for all of them, not a process per check (bench/verify_ssh.py measures the time)."""
+    global _SPAWNED
     facts = [
         fact(
             f"x.env{i}", "env.var", {"exists": False}, args={"name": f"FB_NOPE_{i}"}, target="local"
@@ -231,12 +244,13 @@ def test_300_checks_overhead_is_small(tmp_path: Path) -> None:
     ]
     kb = load_kb(make_kb(tmp_path / "kb", facts))
     plan = [PlannedCheck(f, "local") for f in kb.facts.values()]
-    started = time.monotonic()
-    records = Engine(kb, kb.targets, VerifyOptions(), run_id="r").run(plan)
-    elapsed = time.monotonic() - started
+    _SPAWNED = []
+    try:
+        records = Engine(kb, kb.targets, VerifyOptions(), run_id="r").run(plan)
+    finally:
+        spawned, _SPAWNED = _SPAWNED, None
     assert [r.outcome for r in records] == ["pass"] * 300
-    print(f"300 checks: {elapsed:.3f}s")
-    assert elapsed < 2.0, elapsed
+    assert len(spawned) == 1, spawned
 
 
 OLD_PYTHONS = sorted(Path("/root/.pyenv/versions").glob("3.[789]*/bin/python3")) + sorted(
