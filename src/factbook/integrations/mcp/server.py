@@ -99,10 +99,15 @@ class FactbookMCP(MCPServer):
         super().__init__(**kwargs)
         self.toolbox = toolbox
         if isinstance(toolbox, DeferredToolbox):
-            # the SDK calls this once the handshake is over (`notifications/initialized`)
-            self._lowlevel_server.add_notification_handler(
-                "notifications/initialized", NotificationParams, self._initialized
-            )
+            # the SDK calls this once the handshake is over (`notifications/initialized`); the
+            # hook is the SDK's own server object, not public API: an SDK without it gets the
+            # knowledge base loaded at once instead (a slower first answer, never a failure)
+            lowlevel = getattr(self, "_lowlevel_server", None)
+            adding = getattr(lowlevel, "add_notification_handler", None)
+            if adding is None:
+                toolbox.warm()
+            else:
+                adding("notifications/initialized", NotificationParams, self._initialized)
 
     async def _initialized(self, context: Any, params: Any) -> None:
         assert isinstance(self.toolbox, DeferredToolbox)
