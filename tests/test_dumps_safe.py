@@ -126,3 +126,18 @@ def test_a_real_report_reads_back() -> None:
     text = dumps_safe(doc)
     assert text == oracle(doc)
     json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict constant {c}"))
+
+
+def test_shared_containers_and_repeated_shapes() -> None:
+    """The encoder remembers containers it wrote (by identity and depth) and the key shapes of
+    dicts; neither may change a byte: the same object at another depth, a shape seen first
+    with plain keys and then with a str subclass's or a non-ASCII twin."""
+    args = {"path": "/x", "n": [1, 2.5, None]}
+    expect = {"eq": math.nan}
+    records = [{"fact": f"f{i}", "extra": {"args": args, "expect": expect}} for i in range(5)]
+    value: Any = {"results": records, "top": args, "deeper": [[args]], "again": [args, args]}
+    value["shapes"] = [{"k": 1}, {Text("k"): 2}, {"k": 3}, {"\ud800": 4}, {"k": 5, "é": 6}]
+    assert dumps_safe(value) == oracle(value)
+    assert dumps_safe(value, indent=2) == oracle(value, indent=2)
+    args["path"] = "/changed"  # a new call starts with an empty memory
+    assert dumps_safe(value) == oracle(value)

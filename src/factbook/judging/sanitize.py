@@ -122,7 +122,7 @@ def dumps_safe(value: Any, *, indent: int = 1) -> str:
     """`json.dumps(json_safe(value), indent=indent, allow_nan=False)`, byte for byte, in one
     pass: a report of 100 results per box (N boxes) was a third of the fleet client's CPU in
     json's pure-Python indenting encoder (the C one takes no indent) and json_safe's copy."""
-    return _encode(value, 0, " " * indent)
+    return _encode(value, 0, " " * indent, {})
 
 
 def _text(value: str) -> str:
@@ -147,36 +147,83 @@ def _scalar(value: Any) -> str | None:
 _SMALL_INT = 1 << 64  # far below json_safe's bound: written as is
 
 
+# Key tuples of dicts already seen to have only ASCII keys of type str, and those keys
+# written: a report's thousands of records share a handful of shapes, so their keys are
+# checked and encoded once, not once per record (a str subclass's key equals its text, so
+# a hit still checks that every key is a str).
+_PLAIN_SHAPES: dict[tuple[Any, ...], tuple[str, ...]] = {}
+# id -> (the container, its depth, its JSON) for one dumps_safe call
+_Memo = dict[int, tuple[Any, int, str]]
+
+
+def _inline(value: Any, depth: int, unit: str, memo: _Memo) -> str:
+    """_encode for a member: the common leaves without the function calls of _scalar."""
+    kind = type(value)
+    if kind is str:
+        encoded = encode_basestring_ascii(value)
+        return encoded if "\\ud" not in encoded else _text(value)
+    if kind is int and -_SMALL_INT < value < _SMALL_INT:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    return _encode(value, depth, unit, memo)
+
+
 @lru_cache(maxsize=4096)
 def _key(key: str) -> str:
     """A mapping key's JSON and separator: the same few keys recur in every record."""
     return _text(key) + ": "
 
 
-def _encode(value: Any, depth: int, unit: str) -> str:
+def _encode(value: Any, depth: int, unit: str, memo: _Memo) -> str:
     """One value of dumps_safe, with json_safe's rules in json_safe's order (the exact types
-    first, and their leaves inline: they are nearly every value)."""
+    first, and their leaves inline: they are nearly every value). A dict or list met again
+    (the same object: a fact's args and expectation in each of its targets' results) at the
+    same depth is written as the first time, from `memo`."""
     leaf = _scalar(value)
     if leaf is not None:
         return leaf
     kind = type(value)
-    if kind is dict and depth < MAX_DEPTH:
+    if (kind is dict or kind is list) and depth < MAX_DEPTH:
+        seen = memo.get(id(value))
+        if seen is not None and seen[0] is value and seen[1] == depth:
+            return seen[2]
+        text = _container(value, depth, unit, memo)
+        memo[id(value)] = (value, depth, text)
+        return text
+    return _other(value, depth, unit, memo)
+
+
+def _container(value: Any, depth: int, unit: str, memo: _Memo) -> str:
+    """A dict or a list (exactly those types) less than MAX_DEPTH deep."""
+    if type(value) is dict:
         if not value:
             return "{}"
-        keys = [k if type(k) is str else str(k) for k in value]
-        items: Any = zip(keys, value.values(), strict=True)
-        if len(set(keys)) != len(keys) or not all(map(str.isascii, keys)):
-            # keys equal once made text (or once a surrogate is escaped): the last value wins
-            items = {escape_lone_surrogates(k): v for k, v in items}.items()
+        shape = tuple(value)
+        written = _PLAIN_SHAPES.get(shape)  # str keys, all ASCII (so distinct once written)
+        if written is not None and (len(shape) * (str,) == tuple(map(type, shape))):
+            items: Any = zip(written, value.values(), strict=True)
+        else:
+            keys = [k if type(k) is str else str(k) for k in shape]
+            pairs = list(zip(keys, value.values(), strict=True))
+            if len(set(keys)) != len(keys) or not all(map(str.isascii, keys)):
+                # keys equal once made text (or once a surrogate is escaped): the last value wins
+                pairs = list({escape_lone_surrogates(k): v for k, v in pairs}.items())
+            elif len(_PLAIN_SHAPES) < 1024 and all(type(k) is str for k in shape):
+                _PLAIN_SHAPES[shape] = tuple(_key(k) for k in keys)
+            items = [(_key(k), v) for k, v in pairs]
         inner = "\n" + unit * (depth + 1)
-        parts = [_key(k) + (_scalar(v) or _encode(v, depth + 1, unit)) for k, v in items]
+        parts = [k + _inline(v, depth + 1, unit, memo) for k, v in items]
         return "{" + inner + ("," + inner).join(parts) + "\n" + unit * depth + "}"
-    if kind is list and depth < MAX_DEPTH:
-        if not value:
-            return "[]"
-        inner = "\n" + unit * (depth + 1)
-        parts = [_scalar(v) or _encode(v, depth + 1, unit) for v in value]
-        return "[" + inner + ("," + inner).join(parts) + "\n" + unit * depth + "]"
+    if not value:
+        return "[]"
+    inner = "\n" + unit * (depth + 1)
+    parts = [_inline(v, depth + 1, unit, memo) for v in value]
+    return "[" + inner + ("," + inner).join(parts) + "\n" + unit * depth + "]"
+
+
+def _other(value: Any, depth: int, unit: str, memo: _Memo) -> str:
+    """Everything but a plain leaf, dict or list: json_safe's remaining rules."""
     if value is None:
         return "null"
     if value is True:
@@ -193,9 +240,9 @@ def _encode(value: Any, depth: int, unit: str) -> str:
     if depth >= MAX_DEPTH:
         return f'"<nested deeper than {MAX_DEPTH} levels>"'
     if isinstance(value, dict):
-        return _encode(dict(value), depth, unit)
+        return _encode(dict(value), depth, unit, memo)
     if isinstance(value, (list, tuple, set, frozenset)):
-        return _encode(list(value), depth, unit)
+        return _encode(list(value), depth, unit, memo)
     return _text(str(value))
 
 

@@ -98,8 +98,9 @@ class Engine:
         for check in plan:
             by_target.setdefault(check.target, []).append(check)
         found = self._found = {}
+        facts = {c.fact.id: c.fact for c in plan}  # once per fact, not per fact x target
         self._var_facts = {
-            c.fact.id for c in plan if c.fact.check is not None and var_refs(c.fact.check.expect)
+            i for i, f in facts.items() if f.check is not None and var_refs(f.check.expect)
         }
         todo: queue.SimpleQueue[tuple[str, list[PlannedCheck]]] = queue.SimpleQueue()
         for item in by_target.items():
@@ -135,10 +136,11 @@ class Engine:
         """The final records known so far, in plan order (after Ctrl-C: what arrived)."""
         with self._lock:
             found = dict(self._found)
-        planned = {c.key for c in plan}
+        keys = [c.key for c in plan]
+        planned = set(keys)
         # a slurm target's checks fan out to one record per node (slurmrun.py)
         fanned = [r for key, r in found.items() if key not in planned]
-        return [found[c.key] for c in plan if c.key in found] + fanned
+        return [found[key] for key in keys if key in found] + fanned
 
     def track(self, proc: AgentProcess) -> None:
         """An agent that stop() must kill while it runs."""

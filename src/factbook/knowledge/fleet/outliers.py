@@ -18,6 +18,7 @@ from factbook.judging.sanitize import json_safe
 from factbook.store.results import ResultRecord
 
 NAMED = 8
+_CONSTANTS = {None: "null", True: "true", False: "false"}
 
 
 @dataclass
@@ -38,6 +39,10 @@ def _label(record: ResultRecord) -> tuple[str, Any]:
     value = record.observed
     if isinstance(value, str):
         return value, value
+    if type(value) is int and -(2**53) < value < 2**53:  # json.dumps's text, without it
+        return int.__repr__(value), value
+    if value is None or type(value) is bool:
+        return _CONSTANTS[value], value
     if not (isinstance(value, int) and -(2**53) < value < 2**53):  # NaN, huge ints: json_safe
         value = json_safe(value)
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)

@@ -53,6 +53,41 @@ class HostLine:
         return hit
 
 
+class PlainIndex:
+    """The unmarked lines by the host they name, so finding one host's keys among a fleet's
+    thousand lines is a dictionary lookup, not a pattern match per line (a run over N boxes
+    matched N x N lines). Lines with wildcards, negations or hashed names are still matched
+    one by one; what `lookup` returns is in file order either way, as `matches` would find."""
+
+    def __init__(self) -> None:
+        self._literal: dict[str, list[tuple[int, HostLine]]] = {}
+        self._other: list[tuple[int, HostLine]] = []
+        self._count = 0
+
+    def add(self, lines: list[HostLine]) -> None:
+        for line in lines:
+            order, self._count = self._count, self._count + 1
+            if line.marker is not None:
+                continue
+            if line.hashed is None and all(_literal(p) for p in line.patterns):
+                for name in dict.fromkeys(p.lower() for p in line.patterns):
+                    self._literal.setdefault(name, []).append((order, line))
+            else:
+                self._other.append((order, line))
+
+    def lookup(self, name: str) -> list[HostLine]:
+        """Every unmarked line that names `name`, in file order."""
+        found = list(self._literal.get(name.lower(), ()))
+        found += [item for item in self._other if item[1].matches(name)]
+        found.sort(key=lambda item: item[0])
+        return [line for _, line in found]
+
+
+def _literal(pattern: str) -> bool:
+    """A pattern that matches only its own text (case aside)."""
+    return not pattern.startswith("!") and "*" not in pattern and "?" not in pattern
+
+
 def _glob(pattern: str) -> str:
     """OpenSSH's `*`/`?` only: `[` in `[host]:port` is literal, not an fnmatch class."""
     return pattern.replace("[", "[[]")

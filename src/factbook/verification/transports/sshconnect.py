@@ -257,9 +257,11 @@ class KnownHosts:
                 self.lines += knownhosts.load(source)
             except OSError as exc:
                 raise HostKeyError(f"cannot read {source}: {exc}") from None
+        self._index = knownhosts.PlainIndex()
+        self._index.add(self.lines)
 
     def _plain(self, name: str) -> list[knownhosts.HostLine]:
-        return [e for e in self.lines if e.marker is None and e.matches(name)]
+        return self._index.lookup(name)
 
     def known_types(self, hop: Hop) -> list[str]:
         return list(dict.fromkeys(e.key_type for e in self._plain(hop.known_hosts_name)))
@@ -307,7 +309,9 @@ class KnownHosts:
                 os.write(fd, line.encode())
             finally:
                 os.close(fd)
-        self.lines += knownhosts.parse(line, str(self.path))
+            added = knownhosts.parse(line, str(self.path))
+            self.lines += added
+            self._index.add(added)
 
 
 def _fingerprint(blob: bytes) -> str:
