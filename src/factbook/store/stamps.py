@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
@@ -17,11 +18,23 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def now_iso(*, ms: bool = False) -> str:
-    """Now in UTC as ISO 8601 with a Z: seconds (results) or milliseconds (runbook steps)."""
-    now = datetime.now(timezone.utc)
+    """Now in UTC as ISO 8601 with a Z: seconds (results) or milliseconds (runbook steps).
+
+    The seconds' text is made once per second: a fleet run stamps thousands of results."""
+    global _LAST_SECOND
     if ms:
+        now = datetime.now(timezone.utc)
         return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    second = int(time.time())
+    last = _LAST_SECOND
+    if last[0] == second:
+        return last[1]
+    text = datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _LAST_SECOND = (second, text)
+    return text
+
+
+_LAST_SECOND: tuple[int, str] = (-1, "")
 
 
 def new_run_id(labels: Iterable[str | None], *, suffix: str = "") -> str:

@@ -33,6 +33,7 @@ from factbook.verification.transports.paramiko_lean import paramiko
 from factbook.verification.transports.sshconfig import Resolved, SSHConfigFile
 
 MAX_HOPS = 16
+READ_AHEAD = 1 << 16  # bytes a box connection takes from its jump channel at once
 AEAD_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 _KNOWN_HOSTS_WRITE = threading.Lock()
 # paramiko logs its transport threads' failures (a missing banner, a dropped hop) as ERROR
@@ -328,6 +329,68 @@ class _Policy(paramiko.MissingHostKeyPolicy):
         self.known.check(self.hop, key)
 
 
+class KeyFiles:
+    """Private key files read once per run, not once per login: paramiko reads a key file for
+    every login and key class it tries (an ed25519 file is parsed as RSA and ECDSA first).
+    An entry holds while the key file and its `-cert.pub` keep their size and mtime."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: dict[tuple[Any, ...], paramiko.PKey | paramiko.SSHException] = {}
+
+    @classmethod
+    def of(cls, options: TransportOptions) -> KeyFiles:
+        """The run's set while transports share (options.shared), else a new one."""
+        if not options.sharing:
+            return cls()
+        return options.shared.setdefault("ssh-key-files", cls())  # type: ignore[no-any-return]
+
+    def load(self, read: Any, filename: str, klass: type, password: str | None) -> paramiko.PKey:
+        """`read(filename, klass, password)` (paramiko's loader), remembered."""
+        key = (filename, klass, password, _file_state(filename), _file_state(_cert(filename)))
+        with self._lock:
+            known = self._keys.get(key)
+        if known is None:
+            try:
+                known = read(filename, klass, password)
+            except paramiko.SSHException as exc:
+                known = exc
+            with self._lock:
+                self._keys[key] = known
+        if isinstance(known, paramiko.SSHException):
+            raise known.with_traceback(None)
+        return known
+
+    def close(self) -> None:
+        with self._lock:
+            self._keys.clear()
+
+
+def _cert(filename: str) -> str:
+    """The certificate paramiko pairs with a key file (or the key of a `-cert.pub`)."""
+    suffix = "-cert.pub"
+    return filename[: -len(suffix)] if filename.endswith(suffix) else filename + suffix
+
+
+def _file_state(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+class _Client(paramiko.SSHClient):
+    """SSHClient reading key files through the run's KeyFiles."""
+
+    def __init__(self, keys: KeyFiles):
+        super().__init__()
+        self._keys = keys
+
+    def _key_from_filepath(self, filename: str, klass: type, password: str | None) -> Any:
+        return self._keys.load(super()._key_from_filepath, filename, klass, password)
+
+
 class _Transport(paramiko.Transport):
     """A client transport that answers the server's global requests with an SSH_MSG_IGNORE.
 
@@ -440,6 +503,7 @@ class _GuardedChannel:
         self._channel = channel
         self._lock = threading.Lock()
         self._done = False
+        self._ahead = bytearray()  # read from the channel, not yet asked for (recv)
 
     def send(self, data: bytes) -> int:
         with self._lock:
@@ -448,7 +512,17 @@ class _GuardedChannel:
             return self._channel.send(data)
 
     def recv(self, size: int) -> bytes:
-        return self._channel.recv(size)
+        """Up to `size` bytes. The box's packetizer asks for each packet's header, then its
+        body, so every channel read takes what has arrived (one or more packets) and serves
+        the next asks from it: half the locked buffer reads. Only that thread reads here."""
+        if not self._ahead:
+            data = self._channel.recv(max(size, READ_AHEAD))
+            if len(data) <= size:
+                return data
+            self._ahead += data
+        out = bytes(self._ahead[:size])
+        del self._ahead[:size]
+        return out
 
     def settimeout(self, timeout: float | None) -> None:
         self._channel.settimeout(timeout)
@@ -474,8 +548,10 @@ class _GuardedChannel:
                 self._lock.release()
 
 
-def _login(hop: Hop, sock: Any, known: KnownHosts, keepalive: float) -> paramiko.SSHClient:
-    client = paramiko.SSHClient()
+def _login(
+    hop: Hop, sock: Any, known: KnownHosts, keepalive: float, keys: KeyFiles
+) -> paramiko.SSHClient:
+    client = _Client(keys)
     client.set_missing_host_key_policy(_Policy(known, hop))
     preferred = _rsa(known.known_types(hop))
     made: list[paramiko.Transport] = []
@@ -658,7 +734,7 @@ def connect_box(hops: list[Hop], options: TransportOptions) -> list[paramiko.SSH
     sock = _forward(jumps[-1], hops[-2], box)
     try:
         known = pool.known_hosts(box.known_hosts, options.accept_new_host_keys)
-        return [_login(box, sock, known, options.keepalive)]
+        return [_login(box, sock, known, options.keepalive, KeyFiles.of(options))]
     except BaseException:
         sock.close()
         raise
@@ -667,6 +743,7 @@ def connect_box(hops: list[Hop], options: TransportOptions) -> list[paramiko.SSH
 def connect_chain(hops: list[Hop], options: TransportOptions) -> list[paramiko.SSHClient]:
     """Log in to every hop in order; the last client reaches the box. Closes all on failure."""
     clients: list[paramiko.SSHClient] = []
+    keys = KeyFiles.of(options)
     try:
         for i, hop in enumerate(hops):
             known = KnownHosts(hop.known_hosts, options.accept_new_host_keys)
@@ -676,7 +753,7 @@ def connect_chain(hops: list[Hop], options: TransportOptions) -> list[paramiko.S
                 sock = _proxy(hop)
             else:
                 sock = _tcp(hop, options.keepalive)
-            clients.append(_login(hop, sock, known, options.keepalive))
+            clients.append(_login(hop, sock, known, options.keepalive, keys))
     except BaseException:
         for client in reversed(clients):
             client.close()
