@@ -19,7 +19,10 @@ and reports, for each: wall time; the boxes' CPU seconds (every box sshd's own a
 children's CPU, from /proc) divided by this machine's cores, the floor any tool meets when all
 boxes share these cores; the client's own CPU seconds (the tool's process tree); and how many
 connections and logins the jump logged. Ratios printed: factbook wall / floor, factbook wall /
-ansible wall, client CPU growth per added box, jump connections.
+ansible wall, client CPU growth per added box, jump connections. For each factbook run it
+also says where the machine's core-seconds went (boxes, client, jump, idle, other processes)
+and the wall that the work alone allows ((boxes + client + jump) / cores): the client shares
+the boxes' cores here, so the wall / floor ratio can never be below that bound / floor.
 """
 
 from __future__ import annotations
@@ -107,6 +110,13 @@ def _boxes_cpu(boxes: list[SSHDInstance]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def _machine_cpu() -> tuple[float, float]:
+    """(idle, all) core-seconds this machine has spent since boot (/proc/stat's cpu line)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (fields[3] + fields[4]) / tick, sum(fields[:8]) / tick
+
+
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -118,9 +128,12 @@ def timed(
     """Run argv; wall, client CPU, box CPU, jump connections and logins it caused."""
     log_at = len(lab.jump.log_text())
     box_cpu, client_cpu = _boxes_cpu(boxes), _children_cpu()
+    jump_cpu = _boxes_cpu([lab.jump])
+    idle, every = _machine_cpu()
     started = time.monotonic()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - started
+    idle_after, every_after = _machine_cpu()
     time.sleep(0.5)  # sshd session processes are reaped just after the client leaves
     jump_log = lab.jump.log_text()[log_at:]
     return {
@@ -128,6 +141,11 @@ def timed(
         "wall_s": round(wall, 3),
         "client_cpu_s": round(_children_cpu() - client_cpu, 3),
         "boxes_cpu_s": round(_boxes_cpu(boxes) - box_cpu, 3),
+        "jump_cpu_s": round(_boxes_cpu([lab.jump]) - jump_cpu, 3),
+        # every core-second of the machine during the run: idle ones, and all of them (what
+        # neither the boxes, the client nor the jump used went to other processes)
+        "idle_core_s": round(idle_after - idle, 2),
+        "machine_core_s": round(every_after - every, 2),
         "jump_connections": jump_log.count("Connection from"),
         "jump_logins": jump_log.count("Accepted publickey"),
         "stdout": done.stdout,
@@ -245,8 +263,28 @@ def report(rows: list[dict[str, Any]], cores: int) -> str:
                 f"wall/floor {o['wall_s'] / max(floor, 1e-9):.2f}, client cpu "
                 f"{o['client_cpu_s']:.2f} s, {o['summary']}"
             )
+    lines.append("where the cores went (core-seconds; other = processes outside the bench):")
+    for row in rows:
+        for key, name in (("factbook", "this tree"), ("against", "--against")):
+            if key in row:
+                lines.append(f"  N={row['n']} {name}: {_cores(row[key], cores)}")
     lines.append(f"load average at the end: {os.getloadavg()[0]:.1f}")
     return "\n".join(lines)
+
+
+def _cores(run: dict[str, Any], cores: int) -> str:
+    """Where the run's core-seconds went, and the wall the work alone allows: the boxes, the
+    client and the jump share the same cores, so even without an idle core the wall is at
+    least their CPU / cores."""
+    work = run["boxes_cpu_s"] + run["client_cpu_s"] + run["jump_cpu_s"]
+    other = run["machine_core_s"] - run["idle_core_s"] - work
+    bound = work / cores
+    return (
+        f"boxes {run['boxes_cpu_s']:.2f}, client {run['client_cpu_s']:.2f}, jump "
+        f"{run['jump_cpu_s']:.2f}, idle {run['idle_core_s']:.2f}, other {max(other, 0):.2f} "
+        f"of {run['machine_core_s']:.2f}; (boxes + client + jump) / {cores} = {bound:.2f} s, "
+        f"wall / that {run['wall_s'] / max(bound, 1e-9):.2f}"
+    )
 
 
 def main() -> int:
