@@ -62,3 +62,23 @@ def test_identity_files_are_expanded_with_and_without_tokens(tmp_path: Path) -> 
     assert local_tokens()["u"]
     assert percent_expand("/plain/path", {}, "IdentityFile") == "/plain/path"
     assert percent_expand("%%%r", {"r": "u"}, "IdentityFile") == "%u"
+
+
+def test_merged_calls_with_the_runs_memo_are_the_same_calls() -> None:
+    """The engine keeps one signature per args object for the run; the calls it merges for
+    each target are the ones merge_calls makes without it, and a different probe over the
+    same args object, or an equal but separate args object, is never mistaken for another."""
+    from factbook.verification.bundle import merge_calls
+
+    shared = {"path": "/etc/hostname"}
+    checks = [
+        ("a@t", "file.sha256", shared, 5),
+        ("b@t", "file.size", shared, None),
+        ("c@t", "file.sha256", {"path": "/etc/hostname"}, 9),
+        ("d@t", "file.sha256", {"path": "/etc/hosts"}, None),
+    ]
+    memo: dict = {}
+    for _ in range(3):  # three targets of one run
+        with_memo = merge_calls(checks, memo)
+        assert [vars(c) for c in with_memo] == [vars(c) for c in merge_calls(checks)]
+    assert [c.keys for c in with_memo] == [["a@t", "c@t"], ["b@t"], ["d@t"]]

@@ -76,11 +76,23 @@ def custom_probe_files(checks_dir: Path) -> dict[str, Path]:
     }
 
 
-def merge_calls(checks: list[tuple[str, str, dict[str, Any], float | None]]) -> list[Call]:
-    """(key, probe, args, timeout) per check -> one Call per distinct (probe, args)."""
+def merge_calls(
+    checks: list[tuple[str, str, dict[str, Any], float | None]],
+    memo: dict[int, tuple[Any, str, str]] | None = None,
+) -> list[Call]:
+    """(key, probe, args, timeout) per check -> one Call per distinct (probe, args).
+
+    `memo` (kept by the caller across targets) remembers each args object's signature: a
+    fleet's targets share their facts' args, so each is written as JSON once per run."""
     calls: dict[str, Call] = {}
     for key, probe, args, timeout in checks:
-        signature = json.dumps([probe, args], sort_keys=True, default=str)
+        known = memo.get(id(args)) if memo is not None else None
+        if known is not None and known[0] is args and known[1] == probe:
+            signature = known[2]
+        else:
+            signature = json.dumps([probe, args], sort_keys=True, default=str)
+            if memo is not None:
+                memo[id(args)] = (args, probe, signature)
         call = calls.get(signature)
         limit = float(timeout or DEFAULT_TIMEOUT)
         if call is None:

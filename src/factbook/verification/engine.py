@@ -91,6 +91,7 @@ class Engine:
         self.unreachable: dict[str, str] = {}  # target -> why it could not be reached
         self._stopping = threading.Event()
         self._var_facts: set[str] = set()  # facts whose expectation reads target variables
+        self._signatures: dict[int, tuple[Any, str, str]] = {}  # merge_calls' memo, per run
 
     def run(self, plan: list[PlannedCheck]) -> list[ResultRecord]:
         """Every planned check's final record, in plan order."""
@@ -250,7 +251,8 @@ class Engine:
                 (c.key, c.fact.check.probe, c.fact.check.args, c.fact.check.timeout or default)
                 for c in checks
                 if c.fact.check is not None
-            ]
+            ],
+            self._signatures,
         )
         records: dict[str, ResultRecord] = {}
 
