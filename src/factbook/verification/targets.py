@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from urllib.parse import urlsplit
 
 from factbook.errors import UsageError
@@ -35,8 +36,9 @@ class PlannedCheck:
     fact: Fact
     target: str
 
-    @property
+    @cached_property
     def key(self) -> str:
+        """`FACT@TARGET`, made once (a fleet run reads it a few times per check)."""
         return f"{self.fact.id}@{self.target}"
 
 
