@@ -4,6 +4,7 @@
     .venv/bin/python bench/fleet.py --sizes 1,8 --json out.json
     .venv/bin/python bench/fleet.py --no-ansible         # factbook only
     .venv/bin/python bench/fleet.py --no-ansible --against /path/to/main/src  # A/B, interleaved
+    .venv/bin/python bench/fleet.py --no-ansible --sizes 64 --timeline 0.05   # where it waited
 
 It starts the lab of tests/sshd.py (a jump sshd and a box sshd in a network namespace) and
 N-1 more box sshds beside the box (tests/fleet_lab.py): every box is reachable only through the
@@ -28,6 +29,7 @@ the boxes' cores here, so the wall / floor ratio can never be below that bound /
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -122,16 +124,56 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _run_sampled(argv: list[str], env: dict[str, str], every: float) -> tuple[Any, list[Any]]:
+    """Run argv as subprocess.run would, sampling every `every` s: (seconds, the client's CPU
+    seconds, the machine's idle core-seconds, the seconds the client's threads waited
+    runnable (schedstat: ready to run, no core given))."""
+    tick = os.sysconf("SC_CLK_TCK")
+    waits: dict[str, int] = {}
+    samples = []
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err)
+        started, idle0 = time.monotonic(), _machine_cpu()[0]
+        while proc.poll() is None:
+            time.sleep(every)
+            used = _cpu_ticks(proc.pid)  # a live process: its threads' CPU so far
+            with contextlib.suppress(OSError):
+                for tid in os.listdir(f"/proc/{proc.pid}/task"):
+                    with contextlib.suppress(OSError, ValueError):
+                        stat = Path(f"/proc/{proc.pid}/task/{tid}/schedstat").read_text()
+                        waits[tid] = int(stat.split()[1])
+            if used:
+                samples.append((time.monotonic() - started, used / tick,
+                                _machine_cpu()[0] - idle0, sum(waits.values()) / 1e9))  # fmt: skip
+        proc.wait(timeout=1800)
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(
+            argv, proc.returncode, out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+        )  # fmt: skip
+    return done, samples
+
+
 def timed(
-    argv: list[str], env: dict[str, str], boxes: list[SSHDInstance], lab: Lab
+    argv: list[str],
+    env: dict[str, str],
+    boxes: list[SSHDInstance],
+    lab: Lab,
+    timeline: float = 0.0,
 ) -> dict[str, Any]:
-    """Run argv; wall, client CPU, box CPU, jump connections and logins it caused."""
+    """Run argv; wall, client CPU, box CPU, jump connections and logins it caused (and with
+    `timeline`, samples of the client and the machine every that many seconds)."""
     log_at = len(lab.jump.log_text())
     box_cpu, client_cpu = _boxes_cpu(boxes), _children_cpu()
     jump_cpu = _boxes_cpu([lab.jump])
     idle, every = _machine_cpu()
     started = time.monotonic()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
+    samples: list[Any] = []
+    if timeline > 0:
+        done, samples = _run_sampled(argv, env, timeline)
+    else:
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - started
     idle_after, every_after = _machine_cpu()
     time.sleep(0.5)  # sshd session processes are reaped just after the client leaves
@@ -150,7 +192,24 @@ def timed(
         "jump_logins": jump_log.count("Accepted publickey"),
         "stdout": done.stdout,
         "stderr": done.stderr[-2000:],
+        "timeline": samples,
     }
+
+
+def timeline_report(samples: list[Any], step: float = 0.5) -> str:
+    """The samples per `step` seconds: the cores the client used, the idle cores, and how
+    many of the client's threads waited to run on average (the scheduler's queue for it)."""
+    lines = ["  time s | client cores | idle cores | client threads waiting to run"]
+    last = (0.0, 0.0, 0.0, 0.0)
+    for sample in samples:
+        if sample[0] - last[0] >= step or sample is samples[-1]:
+            span = max(sample[0] - last[0], 1e-9)
+            rates = [(sample[i] - last[i]) / span for i in (1, 2, 3)]
+            lines.append(
+                f"  {sample[0]:6.2f} | {rates[0]:12.2f} | {rates[1]:10.2f} | {rates[2]:6.1f}"
+            )
+            last = sample
+    return "\n".join(lines)
 
 
 def write_inventory(path: Path, lab: Lab, boxes: list[SSHDInstance], home: Path) -> None:
@@ -183,6 +242,7 @@ def run_size(
     work: Path,
     ansible: bool,
     against: str | None = None,
+    timeline: float = 0.0,
 ) -> dict[str, Any]:
     home = lab.home
     kb = work / f"kb-{n}"
@@ -194,7 +254,7 @@ def run_size(
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode as an installed package has it
     argv = [str(BIN / "factbook"), "--root", str(kb), "verify", "--target", "@fleet"]
     argv += ["--forks", str(forks), "--no-save", "--format", "json", "-q"]
-    fb = timed(argv, env, boxes[:n], lab)
+    fb = timed(argv, env, boxes[:n], lab, timeline)
     summary = json.loads(fb.pop("stdout"))["summary"] if fb["rc"] in (0, 1, 3) else {}
     fb["summary"] = summary
     out: dict[str, Any] = {"n": n, "forks": forks, "factbook": fb}
@@ -296,6 +356,11 @@ def main() -> int:
     parser.add_argument(
         "--against", metavar="SRC", help="also run factbook from another source tree, interleaved"
     )
+    parser.add_argument(
+        "--timeline", type=float, default=0.0, metavar="S",
+        help="sample this tree's run at the largest N every S seconds (e.g. 0.05): where the "
+        "client ran and where the cores idled",
+    )  # fmt: skip
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     ansible = not args.no_ansible and (BIN / "ansible").exists()
@@ -312,7 +377,8 @@ def main() -> int:
         boxes = [lab.box, *extra]
         print(f"{len(boxes)} boxes behind one jump (isolated={lab.isolated}), {cores} cores")
         for n in sizes:
-            row = run_size(n, args.forks or n, lab, boxes, work, ansible, args.against)
+            sampled = args.timeline if n == max(sizes) else 0.0
+            row = run_size(n, args.forks or n, lab, boxes, work, ansible, args.against, sampled)
             rows.append(row)
             fb = row["factbook"]
             print(
@@ -332,6 +398,9 @@ def main() -> int:
         lab.stop()
         shutil.rmtree(work, ignore_errors=True)
     print(report(rows, cores))
+    if rows and rows[-1]["factbook"]["timeline"]:
+        print(f"timeline of this tree's run at N={rows[-1]['n']}:")
+        print(timeline_report(rows[-1]["factbook"]["timeline"]))
     if args.json:
         Path(args.json).write_text(json.dumps({"cores": cores, "rows": rows}, indent=1))
     return 0
