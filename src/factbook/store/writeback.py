@@ -33,6 +33,7 @@ from factbook.knowledge.yamlsrc import (
     unreadable_if_written,
 )
 from factbook.store.atomic import exclusive_lock, write_text_atomic
+from factbook.store.factlayout import append_layout, edit_prefix
 from factbook.store.yamlevents import C_DUMPER, emit_plain
 
 LOCK_DIR = ".factbook-cache/locks"
@@ -463,36 +464,45 @@ def append_facts(path: Path | str, facts: list[dict[str, Any]]) -> Path:
     path = Path(path)
     with file_lock(path):
         text = path.read_text(encoding="utf-8") if path.exists() else FACT_FILE_HEADER
-        node = _facts_node(text, str(path))
-        if node is not None and node.flow_style:
-            raise WritebackError(f"{path}: 'facts' is a flow list; cannot append blocks")
-        existing = {
-            v.value
-            for item in (node.value if node else [])
-            if isinstance(item, yaml.MappingNode)
-            for k, v in item.value
-            if k.value == "id"
-        }
+        # inside an import the ids and dash come from the parse already made (factlayout)
+        layout = append_layout(text)
+        more, existing, dash = (True, *layout) if layout else _composed_layout(text, path)
         clash = [f["id"] for f in facts if f.get("id") in existing]
         if clash:
             raise WritebackError(f"{path}: ids already present: {', '.join(clash)}")
-        dash = "  "
-        if node is not None and node.value:
-            first = node.value[0]
-            start = _line_start(text, first.start_mark.index)
-            dash = " " * (len(text[start : first.start_mark.index]) - 2)
         if not text.endswith("\n"):
             text += "\n"
-        if node is None and "facts:" not in text:
+        if not more and "facts:" not in text:
             text += "facts:\n"
-        new_text, after = _appended(text, facts, dash, node is not None, path, fast=True)
+        new_text, after = _appended(text, facts, dash, more, path, fast=True)
         if after[len(after) - len(facts) :] != facts:  # the fast dump reads back otherwise
-            new_text, after = _appended(text, facts, dash, node is not None, path, fast=False)
+            new_text, after = _appended(text, facts, dash, more, path, fast=False)
         ids = {f.get("id") for f in after if isinstance(f, dict) and _hashable(f.get("id"))}
         if not all(f["id"] in ids for f in facts):  # a set: a list made this quadratic
             raise WritebackError(f"{path}: appended facts did not parse back; not written")
         write_text_atomic(path, new_text)
     return path
+
+
+def _composed_layout(text: str, path: Path) -> tuple[bool, set[Any], str]:
+    """(whether the file has a `facts` list, the ids in it, the indent before each item's
+    dash), from the composed text; a flow list is refused (blocks cannot join it)."""
+    node = _facts_node(text, str(path))
+    if node is not None and node.flow_style:
+        raise WritebackError(f"{path}: 'facts' is a flow list; cannot append blocks")
+    existing = {
+        v.value
+        for item in (node.value if node else [])
+        if isinstance(item, yaml.MappingNode)
+        for k, v in item.value
+        if k.value == "id"
+    }
+    dash = "  "
+    if node is not None and node.value:
+        first = node.value[0]
+        start = _line_start(text, first.start_mark.index)
+        dash = " " * (len(text[start : first.start_mark.index]) - 2)
+    return node is not None, existing, dash
 
 
 def _appended(
@@ -572,8 +582,14 @@ def update_facts(root: Path | str, updates: list[FactUpdate]) -> tuple[list[Fact
             text = path.read_text(encoding="utf-8")
             if not any(fact_id in text for fact_id in wanted):
                 continue
+            # inside an import, only the start of the file that holds the facts edited
+            prefix = edit_prefix(text, wanted)
+            if prefix == "":  # none of them is in this file (its shared parse says so)
+                continue
+            document = _composed_prefix(prefix, str(path)) if prefix else None
             try:
-                document = _compose(text, str(path))
+                if document is None:
+                    document = _compose(text, str(path))
                 nodes = _index(_facts_seq(document, str(path)))
             except WritebackError as exc:
                 problems += [f"{i}: {exc}" for i in wanted if i in text]
@@ -584,6 +600,15 @@ def update_facts(root: Path | str, updates: list[FactUpdate]) -> tuple[list[Fact
             problems += refused
     problems += [f"{i}: no fact with id '{i}' in {root / 'facts'}" for i in wanted]
     return done, problems
+
+
+def _composed_prefix(prefix: str, display: str) -> yaml.Node | None:
+    """The composed start of a file (factlayout.edit_prefix), None if it does not compose
+    (the whole text is composed then, and says what is wrong)."""
+    try:
+        return _compose(prefix, display)
+    except WritebackError:
+        return None
 
 
 def _index(node: yaml.SequenceNode | None) -> dict[str, yaml.MappingNode]:
