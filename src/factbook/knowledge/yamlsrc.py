@@ -381,9 +381,14 @@ def _build_from_events(
     parser: every value of every file an import reads and writes passes this loop, and the
     two generators in between were a fifth of its cost. `_refusal` keeps the generator;
     tests/test_yaml_one_parse.py holds both to the same answers."""
-    # the open collections: [container, its path, the key awaiting its value (mappings)]
-    stack: list[list[Any]] = []
-    tags = FastSafeLoader._tags
+    # the open collection (None before the root), its path, the key awaiting its value (a
+    # mapping's), whether it is a mapping; those of the collections around it on `stack`
+    cont: Any = None
+    cpath: PathKey = ()
+    ckey: Any = _NO_KEY
+    cdict = False
+    stack: list[tuple[Any, PathKey, Any, bool]] = []
+    plain_tags = _PLAIN_SCALAR_TAGS
     kinds = _EVENT_KINDS
     lines, key_lines, file = doc.lines, doc.key_lines, doc.file
     depth = nodes = documents = 0
@@ -402,7 +407,7 @@ def _build_from_events(
             kind = kinds.get(type(event)) or _event_kind(event)
             if kind is _END:
                 depth -= 1
-                stack.pop()
+                cont, cpath, ckey, cdict = stack.pop()
                 continue
             if kind is _SCALAR or kind is _START:
                 nodes += 1
@@ -419,46 +424,47 @@ def _build_from_events(
                     return True
                 if event.anchor is not None:
                     raise _Fallback
-                top = stack[-1] if stack else None
-                awaiting_key = top is not None and type(top[0]) is dict and top[2] is _NO_KEY
+                awaiting_key = cdict and ckey is _NO_KEY
                 if kind is _SCALAR:
                     tag = event.tag
+                    value: Any = event.value
                     if tag is None or tag == "!":
-                        tag = tags.get((event.value, event.implicit)) or _resolve_scalar(
-                            event.value, event.implicit
-                        )
-                    if tag == _STR_TAG:
-                        value: Any = event.value
-                    else:
+                        # the resolver's answer: a quoted scalar is a string, a plain one is
+                        # what its text implies (remembered per text)
+                        if not event.implicit[0]:
+                            tag = _STR_TAG
+                        else:
+                            tag = plain_tags.get(value) or _plain_tag(value)
+                    if tag != _STR_TAG:
                         node = yaml.ScalarNode(
-                            tag, event.value, event.start_mark, event.end_mark, style=event.style
+                            tag, value, event.start_mark, event.end_mark, style=event.style
                         )
                         value = _scalar(node, doc, problems, ctor)
                     if awaiting_key:
-                        assert top is not None
-                        if value in top[0]:
+                        if value in cont:
                             problems.append(Problem(file, line, f"duplicate key {value!r}"))
-                        key_lines[(*top[1], value)] = line
-                        top[2] = value
+                        key_lines[(*cpath, value)] = line
+                        ckey = value
                         continue
                 else:
                     tagged = event.tag not in (None, "!") and event.tag not in _PLAIN_TAGS
                     if awaiting_key or tagged:
                         raise _Fallback
                     value = {} if type(event) is yaml.MappingStartEvent else []
-                if top is None:
+                if cont is None:
                     path: PathKey = ()
                     doc.data = value
-                elif type(top[0]) is dict:
-                    path = (*top[1], top[2])
-                    top[0][top[2]] = value
-                    top[2] = _NO_KEY
+                elif cdict:
+                    path = (*cpath, ckey)
+                    cont[ckey] = value
+                    ckey = _NO_KEY
                 else:
-                    path = (*top[1], len(top[0]))
-                    top[0].append(value)
+                    path = (*cpath, len(cont))
+                    cont.append(value)
                 lines[path] = line
                 if kind is _START:
-                    stack.append([value, path, _NO_KEY])
+                    stack.append((cont, cpath, ckey, cdict))
+                    cont, cpath, ckey, cdict = value, path, _NO_KEY, type(value) is dict
             elif kind is _ALIAS:
                 message = f"YAML alias '*{event.anchor}' is not allowed here (write the value out)"
                 refused.append(Problem(file, event.start_mark.line + 1, message))
@@ -483,10 +489,18 @@ def _build_from_events(
 _NO_KEY: Any = object()  # a mapping awaiting its next key
 
 
-def _resolve_scalar(value: str, implicit: tuple[bool, bool]) -> str:
-    """The implicit tag of a plain or quoted scalar, remembered as FastSafeLoader does."""
-    resolver = _RESOLVER
-    return resolver.resolve(yaml.ScalarNode, value, implicit)
+_PLAIN_SCALAR_TAGS: dict[str, str] = {}  # a plain scalar's text -> the tag it implies
+
+
+def _plain_tag(value: str) -> str:
+    """The tag a plain scalar's text implies (`1` int, `yes` bool, `x` str), as the safe
+    resolver says (a quoted one is always a string), remembered for short texts."""
+    tag = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
+    if len(value) <= MemoResolver.MEMO_TEXT_MAX:
+        if len(_PLAIN_SCALAR_TAGS) >= MemoResolver.MEMO_MAX:
+            _PLAIN_SCALAR_TAGS.clear()
+        _PLAIN_SCALAR_TAGS[value] = tag
+    return tag
 
 
 @dataclass
