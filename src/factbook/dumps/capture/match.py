@@ -37,7 +37,6 @@ SIMILAR = 0.9
 _OVERLAP = 0.6  # words two statements share (Jaccard) before they are compared closely
 assert _OVERLAP == 3 / 5  # find's size filter compares in whole numbers: 5 x small < 3 x large
 _WORD = re.compile(r"[a-z0-9]+(?:[.,/+-][a-z0-9]+)*")
-_SPACE = re.compile(r"\s+")
 REFUTING = re.compile(
     r"\b(?:NOT|not|wrong|incorrect|actually|turned out|instead|refuted|mistaken)\b|DO NOT|~~"
 )
@@ -45,7 +44,9 @@ REFUTING = re.compile(
 
 @functools.lru_cache(maxsize=8192)
 def _norm(text: str) -> str:
-    return _SPACE.sub(" ", text).strip().lower()
+    # str.split() splits at exactly the characters `\s` matches (str.isspace), and drops
+    # them at both ends: `re.sub(r"\s+", " ", text).strip()`, a third of its cost
+    return " ".join(text.split()).lower()
 
 
 def norm(text: str) -> str:
