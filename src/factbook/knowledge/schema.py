@@ -408,8 +408,37 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
     extra = schema.get("additionalProperties", True)
     min_items = schema.get("minItems", 0)
     items = schema.get("items")
+    # a string, a mapping or a list (exactly those types) under a schema without `enum`:
+    # the general check below, with what depends only on the schema (does the type allow
+    # it) decided once and the tests that cannot apply to it (bounds, pattern) left out
+    simple = not has_enum
+    str_ok = not has_type or _type_ok("", types)
+    dict_ok = not has_type or _type_ok({}, types)
+    list_ok = not has_type or _type_ok([], types)
 
     def check(value: Any) -> bool:
+        kind = type(value)
+        if kind is str and simple:  # its type, then the pattern; nothing below a string
+            return str_ok and (pattern is None or pattern.search(value) is not None)
+        if kind is dict and simple:
+            if not dict_ok or (free and _non_json(value) is not None):
+                return False
+            for key in required:
+                if key not in value:
+                    return False
+            for key, sub in value.items():
+                if key in props:
+                    if not _conforms(sub, props[key]):
+                        return False
+                elif extra is False or (isinstance(extra, dict) and not _conforms(sub, extra)):
+                    return False
+            return True
+        if kind is list and simple:
+            if not list_ok or (free and _non_json(value) is not None):
+                return False
+            if len(value) < min_items:
+                return False
+            return items is None or all(_conforms(item, items) for item in value)
         if has_type and not _type_ok(value, types):
             return False
         if free and _non_json(value) is not None:
