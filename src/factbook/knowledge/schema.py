@@ -408,18 +408,27 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
     extra = schema.get("additionalProperties", True)
     min_items = schema.get("minItems", 0)
     items = schema.get("items")
-    # a string, a mapping or a list (exactly those types) under a schema without `enum`:
+    # a string, or a mapping or list under a schema without `enum` (exactly those types):
     # the general check below, with what depends only on the schema (does the type allow
-    # it) decided once and the tests that cannot apply to it (bounds, pattern) left out
+    # it) decided once and the tests that cannot apply to it (bounds, a pattern) left out;
+    # only a choice of `enum` that is a string equals a string (_json_equal)
     simple = not has_enum
+    str_choices = None
+    if has_enum and isinstance(choices, list):
+        str_choices = frozenset(c for c in choices if type(c) is str)
+    fast_str = not has_enum or str_choices is not None
     str_ok = not has_type or _type_ok("", types)
     dict_ok = not has_type or _type_ok({}, types)
     list_ok = not has_type or _type_ok([], types)
 
     def check(value: Any) -> bool:
         kind = type(value)
-        if kind is str and simple:  # its type, then the pattern; nothing below a string
-            return str_ok and (pattern is None or pattern.search(value) is not None)
+        if kind is str and fast_str:  # its type, enum and pattern; nothing below a string
+            return (
+                str_ok
+                and (str_choices is None or value in str_choices)
+                and (pattern is None or pattern.search(value) is not None)
+            )
         if kind is dict and simple:
             if not dict_ok or (free and _non_json(value) is not None):
                 return False
