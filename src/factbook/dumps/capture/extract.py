@@ -15,6 +15,7 @@ key and different values are the same thing changed; matching relies on it (matc
 from __future__ import annotations
 
 import re
+from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +106,26 @@ def scalar(text: str) -> Any:
         return value
     if len(text) > _SCALAR_MAX or text.count("[") > _SCALAR_NESTING:
         return text  # a paragraph, or brackets nested a thousand deep: text, as written
+    loaded = _LOADED.get(text, _UNREAD)
+    if loaded is _UNREAD:
+        loaded = _loaded(text)
+        if len(text) <= _LOADED_TEXT_MAX:
+            if len(_LOADED) >= _LOADED_MAX:
+                _LOADED.clear()
+            _LOADED[text] = loaded
+    return deepcopy(loaded) if type(loaded) is list else loaded  # each caller its own list
+
+
+# a dump repeats the same cells (`sglang`, `—`, `none` in a table's every row): each text is
+# read as YAML once (a tenth of the calls), the answer remembered
+_LOADED: dict[str, Any] = {}
+_LOADED_MAX = 4096
+_LOADED_TEXT_MAX = 256  # characters: a cell, not a paragraph
+_UNREAD: Any = object()
+
+
+def _loaded(text: str) -> Any:
+    """The YAML value of a short text, when it is a scalar or a list; else the text."""
     try:
         loaded = yaml.load(text, Loader=_LOADER)
     except (yaml.YAMLError, RecursionError, ValueError):  # ValueError: a 5000-digit number

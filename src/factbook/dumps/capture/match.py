@@ -100,6 +100,7 @@ class Index:
         for n, (theirs, _) in enumerate(self.word_sets):
             for word in theirs:
                 self.by_word.setdefault(word, []).append(n)
+        self.word_counts = {word: len(ns) for word, ns in self.by_word.items()}
 
     # Each lookup used to compare an entry with every known fact: an import of N lines into a
     # knowledge base of K facts took N x K steps. The indexes below find the same first match
@@ -155,10 +156,16 @@ class Index:
         such a set holds at least ceil(0.6 x |mine|) of its words, so at least one of any
         |mine| - that + 1 of them; the rarest ones are taken (prefix filtering)."""
         need = math.ceil(_OVERLAP * len(mine) - 1e-9)
-        rarest = sorted(mine, key=lambda w: len(self.by_word.get(w, ())))
+        # rarest first: a word no statement holds (none; it adds nothing), then by how many
+        # hold it (the order sorting all of them by that count gives, ties as in `mine`)
+        take = len(mine) - need + 1 - sum(1 for w in mine if w not in self.by_word)
+        if take <= 0:
+            return []
+        counts = self.word_counts
+        rarest = sorted([w for w in mine if w in counts], key=counts.__getitem__)
         found: set[int] = set()
-        for word in rarest[: len(mine) - need + 1]:
-            found.update(self.by_word.get(word, ()))
+        for word in rarest[:take]:
+            found.update(self.by_word[word])
         return sorted(found)
 
     def find(
