@@ -114,20 +114,31 @@ class _Emitter:
         if id(value) in self.seen:  # the representer would anchor it (&id001)
             raise _NotPlain
         self.seen.add(id(value))
+        emit, event, tags = self.emit, self.scalar, _PLAIN_TAG
         if kind is dict:
             # default_flow_style=None: flow when every key and value is a scalar
             flow = all(type(k) in _SCALARS and type(v) in _SCALARS for k, v in value.items())
-            self.emit(self.starts[dict, flow])
+            emit(self.starts[dict, flow])
             for key, item in value.items():
-                if type(key) not in _SCALARS:
+                if type(key) is str:  # `value`'s string case, inline: most keys and values
+                    event.tag, event.value = _STR, key
+                    event.implicit = ((tags.get(key) or _implied(key)) == _STR, True)
+                    emit(event)
+                elif type(key) not in _SCALARS:
                     raise _NotPlain  # a collection as a key: the representer's business
-                self.value(key)
-                self.value(item)
+                else:
+                    self.value(key)
+                if type(item) is str:
+                    event.tag, event.value = _STR, item
+                    event.implicit = ((tags.get(item) or _implied(item)) == _STR, True)
+                    emit(event)
+                else:
+                    self.value(item)
         else:
-            self.emit(self.starts[list, all(type(item) in _SCALARS for item in value)])
+            emit(self.starts[list, all(type(item) in _SCALARS for item in value)])
             for item in value:
                 self.value(item)
-        self.emit(self.ends[kind])
+        emit(self.ends[kind])
 
 
 def emit_plain(data: Any, *, width: int, allow_unicode: bool) -> str | None:
