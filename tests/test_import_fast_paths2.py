@@ -208,3 +208,15 @@ def test_the_dash_comes_from_the_item_line(text: str) -> None:
     with sharing():
         parse_located(text, "")
         assert factlayout.append_layout(text) == ({"a"}, text.split("\n")[1].split("-")[0])
+
+
+def test_a_new_files_diff_is_difflibs() -> None:
+    import difflib
+
+    from factbook.dumps.capture.propose import _added
+
+    for count in (0, 1, 2, 3, 40):
+        for tail in ("", "no newline at the end"):
+            lines = [f"line {i}\n" for i in range(count)] + ([tail] if tail else [])
+            want = difflib.unified_diff([], lines, fromfile="/dev/null", tofile="b/f.yaml")
+            assert _added(lines, "b/f.yaml") == list(want)

@@ -321,13 +321,28 @@ def apply(
             if new == old:
                 continue
             texts[real], originals[real] = new, old
+            lines = new.splitlines(keepends=True)
+            if old is None:  # a new file: every line added, as difflib writes it
+                chunks += _added(lines, f"b/{rel.as_posix()}")
+                continue
             chunks += difflib.unified_diff(
-                (old or "").splitlines(keepends=True),
-                new.splitlines(keepends=True),
-                fromfile=f"a/{rel.as_posix()}" if old is not None else "/dev/null",
+                old.splitlines(keepends=True),
+                lines,
+                fromfile=f"a/{rel.as_posix()}",
                 tofile=f"b/{rel.as_posix()}",
             )
     return Applied(texts, originals, "".join(chunks), general)
+
+
+def _added(lines: list[str], tofile: str) -> list[str]:
+    """`difflib.unified_diff([], lines, fromfile="/dev/null", tofile=tofile)`, without
+    matching the lines against nothing first (a new file of a large import: 30,000 lines)."""
+    if not lines:
+        return []
+    count = "1" if len(lines) == 1 else f"1,{len(lines)}"
+    return ["--- /dev/null\n", f"+++ {tofile}\n", f"@@ -0,0 +{count} @@\n"] + [
+        "+" + line for line in lines
+    ]
 
 
 def write(applied: Applied) -> list[Path]:
