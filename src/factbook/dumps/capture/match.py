@@ -121,15 +121,14 @@ class Index:
                 continue
             key = min(inner, key=lambda t: len(self.quote_tokens[t]))
             self.quote_keys.setdefault(key, []).append(n)
-        # the short quotes, which every entry was compared with: one search says whether any
-        # of them is inside the entry, and only those of 20 characters or more can hold it
-        shorts = [self.quotes[n][0] for n in self.short_quotes]
-        self.any_short = re.compile("|".join(map(re.escape, shorts))) if shorts else None
-        self.long_shorts = [known for known in shorts if len(known) >= 20]
+        # the short quotes, which every entry was compared with: whether any of them is
+        # inside the entry is asked first, and only those of 20 characters or more can hold it
+        self.shorts = [self.quotes[n][0] for n in self.short_quotes]
+        self.long_shorts = [known for known in self.shorts if len(known) >= 20]
 
     def _short_may_match(self, quote_n: str) -> bool:
         """Whether a short quote can match `quote_n` (one inside the other, as `find` asks)."""
-        if self.any_short is not None and self.any_short.search(quote_n):
+        if any(map(quote_n.__contains__, self.shorts)):
             return True
         return len(quote_n) >= 20 and any(quote_n in known for known in self.long_shorts)
 
