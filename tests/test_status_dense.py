@@ -275,10 +275,9 @@ def test_a_setting_is_named_as_the_statement_writes_it(tmp_path: Path) -> None:
     assert brief == {"model.group_size": "INT4 group_size=32", "model.layers": "Layer count: 61"}
 
 
-def test_a_count_in_a_configuration_reads_as_one(tmp_path: Path) -> None:
-    """`3 patches`, the words a hand-written dump uses, not `patches=3`; a setting, a flag
-    and a plain value keep the `name=value` form."""
-    bench = fact(
+def acceptance(config: dict[str, Any]) -> dict[str, Any]:
+    """A figure that matters now (the best of its metric), with its configuration."""
+    return fact(
         "bench.spec.accept",
         "benchmarks",
         "With the drafter the engine accepts 15% of draft tokens.",
@@ -286,9 +285,15 @@ def test_a_count_in_a_configuration_reads_as_one(tmp_path: Path) -> None:
         value=15,
         unit="%",
         metric="acceptance",
-        config={"engine": "x", "patches": 3, "concurrency": 8, "nvlink": False, "status": 2},
+        config=config,
     )
-    text = dump(tmp_path, [bench])
+
+
+def test_a_count_in_a_configuration_reads_as_one(tmp_path: Path) -> None:
+    """`3 patches`, the words a hand-written dump uses, not `patches=3`; a setting, a flag
+    and a plain value keep the `name=value` form."""
+    text = dump(tmp_path, [acceptance({"engine": "x", "patches": 3, "concurrency": 8,
+                                       "nvlink": False, "status": 2})])  # fmt: skip
     assert "3 patches" in text and "patches=3" not in text, text
     assert "concurrency=8" in text and "nvlink=false" in text and "status=2" in text, text
 
@@ -356,16 +361,7 @@ def test_work_that_failed_says_so_once(tmp_path: Path) -> None:
 def test_counts_and_states_said_in_words_import_back(tmp_path: Path) -> None:
     """`factbook import` reads what these forms write: `3 patches` as `patches: 3` in the
     figure's configuration, `(failed, ...)` in a progress item's words as its state."""
-    bench = fact(
-        "bench.spec.accept",
-        "benchmarks",
-        "With the drafter the engine accepts 15% of draft tokens.",
-        title="Drafter acceptance",
-        value=15,
-        unit="%",
-        metric="acceptance",
-        config={"engine": "x", "patches": 3, "concurrency": 8},
-    )
+    bench = acceptance({"engine": "x", "patches": 3, "concurrency": 8})
     failed = fact(
         "prog.engine",
         "progress",

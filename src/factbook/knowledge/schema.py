@@ -421,6 +421,25 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
     dict_ok = not has_type or _type_ok({}, types)
     list_ok = not has_type or _type_ok([], types)
 
+    def members(value: dict[Any, Any]) -> bool:
+        """A mapping's required keys, and each member under its property's schema."""
+        for key in required:
+            if key not in value:
+                return False
+        for key, sub in value.items():
+            if key in props:
+                if not _conforms(sub, props[key]):
+                    return False
+            elif extra is False or (isinstance(extra, dict) and not _conforms(sub, extra)):
+                return False
+        return True
+
+    def elements(value: list[Any]) -> bool:
+        """A list's length, and each item under `items`."""
+        if len(value) < min_items:
+            return False
+        return items is None or all(_conforms(item, items) for item in value)
+
     def check(value: Any) -> bool:
         kind = type(value)
         if kind is str and fast_str:  # its type, enum and pattern; nothing below a string
@@ -432,22 +451,11 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
         if kind is dict and simple:
             if not dict_ok or (free and _non_json(value) is not None):
                 return False
-            for key in required:
-                if key not in value:
-                    return False
-            for key, sub in value.items():
-                if key in props:
-                    if not _conforms(sub, props[key]):
-                        return False
-                elif extra is False or (isinstance(extra, dict) and not _conforms(sub, extra)):
-                    return False
-            return True
+            return members(value)
         if kind is list and simple:
             if not list_ok or (free and _non_json(value) is not None):
                 return False
-            if len(value) < min_items:
-                return False
-            return items is None or all(_conforms(item, items) for item in value)
+            return elements(value)
         if has_type and not _type_ok(value, types):
             return False
         if free and _non_json(value) is not None:
@@ -463,22 +471,9 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
                 return False
             if above is not None and value <= above:
                 return False
-        if isinstance(value, dict):
-            for key in required:
-                if key not in value:
-                    return False
-            for key, sub in value.items():
-                if key in props:
-                    if not _conforms(sub, props[key]):
-                        return False
-                elif extra is False or (isinstance(extra, dict) and not _conforms(sub, extra)):
-                    return False
-        if isinstance(value, list):
-            if len(value) < min_items:
-                return False
-            if items is not None and not all(_conforms(item, items) for item in value):
-                return False
-        return True
+        if isinstance(value, dict) and not members(value):
+            return False
+        return not isinstance(value, list) or elements(value)
 
     return check
 
