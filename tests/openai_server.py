@@ -83,6 +83,7 @@ class Engine:
         self.stop = threading.Event()
         self.accept_total = 0  # tokens produced by verify steps
         self.verify_total = 0
+        self.forwards = 0  # batched target forwards of plain steps (reset with the stats)
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
@@ -151,6 +152,8 @@ class Engine:
 
     def _plain_step(self, active: list[_Request]) -> None:
         logits = self._logits([r.prompt + r.generated for r in active])
+        with self.lock:
+            self.forwards += 1
         for req, row in zip(active, logits[:, -1].argmax(-1).tolist(), strict=True):
             self._emit(req, [row])
 
@@ -187,11 +190,13 @@ class Engine:
             "span_s": end - start,
             "throughput_tok_s": tokens / (end - start) if end > start else None,
             "ttft_p50_s": ttfts[(len(ttfts) - 1) // 2],
+            "forwards": self.forwards,  # tokens / forwards: how many requests a step batched
         }
 
     def reset_stats(self) -> None:
         with self.lock:
             self.finished.clear()
+            self.forwards = 0
 
     def draft_counters(self) -> tuple[int, int]:
         """(verify steps, accepted draft tokens): what vLLM's spec_decode counters count."""

@@ -67,20 +67,22 @@ def test_single_stream_measures_every_token(plain: OpenAIServer) -> None:
     assert summary["failed"] == 0 and summary["output_tokens"] == 48
 
 
-def test_concurrency_raises_throughput_on_a_batching_server(plain: OpenAIServer) -> None:
-    # the best of two runs each, alternated: the server computes on the cores the rest of
-    # the suite shares, and one slow moment must not stand for a configuration
-    ones, fours = [], []
-    for _ in range(2):
-        ones.append(
-            run_benchmark(plain.url, None, PROMPTS, max_tokens=24, concurrency=1, num_requests=4)
-        )
-        fours.append(
-            run_benchmark(plain.url, None, PROMPTS, max_tokens=24, concurrency=4, num_requests=8)
-        )
-    assert all(four.output_tokens == 8 * 24 for four in fours)
-    best = max(four.throughput_tok_s for four in fours)
-    assert best > max(one.throughput_tok_s for one in ones)
+def test_concurrency_keeps_requests_in_flight_for_a_batching_server(plain: OpenAIServer) -> None:
+    """What concurrency buys on a continuous-batching engine: the client keeps N requests in
+    flight, so each forward of the server's engine serves several of them. Counted on the
+    server (tokens per batched forward), not timed: the engine computes on the cores the
+    rest of the suite shares, where a throughput race between two runs is decided by the
+    load of the moment, not by the client."""
+    per_forward = {}
+    for concurrency, requests in ((1, 4), (4, 8)):
+        plain.engine.reset_stats()
+        result = run_benchmark(plain.url, None, PROMPTS, max_tokens=24,
+                               concurrency=concurrency, num_requests=requests)  # fmt: skip
+        assert result.output_tokens == requests * 24 and len(result.ok) == requests
+        stats = plain.engine.stats()
+        per_forward[concurrency] = stats["tokens"] / stats["forwards"]
+    assert per_forward[1] == 1.0, per_forward  # one request at a time: one token a forward
+    assert per_forward[4] >= 2.0, per_forward  # 8 requests, 4 at a time: batched
 
 
 @pytest.mark.parametrize("endpoint", ["chat", "completions"])

@@ -343,15 +343,18 @@ def test_huge_inventory_is_refused_fast_and_a_large_one_loads_linearly(tmp_path:
     refused = time.perf_counter() - started
 
     def load(per_group: int) -> float:
+        """CPU seconds of this process for one read (not wall time: the suite's other
+        workers share the cores, and a busy moment must not read as quadratic work)."""
         path = tmp_path / f"fleet{per_group}.ini"
         path.write_text("".join(f"[g{i}]\nh{i}-[1:{per_group}]\n" for i in range(60)))
-        began = time.perf_counter()
+        began = time.process_time()
         assert len(read_source(path).targets) == 60 * per_group
-        return time.perf_counter() - began
+        return time.process_time() - began
 
-    small, large = load(250), load(1000)  # 15k and 60k hosts
+    runs = [(load(250), load(1000)) for _ in range(2)]  # 15k and 60k hosts, alternated
+    small, large = min(r[0] for r in runs), min(r[1] for r in runs)
     assert refused < 15
-    assert large < 8 * small + 1  # 4x the hosts: linear, with room for a busy machine
+    assert large < 8 * small + 0.5  # 4x the hosts: linear (quadratic would be 16x)
 
 
 def test_empty_group_selects_nothing_unless_checks_were_asked_for(tmp_path: Path) -> None:
