@@ -379,3 +379,42 @@ def test_counts_and_states_said_in_words_import_back(tmp_path: Path) -> None:
     states = [f.extra.get("state") for f in back if f.category == "progress"]
     assert configs == [{"engine": "x", "patches": 3, "concurrency": 8}], configs
     assert states == ["failed"], states
+
+
+def test_the_pitfall_learned_last_goes_before_older_shorter_ones(tmp_path: Path) -> None:
+    """The pitfall learned since the previous dump is the likeliest to bite the next
+    session: it has the pitfalls' room before older ones, however short they are."""
+    milestones = {
+        "milestones": [
+            {"id": "100", "title": "m100", "seed": "s.txt", "message": 100},
+            {"id": "200", "title": "m200", "seed": "s.txt", "message": 200},
+        ]
+    }
+    newest = fact(
+        "pit.hidden-states-differ",
+        "pitfalls",
+        "A drafter trained on engine A's hidden states fails under engine B.",
+        title="Hidden states differ between engine A and engine B (INT4 dequant paths)",
+        symptom="25% accept rate (accept_len 1.00) with the custom drafter on engine B",
+        cause="Different INT4 dequantization paths give different hidden state values",
+        fix="Extract the training hidden states with engine B itself and retrain on them",
+        since="200",
+    )
+    older = [
+        fact(
+            f"pit.old{n}",
+            "pitfalls",
+            f"Tool T{n} breaks on flag F{n}.",
+            title=f"T{n} breaks on F{n}",
+            symptom=f"E{n} exit",
+            cause=f"F{n} unsupported",
+            fix=f"Use G{n}",
+            since="100",
+        )
+        for n in range(40)
+    ]
+    root = make_kb(tmp_path / "kb", [*BASE, *older, newest])
+    (root / "milestones.yaml").write_text(yaml.safe_dump(milestones))
+    text = render_budgeted(load_kb(root), StatusOptions(as_of="200"), 500).text
+    shown = text.split("## Not in this dump", 1)[0]
+    assert "`pit.hidden-states-differ`" in shown, text

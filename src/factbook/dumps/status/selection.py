@@ -405,7 +405,7 @@ def choose(
         offers = [(v, ln) for v, ln in offers if v[0] > 0 and v[1] <= min(claim, room)]
         if not offers:
             break
-        (_, cost, as_full), ln = max(offers, key=lambda o: (o[1].reason == REPLACED, o[0][0]))
+        (_, cost, as_full), ln = max(offers, key=_claim_order)
         room -= cost
         claim -= cost
         chosen[ln.id] = as_full
@@ -444,6 +444,15 @@ def choose(
                     heapq.heappush(heap, (-follow, order[fid], fid, True))
         room += _drop_covered(by_id, chosen, info, ln, said)
     return chosen
+
+
+def _claim_order(offer: tuple[tuple[float, int, bool], Line]) -> tuple[bool, int, float]:
+    """Which pitfall takes the claim next: one that replaced an assumption refuted since the
+    previous dump, then the one learned last (the likeliest to bite the next session), then
+    the best value per character."""
+    (score, _, _), line = offer
+    learned = -line.order[0] if line.order else 0
+    return line.reason == REPLACED, learned, score
 
 
 def _covered(part: dict[str, float], by: dict[str, float]) -> bool:
