@@ -23,7 +23,12 @@ from factbook.dumps.status.items import make_item
 from factbook.dumps.status.selection import information
 from factbook.knowledge.kb import load_kb
 
-MILESTONES = {"milestones": [{"id": "100", "title": "m100", "seed": "s.txt", "message": 100}]}
+MILESTONES = {
+    "milestones": [
+        {"id": "100", "title": "m100", "seed": "s.txt", "message": 100},
+        {"id": "200", "title": "m200", "seed": "s.txt", "message": 200},
+    ]
+}
 
 
 def fact(fid: str, category: str, statement: str, **extra: Any) -> dict[str, Any]:
@@ -48,10 +53,29 @@ BASE = [
 ]
 
 
-def dump(tmp_path: Path, facts: list[dict[str, Any]], budget: int = 4000) -> str:
+def dump(
+    tmp_path: Path, facts: list[dict[str, Any]], budget: int = 4000, as_of: str = "100"
+) -> str:
     root = make_kb(tmp_path / "kb", BASE + facts)
     (root / "milestones.yaml").write_text(yaml.safe_dump(MILESTONES))
-    return render_budgeted(load_kb(root), StatusOptions(as_of="100"), budget).text
+    return render_budgeted(load_kb(root), StatusOptions(as_of=as_of), budget).text
+
+
+def short_pitfalls(prefix: str, since: str, count: int = 40) -> list[dict[str, Any]]:
+    """`count` one-line pitfalls: short enough to crowd a longer one out on value alone."""
+    return [
+        fact(
+            f"pit.{prefix}{n}",
+            "pitfalls",
+            f"Tool T{n} breaks on flag F{n}.",
+            title=f"T{n} breaks on F{n}",
+            symptom=f"E{n} exit",
+            cause=f"F{n} unsupported",
+            fix=f"Use G{n}",
+            since=since,
+        )
+        for n in range(count)
+    ]
 
 
 def test_a_number_and_its_unit_are_one_piece() -> None:
@@ -206,12 +230,6 @@ def test_the_first_dump_shows_what_was_accomplished_before_old_details(tmp_path:
 def test_a_pitfall_that_replaced_a_refuted_assumption_goes_first(tmp_path: Path) -> None:
     """'What was believed, what is true': the pitfall that refuted an assumption since the
     previous dump has the first turn at the pitfalls' room, before shorter ones."""
-    milestones = {
-        "milestones": [
-            {"id": "100", "title": "m100", "seed": "s.txt", "message": 100},
-            {"id": "200", "title": "m200", "seed": "s.txt", "message": 200},
-        ]
-    }
     believed = fact(
         "dec.assumption.steps",
         "decisions",
@@ -234,22 +252,7 @@ def test_a_pitfall_that_replaced_a_refuted_assumption_goes_first(tmp_path: Path)
         since="200",
         links={"replaces": ["dec.assumption.steps"]},
     )
-    short = [
-        fact(
-            f"pit.short{n}",
-            "pitfalls",
-            f"Tool T{n} breaks on flag F{n}.",
-            title=f"T{n} breaks on F{n}",
-            symptom=f"E{n} exit",
-            cause=f"F{n} unsupported",
-            fix=f"Use G{n}",
-            since="200",
-        )
-        for n in range(40)
-    ]
-    root = make_kb(tmp_path / "kb", [*BASE, believed, replacing, *short])
-    (root / "milestones.yaml").write_text(yaml.safe_dump(milestones))
-    text = render_budgeted(load_kb(root), StatusOptions(as_of="200"), 500).text
+    text = dump(tmp_path, [believed, replacing, *short_pitfalls("short", "200")], 500, "200")
     assert "`pit.topk1`" in text.split("## Not in this dump", 1)[0], text
 
 
@@ -384,12 +387,6 @@ def test_counts_and_states_said_in_words_import_back(tmp_path: Path) -> None:
 def test_the_pitfall_learned_last_goes_before_older_shorter_ones(tmp_path: Path) -> None:
     """The pitfall learned since the previous dump is the likeliest to bite the next
     session: it has the pitfalls' room before older ones, however short they are."""
-    milestones = {
-        "milestones": [
-            {"id": "100", "title": "m100", "seed": "s.txt", "message": 100},
-            {"id": "200", "title": "m200", "seed": "s.txt", "message": 200},
-        ]
-    }
     newest = fact(
         "pit.hidden-states-differ",
         "pitfalls",
@@ -400,21 +397,6 @@ def test_the_pitfall_learned_last_goes_before_older_shorter_ones(tmp_path: Path)
         fix="Extract the training hidden states with engine B itself and retrain on them",
         since="200",
     )
-    older = [
-        fact(
-            f"pit.old{n}",
-            "pitfalls",
-            f"Tool T{n} breaks on flag F{n}.",
-            title=f"T{n} breaks on F{n}",
-            symptom=f"E{n} exit",
-            cause=f"F{n} unsupported",
-            fix=f"Use G{n}",
-            since="100",
-        )
-        for n in range(40)
-    ]
-    root = make_kb(tmp_path / "kb", [*BASE, *older, newest])
-    (root / "milestones.yaml").write_text(yaml.safe_dump(milestones))
-    text = render_budgeted(load_kb(root), StatusOptions(as_of="200"), 500).text
+    text = dump(tmp_path, [*short_pitfalls("old", "100"), newest], 500, "200")
     shown = text.split("## Not in this dump", 1)[0]
     assert "`pit.hidden-states-differ`" in shown, text
