@@ -11,9 +11,13 @@ upwards from the current directory (factbook.knowledge.locate).
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
+import os
 import sys
+import threading
 from collections.abc import Sequence
+from typing import NoReturn
 
 from factbook.commands.extras import missing
 from factbook.errors import EXIT_INTERRUPTED, FactbookError, LintFailed, visible
@@ -178,12 +182,30 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
 
 
 def main() -> None:
-    sys.exit(run())
+    leave(run())
 
 
 def verify_facts_main() -> None:
     """`verify-facts ...` is `factbook verify ...`, under its own name in usage and errors."""
-    sys.exit(run(["verify", *sys.argv[1:]], prog="verify-facts"))
+    leave(run(["verify", *sys.argv[1:]], prog="verify-facts"))
+
+
+def leave(code: int) -> NoReturn:
+    """`sys.exit(code)` without the interpreter's teardown, which frees every object one by
+    one: after an import of 1 MB that was 0.07-0.1 s of a 1.3 s command, spent on nothing
+    the user sees. What an exit must still do is done first: the atexit functions (logging,
+    temporary directories' finalizers), then both streams flushed. With another thread alive
+    (it is joined at a normal exit) or a stream that cannot be flushed (a closed pipe), the
+    exit is the normal one."""
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe or stream: Python's own exit handles it
+        sys.exit(code)
+    if threading.active_count() > 1:
+        sys.exit(code)
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -13,17 +13,17 @@ from __future__ import annotations
 import gc
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from factbook.dumps.capture.boxes import Boxes, find_boxes
-from factbook.dumps.capture.build import PREFIXES, build, make_id
+from factbook.dumps.capture.build import PREFIXES, Built, build, make_id
 from factbook.dumps.capture.checks import known_distributions, version_mentions
 from factbook.dumps.capture.classify import place
 from factbook.dumps.capture.entry import Entry
-from factbook.dumps.capture.match import Index, norm, verdict
+from factbook.dumps.capture.match import Found, Index, norm, verdict
 from factbook.dumps.capture.parse import Document, read_document
 from factbook.dumps.capture.propose import (
     Applied,
@@ -35,6 +35,7 @@ from factbook.dumps.capture.propose import (
 )
 from factbook.dumps.capture.sections import Section, resolve
 from factbook.errors import UsageError
+from factbook.halves import in_halves
 from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Milestone
 from factbook.knowledge.yamlsrc import sharing
@@ -131,30 +132,22 @@ def propose_all(
             unplaced.append(entry)
             continue
         placed += [(part, section) for part in split_versions(entry, section, known)]
-    for entry, section in placed:
-        said = entry.fields.get("path") or norm(entry.quote)  # `./` names several directories
-        early = _marker(entry, section, said)
-        if early in seen and (boxes is None or boxes.boxes):  # build would change nothing
-            duplicates += 1
+    evaluate = _evaluator(kb, document, milestone, boxes, known, index)
+    # an entry's fact, match and verdict depend on nothing before it: both cores share them
+    # (but a dump naming no box binds its first box-bound fact to a placeholder it makes)
+    parallel = boxes is None or bool(boxes.boxes)
+    answers = in_halves(evaluate, placed, least=_PARALLEL_FROM if parallel else len(placed) + 1)
+    for (entry, _section), answer in zip(placed, answers, strict=True):
+        if answer is None or (answer.early in seen and answer.skippable):
+            duplicates += 1  # build would change nothing
             continue
-        built = build(entry, section, milestone, document.path, kb, boxes, known)
+        built, marker, name = answer.built, answer.marker, answer.verdict
         fact = built.fact
-        marker = built.hinted_id or f"{fact['category']}|{said}"
-        if marker in seen:
+        if marker in seen or name is None:
             duplicates += 1  # `factbook status` shows a baseline in two places
             continue
         seen.add(marker)
-        compact = document.generated and entry.hint is None
-        found = index.find(
-            built.hinted_id,
-            entry.quote,
-            built.extracted.key,
-            fact["statement"],
-            fact.get("value"),
-            title=entry.text if compact else None,
-            scope=entry.fields.get("scope") if compact else None,
-        )
-        name = verdict(found, fact, built.extracted.key, entry.text, kb, milestone, compact=compact)
+        found = Found(kb.facts[answer.found_id], answer.how) if answer.found_id else None
         proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
         proposal.problems = list(built.problems)
         proposal.notes, proposal.missing = list(built.notes), list(built.missing)
@@ -182,6 +175,72 @@ def propose_all(
             note = f"contradicted by: {entry.quote[:120]}"
             contradicted_edits(proposal, fact, old, milestone, kb, note, [])
     return proposals, unplaced, duplicates
+
+
+_PARALLEL_FROM = 400  # placed entries: fewer are done before a fork would pay for itself
+
+
+@dataclass
+class _Answer:
+    """What one placed entry proposes, worked out with no regard to the entries before it."""
+
+    early: str | None  # the duplicate marker known before building (_marker)
+    skippable: bool  # whether a seen `early` skips it (not while a placeholder box may come)
+    built: Built
+    marker: str  # the duplicate marker after building
+    verdict: str | None = None  # None: its marker was seen before in its run (a duplicate)
+    found_id: str | None = None  # the known fact it matches (an id: the child's are copies)
+    how: str = ""
+
+
+def _evaluator(
+    kb: KnowledgeBase,
+    document: Document,
+    milestone: Milestone,
+    boxes: Boxes | None,
+    known: frozenset[str],
+    index: Index,
+) -> Callable[[Sequence[tuple[Entry, Section]]], list[_Answer | None]]:
+    """Build, match and judge each placed entry of a run of them; None for one whose marker
+    is known before building and was seen earlier in the run (a duplicate, not built). The
+    caller decides duplicates again over the whole dump: every entry not skipped here has
+    its answer, since what a run has seen the whole dump had seen by then too."""
+
+    def evaluate(part: Sequence[tuple[Entry, Section]]) -> list[_Answer | None]:
+        seen: set[str] = set()
+        answers: list[_Answer | None] = []
+        for entry, section in part:
+            said = entry.fields.get("path") or norm(entry.quote)  # `./` names several dirs
+            early = _marker(entry, section, said)
+            skippable = boxes is None or bool(boxes.boxes)
+            if early in seen and skippable:
+                answers.append(None)
+                continue
+            built = build(entry, section, milestone, document.path, kb, boxes, known)
+            fact = built.fact
+            marker = built.hinted_id or f"{fact['category']}|{said}"
+            if marker in seen:  # not matched: a duplicate of the whole dump too
+                answers.append(_Answer(early, skippable, built, marker))
+                continue
+            seen.add(marker)
+            compact = document.generated and entry.hint is None
+            found = index.find(
+                built.hinted_id,
+                entry.quote,
+                built.extracted.key,
+                fact["statement"],
+                fact.get("value"),
+                title=entry.text if compact else None,
+                scope=entry.fields.get("scope") if compact else None,
+            )
+            name = verdict(
+                found, fact, built.extracted.key, entry.text, kb, milestone, compact=compact
+            )
+            found_id, how = (found.fact.id, found.how) if found else (None, "")
+            answers.append(_Answer(early, skippable, built, marker, name, found_id, how))
+        return answers
+
+    return evaluate
 
 
 def _marker(entry: Entry, section: Section, said: str) -> str | None:

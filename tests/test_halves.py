@@ -1,0 +1,181 @@
+"""Work split across two cores (factbook.halves): the same answers as in one piece, whatever
+the child does, and an import's proposals identical either way; the CLI's quick exit keeps
+the exit code, the output and the atexit functions."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from factbook import halves
+from factbook.dumps.capture import plan
+from factbook.dumps.capture.plan import plan_import
+
+REPO = Path(__file__).resolve().parents[1]
+needs_two = pytest.mark.skipif(halves.cores() < 2, reason="one core: nothing is forked")
+
+
+def _pids(part: list[int]) -> list[int]:
+    return [os.getpid() for _ in part]
+
+
+@pytest.fixture
+def forks(monkeypatch) -> list[int]:
+    """The pids of the children in_halves forks (each must be reaped when it returns)."""
+    pids: list[int] = []
+    fork = os.fork
+
+    def recorded() -> int:
+        pid = fork()
+        if pid:
+            pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", recorded)
+    return pids
+
+
+def _reaped(pids: list[int]) -> bool:
+    for pid in pids:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        return False  # still ours: running, or a zombie nobody waited for
+    return bool(pids)
+
+
+@needs_two
+def test_the_second_half_runs_in_a_child_and_comes_back_in_order(forks: list[int]) -> None:
+    items = list(range(1001))
+    squares = halves.in_halves(lambda part: [x * x for x in part], items, least=10)
+    assert squares == [x * x for x in items]
+    pids = halves.in_halves(_pids, items, least=10)
+    assert pids[:500] == [os.getpid()] * 500
+    assert len(set(pids[500:])) == 1 and pids[-1] != os.getpid()
+    assert _reaped(forks)
+
+
+def test_short_lists_serial_runs_and_threads_stay_in_this_process(monkeypatch) -> None:
+    assert set(halves.in_halves(_pids, list(range(50)), least=100)) == {os.getpid()}
+    monkeypatch.setenv(halves.SERIAL_ENV, "1")
+    assert set(halves.in_halves(_pids, list(range(500)), least=10)) == {os.getpid()}
+    monkeypatch.delenv(halves.SERIAL_ENV)
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:  # a fork would copy this thread's locks but not the thread
+        assert set(halves.in_halves(_pids, list(range(500)), least=10)) == {os.getpid()}
+    finally:
+        stop.set()
+        other.join()
+
+
+@needs_two
+@pytest.mark.parametrize("how", ["raises", "killed", "garbage"])
+def test_a_child_that_fails_is_replaced_by_the_parent(how: str, forks: list[int]) -> None:
+    parent = os.getpid()
+
+    def work(part: list[int]) -> list[int]:
+        if os.getpid() != parent:
+            if how == "raises":
+                raise RuntimeError("the child's own failure")
+            if how == "killed":
+                os.kill(os.getpid(), signal.SIGKILL)
+            return [-1]  # the wrong number of answers
+        return [x + 1 for x in part]
+
+    assert halves.in_halves(work, list(range(600)), least=10) == list(range(1, 601))
+    assert _reaped(forks)
+
+
+@needs_two
+def test_an_error_in_the_parent_stops_the_child_and_propagates(forks: list[int]) -> None:
+    parent = os.getpid()
+
+    def work(part: list[int]) -> list[int]:
+        if os.getpid() == parent:
+            raise ValueError("mine")
+        signal.pause()  # the child waits until it is stopped
+        return list(part)
+
+    with pytest.raises(ValueError, match="mine"):
+        halves.in_halves(work, list(range(600)), least=10)
+    assert _reaped(forks)
+
+
+def _large_dump(tmp_path: Path, size: int) -> Path:
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import import_large
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    dump = tmp_path / "dump.md"
+    dump.write_text(import_large.large_dump(size), encoding="utf-8")
+    return dump
+
+
+def _kb(tmp_path: Path, name: str) -> Path:
+    kb = tmp_path / name
+    for folder in ("facts", "checks"):
+        shutil.copytree(REPO / folder, kb / folder)
+    for file in ("milestones.yaml", "targets.yaml"):
+        shutil.copy(REPO / file, kb / file)
+    return kb
+
+
+def _answers(result: plan.ImportResult) -> list[tuple]:
+    return [
+        (p.pid, p.verdict, p.old_id, p.fact, p.updates, p.problems, p.notes, p.missing, p.how)
+        for p in result.proposals
+    ]
+
+
+@needs_two
+def test_an_import_proposes_the_same_on_two_cores_as_on_one(tmp_path: Path, monkeypatch) -> None:
+    dump = _large_dump(tmp_path, 250_000)
+    seen: list[int] = []
+    split = plan.in_halves
+
+    def counted(work, items, *, least):  # how many entries went to the split
+        seen.append(len(items) if len(items) >= least else 0)
+        return split(work, items, least=least)
+
+    monkeypatch.setattr(plan, "in_halves", counted)
+    forked = plan_import(_kb(tmp_path, "a"), dump, "4504")
+    monkeypatch.setenv(halves.SERIAL_ENV, "1")
+    serial = plan_import(_kb(tmp_path, "b"), dump, "4504")
+    assert seen[0] >= plan._PARALLEL_FROM  # the first import was split
+    assert _answers(forked) == _answers(serial)
+    assert forked.duplicates == serial.duplicates and forked.duplicates > 0
+    assert forked.applied.diff.replace("/a/", "/b/") == serial.applied.diff.replace("/a/", "/b/")
+    assert len(forked.proposals) > 500
+
+
+def test_the_cli_exit_keeps_the_code_the_output_and_atexit(tmp_path: Path) -> None:
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('atexit ran', flush=True))\n"
+        "from factbook.commands.cli import leave\n"
+        "sys.stdout.write('x' * 200000)\n"  # buffered: flushed before leaving
+        "leave(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 3
+    assert done.stdout == "x" * 200000 + "atexit ran\n"
+    with_thread = script.replace(  # a thread still running is joined, as at a normal exit
+        "leave(3)",
+        "import threading, time\n"
+        "def late(): time.sleep(0.3); print('thread done', flush=True)\n"
+        "threading.Thread(target=late).start()\n"
+        "leave(4)",
+    )
+    done = subprocess.run([sys.executable, "-c", with_thread], capture_output=True, text=True)
+    assert done.returncode == 4 and done.stdout.endswith("atexit ran\nthread done\n")
