@@ -43,8 +43,13 @@ def can_fork() -> bool:
         hasattr(os, "fork")
         and os.environ.get(SERIAL_ENV, "") != "1"
         and cores() >= 2
-        and threading.active_count() == 1
+        and only_thread()
     )
+
+
+def only_thread() -> bool:
+    """Whether this is the process's one thread (a test runner's own threads keep work here)."""
+    return threading.active_count() == 1
 
 
 def in_halves(work: Callable[[Sequence[T]], list[R]], items: Sequence[T], *, least: int) -> list[R]:

@@ -222,6 +222,9 @@ def _apply_to(
             for proposal in proposals:
                 if proposal.fact and proposal.fact.get("target") in needed:
                     proposal.problems.append(f"{exc}; its target cannot be added")
+    # known facts are edited first, while their files are short: each file is then parsed
+    # once at its final size (appending reads the grown file back), not twice
+    _update_known(scratch, proposals)
     by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
     where: dict[str, tuple[Path, str]] = {}
     for proposal in proposals:
@@ -238,7 +241,6 @@ def _apply_to(
         except WritebackError as exc:
             for proposal, _ in items:
                 proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
-    _update_known(scratch, proposals)
 
 
 def _update_known(scratch: Path, proposals: list[Proposal]) -> None:
