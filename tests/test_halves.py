@@ -62,6 +62,8 @@ def test_the_second_half_runs_in_a_child_and_comes_back_in_order(forks: list[int
     pids = halves.in_halves(_pids, items, least=10)
     assert pids[:500] == [os.getpid()] * 500
     assert len(set(pids[500:])) == 1 and pids[-1] != os.getpid()
+    pids = halves.in_halves(_pids, items, least=10, child_share=0.3)  # 300 of 1001 there
+    assert pids.count(os.getpid()) == 701 and len(pids) == 1001
     assert _reaped(forks)
 
 
@@ -149,9 +151,9 @@ def test_an_import_proposes_the_same_on_two_cores_as_on_one(
     seen: list[int] = []
     split = plan.in_halves
 
-    def counted(work, items, *, least):  # how many entries went to the split
+    def counted(work, items, *, least, child_share):  # how many entries went to the split
         seen.append(len(items) if len(items) >= least else 0)
-        return split(work, items, least=least)
+        return split(work, items, least=least, child_share=child_share)
 
     monkeypatch.setattr(plan, "in_halves", counted)
     forked = plan_import(_kb(tmp_path, "a"), dump, "4504")

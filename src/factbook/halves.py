@@ -52,14 +52,22 @@ def only_thread() -> bool:
     return threading.active_count() == 1
 
 
-def in_halves(work: Callable[[Sequence[T]], list[R]], items: Sequence[T], *, least: int) -> list[R]:
-    """`work(items)`, as `work(first half) + work(second half)` with the second half computed
-    in a forked child when there are at least `least` items and `can_fork()`. `work` must
-    return one answer per item, depend on nothing but its items and what it reads, and
-    change nothing the parent keeps (the child's changes are lost with it)."""
+def in_halves(
+    work: Callable[[Sequence[T]], list[R]],
+    items: Sequence[T],
+    *,
+    least: int,
+    child_share: float = 0.5,
+) -> list[R]:
+    """`work(items)`, as `work(first part) + work(second part)` with the second part (about
+    `child_share` of the items) computed in a forked child when there are at least `least`
+    items and `can_fork()`. `work` must return one answer per item, depend on nothing but
+    its items and what it reads, and change nothing the parent keeps (the child's changes
+    are lost with it). A share under half leaves the child time to pickle its answers and
+    the parent none to wait."""
     if len(items) < max(least, 2) or not can_fork():
         return work(items)
-    middle = len(items) // 2
+    middle = min(len(items) - 1, max(1, round(len(items) * (1 - child_share))))
     first, second = items[:middle], items[middle:]
     read, write = os.pipe()
     pid = os.fork()

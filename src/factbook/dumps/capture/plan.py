@@ -136,7 +136,8 @@ def propose_all(
     # an entry's fact, match and verdict depend on nothing before it: both cores share them
     # (but a dump naming no box binds its first box-bound fact to a placeholder it makes)
     parallel = boxes is None or bool(boxes.boxes)
-    answers = in_halves(evaluate, placed, least=_PARALLEL_FROM if parallel else len(placed) + 1)
+    least = _PARALLEL_FROM if parallel else len(placed) + 1
+    answers = in_halves(evaluate, placed, least=least, child_share=_CHILD_SHARE)
     for (entry, _section), answer in zip(placed, answers, strict=True):
         if answer is None or (answer.early in seen and answer.skippable):
             duplicates += 1  # build would change nothing
@@ -178,6 +179,9 @@ def propose_all(
 
 
 _PARALLEL_FROM = 400  # placed entries: fewer are done before a fork would pay for itself
+# the child's share: it also pays for copying the pages it writes and pickling its answers
+# (0.02 s of 0.22 at 1 MB), and the parent for loading them (0.01 s)
+_CHILD_SHARE = 0.45
 
 
 @dataclass
