@@ -13,10 +13,13 @@ import threading
 from pathlib import Path
 
 import pytest
+import yaml
 
 from factbook import halves
 from factbook.dumps.capture import plan
 from factbook.dumps.capture.plan import plan_import
+from factbook.knowledge.yamlsrc import sharing
+from factbook.store.writeback import append_facts_to_files
 
 REPO = Path(__file__).resolve().parents[1]
 needs_two = pytest.mark.skipif(halves.cores() < 2, reason="one core: nothing is forked")
@@ -186,3 +189,39 @@ def test_the_cli_exit_keeps_the_code_the_output_and_atexit(tmp_path: Path) -> No
     )
     done = subprocess.run([sys.executable, "-c", with_thread], capture_output=True, text=True)
     assert done.returncode == 4 and done.stdout.endswith("atexit ran\nthread done\n")
+
+
+def _batches(kb: Path) -> list[tuple[Path, list[dict]]]:
+    files = sorted((kb / "facts").glob("*.yaml"))[:5]
+    batches = []
+    for n, path in enumerate(files):
+        facts = [
+            {"id": f"t{n}.fact-{i}", "title": f"Fact {i}", "statement": f"{path.stem} {i} GB"}
+            for i in range(120)
+        ]
+        batches.append((path, facts))
+    known = yaml.safe_load(files[-1].read_text(encoding="utf-8"))["facts"][0]["id"]
+    batches[-1][1].append({"id": known, "title": "again", "statement": "a clash"})
+    batches.append((kb / "facts" / "new-file.yaml", [{"id": "n.one", "statement": "x: 1"}]))
+    return batches
+
+
+@needs_two
+def test_appending_to_many_files_on_two_cores_writes_what_one_core_writes(
+    tmp_path: Path, monkeypatch, forks: list[int]
+) -> None:
+    written = {}
+    for name, serial in (("a", "0"), ("b", "1")):
+        monkeypatch.setenv(halves.SERIAL_ENV, serial)
+        kb = _kb(tmp_path, name)
+        batches = _batches(kb)
+        with sharing():
+            refused = append_facts_to_files(batches)
+        texts = {p.name: p.read_text(encoding="utf-8") for p in (kb / "facts").glob("*.yaml")}
+        written[name] = ([r and r.replace(str(kb), "KB") for r in refused], texts)
+    assert len(forks) == 1  # the first was split, the serial one not
+    assert written["a"] == written["b"]
+    refused, texts = written["a"]
+    assert refused[:4] == [None] * 4 and refused[5] is None
+    assert "ids already present" in refused[4]  # in the child's part or not: reported
+    assert texts["new-file.yaml"].count("n.one") == 1

@@ -533,6 +533,20 @@ def remembered(kind: str, text: str, compute: Callable[[], T]) -> T:
     return compute() if shared is None else shared.get(kind, text, compute)
 
 
+def located_answer(text: str) -> tuple[LocatedDoc, list[Problem], Problem | None]:
+    """What `sharing()` remembers for `text` (its parse, problems and broken bound), made
+    where it is asked for: a helper process hands it back to `remember_located`."""
+    return _located(text, "")
+
+
+def remember_located(text: str, answer: tuple[LocatedDoc, list[Problem], Problem | None]) -> None:
+    """Keep `located_answer(text)`, made elsewhere, as this `sharing()` block's parse of
+    `text` (nothing outside such a block)."""
+    shared = _SHARED.get()
+    if shared is not None:
+        shared.get("located", text, lambda: answer)
+
+
 def shared_parses() -> bool:
     """Whether a `sharing()` block is open (parses made now are remembered)."""
     return _SHARED.get() is not None

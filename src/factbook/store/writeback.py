@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -25,11 +25,15 @@ from typing import Any, ClassVar
 import yaml
 
 from factbook.errors import UsageError, WritebackError
+from factbook.halves import in_halves
 from factbook.knowledge.limits import YAML_MAX_BYTES
 from factbook.knowledge.yamlsrc import (
     FastSafeLoader,
     MemoResolver,
+    located_answer,
     parse_located,
+    remember_located,
+    shared_parses,
     unreadable_if_written,
 )
 from factbook.store.atomic import exclusive_lock, write_text_atomic
@@ -490,25 +494,121 @@ def append_facts(path: Path | str, facts: list[dict[str, Any]]) -> Path:
     """Append facts as YAML blocks to a fact file (created with a header if missing)."""
     path = Path(path)
     with file_lock(path):
-        text = path.read_text(encoding="utf-8") if path.exists() else FACT_FILE_HEADER
-        # inside an import the ids and dash come from the parse already made (factlayout)
-        layout = append_layout(text)
-        more, existing, dash = (True, *layout) if layout else _composed_layout(text, path)
-        clash = [f["id"] for f in facts if f.get("id") in existing]
-        if clash:
-            raise WritebackError(f"{path}: ids already present: {', '.join(clash)}")
-        if not text.endswith("\n"):
-            text += "\n"
-        if not more and "facts:" not in text:
-            text += "facts:\n"
-        new_text, after = _appended(text, facts, dash, more, path, fast=True)
-        if after[len(after) - len(facts) :] != facts:  # the fast dump reads back otherwise
-            new_text, after = _appended(text, facts, dash, more, path, fast=False)
-        ids = {f.get("id") for f in after if isinstance(f, dict) and _hashable(f.get("id"))}
-        if not all(f["id"] in ids for f in facts):  # a set: a list made this quadratic
-            raise WritebackError(f"{path}: appended facts did not parse back; not written")
-        write_text_atomic(path, new_text)
+        _finish(_grow(path, facts))
     return path
+
+
+def append_facts_to_files(batches: list[tuple[Path, list[dict[str, Any]]]]) -> list[str | None]:
+    """`append_facts` for several files (one batch each), all locked at once; for each, None
+    or why it was not written. An import appends thousands of facts to a dozen files: with
+    many facts, about half of the files are composed and parsed back on the other core
+    (factbook.halves), their parses handed to this process's `sharing()` block, so the
+    checks and the lint that follow read them from there. Each file is then checked and
+    written here, exactly as `append_facts` does."""
+    many = sum(len(facts) for _, facts in batches) >= _APPEND_PARALLEL_FROM
+    order, child_share = _balanced(batches) if many else (list(batches), 0.0)
+    shared = shared_parses()
+
+    def grow(part: Sequence[tuple[Path, list[dict[str, Any]]]]) -> list[tuple[Any, Any]]:
+        out: list[tuple[Any, Any]] = []
+        for path, facts in part:
+            try:
+                growth = _grow(Path(path), facts)
+            except WritebackError as exc:
+                out.append((None, str(exc)))
+                continue
+            out.append((growth, located_answer(growth.new_text) if shared else None))
+        return out
+
+    refused: dict[Path, str | None] = {}
+    with contextlib.ExitStack() as locks:
+        for path in sorted({Path(p).resolve() for p, _ in batches}):
+            locks.enter_context(file_lock(path))
+        least = 2 if many and child_share > 0 else len(order) + 1
+        grown = in_halves(grow, order, least=least, child_share=child_share or 0.5)
+        for (path, _), (growth, answer) in zip(order, grown, strict=True):
+            if growth is None:
+                refused[Path(path)] = answer
+                continue
+            if answer is not None:
+                remember_located(growth.new_text, answer)
+            try:
+                _finish(growth)
+            except WritebackError as exc:
+                refused[Path(path)] = str(exc)
+            else:
+                refused[Path(path)] = None
+    return [refused[Path(path)] for path, _ in batches]
+
+
+_APPEND_PARALLEL_FROM = 400  # facts appended in one batch: fewer are not worth a fork
+_APPEND_CHILD_SHARE = 0.45  # of the bytes: the child also pickles its parses
+
+
+def _balanced(
+    batches: list[tuple[Path, list[dict[str, Any]]]],
+) -> tuple[list[tuple[Path, list[dict[str, Any]]]], float]:
+    """The batches reordered as [this process's..., the child's...] with about
+    _APPEND_CHILD_SHARE of the bytes to write (the file and ~300 bytes a fact) last, and the
+    child's share of the batches; 0.0 when they do not split (one file)."""
+
+    def weight(batch: tuple[Path, list[dict[str, Any]]]) -> int:
+        path = Path(batch[0])
+        return (path.stat().st_size if path.exists() else 0) + 300 * len(batch[1])
+
+    mine: list[tuple[Path, list[dict[str, Any]]]] = []
+    theirs: list[tuple[Path, list[dict[str, Any]]]] = []
+    loads = [0.0, 0.0]
+    shares = (1 - _APPEND_CHILD_SHARE, _APPEND_CHILD_SHARE)
+    for batch in sorted(batches, key=weight, reverse=True):  # the largest first, each to
+        side = 0 if loads[0] / shares[0] <= loads[1] / shares[1] else 1  # the lighter side
+        (mine, theirs)[side].append(batch)
+        loads[side] += weight(batch)
+    if not mine or not theirs:
+        return list(batches), 0.0
+    return mine + theirs, len(theirs) / len(batches)
+
+
+@dataclass
+class _Growth:
+    """One file's append, composed with the fast dump, not yet checked or written."""
+
+    path: Path
+    text: str  # the file before, with the newline and `facts:` the blocks need
+    facts: list[dict[str, Any]]
+    dash: str
+    more: bool
+    new_text: str
+
+
+def _grow(path: Path, facts: list[dict[str, Any]]) -> _Growth:
+    text = path.read_text(encoding="utf-8") if path.exists() else FACT_FILE_HEADER
+    # inside an import the ids and dash come from the parse already made (factlayout)
+    layout = append_layout(text)
+    more, existing, dash = (True, *layout) if layout else _composed_layout(text, path)
+    clash = [f["id"] for f in facts if f.get("id") in existing]
+    if clash:
+        raise WritebackError(f"{path}: ids already present: {', '.join(clash)}")
+    if not text.endswith("\n"):
+        text += "\n"
+    if not more and "facts:" not in text:
+        text += "facts:\n"
+    new_text = _with_blocks(text, facts, dash, more, path, fast=True)
+    return _Growth(path, text, facts, dash, more, new_text)
+
+
+def _finish(growth: _Growth) -> None:
+    """Refuse, or write, a composed append: the loader must read back every fact appended."""
+    path, text, facts = growth.path, growth.text, growth.facts
+    new_text = growth.new_text
+    after = _checked(text, new_text, path)
+    if after[len(after) - len(facts) :] != facts:  # the fast dump reads back otherwise
+        new_text = _with_blocks(text, facts, growth.dash, growth.more, path, fast=False)
+        after = _checked(text, new_text, path)
+    ids = {f.get("id") for f in after if isinstance(f, dict) and _hashable(f.get("id"))}
+    if not all(f["id"] in ids for f in facts):  # a set: a list made this quadratic
+        raise WritebackError(f"{path}: appended facts did not parse back; not written")
+    write_text_atomic(path, new_text)
 
 
 def _composed_layout(text: str, path: Path) -> tuple[bool, set[Any], str]:
@@ -532,11 +632,11 @@ def _composed_layout(text: str, path: Path) -> tuple[bool, set[Any], str]:
     return node is not None, existing, dash
 
 
-def _appended(
+def _with_blocks(
     text: str, facts: list[dict[str, Any]], dash: str, more: bool, path: Path, *, fast: bool
-) -> tuple[str, list[Any]]:
-    """The file with `facts` appended as blocks (refused when the loader would not read it
-    back) and the facts it then holds."""
+) -> str:
+    """The file with `facts` appended as blocks; refused as soon as it grows past the bytes
+    the loader reads."""
     blocks = []
     size = len(text.encode("utf-8"))
     bounded = size <= YAML_MAX_BYTES  # a file the loader already refuses is no worse for it
@@ -548,11 +648,16 @@ def _appended(
                 f"{path}:1: with {len(facts)} facts appended it would be over the "
                 f"{YAML_MAX_BYTES} bytes factbook reads; not written"
             )
-    new_text = text + ("\n" if more else "") + "\n".join(blocks)
+    return text + ("\n" if more else "") + "\n".join(blocks)
+
+
+def _checked(text: str, new_text: str, path: Path) -> list[Any]:
+    """The facts `new_text` holds as the loader reads it back; refused when the loader
+    would not read it (and read `text`)."""
     _readable(text, new_text, path)
     after = _read_back(new_text) or {}
     found = after.get("facts") if isinstance(after, dict) else None
-    return new_text, found if isinstance(found, list) else []
+    return found if isinstance(found, list) else []
 
 
 def _hashable(value: Any) -> bool:

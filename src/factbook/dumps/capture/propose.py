@@ -38,7 +38,7 @@ from factbook.store.atomic import throwaway_writes, write_text_atomic
 from factbook.store.writeback import (
     FactUpdate,
     WritebackError,
-    append_facts,
+    append_facts_to_files,
     file_lock,
     update_facts,
 )
@@ -235,12 +235,11 @@ def _apply_to(
                 where[category] = (path, path.relative_to(scratch).as_posix())
             path, proposal.file = where[category]
             by_file.setdefault(path, []).append((proposal, proposal.fact))
-    for path, items in by_file.items():
-        try:
-            append_facts(path, [fact for _, fact in items])
-        except WritebackError as exc:
+    batches = [(path, [fact for _, fact in items]) for path, items in by_file.items()]
+    for items, refused in zip(by_file.values(), append_facts_to_files(batches), strict=True):
+        if refused is not None:
             for proposal, _ in items:
-                proposal.problems.append(str(exc).replace(str(scratch) + "/", ""))
+                proposal.problems.append(refused.replace(str(scratch) + "/", ""))
 
 
 def _update_known(scratch: Path, proposals: list[Proposal]) -> None:
