@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from factbook import halves
 from factbook.dumps.capture import plan
 from factbook.dumps.capture.plan import plan_import
+from factbook.knowledge import halves
 from factbook.knowledge.yamlsrc import sharing
 from factbook.store.writeback import append_facts_to_files
 

@@ -12,4 +12,5 @@ fleet/         targets.yaml groups, vars and host patterns; Ansible inventories 
                Host entries read as targets
 starter.py     `factbook init`: a knowledge base that works at once (init_template/)
 install_source.py  how this copy of factbook was installed (PEP 610), for CI and hints
+halves.py      pure work on a long list split across two cores (an import's proposals, parses)
 """

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import yaml
 
 from factbook.errors import UsageError, WritebackError
-from factbook.halves import in_halves
+from factbook.knowledge.halves import in_halves
 from factbook.knowledge.limits import YAML_MAX_BYTES
 from factbook.knowledge.yamlsrc import (
     FastSafeLoader,

@@ -35,7 +35,7 @@ from factbook.dumps.capture.propose import (
 )
 from factbook.dumps.capture.sections import Section, resolve
 from factbook.errors import UsageError
-from factbook.halves import in_halves
+from factbook.knowledge.halves import in_halves
 from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Milestone
 from factbook.knowledge.yamlsrc import sharing
