@@ -506,7 +506,7 @@ def append_facts_to_files(batches: list[tuple[Path, list[dict[str, Any]]]]) -> l
     checks and the lint that follow read them from there. Each file is then checked and
     written here, exactly as `append_facts` does."""
     many = sum(len(facts) for _, facts in batches) >= _APPEND_PARALLEL_FROM
-    order, child_share = _balanced(batches) if many else (list(batches), 0.0)
+    order, child_share = _balanced(batches) if many else (list(range(len(batches))), 0.0)
     shared = shared_parses()
 
     def grow(part: Sequence[tuple[Path, list[dict[str, Any]]]]) -> list[tuple[Any, Any]]:
@@ -520,53 +520,50 @@ def append_facts_to_files(batches: list[tuple[Path, list[dict[str, Any]]]]) -> l
             out.append((growth, located_answer(growth.new_text) if shared else None))
         return out
 
-    refused: dict[Path, str | None] = {}
+    refused: list[str | None] = [None] * len(batches)
     with contextlib.ExitStack() as locks:
         for path in sorted({Path(p).resolve() for p, _ in batches}):
             locks.enter_context(file_lock(path))
-        least = 2 if many and child_share > 0 else len(order) + 1
-        grown = in_halves(grow, order, least=least, child_share=child_share or 0.5)
-        for (path, _), (growth, answer) in zip(order, grown, strict=True):
+        ordered = [batches[i] for i in order]
+        if child_share:
+            grown = in_halves(grow, ordered, least=2, child_share=child_share)
+        else:
+            grown = grow(ordered)
+        for i, (growth, answer) in zip(order, grown, strict=True):
             if growth is None:
-                refused[Path(path)] = answer
+                refused[i] = answer
                 continue
             if answer is not None:
                 remember_located(growth.new_text, answer)
             try:
                 _finish(growth)
             except WritebackError as exc:
-                refused[Path(path)] = str(exc)
-            else:
-                refused[Path(path)] = None
-    return [refused[Path(path)] for path, _ in batches]
+                refused[i] = str(exc)
+    return refused
 
 
 _APPEND_PARALLEL_FROM = 400  # facts appended in one batch: fewer are not worth a fork
 _APPEND_CHILD_SHARE = 0.45  # of the bytes: the child also pickles its parses
 
 
-def _balanced(
-    batches: list[tuple[Path, list[dict[str, Any]]]],
-) -> tuple[list[tuple[Path, list[dict[str, Any]]]], float]:
-    """The batches reordered as [this process's..., the child's...] with about
-    _APPEND_CHILD_SHARE of the bytes to write (the file and ~300 bytes a fact) last, and the
-    child's share of the batches; 0.0 when they do not split (one file)."""
-
-    def weight(batch: tuple[Path, list[dict[str, Any]]]) -> int:
-        path = Path(batch[0])
-        return (path.stat().st_size if path.exists() else 0) + 300 * len(batch[1])
-
-    mine: list[tuple[Path, list[dict[str, Any]]]] = []
-    theirs: list[tuple[Path, list[dict[str, Any]]]] = []
+def _balanced(batches: list[tuple[Path, list[dict[str, Any]]]]) -> tuple[list[int], float]:
+    """The batches' positions as [this process's..., the child's...], the child's last with
+    about _APPEND_CHILD_SHARE of the bytes to write (the file and ~300 bytes a fact), and
+    the child's share of the batches; 0.0 when they do not split (one file)."""
+    weights = [
+        (Path(path).stat().st_size if Path(path).exists() else 0) + 300 * len(facts)
+        for path, facts in batches
+    ]
+    sides: tuple[list[int], list[int]] = ([], [])
     loads = [0.0, 0.0]
     shares = (1 - _APPEND_CHILD_SHARE, _APPEND_CHILD_SHARE)
-    for batch in sorted(batches, key=weight, reverse=True):  # the largest first, each to
-        side = 0 if loads[0] / shares[0] <= loads[1] / shares[1] else 1  # the lighter side
-        (mine, theirs)[side].append(batch)
-        loads[side] += weight(batch)
-    if not mine or not theirs:
-        return list(batches), 0.0
-    return mine + theirs, len(theirs) / len(batches)
+    for i in sorted(range(len(batches)), key=weights.__getitem__, reverse=True):
+        side = 0 if loads[0] / shares[0] <= loads[1] / shares[1] else 1  # the lighter one
+        sides[side].append(i)
+        loads[side] += weights[i]
+    if not sides[0] or not sides[1]:
+        return list(range(len(batches))), 0.0
+    return sides[0] + sides[1], len(sides[1]) / len(batches)
 
 
 @dataclass

@@ -135,9 +135,10 @@ def propose_all(
     evaluate = _evaluator(kb, document, milestone, boxes, known, index)
     # an entry's fact, match and verdict depend on nothing before it: both cores share them
     # (but a dump naming no box binds its first box-bound fact to a placeholder it makes)
-    parallel = boxes is None or bool(boxes.boxes)
-    least = _PARALLEL_FROM if parallel else len(placed) + 1
-    answers = in_halves(evaluate, placed, least=least, child_share=_CHILD_SHARE)
+    if boxes is None or boxes.boxes:
+        answers = in_halves(evaluate, placed, least=_PARALLEL_FROM, child_share=_CHILD_SHARE)
+    else:
+        answers = evaluate(placed)
     for (entry, _section), answer in zip(placed, answers, strict=True):
         if answer is None or (answer.early in seen and answer.skippable):
             duplicates += 1  # build would change nothing
