@@ -5,6 +5,7 @@ the exit code, the output and the atexit functions."""
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import signal
 import subprocess
@@ -220,3 +221,36 @@ def test_appending_to_many_files_on_two_cores_writes_what_one_core_writes(
     assert refused[:4] == [None] * 4 and refused[5] is None
     assert "ids already present" in refused[4]  # in the child's part or not: reported
     assert texts["new-file.yaml"].count("n.one") == 1
+
+
+@needs_two
+def test_the_child_sends_what_send_makes_of_its_answers(forks: list[int]) -> None:
+    items = list(range(100))
+    answers = halves.in_halves(_pids, items, least=10, send=lambda pid: -pid)
+    assert answers[:50] == [os.getpid()] * 50  # this process's own: as work made them
+    assert all(a < 0 and -a != os.getpid() for a in answers[50:])
+    assert _reaped(forks)
+
+
+def test_a_portable_parse_answers_every_line_as_the_whole_one() -> None:
+    """An appended file's parse sent from the child keeps only its facts' own lines; a
+    deeper line (a lint problem's) is read from the text again, the same as the whole."""
+    from factbook.knowledge.yamlsrc import located_answer, portable
+
+    text = (
+        "# header\nfacts:\n"
+        "  - id: a.one\n    check:\n      probe: file.exists\n      args: {path: /x}\n"
+        "    tags: [a,\n      b]\n"
+        "  - id: a.two\n    history:\n      - at: '3157'\n        status: verified\n"
+        "extra:\n  nested: {deep: [1, 2]}\n"
+    )
+    whole = located_answer(text)
+    light = pickle.loads(pickle.dumps(portable(whole, text)))
+    assert light[0].data == whole[0].data and light[1:] == whole[1:]
+    assert len(light[0].lines) < len(whole[0].lines)  # the deep lines were left behind
+    paths = [*whole[0].lines, *whole[0].key_lines, ("facts", 1, "history", 0, "nope")]
+    shallow = sorted((p for p in paths if len(p) <= 2), key=len)
+    assert [light[0].line(p) for p in shallow] == [whole[0].line(p) for p in shallow]
+    assert light[0].source is not None  # shallow questions: nothing read again
+    assert [light[0].line(p) for p in paths] == [whole[0].line(p) for p in paths]
+    assert light[0].source is None

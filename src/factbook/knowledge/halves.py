@@ -58,13 +58,15 @@ def in_halves(
     *,
     least: int,
     child_share: float = 0.5,
+    send: Callable[[R], R] | None = None,
 ) -> list[R]:
     """`work(items)`, as `work(first part) + work(second part)` with the second part (about
     `child_share` of the items) computed in a forked child when there are at least `least`
     items and `can_fork()`. `work` must return one answer per item, depend on nothing but
     its items and what it reads, and change nothing the parent keeps (the child's changes
     are lost with it). A share under half leaves the child time to pickle its answers and
-    the parent none to wait."""
+    the parent none to wait. `send`, when given, is what the child sends of each answer:
+    an equivalent that is quicker to pickle and load."""
     if len(items) < max(least, 2) or not can_fork():
         return work(items)
     middle = min(len(items) - 1, max(1, round(len(items) * (1 - child_share))))
@@ -73,7 +75,7 @@ def in_halves(
     pid = os.fork()
     if pid == 0:  # the child: compute, send, and leave without running the parent's exits
         os.close(read)
-        _child(work, second, write)
+        _child(work if send is None else _sending(work, send), second, write)
     os.close(write)
     try:
         mine = work(first)
@@ -84,6 +86,12 @@ def in_halves(
     finally:
         os.close(read)
     return mine + (theirs if theirs is not None else work(second))
+
+
+def _sending(
+    work: Callable[[Sequence[T]], list[R]], send: Callable[[R], R]
+) -> Callable[[Sequence[T]], list[R]]:
+    return lambda part: [send(answer) for answer in work(part)]
 
 
 def _child(work: Callable[[Sequence[T]], list[R]], part: Sequence[T], fd: int) -> None:

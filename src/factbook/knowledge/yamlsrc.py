@@ -108,15 +108,23 @@ _RESOLVER = FastSafeLoader("")  # its `resolve` alone (no stream is read)
 
 @dataclass
 class LocatedDoc:
-    """A parsed YAML document with the line of every path in it."""
+    """A parsed YAML document with the line of every path in it.
+
+    A document sent between processes (`portable`) keeps the lines of its first
+    `PORTABLE_DEPTH` levels only (a fact file's facts), and its `source`: a deeper line, asked
+    for when a problem is reported, is read from the text again then."""
 
     file: str
     data: Any
     lines: dict[PathKey, int] = field(default_factory=dict)
     key_lines: dict[PathKey, int] = field(default_factory=dict)
+    source: str | None = field(default=None, repr=False, compare=False)
 
     def line(self, path: PathKey) -> int:
         """The line of the value at `path`, or of its closest ancestor."""
+        if self.source is not None and len(path) > PORTABLE_DEPTH:
+            whole, _, _ = _located(self.source, self.file)
+            self.lines, self.key_lines, self.source = whole.lines, whole.key_lines, None
         for n in range(len(path), -1, -1):
             sub = path[:n]
             if sub in self.key_lines:
@@ -326,7 +334,7 @@ def parse_located(text: str, display: str) -> tuple[LocatedDoc, list[Problem]]:
         doc, problems, _ = _located(text, display)
         return doc, problems
     doc, problems, _ = shared.get("located", text, lambda: _located(text, ""))
-    mine = LocatedDoc(display, doc.data, doc.lines, doc.key_lines)
+    mine = LocatedDoc(display, doc.data, doc.lines, doc.key_lines, doc.source)
     return mine, [Problem(display, p.line, p.message) for p in problems]
 
 
@@ -537,6 +545,24 @@ def located_answer(text: str) -> tuple[LocatedDoc, list[Problem], Problem | None
     """What `sharing()` remembers for `text` (its parse, problems and broken bound), made
     where it is asked for: a helper process hands it back to `remember_located`."""
     return _located(text, "")
+
+
+PORTABLE_DEPTH = 2  # path length whose lines a portable document keeps: ("facts", 12)
+
+
+def portable(
+    answer: tuple[LocatedDoc, list[Problem], Problem | None], text: str
+) -> tuple[LocatedDoc, list[Problem], Problem | None]:
+    """`located_answer(text)` lighter to pickle: the values, problems and the lines of the
+    top levels (each fact's own line), not the line of every value under them, which were
+    three quarters of the bytes and the time of sending a fact file's parse to another
+    process. `LocatedDoc.line` reads the rest from `text` again if it is ever asked."""
+    doc, problems, refused = answer
+    if doc.source is not None:
+        return answer
+    lines = {path: n for path, n in doc.lines.items() if len(path) <= PORTABLE_DEPTH}
+    keys = {path: n for path, n in doc.key_lines.items() if len(path) <= PORTABLE_DEPTH}
+    return LocatedDoc(doc.file, doc.data, lines, keys, text), problems, refused
 
 
 def remember_located(text: str, answer: tuple[LocatedDoc, list[Problem], Problem | None]) -> None:

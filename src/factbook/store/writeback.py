@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,6 +32,7 @@ from factbook.knowledge.yamlsrc import (
     MemoResolver,
     located_answer,
     parse_located,
+    portable,
     remember_located,
     shared_parses,
     unreadable_if_written,
@@ -520,19 +521,28 @@ def append_facts_to_files(batches: list[tuple[Path, list[dict[str, Any]]]]) -> l
             out.append((growth, located_answer(growth.new_text) if shared else None))
         return out
 
+    def send(grown: tuple[Any, Any]) -> tuple[Any, Any]:
+        """The child's answer without what this process has: its facts, every line."""
+        growth, answer = grown
+        if growth is None:
+            return grown
+        light = replace(growth, facts=[])
+        return light, (portable(answer, growth.new_text) if answer is not None else None)
+
     refused: list[str | None] = [None] * len(batches)
     with contextlib.ExitStack() as locks:
         for path in sorted({Path(p).resolve() for p, _ in batches}):
             locks.enter_context(file_lock(path))
         ordered = [batches[i] for i in order]
         if child_share:
-            grown = in_halves(grow, ordered, least=2, child_share=child_share)
+            grown = in_halves(grow, ordered, least=2, child_share=child_share, send=send)
         else:
             grown = grow(ordered)
         for i, (growth, answer) in zip(order, grown, strict=True):
             if growth is None:
                 refused[i] = answer
                 continue
+            growth.facts = batches[i][1]  # the child sent its growths without them
             if answer is not None:
                 remember_located(growth.new_text, answer)
             try:

@@ -24,6 +24,7 @@ import shutil
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -168,12 +169,28 @@ def fact_file(kb: KnowledgeBase, category: str, root: Path) -> Path:
 
 @dataclass
 class Applied:
-    """The fact files after the accepted proposals, and the diff from the real ones."""
+    """The fact files after the accepted proposals, and the diff from the real ones (made
+    when first read: `import --quiet` and `--write` alone never show it, and at 1 MB it
+    was a twentieth of the import)."""
 
     texts: dict[Path, str]  # real path → new text (changed or new files only)
     originals: dict[Path, str | None]
-    diff: str
     general_problems: list[str]
+    names: dict[Path, str] = field(default_factory=dict)  # real path → as the diff names it
+
+    @cached_property
+    def diff(self) -> str:
+        chunks: list[str] = []
+        for real, new in self.texts.items():
+            name, old = self.names[real], self.originals[real]
+            lines = new.splitlines(keepends=True)
+            if old is None:  # a new file: every line added, as difflib writes it
+                chunks += _added(lines, f"b/{name}")
+                continue
+            chunks += difflib.unified_diff(
+                old.splitlines(keepends=True), lines, fromfile=f"a/{name}", tofile=f"b/{name}"
+            )
+        return "".join(chunks)
 
 
 def _scratch_copy(root: Path, into: Path) -> None:
@@ -284,7 +301,7 @@ def apply(
     before = {(p.file, p.message) for p in baseline}
     general: list[str] = []
     if not any(p.clean for p in proposals):  # nothing to apply: no scratch copy, no lint
-        return Applied({}, {}, "", [])
+        return Applied({}, {}, [])
     with tempfile.TemporaryDirectory(prefix="factbook-import-") as tmp, throwaway_writes():
         scratch = Path(tmp) / "kb"
         for _attempt in range(4):
@@ -310,7 +327,7 @@ def apply(
                 break
         texts: dict[Path, str] = {}
         originals: dict[Path, str | None] = {}
-        chunks: list[str] = []
+        names: dict[Path, str] = {}
         written = [*sorted((scratch / FACTS_DIR).rglob("*.yaml")), scratch / TARGETS_FILE]
         for path in written:
             if not path.exists():
@@ -319,20 +336,9 @@ def apply(
             real = root / rel
             new = path.read_text(encoding="utf-8")
             old = real.read_text(encoding="utf-8") if real.exists() else None
-            if new == old:
-                continue
-            texts[real], originals[real] = new, old
-            lines = new.splitlines(keepends=True)
-            if old is None:  # a new file: every line added, as difflib writes it
-                chunks += _added(lines, f"b/{rel.as_posix()}")
-                continue
-            chunks += difflib.unified_diff(
-                old.splitlines(keepends=True),
-                lines,
-                fromfile=f"a/{rel.as_posix()}",
-                tofile=f"b/{rel.as_posix()}",
-            )
-    return Applied(texts, originals, "".join(chunks), general)
+            if new != old:
+                texts[real], originals[real], names[real] = new, old, rel.as_posix()
+    return Applied(texts, originals, general, names)
 
 
 def _added(lines: list[str], tofile: str) -> list[str]:
