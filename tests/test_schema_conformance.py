@@ -265,3 +265,17 @@ def test_every_keyword_the_published_schemas_use_is_implemented() -> None:
     for which in SCHEMAS:
         walk(json.loads((ROOT / "schema" / f"{which}.schema.json").read_text()))
     assert used <= schema.KEYWORDS | schema.ANNOTATIONS
+
+
+class _Text(str):
+    """A str subclass: what YAML never builds, the fast check leaves to the full walk."""
+
+
+def test_the_quick_json_check_agrees_with_the_walk_that_names_the_path() -> None:
+    import datetime
+
+    odd = [*ODD_VALUES, b"x", datetime.date(2026, 1, 1), _Text("x"), {_Text("k"): 1}, {(1,): 2}]
+    values = [*odd, [*ODD_VALUES], {"a": list(odd)}, {"a": {"b": [1, {"c": math.inf}]}}]
+    values += [[v] for v in odd] + [{"k": v} for v in odd] + [{"k": [{"j": v}]} for v in odd]
+    for value in values:
+        assert schema._json_ok(value) == (schema._non_json(value) is None), value

@@ -449,16 +449,16 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
                 and (pattern is None or pattern.search(value) is not None)
             )
         if kind is dict and simple:
-            if not dict_ok or (free and _non_json(value) is not None):
+            if not dict_ok or (free and not _json_ok(value)):
                 return False
             return members(value)
         if kind is list and simple:
-            if not list_ok or (free and _non_json(value) is not None):
+            if not list_ok or (free and not _json_ok(value)):
                 return False
             return elements(value)
         if has_type and not _type_ok(value, types):
             return False
-        if free and _non_json(value) is not None:
+        if free and not _json_ok(value):
             return False
         if has_enum and not any(_json_equal(value, c) for c in choices):
             return False
@@ -492,6 +492,25 @@ def _free_form(schema: dict[str, Any]) -> bool:
         and "additionalProperties" not in schema
         and ("items" not in schema)
     )
+
+
+_PLAIN_JSON = frozenset({str, int, bool, type(None)})
+
+
+def _json_ok(value: Any) -> bool:
+    """Whether `_non_json(value)` finds nothing: its walk without the path it would report
+    (a tuple per value, most of its cost; lint asks it of every fact's free-form values).
+    A type other than the plain ones (a subclass) gets `_non_json`'s own answer."""
+    kind = type(value)
+    if kind in _PLAIN_JSON:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is list:
+        return all(map(_json_ok, value))
+    if kind is dict and all(type(key) is str for key in value):
+        return all(map(_json_ok, value.values()))
+    return _non_json(value) is None
 
 
 def _non_json(value: Any, path: PathKey = ()) -> tuple[PathKey, str] | None:
@@ -533,7 +552,7 @@ def conform(value: Any, schema: dict[str, Any]) -> Any:
     """
     if "type" in schema and not _type_ok(value, schema["type"]):
         return INVALID
-    if _free_form(schema) and _non_json(value) is not None:
+    if _free_form(schema) and not _json_ok(value):
         return INVALID
     if "enum" in schema and not any(_json_equal(value, c) for c in schema["enum"]):
         return INVALID

@@ -553,7 +553,7 @@ def append_facts_to_files(batches: list[tuple[Path, list[dict[str, Any]]]]) -> l
 
 
 _APPEND_PARALLEL_FROM = 400  # facts appended in one batch: fewer are not worth a fork
-_APPEND_CHILD_SHARE = 0.45  # of the bytes: the child also pickles its parses
+_APPEND_CHILD_SHARE = 0.5  # of the bytes: its answers are light to send (portable parses)
 
 
 def _balanced(batches: list[tuple[Path, list[dict[str, Any]]]]) -> tuple[list[int], float]:
