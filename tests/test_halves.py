@@ -19,6 +19,7 @@ import yaml
 from factbook.dumps.capture import plan
 from factbook.dumps.capture.plan import plan_import
 from factbook.knowledge import halves
+from factbook.knowledge.kb import parse_kb_with_problems
 from factbook.knowledge.yamlsrc import sharing
 from factbook.store.writeback import append_facts_to_files
 
@@ -195,6 +196,12 @@ def _batches(kb: Path) -> list[tuple[Path, list[dict]]]:
             {"id": f"t{n}.fact-{i}", "title": f"Fact {i}", "statement": f"{path.stem} {i} GB"}
             for i in range(120)
         ]
+        # a problem deep inside a fact: its line is one a portable parse does not keep
+        facts.append({"id": f"t{n}.deep", "sources": [{"msg": 1, "quote": 5}]})
+        # and one the lint's rules across facts find (a link to no fact), also deep
+        valid = dict(yaml.safe_load(path.read_text(encoding="utf-8"))["facts"][0])
+        valid.update(id=f"t{n}.linked", links={"replaces": [f"t{n}.nothing"]})
+        facts.append(valid)
         batches.append((path, facts))
     known = yaml.safe_load(files[-1].read_text(encoding="utf-8"))["facts"][0]["id"]
     batches[-1][1].append({"id": known, "title": "again", "statement": "a clash"})
@@ -213,11 +220,21 @@ def test_appending_to_many_files_on_two_cores_writes_what_one_core_writes(
         batches = _batches(kb)
         with sharing():
             refused = append_facts_to_files(batches)
+            _, problems = parse_kb_with_problems(kb)  # the lint an import runs next
         texts = {p.name: p.read_text(encoding="utf-8") for p in (kb / "facts").glob("*.yaml")}
-        written[name] = ([r and r.replace(str(kb), "KB") for r in refused], texts)
+        said = sorted(str(p) for p in problems)
+        written[name] = ([r and r.replace(str(kb), "KB") for r in refused], texts, said)
     assert len(forks) == 1  # the first was split, the serial one not
     assert written["a"] == written["b"]
-    refused, texts = written["a"]
+    refused, texts, said = written["a"]
+    for n, name in enumerate(sorted(texts)[:4]):  # files grown here and in the child
+        lines = texts[name].splitlines()
+        quoted = next(i for i, line in enumerate(lines, 1) if "quote: 5" in line)
+        assert lines[quoted - 3].endswith(f"id: t{n}.deep")  # the deep value's own line
+        deep = [line for line in said if f"t{n}.deep" in line and "quote" in line]
+        assert deep and all(line.startswith(f"facts/{name}:{quoted}:") for line in deep)
+        linked = next(i for i, line in enumerate(lines, 1) if f"t{n}.nothing" in line)
+        assert f"facts/{name}:{linked}: fact 't{n}.linked': link replaces" in "\n".join(said)
     assert refused[:4] == [None] * 4 and refused[5] is None
     assert "ids already present" in refused[4]  # in the child's part or not: reported
     assert texts["new-file.yaml"].count("n.one") == 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,11 @@ from factbook.knowledge.yamlsrc import (
     LocatedDoc,
     load_located,
     parse_located,
+    portable,
     read_text_bounded,
     recording_reads,
     remembered,
+    shared_parses,
 )
 from factbook.probes.catalog import builtin_probes
 from factbook.probes.scan import ProbeSpec, find_custom_probes
@@ -342,6 +344,34 @@ def _fact_file(path: Path, display: str) -> _FactFile:
         kept = remembered(f"fact file {display}", text, lambda: _parse_fact_file(text, display))
         _PARSED.put(key, text, kept)
     return kept
+
+
+def fact_file_answer(path: Path, text: str) -> tuple[str, _FactFile] | None:
+    """What the lint of the knowledge base holding fact file `path` will make of it once it
+    holds `text`, made now and remembered inside `sharing()` (an import's write-back makes
+    it for the files it grows, half of them on the other core); with its key, for
+    `keep_fact_file_answer`. None outside a `sharing()` block or a knowledge base."""
+    root = next((p for p in path.resolve().parents if (p / FACTS_DIR).is_dir()), None)
+    if root is None or not shared_parses():
+        return None
+    display = path.resolve().relative_to(root).as_posix()
+    key = f"fact file {display}"
+    return key, remembered(key, text, lambda: _parse_fact_file(text, display))
+
+
+def portable_fact_file(answer: tuple[str, _FactFile], text: str) -> tuple[str, _FactFile]:
+    """`fact_file_answer`'s answer lighter to send to another process (yamlsrc.portable)."""
+    key, parsed = answer
+    if parsed.doc is None:
+        return answer
+    light, _, _ = portable((parsed.doc, [], None), text)
+    return key, replace(parsed, doc=light)
+
+
+def keep_fact_file_answer(answer: tuple[str, _FactFile], text: str) -> None:
+    """Remember a `fact_file_answer` made in another process, in this `sharing()` block."""
+    key, parsed = answer
+    remembered(key, text, lambda: parsed)
 
 
 def _parse_fact_file(text: str, display: str) -> _FactFile:

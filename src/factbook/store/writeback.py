@@ -26,6 +26,7 @@ import yaml
 
 from factbook.errors import UsageError, WritebackError
 from factbook.knowledge.halves import in_halves
+from factbook.knowledge.kb import fact_file_answer, keep_fact_file_answer, portable_fact_file
 from factbook.knowledge.limits import YAML_MAX_BYTES
 from factbook.knowledge.yamlsrc import (
     FastSafeLoader,
@@ -510,24 +511,33 @@ def append_facts_to_files(batches: list[tuple[Path, list[dict[str, Any]]]]) -> l
     order, child_share = _balanced(batches) if many else (list(range(len(batches))), 0.0)
     shared = shared_parses()
 
-    def grow(part: Sequence[tuple[Path, list[dict[str, Any]]]]) -> list[tuple[Any, Any]]:
-        out: list[tuple[Any, Any]] = []
+    def grow(part: Sequence[tuple[Path, list[dict[str, Any]]]]) -> list[tuple[Any, Any, Any]]:
+        """Each file grown, with (inside sharing()) its parse and what the lint that follows
+        will make of it: made here for this process's part, in the child for its own."""
+        out: list[tuple[Any, Any, Any]] = []
         for path, facts in part:
             try:
                 growth = _grow(Path(path), facts)
             except WritebackError as exc:
-                out.append((None, str(exc)))
+                out.append((None, str(exc), None))
                 continue
-            out.append((growth, located_answer(growth.new_text) if shared else None))
+            if not shared:
+                out.append((growth, None, None))
+                continue
+            answer = located_answer(growth.new_text)
+            remember_located(growth.new_text, answer)  # the lint's parse below reads it
+            out.append((growth, answer, fact_file_answer(growth.path, growth.new_text)))
         return out
 
-    def send(grown: tuple[Any, Any]) -> tuple[Any, Any]:
+    def send(grown: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
         """The child's answer without what this process has: its facts, every line."""
-        growth, answer = grown
-        if growth is None:
+        growth, answer, linted = grown
+        if growth is None or answer is None:
             return grown
-        light = replace(growth, facts=[])
-        return light, (portable(answer, growth.new_text) if answer is not None else None)
+        text = growth.new_text
+        if linted is not None:
+            linted = portable_fact_file(linted, text)
+        return replace(growth, facts=[]), portable(answer, text), linted
 
     refused: list[str | None] = [None] * len(batches)
     with contextlib.ExitStack() as locks:
@@ -538,13 +548,15 @@ def append_facts_to_files(batches: list[tuple[Path, list[dict[str, Any]]]]) -> l
             grown = in_halves(grow, ordered, least=2, child_share=child_share, send=send)
         else:
             grown = grow(ordered)
-        for i, (growth, answer) in zip(order, grown, strict=True):
+        for i, (growth, answer, linted) in zip(order, grown, strict=True):
             if growth is None:
                 refused[i] = answer
                 continue
             growth.facts = batches[i][1]  # the child sent its growths without them
             if answer is not None:
                 remember_located(growth.new_text, answer)
+            if linted is not None:
+                keep_fact_file_answer(linted, growth.new_text)
             try:
                 _finish(growth)
             except WritebackError as exc:
