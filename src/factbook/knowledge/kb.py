@@ -21,7 +21,7 @@ from factbook.knowledge.fleet.load import load_targets_file
 from factbook.knowledge.fleet.patterns import is_pattern, match
 from factbook.knowledge.kbfiles import confined, escapes, outside_problem
 from factbook.knowledge.limits import PROBE_ARG_MAX
-from factbook.knowledge.locate import FACTS_DIR
+from factbook.knowledge.locate import FACTS_DIR, find_root
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.parsememo import TextMemo
@@ -351,10 +351,13 @@ def fact_file_answer(path: Path, text: str) -> tuple[str, _FactFile] | None:
     holds `text`, made now and remembered inside `sharing()` (an import's write-back makes
     it for the files it grows, half of them on the other core); with its key, for
     `keep_fact_file_answer`. None outside a `sharing()` block or a knowledge base."""
-    root = next((p for p in path.resolve().parents if (p / FACTS_DIR).is_dir()), None)
-    if root is None or not shared_parses():
+    if not shared_parses():
         return None
-    display = path.resolve().relative_to(root).as_posix()
+    path = path.resolve()
+    root = find_root(path.parent)
+    if root is None:
+        return None
+    display = path.relative_to(root).as_posix()
     key = f"fact file {display}"
     return key, remembered(key, text, lambda: _parse_fact_file(text, display))
 

@@ -28,6 +28,7 @@ from factbook.errors import UsageError, WritebackError
 from factbook.knowledge.halves import in_halves
 from factbook.knowledge.kb import fact_file_answer, keep_fact_file_answer, portable_fact_file
 from factbook.knowledge.limits import YAML_MAX_BYTES
+from factbook.knowledge.locate import find_root
 from factbook.knowledge.yamlsrc import (
     FastSafeLoader,
     MemoResolver,
@@ -142,19 +143,12 @@ def _indent_sequences(text: str) -> str:
 def file_lock(path: Path) -> Iterator[None]:
     """An exclusive lock for one fact file, shared by threads and processes."""
     path = Path(path).resolve()
-    root = _kb_root(path)
+    root = find_root(path.parent)  # the knowledge base holding it, if any
     rel = path.relative_to(root).as_posix().replace("/", "__") if root else path.name
     base = root or path.parent
     lock_path = base / LOCK_DIR / f"{rel}.lock"
     with exclusive_lock(lock_path, base, f"{LOCK_DIR}/{rel}.lock"):
         yield
-
-
-def _kb_root(path: Path) -> Path | None:
-    for parent in path.parents:
-        if (parent / "facts").is_dir():
-            return parent
-    return None
 
 
 _FLOW_CACHE: dict[str, str] = {}
