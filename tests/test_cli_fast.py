@@ -11,6 +11,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +92,19 @@ def test_verify_does_not_import_the_other_commands() -> None:
     assert not {"factbook.commands.serve", "factbook.commands.docs", "factbook.commands.run"} & set(
         loaded
     )
+
+
+def test_reading_a_knowledge_base_imports_no_transport() -> None:
+    """lint, status, import and the handbook read a knowledge base: none of them reaches a
+    box, so none pays for the transports (and the subprocess machinery they import)."""
+    repo = Path(__file__).resolve().parents[1]
+    code = (
+        "import json, sys; from pathlib import Path; "
+        "from factbook.knowledge.kb import load_kb_with_problems; "
+        "import factbook.dumps.capture; "
+        f"load_kb_with_problems(Path({str(repo)!r})); "
+        "print(json.dumps(sorted(m for m in sys.modules if 'transports' in m "
+        "or m == 'subprocess')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []

@@ -64,6 +64,17 @@ class Milestone:
     date: str | None = None
 
 
+# transport name -> (module under verification/transports, class): the schema's choices, and
+# what transport_for imports (the names here, so reading a knowledge base imports no transport)
+TRANSPORTS: dict[str, tuple[str, str]] = {
+    "ssh": ("ssh", "SSHTransport"),
+    "openssh": ("openssh", "OpenSSHTransport"),
+    "local": ("local", "LocalTransport"),
+    "exec": ("exec", "ExecTransport"),
+    "slurm": ("slurm", "SlurmTransport"),
+}
+
+
 @dataclass(frozen=True)
 class Target:
     """A box facts live on and checks run against."""

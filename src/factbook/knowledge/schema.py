@@ -16,8 +16,8 @@ from typing import Any
 
 from factbook.errors import Problem
 from factbook.knowledge import categories
+from factbook.knowledge.model import TRANSPORTS
 from factbook.knowledge.yamlsrc import LocatedDoc, PathKey
-from factbook.verification.transports.base import TRANSPORTS
 
 STATUSES = ["assumed", "verified", "refuted", "stale"]
 CATEGORIES = categories.NAMES

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from factbook.errors import TargetError
-from factbook.knowledge.model import Target
+from factbook.knowledge.model import TRANSPORTS, Target
 
 # What a box may make us hold. The agent caps one result at 16 MiB; a line longer than this
 # is no result of ours (a probe flooding stdout) and is dropped as it streams.
@@ -163,13 +163,6 @@ class TransportOptions:
 # Every transport, declared once: its name in targets.yaml -> the module and class that
 # implement it (imported only when a target uses it: paramiko stays unloaded for local runs).
 # schema.py's `transport` enum is this mapping's keys.
-TRANSPORTS: dict[str, tuple[str, str]] = {
-    "ssh": ("ssh", "SSHTransport"),
-    "openssh": ("openssh", "OpenSSHTransport"),
-    "local": ("local", "LocalTransport"),
-    "exec": ("exec", "ExecTransport"),
-    "slurm": ("slurm", "SlurmTransport"),
-}
 
 
 def transport_for(
