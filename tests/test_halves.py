@@ -271,3 +271,51 @@ def test_a_portable_parse_answers_every_line_as_the_whole_one() -> None:
     assert light[0].source is not None  # shallow questions: nothing read again
     assert [light[0].line(p) for p in paths] == [whole[0].line(p) for p in paths]
     assert light[0].source is None
+
+
+def _bare_kb(tmp_path: Path, name: str) -> Path:
+    """A knowledge base with milestones and no fact or target yet."""
+    kb = tmp_path / name
+    (kb / "facts").mkdir(parents=True)
+    shutil.copy(REPO / "milestones.yaml", kb / "milestones.yaml")
+    return kb
+
+
+def _no_box_dump(tmp_path: Path) -> Path:
+    """A dump naming no box: 300 lines about no box, then 900 about one (its first makes the
+    placeholder box), with repeats on both sides of it."""
+    lines = ["# Status", "", "## Key decisions", ""]
+    lines += [f"- We decided to keep batch size {i % 40} since it was stable" for i in range(300)]
+    lines += ["", "## Discoveries", ""]
+    for i in range(900):
+        lines.append(f"- The file /data/run{i % 300}/out.log shows torch 2.{i % 7}.1")
+        if i % 10 == 0:
+            lines.append(f"- We decided to keep batch size {i % 40} since it was stable")
+    dump = tmp_path / "no-box.md"
+    dump.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return dump
+
+
+@needs_two
+def test_a_dump_naming_no_box_is_split_after_its_placeholder(
+    tmp_path: Path, monkeypatch, forks: list[int]
+) -> None:
+    dump = _no_box_dump(tmp_path)
+    split: list[int] = []
+    in_halves = plan.in_halves
+
+    def counted(work, items, **how):  # the entries after the placeholder: two processes
+        split.append(len(items))
+        return in_halves(work, items, **how)
+
+    monkeypatch.setattr(plan, "in_halves", counted)
+    forked = plan_import(_bare_kb(tmp_path, "a"), dump, "4504")
+    assert forks and split and plan._PARALLEL_FROM <= split[0] < 1290  # not the 300 before
+    monkeypatch.setenv(halves.SERIAL_ENV, "1")
+    serial = plan_import(_bare_kb(tmp_path, "b"), dump, "4504")
+    assert _answers(forked) == _answers(serial)
+    assert forked.duplicates == serial.duplicates > 0
+    assert [b.name for b in forked.boxes.proposed] == [b.name for b in serial.boxes.proposed]
+    assert any(b.placeholder for b in forked.boxes.proposed)
+    assert forked.applied.diff.replace("/a/", "/b/") == serial.applied.diff.replace("/a/", "/b/")
+    assert _reaped(forks)

@@ -81,9 +81,13 @@ class _Reader:
         return self.lines[index + 1] if index + 1 < len(self.lines) else ""
 
     def next_nonblank(self, index: int) -> str:
-        for raw in self.lines[index + 1 :]:
-            if raw.strip() and raw.strip() != ">":
-                return raw
+        """The next line with text. It walks the lines in place: a copy of the rest of the
+        document per item (`lines[index + 1:]`) made 60,000 bullets take 5 s, quadratic."""
+        lines = self.lines
+        for at in range(index + 1, len(lines)):
+            text = lines[at].strip()
+            if text and text != ">":
+                return lines[at]
         return ""
 
     def prose_follows(self, index: int) -> bool:

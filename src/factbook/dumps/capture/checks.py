@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -196,8 +197,14 @@ class Fit:
     why: str = ""
 
 
+@lru_cache(maxsize=8192)
 def norm_name(name: str) -> str:
-    return re.sub(r"[-_.\s]+", "-", name.strip().lower())
+    """A component's name folded (`TensorRT_LLM` -> `tensorrt-llm`); remembered, as a dump
+    names the same few components on thousands of lines."""
+    return _NAME_SEPARATORS.sub("-", name.strip().lower())
+
+
+_NAME_SEPARATORS = re.compile(r"[-_.\s]+")
 
 
 def has_failure(text: str) -> bool:
@@ -240,8 +247,10 @@ def _plausible_version(text: str) -> bool:
     return not re.fullmatch(r"\d+\.\d+", text) or int(text.split(".")[0]) < 1000
 
 
+@lru_cache(maxsize=8192)
 def lookup(name: str, known: frozenset[str] = frozenset()) -> tuple[str | None, str]:
-    """('pkg'|'system'|None, the distribution or component) for a name as a dump writes it."""
+    """('pkg'|'system'|None, the distribution or component) for a name as a dump writes it
+    (remembered: version_mentions asks it of the words before every version on every line)."""
     key = name.strip().lower()
     if key.startswith("nvidia ") and key not in SYSTEM:
         key = key[len("nvidia ") :] if norm_name(key) not in DISTRIBUTIONS else key

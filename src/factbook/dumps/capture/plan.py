@@ -133,12 +133,17 @@ def propose_all(
             continue
         placed += [(part, section) for part in split_versions(entry, section, known)]
     evaluate = _evaluator(kb, document, milestone, boxes, known, index)
-    # an entry's fact, match and verdict depend on nothing before it: both cores share them
-    # (but a dump naming no box binds its first box-bound fact to a placeholder it makes)
-    if boxes is None or boxes.boxes:
-        answers = in_halves(evaluate, placed, least=_PARALLEL_FROM, child_share=_CHILD_SHARE)
-    else:
-        answers = evaluate(placed)
+    # an entry's fact, match and verdict depend on nothing before it: both cores share them.
+    # But a dump naming no box binds its first box-bound fact to a placeholder box it makes:
+    # the entries up to that one are worked out here, in order, a run at a time, and only
+    # the rest (the placeholder in place) in two parts
+    answers: list[_Answer | None] = []
+    at = 0
+    while boxes is not None and not boxes.boxes and at < len(placed):
+        answers += evaluate(placed[at : at + _UNTIL_PLACEHOLDER_RUN])
+        at += _UNTIL_PLACEHOLDER_RUN
+    rest = placed[at:]
+    answers += in_halves(evaluate, rest, least=_PARALLEL_FROM, child_share=_CHILD_SHARE)
     for (entry, _section), answer in zip(placed, answers, strict=True):
         if answer is None or (answer.early in seen and answer.skippable):
             duplicates += 1  # build would change nothing
@@ -180,6 +185,7 @@ def propose_all(
 
 
 _PARALLEL_FROM = 400  # placed entries: fewer are done before a fork would pay for itself
+_UNTIL_PLACEHOLDER_RUN = 64  # entries worked out at a time while a placeholder box may come
 # the child's share: it also pays for copying the pages it writes and pickling its answers
 # (0.02 s of 0.22 at 1 MB), and the parent for loading them (0.01 s)
 _CHILD_SHARE = 0.45
