@@ -220,3 +220,25 @@ def test_a_new_files_diff_is_difflibs() -> None:
             lines = [f"line {i}\n" for i in range(count)] + ([tail] if tail else [])
             want = difflib.unified_diff([], lines, fromfile="/dev/null", tofile="b/f.yaml")
             assert _added(lines, "b/f.yaml") == list(want)
+
+
+class _NoLongSlices(list):
+    """A document's lines that refuse to be copied: a reader that slices the rest of the
+    document per line is quadratic (60,000 bullets took 5 s in `next_nonblank`)."""
+
+    def __getitem__(self, at):  # type: ignore[override]
+        if isinstance(at, slice) and len(range(*at.indices(len(self)))) > 8:
+            raise AssertionError(f"lines[{at.start}:{at.stop}] copied")
+        return super().__getitem__(at)
+
+
+def test_reading_a_hand_written_dump_never_copies_the_rest_of_it() -> None:
+    from factbook.dumps.capture.article import _Reader
+
+    lines = ["# Status", "", "## Discoveries", ""]
+    lines += [f"- item {i} uses /data/x{i}:" if i % 7 == 0 else f"- item {i}" for i in range(400)]
+    lines += ["  - a sub-item", "", "1. first", "2. second", "Some prose after."]
+    plain = _Reader(list(lines)).read()
+    guarded = _Reader(_NoLongSlices(lines)).read()
+    assert [(e.line, e.text) for e in guarded] == [(e.line, e.text) for e in plain]
+    assert len(plain) > 400
