@@ -151,9 +151,9 @@ def test_an_import_proposes_the_same_on_two_cores_as_on_one(
     seen: list[int] = []
     split = plan.in_halves
 
-    def counted(work, items, *, least, child_share):  # how many entries went to the split
+    def counted(work, items, *, least, **how):  # how many entries went to the split
         seen.append(len(items) if len(items) >= least else 0)
-        return split(work, items, least=least, child_share=child_share)
+        return split(work, items, least=least, **how)
 
     monkeypatch.setattr(plan, "in_halves", counted)
     forked = plan_import(_kb(tmp_path, "a"), dump, "4504")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from factbook.dumps.capture.build import PREFIXES, Built, build, make_id
 from factbook.dumps.capture.checks import known_distributions, version_mentions
 from factbook.dumps.capture.classify import place
 from factbook.dumps.capture.entry import Entry
+from factbook.dumps.capture.extract import Extracted
 from factbook.dumps.capture.match import Found, Index, norm, verdict
 from factbook.dumps.capture.parse import Document, read_document
 from factbook.dumps.capture.propose import (
@@ -125,62 +127,80 @@ def propose_all(
     known = known_distributions(kb)
     prefixes = {prefix: category for category, prefix in PREFIXES.items()}
     headless = not document.generated and not any(resolve(e.headings) for e in document.entries)
-    placed: list[tuple[Entry, Section]] = []
-    for entry in document.entries:
-        section = place(entry, resolve(entry.headings), headless=headless, prefixes=prefixes)
-        if section is None:
-            unplaced.append(entry)
-            continue
-        placed += [(part, section) for part in split_versions(entry, section, known)]
     evaluate = _evaluator(kb, document, milestone, boxes, known, index)
-    # an entry's fact, match and verdict depend on nothing before it: both cores share them.
-    # But a dump naming no box binds its first box-bound fact to a placeholder box it makes:
-    # the entries up to that one are worked out here, in order, a run at a time, and only
-    # the rest (the placeholder in place) in two parts
-    answers: list[_Answer | None] = []
+
+    def work(part: Sequence[Entry]) -> list[_Worked]:
+        """Each entry placed (None: no section takes it), split into its versions, and each
+        piece's answer: nothing here depends on the entries before it."""
+        pieces_of: list[list[Entry] | None] = []
+        placed: list[tuple[Entry, Section]] = []
+        for entry in part:
+            section = place(entry, resolve(entry.headings), headless=headless, prefixes=prefixes)
+            pieces = None if section is None else split_versions(entry, section, known)
+            pieces_of.append(pieces)
+            placed += [(piece, section) for piece in pieces or ()]  # type: ignore[misc]
+        answers = iter(evaluate(placed))
+        return [
+            None
+            if pieces is None
+            else (None if pieces[0] is entry else pieces, [next(answers) for _ in pieces])
+            for entry, pieces in zip(part, pieces_of, strict=True)
+        ]
+
+    # Both cores share the entries. But a dump naming no box binds its first box-bound fact
+    # to a placeholder box it makes: the entries up to that one are worked out here, in
+    # order, a run at a time, and only the rest (the placeholder in place) in two parts.
+    entries = document.entries
+    worked: list[_Worked] = []
     at = 0
-    while boxes is not None and not boxes.boxes and at < len(placed):
-        answers += evaluate(placed[at : at + _UNTIL_PLACEHOLDER_RUN])
+    while boxes is not None and not boxes.boxes and at < len(entries):
+        worked += work(entries[at : at + _UNTIL_PLACEHOLDER_RUN])
         at += _UNTIL_PLACEHOLDER_RUN
-    rest = placed[at:]
-    answers += in_halves(evaluate, rest, least=_PARALLEL_FROM, child_share=_CHILD_SHARE)
-    for (entry, _section), answer in zip(placed, answers, strict=True):
-        if answer is None or (answer.early in seen and answer.skippable):
-            duplicates += 1  # build would change nothing
+    worked += in_halves(
+        work, entries[at:], least=_PARALLEL_FROM, child_share=_CHILD_SHARE, send=_lightened
+    )
+    for whole, done in zip(entries, worked, strict=True):
+        if done is None:
+            unplaced.append(whole)
             continue
-        built, marker, name = answer.built, answer.marker, answer.verdict
-        fact = built.fact
-        if marker in seen or name is None:
-            duplicates += 1  # `factbook status` shows a baseline in two places
-            continue
-        seen.add(marker)
-        found = Found(kb.facts[answer.found_id], answer.how) if answer.found_id else None
-        proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
-        proposal.problems = list(built.problems)
-        proposal.notes, proposal.missing = list(built.notes), list(built.missing)
-        proposal.how = found.how if found else ""
-        proposals.append(proposal)
-        if name == "unchanged":
-            continue
-        hinted = built.hinted_id
-        fact["id"] = hinted if hinted and hinted not in taken else make_id(fact, taken, tried)
-        taken.add(fact["id"])
-        if name == "new":
-            proposal.fact = fact
-            continue
-        assert found is not None
-        old = found.fact
-        proposal.old_id = old.id
-        if name == "changed":
-            changed_edits(proposal, fact, old, milestone, kb)
-        elif fact.get("status") == "refuted":  # a struck-through line: the old fact itself
-            mark = entry.mark
-            note = (mark.detail if mark else "") or "refuted by the imported dump"
-            replaced = [i for i in (mark.replaced_by if mark else []) if i in kb.facts]
-            contradicted_edits(proposal, None, old, milestone, kb, note, replaced)
-        else:
-            note = f"contradicted by: {entry.quote[:120]}"
-            contradicted_edits(proposal, fact, old, milestone, kb, note, [])
+        pieces, answers = done
+        for entry, answer in zip(pieces or [whole], answers, strict=True):
+            if answer is None or (answer.early in seen and answer.skippable):
+                duplicates += 1  # build would change nothing
+                continue
+            built, marker, name = answer.built, answer.marker, answer.verdict
+            fact = built.fact
+            if marker in seen or name is None:
+                duplicates += 1  # `factbook status` shows a baseline in two places
+                continue
+            seen.add(marker)
+            found = Found(kb.facts[answer.found_id], answer.how) if answer.found_id else None
+            proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
+            proposal.problems = list(built.problems)
+            proposal.notes, proposal.missing = list(built.notes), list(built.missing)
+            proposal.how = found.how if found else ""
+            proposals.append(proposal)
+            if name == "unchanged":
+                continue
+            hinted = built.hinted_id
+            fact["id"] = hinted if hinted and hinted not in taken else make_id(fact, taken, tried)
+            taken.add(fact["id"])
+            if name == "new":
+                proposal.fact = fact
+                continue
+            assert found is not None
+            old = found.fact
+            proposal.old_id = old.id
+            if name == "changed":
+                changed_edits(proposal, fact, old, milestone, kb)
+            elif fact.get("status") == "refuted":  # a struck-through line: the old fact itself
+                mark = entry.mark
+                note = (mark.detail if mark else "") or "refuted by the imported dump"
+                replaced = [i for i in (mark.replaced_by if mark else []) if i in kb.facts]
+                contradicted_edits(proposal, None, old, milestone, kb, note, replaced)
+            else:
+                note = f"contradicted by: {entry.quote[:120]}"
+                contradicted_edits(proposal, fact, old, milestone, kb, note, [])
     return proposals, unplaced, duplicates
 
 
@@ -202,6 +222,43 @@ class _Answer:
     verdict: str | None = None  # None: its marker was seen before in its run (a duplicate)
     found_id: str | None = None  # the known fact it matches (an id: the child's are copies)
     how: str = ""
+
+
+_NOT_SENT = Extracted()  # what the child sends for an extraction only evaluate reads
+
+
+# an entry worked out: None when no section takes it, else (its pieces when split into its
+# versions, else None: the entry itself, which the parent has; an answer per piece)
+_Worked = tuple[list[Entry] | None, list["_Answer | None"]] | None
+
+
+def _lightened(worked: _Worked) -> _Worked:
+    """What the child sends of an entry worked out: its answers lightened (`_lighter`)."""
+    if worked is not None:
+        for answer in worked[1]:
+            _lighter(answer)
+    return worked
+
+
+def _lighter(answer: _Answer | None) -> None:
+    """A child's answer as it sends it, lightened in place (it is the child's own copy, about
+    to be pickled and dropped): without the extraction, which only `evaluate` reads, and with
+    its repeated texts (notes, short values, a marker known early) made one object each,
+    which pickle writes once: a third fewer bytes, 40% less time loading them here."""
+    if answer is None:
+        return
+    built = answer.built
+    built.extracted = _NOT_SENT
+    built.notes = [sys.intern(note) for note in built.notes]
+    fact = built.fact
+    for key, value in fact.items():
+        if type(value) is str and len(value) <= _INTERNED_UP_TO:
+            fact[key] = sys.intern(value)
+    if answer.early == answer.marker:
+        answer.early = answer.marker
+
+
+_INTERNED_UP_TO = 64  # characters: a fact's status, category, target, milestone
 
 
 def _evaluator(
