@@ -397,3 +397,19 @@ def test_short_environment_secret_is_refused(
     monkeypatch.setenv("FACTBOOK_SECRETS", "long-enough, xy")
     assert run(["--root", str(planted[0]), "status", "--redact", "--out", "-"]) == 2
     assert "$FACTBOOK_SECRETS: entry 2 has 2 character(s)" in capsys.readouterr().err
+
+
+def test_a_text_without_a_key_blocks_end_is_redacted_as_the_block_pattern_does() -> None:
+    """Where no `-----END` stands, the private-key block cannot match and a BEGIN line is
+    redacted by its own pattern (shapes.PRIVATE_KEY_LINE): the same output as the block's."""
+    texts = [*HOSTILE.values(), "key: -----BEGIN OPENSSH PRIVATE KEY----- abc\nnext line"]
+    texts += ["-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----BEGIN EC PRIVATE KEY-----x\n"]
+    for text in texts:
+        assert "-----END" not in text
+        quick = Redactor(hosts=["box.example", "box"], users=["alice"], secrets=["abcdef"])
+        block = Redactor(hosts=["box.example", "box"], users=["alice"], secrets=["abcdef"])
+        block._compiled[False] = re.compile("|".join(block._parts(True)))
+        assert quick(text) == block(text)
+        assert quick.mapping == block.mapping
+    ended = "-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nok"
+    assert Redactor()(ended) == "secret-1\nok"  # a whole block, where its END stands

@@ -28,6 +28,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from factbook.dumps.status import shapes
 from factbook.dumps.status.redact_config import (
@@ -66,11 +67,21 @@ class Redactor:
                 if value and value.lower() not in self._kinds:
                     self._kinds[value.lower()] = kind
         self._aliases = {h.split(".")[0].lower(): h.lower() for h in self.hosts if "." in h}
-        # redact.yaml's own patterns run on the `regex` module, whose matcher can be stopped
-        joined = "|".join(self._parts())
-        self._pattern = userregex.compile_user(joined) if self.patterns else re.compile(joined)
+        self._compiled: dict[bool, Any] = {}  # whether the text may end a key block -> pattern
 
-    def _parts(self) -> list[str]:
+    def _pattern(self, text: str) -> Any:
+        """The pattern for `text`: without the private-key block's look ahead for its END where
+        the text has none (the same matches; see shapes.PRIVATE_KEY_LINE). redact.yaml's own
+        patterns run on the `regex` module, whose matcher can be stopped."""
+        ended = shapes.KEY_BLOCK_END in text
+        pattern = self._compiled.get(ended)
+        if pattern is None:
+            joined = "|".join(self._parts(ended))
+            pattern = userregex.compile_user(joined) if self.patterns else re.compile(joined)
+            self._compiled[ended] = pattern
+        return pattern
+
+    def _parts(self, ended: bool = True) -> list[str]:
         """The alternatives, most specific first (at one position the first that matches wins)."""
 
         def alternation(values: Iterable[str]) -> str:
@@ -83,7 +94,7 @@ class Redactor:
         hosts = [v for v, k in self._kinds.items() if k == "host"]
         parts = [
             rf"(?P<keep>\[REDACTED[\w-]*\]|(?<![A-Za-z0-9]){shapes.PLACEHOLDER.pattern}(?![A-Za-z0-9-]))",
-            shapes.PRIVATE_KEY_BLOCK,
+            shapes.PRIVATE_KEY_BLOCK if ended else shapes.PRIVATE_KEY_LINE,
             rf"(?P<keypath>{shapes.KEY_PATH})",
             shapes.URL_USERINFO,
         ]
@@ -199,10 +210,11 @@ class Redactor:
         return found
 
     def _sub(self, text: str) -> str:
+        pattern = self._pattern(text)
         if not self.patterns:
-            return self._pattern.sub(self._replace, text)
+            return str(pattern.sub(self._replace, text))
         try:
-            return userregex.sub(self._pattern, self._replace, text, timeout=REDACT_TIMEOUT_S)
+            return userregex.sub(pattern, self._replace, text, timeout=REDACT_TIMEOUT_S)
         except userregex.RegexTimeout:
             raise InputError(
                 f"redact.yaml: patterns took longer than {REDACT_TIMEOUT_S:g} s on "
