@@ -121,6 +121,14 @@ class Served:
         """How many times the site was built so far (the first build included)."""
         return self.log().count("Documentation built in")
 
+    def wait_builds(self, at_least: int, timeout: float = 60) -> int:
+        """builds(), once it is `at_least`: MkDocs logs a build after writing its pages, so a
+        page can show an edit before the log says the build is done."""
+        deadline = time.monotonic() + timeout
+        while self.builds() < at_least and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return self.builds()
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()

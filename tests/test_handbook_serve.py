@@ -98,8 +98,10 @@ def test_edits_under_serve_rebuild_only_what_changed_and_match_a_fresh_build(
 
         # a fact's title: its category page, the indexes and the home page change, the rest
         # (runbook, other categories) comes from the previous build
+        first = served.builds()
         edit_fact(root, "hw.cpu.threads", title="CPU threads, edited under serve")
         _wait_for(served.url + "/facts/hardware.html", b"CPU threads, edited under serve")
+        assert served.wait_builds(first + 1) == first + 1  # its log line, then its figures
         reused = [tuple(map(int, m)) for m in REUSED.findall(served.log())]
         assert reused, served.log()[-3000:]
         hits, total = reused[-1]
@@ -113,7 +115,7 @@ def test_edits_under_serve_rebuild_only_what_changed_and_match_a_fresh_build(
         builds = served.builds()
         (root / "runbooks" / "hello.md").write_text(RUNBOOK.format(title="Say goodbye"), "utf-8")
         _wait_for(served.url + "/facts/decisions.html", b"Say goodbye")
-        assert served.builds() == builds + 1
+        assert served.wait_builds(builds + 1) == builds + 1
         hits, _ = [tuple(map(int, m)) for m in REUSED.findall(served.log())][-1]
         assert hits == 0, "a changed navigation must render every page again"
         _served_equals_fresh_build(served, site_url, tmp_path / "two")
