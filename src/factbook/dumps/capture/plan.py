@@ -159,48 +159,43 @@ def propose_all(
     worked += in_halves(
         work, entries[at:], least=_PARALLEL_FROM, child_share=_CHILD_SHARE, send=_lightened
     )
-    for whole, done in zip(entries, worked, strict=True):
-        if done is None:
-            unplaced.append(whole)
+    for entry, answer in _each_piece(entries, worked, unplaced):
+        if answer is None or (answer.early in seen and answer.skippable):
+            duplicates += 1  # build would change nothing
             continue
-        pieces, answers = done
-        for entry, answer in zip(pieces or [whole], answers, strict=True):
-            if answer is None or (answer.early in seen and answer.skippable):
-                duplicates += 1  # build would change nothing
-                continue
-            built, marker, name = answer.built, answer.marker, answer.verdict
-            fact = built.fact
-            if marker in seen or name is None:
-                duplicates += 1  # `factbook status` shows a baseline in two places
-                continue
-            seen.add(marker)
-            found = Found(kb.facts[answer.found_id], answer.how) if answer.found_id else None
-            proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
-            proposal.problems = list(built.problems)
-            proposal.notes, proposal.missing = list(built.notes), list(built.missing)
-            proposal.how = found.how if found else ""
-            proposals.append(proposal)
-            if name == "unchanged":
-                continue
-            hinted = built.hinted_id
-            fact["id"] = hinted if hinted and hinted not in taken else make_id(fact, taken, tried)
-            taken.add(fact["id"])
-            if name == "new":
-                proposal.fact = fact
-                continue
-            assert found is not None
-            old = found.fact
-            proposal.old_id = old.id
-            if name == "changed":
-                changed_edits(proposal, fact, old, milestone, kb)
-            elif fact.get("status") == "refuted":  # a struck-through line: the old fact itself
-                mark = entry.mark
-                note = (mark.detail if mark else "") or "refuted by the imported dump"
-                replaced = [i for i in (mark.replaced_by if mark else []) if i in kb.facts]
-                contradicted_edits(proposal, None, old, milestone, kb, note, replaced)
-            else:
-                note = f"contradicted by: {entry.quote[:120]}"
-                contradicted_edits(proposal, fact, old, milestone, kb, note, [])
+        built, marker, name = answer.built, answer.marker, answer.verdict
+        fact = built.fact
+        if marker in seen or name is None:
+            duplicates += 1  # `factbook status` shows a baseline in two places
+            continue
+        seen.add(marker)
+        found = Found(kb.facts[answer.found_id], answer.how) if answer.found_id else None
+        proposal = Proposal(f"p{len(proposals) + 1}", name, entry, fact["category"])
+        proposal.problems = list(built.problems)
+        proposal.notes, proposal.missing = list(built.notes), list(built.missing)
+        proposal.how = found.how if found else ""
+        proposals.append(proposal)
+        if name == "unchanged":
+            continue
+        hinted = built.hinted_id
+        fact["id"] = hinted if hinted and hinted not in taken else make_id(fact, taken, tried)
+        taken.add(fact["id"])
+        if name == "new":
+            proposal.fact = fact
+            continue
+        assert found is not None
+        old = found.fact
+        proposal.old_id = old.id
+        if name == "changed":
+            changed_edits(proposal, fact, old, milestone, kb)
+        elif fact.get("status") == "refuted":  # a struck-through line: the old fact itself
+            mark = entry.mark
+            note = (mark.detail if mark else "") or "refuted by the imported dump"
+            replaced = [i for i in (mark.replaced_by if mark else []) if i in kb.facts]
+            contradicted_edits(proposal, None, old, milestone, kb, note, replaced)
+        else:
+            note = f"contradicted by: {entry.quote[:120]}"
+            contradicted_edits(proposal, fact, old, milestone, kb, note, [])
     return proposals, unplaced, duplicates
 
 
@@ -232,30 +227,38 @@ _NOT_SENT = Extracted()  # what the child sends for an extraction only evaluate 
 _Worked = tuple[list[Entry] | None, list["_Answer | None"]] | None
 
 
+def _each_piece(
+    entries: list[Entry], worked: list[_Worked], unplaced: list[Entry]
+) -> Iterator[tuple[Entry, _Answer | None]]:
+    """Each placed piece of the dump with its answer, in order; the entries no section
+    takes go to `unplaced`."""
+    for whole, done in zip(entries, worked, strict=True):
+        if done is None:
+            unplaced.append(whole)
+            continue
+        pieces, answers = done
+        yield from zip(pieces or [whole], answers, strict=True)
+
+
 def _lightened(worked: _Worked) -> _Worked:
-    """What the child sends of an entry worked out: its answers lightened (`_lighter`)."""
-    if worked is not None:
-        for answer in worked[1]:
-            _lighter(answer)
+    """What the child sends of an entry worked out, its answers lightened in place (they are
+    the child's own copies, about to be pickled and dropped): without the extraction, which
+    only `evaluate` reads, and with repeated texts (notes, short values, a marker known
+    early) made one object each, which pickle writes once: a third fewer bytes, 40% less
+    time loading them here."""
+    for answer in worked[1] if worked is not None else ():
+        if answer is None:
+            continue
+        built = answer.built
+        built.extracted = _NOT_SENT
+        built.notes = [sys.intern(note) for note in built.notes]
+        fact = built.fact
+        for key, value in fact.items():
+            if type(value) is str and len(value) <= _INTERNED_UP_TO:
+                fact[key] = sys.intern(value)
+        if answer.early == answer.marker:
+            answer.early = answer.marker
     return worked
-
-
-def _lighter(answer: _Answer | None) -> None:
-    """A child's answer as it sends it, lightened in place (it is the child's own copy, about
-    to be pickled and dropped): without the extraction, which only `evaluate` reads, and with
-    its repeated texts (notes, short values, a marker known early) made one object each,
-    which pickle writes once: a third fewer bytes, 40% less time loading them here."""
-    if answer is None:
-        return
-    built = answer.built
-    built.extracted = _NOT_SENT
-    built.notes = [sys.intern(note) for note in built.notes]
-    fact = built.fact
-    for key, value in fact.items():
-        if type(value) is str and len(value) <= _INTERNED_UP_TO:
-            fact[key] = sys.intern(value)
-    if answer.early == answer.marker:
-        answer.early = answer.marker
 
 
 _INTERNED_UP_TO = 64  # characters: a fact's status, category, target, milestone

@@ -81,7 +81,7 @@ class Redactor:
             self._compiled[ended] = pattern
         return pattern
 
-    def _parts(self, ended: bool = True) -> list[str]:
+    def _parts(self, ended: bool) -> list[str]:
         """The alternatives, most specific first (at one position the first that matches wins)."""
 
         def alternation(values: Iterable[str]) -> str:
@@ -212,7 +212,7 @@ class Redactor:
     def _sub(self, text: str) -> str:
         pattern = self._pattern(text)
         if not self.patterns:
-            return str(pattern.sub(self._replace, text))
+            return pattern.sub(self._replace, text)  # type: ignore[no-any-return]
         try:
             return userregex.sub(pattern, self._replace, text, timeout=REDACT_TIMEOUT_S)
         except userregex.RegexTimeout:
