@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -131,11 +131,17 @@ def parse_specifier(spec: str) -> list[tuple[str, str]]:
     A specifier is valid when either scheme can read it: PEP 440 (`===anything`, `== 1.0`)
     or loose (`==1:2.3-4ubuntu1`, a bare `590.48.01` meaning `==`).
     """
-    text = str(spec)
+    return list(_clauses(str(spec)))
+
+
+@lru_cache(maxsize=4096)
+def _clauses(text: str) -> tuple[tuple[str, str], ...]:
+    """`parse_specifier`, remembered: a knowledge base or an import checks the same few
+    specifiers on many facts, and packaging's SpecifierSet takes ~10 us to build."""
     pep = _pep440_set(text) if text.strip() else None
     if pep is not None and len(pep) > 0:
-        return [(s.operator, s.version) for s in pep]
-    return _loose_clauses(text)
+        return tuple((s.operator, s.version) for s in pep)
+    return tuple(_loose_clauses(text))
 
 
 def judge(observed: str, spec: str) -> Judgement:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.dumps.capture.entry import Entry
+from factbook.dumps.capture.quickre import starting_with
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.names import name_problem
 
@@ -53,20 +54,22 @@ ROLES: list[tuple[str, str, tuple[str, ...]]] = [
     ("node", r"\bnode\b|server|\bbox\b|machine|\bhost\b", ("node", "gpu host", "server", "box")),
 ]
 REDACTED = re.compile(r"^\[.*\]$|^<.*>$|…|\.\.\.|^x{3,}$|\*{2,}|redacted|^host$|^hostname$", re.I)
-WORK = re.compile(
+WORK = starting_with(
+    "aeorsw",
     r"\bwhere\b[^.;]*\b(?:run|runs|running|happens?)\b"
     r"|\b(?:run|runs|running) (?:here|inside|there|on it)\b"
     r"|\b(?:all|every)\b[^.;]*\b(?:serving|builds?|benchmarks?|training|inference)\b[^.;]*\bruns?\b"
     r"|\bserving (?:container|node|box|host|vm|machine|pod)\b|\bonly visible on\b",
     re.I,
 )
-NO_WORK = re.compile(
-    r"\bno GPUs?\b|\bwithout GPUs?\b|\bCPU[- ]only\b|\bload generator\b|\bstopped\b", re.I
+NO_WORK = starting_with(
+    "clnsw", r"\bno GPUs?\b|\bwithout GPUs?\b|\bCPU[- ]only\b|\bload generator\b|\bstopped\b", re.I
 )
 _SSH = re.compile(r"(?<![\w-])ssh\s+(?P<args>[^`;\n)]*)")
-_EXEC = re.compile(
+_EXEC = starting_with(
+    "dklp",
     r"(?<![\w-])(?P<tool>pct|lxc-attach)\s+(?:exec|enter)\s+(?P<ct>\d+)"
-    r"|(?<![\w-])(?P<engine>docker|podman|kubectl)\s+exec\s+(?P<rest>[^`;\n]*)"
+    r"|(?<![\w-])(?P<engine>docker|podman|kubectl)\s+exec\s+(?P<rest>[^`;\n]*)",
 )
 
 
@@ -93,9 +96,11 @@ _EXEC_ARGS = {
 }
 _EXEC_KEEP = {"-n", "--namespace", "-c", "--container", "--context", "-u", "--user"}
 _WITH_ARG = set("bcDEeFIiJLlmOoPpQRSWw")
-_ONWORD = re.compile(r"\b(?:on|via|through|from|inside|in)\s+(?:the\s+)?`?([\w.-]+)`?", re.I)
+_ONWORD = starting_with(
+    "fiotv", r"\b(?:on|via|through|from|inside|in)\s+(?:the\s+)?`?([\w.-]+)`?", re.I
+)
 _HOSTY = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+$|^[a-z]+\d+[a-z0-9]*$")
-_USER = re.compile(r"\((?:as\s+)?user\s+([\w.-]+)\)|\bas user\s+`?([\w.-]+)`?", re.I)
+_USER = starting_with("(a", r"\((?:as\s+)?user\s+([\w.-]+)\)|\bas user\s+`?([\w.-]+)`?", re.I)
 _IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 
 
@@ -147,9 +152,15 @@ class Box:
 
 _RUN = re.compile(r"[\w-]+")
 _NAMED_MAX = 50_000  # texts whose boxes `mentioned` remembers (per state of the boxes)
-# what the dump calls each role, as whole words (a plural too), compiled once
+# what the dump calls each role, as whole words (a plural too): one pattern a role
 _ROLE_WORDS = [
-    (role, [re.compile(rf"(?<![\w-]){re.escape(w)}s?(?![\w-])") for w in words])
+    (
+        role,
+        starting_with(
+            re.escape("".join(sorted({w[0] for w in words}))),
+            rf"(?<![\w-])(?:{'|'.join(map(re.escape, words))})s?(?![\w-])",
+        ),
+    )
     for role, _, words in ROLES
 ]
 
@@ -205,9 +216,9 @@ class Boxes:
         found = [self.boxes[at] for at in sorted(hits)]
         if found:
             return found
-        for role, patterns in _ROLE_WORDS:
+        for role, pattern in _ROLE_WORDS:
             having = index.by_role.get(role, [])
-            if len(having) == 1 and any(pattern.search(lower) for pattern in patterns):
+            if len(having) == 1 and pattern.search(lower):
                 found.append(having[0])
         return found
 

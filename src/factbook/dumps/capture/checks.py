@@ -27,6 +27,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from factbook.dumps.capture.quickre import starting_with
 from factbook.judging.expectations import problems_in
 from factbook.knowledge.kb import KnowledgeBase
 
@@ -138,16 +139,19 @@ SYSTEM: dict[str, tuple[str, str | None] | None] = {
     "ubuntu": None,
     "llama.cpp": None,
 }
-NVIDIA = re.compile(
-    r"\bNVIDIA\b|\b(?:[GH]\d{3}|[AB]\d{2,3}|L40S?|L4|V100|T4|GB200|GH200|RTX|Quadro|Tesla)\b", re.I
+NVIDIA = starting_with(
+    "abghlnqrtv",
+    r"\bNVIDIA\b|\b(?:[GH]\d{3}|[AB]\d{2,3}|L40S?|L4|V100|T4|GB200|GH200|RTX|Quadro|Tesla)\b",
+    re.I,
 )
-OTHER_GPUS = re.compile(r"\b(?:AMD|Instinct|MI\d{3}X?|Radeon|Gaudi|TPU)\b", re.I)
+OTHER_GPUS = starting_with("agimrt", r"\b(?:AMD|Instinct|MI\d{3}X?|Radeon|Gaudi|TPU)\b", re.I)
 _VERSION_TOKEN = re.compile(
     r"(?<![\w.+-])v?(?P<ver>\d+(?:\.\d+)+(?:\.?[a-z][\w.]*)?(?:\+[\w.]+)?(?:-[\w.-]+)?)(?![\w.]*\s*"
     r"(?:GB|TB|MiB|GiB|MB|W|x\b|%|tok|ms\b|s\b|min\b|B\b|M\b|K\b))"
 )
 _NAME_WORD = re.compile(r"[A-Za-z][\w.+-]*")
-FAILURE = re.compile(
+FAILURE = starting_with(
+    "bcdefghiklnorstw",
     r"\b(?:crash(?:es|ed|ing)?|hangs?|hung|hanging|OOMs?|OOM-killed|out of memory|fails?|failed"
     r"|failing|errors?|segfaults?|deadlocks?|illegal memory access|NaNs?|garbage|silently"
     r"|stall(?:s|ed)?|freez(?:e|es)|frozen"
@@ -156,14 +160,16 @@ FAILURE = re.compile(
     r"|slower|wrong|corrupt\w*|leaks?)\b",
     re.I,
 )
-FIX = re.compile(
+FIX = starting_with(
+    "acdefiklprsuw",
     r"\b(?:fix(?:es|ed)?|avoids?|avoided|work(?:s|ed)? around|workaround|solv(?:e|es|ed)"
     r"|resolv(?:e|es|ed)|prevents?|cures?)\b|\binstead\b|^(?:pass|set|use|add|remove|disable"
     r"|enable|cap|capping|lower|raise|increase|decrease|reduce|kill|restart|rebuild|export"
     r"|install|upgrade|downgrade|pin|switch|apply|rm|delete|unset|limit|run|ulimit)\b",
     re.I,
 )
-NOT_THERE = re.compile(
+NOT_THERE = starting_with(
+    "acdgilmnprstw",
     r"\b(?:will|to be|should|todo|planned|later|not (?:yet )?(?:exist|there|created)|missing"
     r"|deleted|removed|no longer|gone)\b"
     r"|^(?:move|create|write|install|set up|add|copy|download|put)\b",
@@ -220,11 +226,7 @@ def version_mentions(text: str, known: frozenset[str] = frozenset()) -> list[tup
     in the text: the one to three words before it name it (`CUDA toolkit 12.6`,
     `torch: 2.10.0+cu128`, `| TensorRT-LLM | 0.17.0 |`)."""
     out: list[tuple[str, str, bool]] = []
-    for found in _VERSION_TOKEN.finditer(text):
-        before = re.sub(
-            r"[|:=`*]+|\bversions?\b|\bv$", " ", text[max(0, found.start() - 80) : found.start()]
-        )
-        words = _NAME_WORD.findall(before)[-3:]
+    for words, version in _version_candidates(text):
         best: tuple[str, bool] | None = None
         for take in (3, 2, 1):
             if len(words) < take:
@@ -233,18 +235,35 @@ def version_mentions(text: str, known: frozenset[str] = frozenset()) -> list[tup
             if lookup(name, known)[0] is not None:
                 best = (name, True)
                 break
-        if best is None and words:
-            best = (words[-1], False)
-        version = found.group("ver").rstrip(".-")
-        if re.fullmatch(r"[\d.]+x", version):
-            continue  # `1.8x throughput`: a factor, not a version
-        if best is not None and _plausible_version(version):
-            out.append((best[0], version, best[1]))
+        name, is_known = best or (words[-1], False)
+        out.append((name, version, is_known))
     return out
 
 
+@lru_cache(maxsize=1024)
+def _version_candidates(text: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """Each plausible version in the text with the (up to three) words before it: what
+    `version_mentions` reads, whatever components are known. Remembered: an item is asked
+    for when it is placed, then again when its value is extracted."""
+    out = []
+    for found in _VERSION_TOKEN.finditer(text):
+        version = found.group("ver").rstrip(".-")
+        if _FACTOR.fullmatch(version) or not _plausible_version(version):
+            continue  # `1.8x throughput`: a factor, not a version
+        before = _NOT_NAME.sub(" ", text[max(0, found.start() - 80) : found.start()])
+        words = tuple(_NAME_WORD.findall(before)[-3:])
+        if words:
+            out.append((words, version))
+    return tuple(out)
+
+
+_FACTOR = re.compile(r"[\d.]+x")
+_NOT_NAME = re.compile(r"[|:=`*]+|\bversions?\b|\bv$")
+_TWO_NUMBERS = re.compile(r"\d+\.\d+")
+
+
 def _plausible_version(text: str) -> bool:
-    return not re.fullmatch(r"\d+\.\d+", text) or int(text.split(".")[0]) < 1000
+    return not _TWO_NUMBERS.fullmatch(text) or int(text.split(".")[0]) < 1000
 
 
 @lru_cache(maxsize=8192)

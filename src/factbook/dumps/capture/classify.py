@@ -27,28 +27,35 @@ from typing import Any
 
 from factbook.dumps.capture.checks import has_failure, has_fix, paths, version_mentions
 from factbook.dumps.capture.entry import Entry
+from factbook.dumps.capture.quickre import starting_with
 from factbook.dumps.capture.sections import Section, classify
 
-ACCESS = re.compile(
+# each searched on every item of a generic section: quickre.starting_with skips, in C, the
+# positions where no match can begin (the classes list every first character)
+ACCESS = starting_with(
+    "dklps",
     r"\bssh\s+(?:-\w+(?:\s+[^-\s]\S*)?\s+)*(?:[\w.-]+@|\[|<|[\w-]+\.[\w.-]+)"
     r"|\b(?:pct|lxc-attach)\s+(?:exec|enter)\b|\b(?:docker|podman|kubectl)\s+exec\b",
     re.I,
 )
-TOKEN = re.compile(
+TOKEN = starting_with(
+    r"<\d",
     r"<[^<>\s`]{1,40}>`?\s*(?:=|is|:)\s*(?:the\s+)?(?:token\s*)?(?:id\s*)?\d{1,7}\b"
     r"|\d{4,}\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?<[^<>\s`]{1,40}>",
     re.I,
 )
-FIGURE = re.compile(
-    r"\d(?:[\d,.]*)\s*(?:tok(?:en)?s?/s|req/s|ms\b|TFLOP/s|GB/s)|\bTTFT\b|\bTPOT\b|\bITL\b"
-    r"|tokens per (?:step|second)|\bthroughput\b|accept(?:ance)? (?:rate|len(?:gth)?)"
-    r"|\bspeeds? up\b|\bfaster\b|\bslower\b",
+FIGURE = starting_with(
+    r"afist\d",
+    r"(?<!\d)\d(?:[\d,.]*)\s*(?:tok(?:en)?s?/s|req/s|ms\b|TFLOP/s|GB/s)"
+    r"|\b(?:TTFT|TPOT|ITL|throughput|speeds? up|faster|slower)\b"
+    r"|tokens per (?:step|second)|accept(?:ance)? (?:rate|len(?:gth)?)",
     re.I,
 )
-HARDWARE = re.compile(
-    r"\bGPUs?\b|\bNVIDIA\b|\bAMD (?:Instinct|EPYC|Ryzen)|\bEPYC\b|\bXeon\b|\bThreadripper\b"
-    r"|\bCPU\b|\bRAM\b|\bNVLink\b|\bNVSwitch\b|\bNUMA\b|\bPCIe\b|\bHBM\d?e?\b|\bNVMe\b|\bRAID\d*\b"
-    r"|\bswap\b|\bdisk\b|\b\d+\s?(?:x|×)\s?[A-Z]{1,3}\d{2,4}\b|\b(?:H100|H200|A100|B200|MI\d{3}X?)\b",
+HARDWARE = starting_with(
+    r"abcdeghmnprstx\d",
+    r"\b(?:GPUs?|NVIDIA|EPYC|Xeon|Threadripper|CPU|RAM|NVLink|NVSwitch|NUMA|PCIe|HBM\d?e?|NVMe"
+    r"|RAID\d*|swap|disk|H100|H200|A100|B200|MI\d{3}X?)\b|\bAMD (?:Instinct|EPYC|Ryzen)"
+    r"|\b\d+\s?(?:x|×)\s?[A-Z]{1,3}\d{2,4}\b",
     re.I,
 )
 DECISION = re.compile(
@@ -56,14 +63,17 @@ DECISION = re.compile(
     r".*\b(?:because|since|so that|as|given)\b",
     re.I,
 )
-MODEL = re.compile(
-    r"\blayers\b|\bexperts?\b|hidden_size|\bparams?\b|parameters|vocab_size|\barchitecture\b"
-    r"|\bweights\b|\bcheckpoint\b|safetensors|\bshards?\b|\bquantiz|\bGGUF\b|\bMoE\b|\bMLA\b",
+MODEL = starting_with(
+    "aceghlmpqsvw",
+    r"\b(?:layers|experts?|params?|architecture|weights|checkpoint|shards?|GGUF|MoE|MLA)\b"
+    r"|hidden_size|parameters|vocab_size|safetensors|\bquantiz",
     re.I,
 )
-CAUSE = re.compile(r"\b(?:because|due to|caused by|the cause is|root cause)\b", re.I)
+CAUSE = starting_with("bcdrt", r"\b(?:because|due to|caused by|the cause is|root cause)\b", re.I)
 RULE = re.compile(r"^(?:never|always|do not|don't|must|avoid|only)\b", re.I)
-FILE_WORDS = re.compile(r"\b(?:logs?|files?|directory|dir|scripts?|venv|binary)\b", re.I)
+FILE_WORDS = starting_with(
+    "bdflsv", r"\b(?:logs?|files?|directory|dir|scripts?|venv|binary)\b", re.I
+)
 A_PATH = re.compile(r"(?:^|\s)~?/[\w.@+-]+")
 
 

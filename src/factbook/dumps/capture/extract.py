@@ -30,6 +30,7 @@ from factbook.dumps.capture.checks import (
     version_mentions,
 )
 from factbook.dumps.capture.checks import paths as path_tokens
+from factbook.dumps.capture.quickre import starting_with
 
 PATH_CATEGORIES = ("inventory", "instructions", "hardware", "model", "software")
 UNITS = {
@@ -47,18 +48,21 @@ UNITS = {
     "%": "%",
     "x": "x",
 }
-_NUMBER_UNIT = re.compile(
+_NUMBER_UNIT = starting_with(
+    r"~\d",
     r"(?<![\w.])~?(?P<num>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)\s?"
     r"(?P<unit>tok/s|ms|min|seconds|s|GiB|GB|MiB|MB|TB|W|%|x)(?![\w/])",
 )
-_GPU_COUNT = re.compile(
+_GPU_COUNT = starting_with(
+    r"\d",
     r"(?<![\w.])(?P<n>\d+)\s?(?:x\s?)?(?:NVIDIA\s+)?(?:[\w-]+\s+){0,6}?GPUs?\b"
-    r"|(?<![\w.])(?P<n2>\d+)\s?[x×]\s?(?:NVIDIA|AMD|Intel)\b"
+    r"|(?<![\w.])(?P<n2>\d+)\s?[x×]\s?(?:NVIDIA|AMD|Intel)\b",
 )
-_TOKEN = re.compile(
+_TOKEN = starting_with(
+    r"<\d",
     r"(?P<tok><[^<>\s`]{1,40}>)`?\s*(?:(?:=|is|:)\s*(?:token\s*)?(?:id\s*)?(?P<id>\d{1,7})\b"
     r"|(?:token\s*(?:id\s*)?)?(?P<id3>\d{4,}))"
-    r"|(?P<id2>\d{4,})\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?(?P<tok2><[^<>\s`]{1,40}>)"
+    r"|(?P<id2>\d{4,})\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?(?P<tok2><[^<>\s`]{1,40}>)",
 )
 _PAIR = re.compile(
     r"(?<![\w-])(?P<key>[a-z][a-z0-9_]*[a-z0-9])=(?P<val>\[[^\]]*\]|\d{1,3}(?:,\d{3})+(?!\d)|[^\s,;()]+)"

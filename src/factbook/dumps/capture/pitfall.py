@@ -26,15 +26,19 @@ from __future__ import annotations
 import re
 
 from factbook.dumps.capture.checks import FAILURE, FIX
+from factbook.dumps.capture.quickre import starting_with
 
 KEYS = ("symptom", "cause", "fix")
-_LABELLED = re.compile(
+_LABELLED = starting_with(
+    "cfrstw",
     r"(?:^|(?<=[\s;.(]))(?P<key>symptom|root cause|cause|trigger|why|fix|workaround|solution"
     r"|remedy)\s*:\s*",
     re.I,
 )
 _LABEL_KEY = {"root cause": "cause", "trigger": "cause", "why": "cause", "workaround": "fix"}
-_CAUSE = re.compile(r"\b(?:because(?: of)?|due to|caused by|as a result of|the reason is)\b", re.I)
+_CAUSE = starting_with(
+    "abcdt", r"\b(?:because(?: of)?|due to|caused by|as a result of|the reason is)\b", re.I
+)
 _TRIGGER = re.compile(
     r"\s(?:because(?: of)?|due to|caused by|when|whenever|if|after|once|unless|without|until)\s"
     r"|\s(?:with|at|on|for|using)\s+(?=[`\"']*(?:--?[A-Za-z]|\w+=))",

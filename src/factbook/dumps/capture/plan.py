@@ -131,21 +131,29 @@ def propose_all(
 
     def work(part: Sequence[Entry]) -> list[_Worked]:
         """Each entry placed (None: no section takes it), split into its versions, and each
-        piece's answer: nothing here depends on the entries before it."""
-        pieces_of: list[list[Entry] | None] = []
-        placed: list[tuple[Entry, Section]] = []
-        for entry in part:
-            section = place(entry, resolve(entry.headings), headless=headless, prefixes=prefixes)
-            pieces = None if section is None else split_versions(entry, section, known)
-            pieces_of.append(pieces)
-            placed += [(piece, section) for piece in pieces or ()]  # type: ignore[misc]
-        answers = iter(evaluate(placed))
-        return [
-            None
-            if pieces is None
-            else (None if pieces[0] is entry else pieces, [next(answers) for _ in pieces])
-            for entry, pieces in zip(part, pieces_of, strict=True)
-        ]
+        piece's answer: nothing here depends on the entries before it. A run of entries is
+        placed, then worked out, while what placing them read is still remembered
+        (`version_mentions`' words)."""
+        seen: set[str] = set()
+        out: list[_Worked] = []
+        for at in range(0, len(part), _PLACED_RUN):
+            run = part[at : at + _PLACED_RUN]
+            pieces_of: list[list[Entry] | None] = []
+            placed: list[tuple[Entry, Section]] = []
+            for entry in run:
+                where = resolve(entry.headings)
+                section = place(entry, where, headless=headless, prefixes=prefixes)
+                pieces = None if section is None else split_versions(entry, section, known)
+                pieces_of.append(pieces)
+                placed += [(piece, section) for piece in pieces or ()]  # type: ignore[misc]
+            answers = iter(evaluate(placed, seen))
+            out += [
+                None
+                if pieces is None
+                else (None if pieces[0] is entry else pieces, [next(answers) for _ in pieces])
+                for entry, pieces in zip(run, pieces_of, strict=True)
+            ]
+        return out
 
     # Both cores share the entries. But a dump naming no box binds its first box-bound fact
     # to a placeholder box it makes: the entries up to that one are worked out here, in
@@ -201,6 +209,7 @@ def propose_all(
 
 _PARALLEL_FROM = 400  # placed entries: fewer are done before a fork would pay for itself
 _UNTIL_PLACEHOLDER_RUN = 64  # entries worked out at a time while a placeholder box may come
+_PLACED_RUN = 256  # entries placed before they are worked out: well inside what is remembered
 # the child's share: it also pays for copying the pages it writes and pickling its answers
 # (0.02 s of 0.22 at 1 MB), and the parent for loading them (0.01 s)
 _CHILD_SHARE = 0.45
@@ -271,14 +280,14 @@ def _evaluator(
     boxes: Boxes | None,
     known: frozenset[str],
     index: Index,
-) -> Callable[[Sequence[tuple[Entry, Section]]], list[_Answer | None]]:
+) -> Callable[[Sequence[tuple[Entry, Section]], set[str]], list[_Answer | None]]:
     """Build, match and judge each placed entry of a run of them; None for one whose marker
-    is known before building and was seen earlier in the run (a duplicate, not built). The
-    caller decides duplicates again over the whole dump: every entry not skipped here has
-    its answer, since what a run has seen the whole dump had seen by then too."""
+    is known before building and is in `seen`, the markers of the part's entries before it
+    (a duplicate, not built). The caller decides duplicates again over the whole dump: every
+    entry not skipped here has its answer, since what a part has seen the whole dump had
+    seen by then too."""
 
-    def evaluate(part: Sequence[tuple[Entry, Section]]) -> list[_Answer | None]:
-        seen: set[str] = set()
+    def evaluate(part: Sequence[tuple[Entry, Section]], seen: set[str]) -> list[_Answer | None]:
         answers: list[_Answer | None] = []
         for entry, section in part:
             said = entry.fields.get("path") or norm(entry.quote)  # `./` names several dirs
