@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import compileall
 import contextlib
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -33,8 +34,9 @@ def precompile(config: pytest.Config, src: Path, tests: Path, *, test_modules: b
     for module in sorted(tests.glob("*.py")):
         if not _rewritten(module):
             compileall.compile_file(module, quiet=1)
+    rewrite_modules(config, _marked_modules(src))
     if test_modules:
-        rewrite_test_modules(config, _rewritten_modules(tests))
+        rewrite_modules(config, _rewritten_modules(tests))
 
 
 def _rewritten(module: Path) -> bool:
@@ -46,7 +48,37 @@ def _rewritten_modules(tests: Path) -> list[Path]:
     return sorted(p.resolve() for p in tests.glob("*.py") if _rewritten(p))
 
 
-def rewrite_test_modules(config: pytest.Config, modules: Iterable[Path]) -> int:
+def _marked_modules(src: Path) -> list[Path]:
+    """factbook's own modules, which pytest also rewrites: it marks every module of a
+    distribution that declares a pytest11 plugin (factbook's pytest integration). Rewriting
+    one parses it with `ast.parse`, and in Python 3.11 (before 3.11.9, gh-106905) two threads
+    building an AST at once can fail with `SystemError: AST constructor recursion depth
+    mismatch`: a module imported lazily while a transport thread of an earlier test logs a
+    traceback (3.11 parses the failing line to underline it) failed a fresh-clone run. With
+    the rewritten .pyc written here first, no worker parses them."""
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:
+        return []
+    hooks = [h for h in sys.meta_path if isinstance(h, rewrite.AssertionRewritingHook)]
+    marked = getattr(hooks[0], "_is_marked_for_rewrite", None) if hooks else None
+    state = getattr(hooks[0], "config", None) if hooks else None
+    if marked is None or state is None:
+        return []
+    state = state.stash.get(rewrite.assertstate_key, None)
+    if state is None:
+        return []
+    modules = []
+    for path in sorted(src.rglob("*.py")):
+        parts = path.relative_to(src).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        with contextlib.suppress(Exception):  # a private API changed: that module is left
+            if marked(name, state):
+                modules.append(path.resolve())
+    return modules
+
+
+def rewrite_modules(config: pytest.Config, modules: Iterable[Path]) -> int:
     """pytest's assertion-rewritten .pyc of each module, written where pytest looks for it
     (the same atomic write pytest makes); the number written."""
     try:

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from precompile import precompile, rewrite_test_modules
+from precompile import precompile, rewrite_modules
 
 
 def _tree(root: Path) -> tuple[Path, Path]:
@@ -44,7 +44,7 @@ def test_workers_read_what_the_controller_wrote(pytestconfig: pytest.Config, tmp
     assert not (tests / "__pycache__" / f"test_demo.{tag}.pyc").exists()  # pytest's, not plain
     before = {p: p.read_bytes() for p in tmp_path.rglob("*.pyc")}
     # nothing left to write the second time
-    assert rewrite_test_modules(pytestconfig, [(tests / "test_demo.py").resolve()]) == 0
+    assert rewrite_modules(pytestconfig, [(tests / "test_demo.py").resolve()]) == 0
 
     env = {
         **os.environ,
@@ -70,6 +70,23 @@ def test_workers_read_what_the_controller_wrote(pytestconfig: pytest.Config, tmp
 def test_a_changed_test_module_is_rewritten_again(pytestconfig: pytest.Config, tmp_path: Path):
     _, tests = _tree(tmp_path)
     module = (tests / "test_demo.py").resolve()
-    assert rewrite_test_modules(pytestconfig, [module]) == 1
+    assert rewrite_modules(pytestconfig, [module]) == 1
     module.write_text(module.read_text() + "\n\ndef test_more():\n    assert True\n")
-    assert rewrite_test_modules(pytestconfig, [module]) == 1  # pytest's hash no longer matches
+    assert rewrite_modules(pytestconfig, [module]) == 1  # pytest's hash no longer matches
+
+
+def test_factbooks_own_modules_come_rewritten(pytestconfig: pytest.Config):
+    """pytest rewrites every module of factbook (a pytest11 plugin's distribution); the
+    controller writes them first, so no worker parses one (tests/precompile._marked_modules)."""
+    from _pytest.assertion import rewrite
+    from precompile import _marked_modules
+
+    src = Path(__file__).resolve().parent.parent / "src"
+    marked = _marked_modules(src)
+    names = {p.relative_to(src).as_posix() for p in marked}
+    assert "factbook/verification/discover.py" in names
+    assert "factbook/integrations/pytest_plugin.py" in names
+    rewrite_modules(pytestconfig, marked)  # the controller did; a file edited since is redone
+    for module in marked:
+        pyc = rewrite.get_cache_dir(module) / (module.name[:-3] + rewrite.PYC_TAIL)
+        assert rewrite._read_pyc(module, pyc) is not None, module
