@@ -83,6 +83,7 @@ class Index:
         self.statements_n: list[str] = []  # word_sets' statements, normalised once
         self.counts: dict[int, Counter[str]] = {}  # their characters, counted when needed
         self.matchers: dict[int, SequenceMatcher] = {}
+        self.value_indexes: dict[tuple[str, ...], ValueIndex] = {}  # by_key's, on demand
         for fact in self.facts:
             for source in fact.sources:
                 if source.quote and len(norm(source.quote)) >= 8:
@@ -190,8 +191,9 @@ class Index:
             if found is not None:
                 return Found(found, "title")
         if key and key in self.by_key:
-            same = [f for f in self.by_key[key] if value is not None and same_value(value, f.value)]
-            return Found((same or self.by_key[key])[0], "key")
+            facts = self.by_key[key]
+            same = None if value is None else self._same_value_in(key, facts, value)
+            return Found(same or facts[0], "key")
         quote_n = norm(quote)
         for n in self._quote_candidates(quote_n):
             known, fact = self.quotes[n]
@@ -236,6 +238,20 @@ class Index:
         if best[1] is not None and best[0] >= SIMILAR:
             return Found(best[1], "statement")
         return None
+
+    def _same_value_in(self, key: tuple[str, ...], facts: list[Fact], value: Any) -> Fact | None:
+        """The first of `facts` (those of one key) whose value is `same_value` as `value`.
+        A fleet's knowledge base holds one fact of a key per box (`torch` on each of 64), an
+        import asks for each of its lines: comparing with each was N x K. Past a few facts,
+        only those that can compare equal are tried (`ValueIndex`), in their order."""
+        if len(facts) <= _SCAN_UP_TO:
+            return next((f for f in facts if same_value(value, f.value)), None)
+        index = self.value_indexes.get(key)
+        if index is None:
+            index = self.value_indexes[key] = ValueIndex([f.value for f in facts])
+        return next(
+            (facts[n] for n in index.candidates(value) if same_value(value, facts[n].value)), None
+        )
 
     def _in_scope(self, scope: str, text: str) -> Fact | None:
         """The fact under topic `scope` (`hw.gpu` for `hw.gpu.count`) that a group line's part
@@ -324,8 +340,55 @@ def same_value(a: Any, b: Any) -> bool:
         # a table row read back: the header's words, not the fact's keys
         return len(a) == len(b) and all(map(same_value, a.values(), b.values()))
     if isinstance(a, (str, int, float)) and isinstance(b, (str, int, float)):
-        return norm(str(a)).rstrip("%") == norm(str(b)).rstrip("%")
+        return _text_key(a) == _text_key(b)
     return bool(a == b)
+
+
+_SCAN_UP_TO = 16  # facts of one key compared one by one; more are looked up (ValueIndex)
+
+
+class ValueIndex:
+    """Positions of a list of values by what `same_value` compares, so that a value is
+    compared only with those that can equal it, in their order: a superset of the equal
+    ones, from same_value's own cases (a bool equals a bool or a number, `True == 1`;
+    numbers equal within a tolerance; text, and a number against text, compare as
+    `_text_key` does; dicts with dicts; anything else by `==`)."""
+
+    def __init__(self, values: list[Any]) -> None:
+        self.texts: dict[str, list[int]] = {}  # _text_key -> strs and numbers
+        self.numbers: list[int] = []
+        self.bools: list[int] = []
+        self.dicts: list[int] = []
+        self.others: list[int] = []
+        for n, value in enumerate(values):
+            if isinstance(value, bool):
+                self.bools.append(n)
+                continue
+            if isinstance(value, (str, int, float)):
+                self.texts.setdefault(_text_key(value), []).append(n)
+                if not isinstance(value, str):
+                    self.numbers.append(n)
+            elif isinstance(value, dict):
+                self.dicts.append(n)
+            else:
+                self.others.append(n)
+
+    def candidates(self, value: Any) -> list[int]:
+        """The positions whose values may be `same_value` as `value`, in order."""
+        if isinstance(value, bool):
+            return sorted(self.bools + self.numbers)
+        if isinstance(value, (int, float)):
+            return sorted({*self.numbers, *self.bools, *self.texts.get(_text_key(value), ())})
+        if isinstance(value, str):
+            return self.texts.get(_text_key(value), [])
+        if isinstance(value, dict):
+            return self.dicts
+        return self.others
+
+
+def _text_key(value: str | int | float) -> str:
+    """How same_value compares text (and a number against text)."""
+    return norm(str(value)).rstrip("%")
 
 
 def _leaves(value: Any) -> list[Any]:

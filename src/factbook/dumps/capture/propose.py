@@ -19,24 +19,28 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import itertools
 import re
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from factbook.dumps.capture.boxes import Boxes
 from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.targetfile import write_targets
 from factbook.errors import InputError
+from factbook.knowledge import limits
 from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, parse_kb_with_problems
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.yamlsrc import unreadable_if_written
 from factbook.store.atomic import throwaway_writes, write_text_atomic
 from factbook.store.writeback import (
+    FACT_FILE_HEADER,
     FactUpdate,
     WritebackError,
     append_facts_to_files,
@@ -167,6 +171,68 @@ def fact_file(kb: KnowledgeBase, category: str, root: Path) -> Path:
     return root / FACTS_DIR / (name if not owned(name) else f"imported-{name}")
 
 
+_T = TypeVar("_T")
+# of the bytes a fact file may hold (limits.YAML_MAX_BYTES) that `spread` fills: a fact's
+# YAML block is within 8% of its repr (measured on the bench's dumps), and a file the
+# estimate misjudges is refused by the writer, never written past the bound
+SPREAD_FILL = 0.85
+
+
+def spread(
+    path: Path, items: list[tuple[_T, dict[str, Any]]]
+) -> list[tuple[Path, list[tuple[_T, dict[str, Any]]]]]:
+    """A category's new facts over its file and, past what a fact file may hold, over the
+    numbered files of its family after it (`software-2.yaml`, `software-3.yaml`, ...), each
+    filled to about SPREAD_FILL of the bound: a dump with more facts of one category than
+    one file may hold is imported whole instead of refused (`limits`: nothing factbook writes
+    may be more than it reads). Files of the family that are already full are passed over."""
+    budget = limits.YAML_MAX_BYTES * SPREAD_FILL
+    files = _family(path)
+    current = next(files)
+    size, empty = _size(current)
+    out: list[tuple[Path, list[tuple[_T, dict[str, Any]]]]] = []
+    part: list[tuple[_T, dict[str, Any]]] = []
+    for item in items:
+        cost = _block_bytes(item[1])
+        while size + cost > budget and (part or size > empty):
+            if part:
+                out.append((current, part))
+                part = []
+            current = next(files)
+            size, empty = _size(current)
+        part.append(item)
+        size += cost
+    if part:
+        out.append((current, part))
+    return out
+
+
+def _family(path: Path) -> Iterator[Path]:
+    """`path`, then the files of its family in order: `software-2.yaml` is of `software.yaml`'s
+    family (and `software.yaml` of `software-2.yaml`'s), endlessly."""
+    base = re.sub(r"-\d+$", "", path.stem)
+    yield path
+    for n in itertools.count(1):
+        file = path.with_name(f"{base}.yaml" if n == 1 else f"{base}-{n}.yaml")
+        if file != path:
+            yield file
+
+
+def _size(path: Path) -> tuple[int, int]:
+    """(the file's bytes, or a new file's header; the bytes of a file holding no fact yet)."""
+    header = len(FACT_FILE_HEADER.encode("utf-8"))
+    try:
+        return path.stat().st_size, header
+    except FileNotFoundError:
+        return header, header
+
+
+def _block_bytes(fact: dict[str, Any]) -> int:
+    """About the bytes `fact` takes as a YAML block in a fact file, from above."""
+    text = repr(fact)
+    return int(len(text if text.isascii() else text.encode("utf-8")) * 1.1) + 16
+
+
 @dataclass
 class Applied:
     """The fact files after the accepted proposals, and the diff from the real ones (made
@@ -242,16 +308,20 @@ def _apply_to(
     # known facts are edited first, while their files are short: each file is then parsed
     # once at its final size (appending reads the grown file back), not twice
     _update_known(scratch, proposals)
-    by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
-    where: dict[str, tuple[Path, str]] = {}
+    by_category: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
+    where: dict[str, Path] = {}
     for proposal in proposals:
         if proposal.fact is not None:
             category = proposal.fact["category"]
             if category not in where:  # fact_file reads every fact: once per category
-                path = fact_file(kb, category, scratch)
-                where[category] = (path, path.relative_to(scratch).as_posix())
-            path, proposal.file = where[category]
-            by_file.setdefault(path, []).append((proposal, proposal.fact))
+                where[category] = fact_file(kb, category, scratch)
+            by_category.setdefault(where[category], []).append((proposal, proposal.fact))
+    by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
+    for path, items in by_category.items():
+        for file, part in spread(path, items):
+            by_file.setdefault(file, []).extend(part)
+            for proposal, _ in part:
+                proposal.file = file.relative_to(scratch).as_posix()
     batches = [(path, [fact for _, fact in items]) for path, items in by_file.items()]
     for items, refused in zip(by_file.values(), append_facts_to_files(batches), strict=True):
         if refused is not None:
