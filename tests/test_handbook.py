@@ -322,3 +322,20 @@ def test_the_hand_over_page_is_a_function_of_the_files_not_the_clock(tmp_path: P
         'generated: "2021-03-05 05:06 UTC"'
         in Generator().generate(root).pages["status-handover.md"]
     )
+
+
+def test_a_page_past_the_sandbox_bound_is_refused_in_one_line(
+    kb_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A category of ~20,000 facts makes a page past the output the sandbox allows (16 MiB
+    of text): the command says which page, and exits 2, instead of a traceback. The bound
+    is lowered here so that the shipped facts reach it."""
+    from factbook.errors import InputError
+    from factbook.handbook import sandbox
+
+    monkeypatch.setattr(sandbox, "MAX_OUTPUT", 20_000)
+    with pytest.raises(
+        InputError,
+        match=r"handbook page \S+\.md: the document grew beyond 20000 characters; not generated",
+    ):
+        Generator().generate(kb_root)

@@ -20,6 +20,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from factbook.errors import InputError
 from factbook.handbook.editlinks import EditLinks
 from factbook.handbook.fleet_view import FLEET
 from factbook.handbook.markup import code, md
@@ -35,7 +36,7 @@ from factbook.handbook.pages import (
 )
 from factbook.handbook.prerender import placeholders
 from factbook.handbook.runbook_view import RunbookPage, runbook_pages
-from factbook.handbook.sandbox import KBSandbox
+from factbook.handbook.sandbox import KBSandbox, SecurityError
 from factbook.handbook.sources import (
     RUNBOOKS_GUIDE,
     STATUS_GUIDE,
@@ -176,9 +177,12 @@ class Generator:
             if cached and cached[0] == digest:
                 pages[spec.uri] = cached[1]
                 continue
-            text = self.env.get_template(spec.template).render(
-                title=spec.title, page=spec.uri, fragments=held, **spec.context
-            )
+            try:
+                text = self.env.get_template(spec.template).render(
+                    title=spec.title, page=spec.uri, fragments=held, **spec.context
+                )
+            except SecurityError as exc:  # a bound of the sandbox: a page too large to make
+                raise InputError(f"handbook page {spec.uri}: {exc}; not generated") from None
             self._cache[spec.uri] = (digest, text)
             pages[spec.uri] = text
             rendered.append(spec.uri)

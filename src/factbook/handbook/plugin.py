@@ -39,7 +39,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 
-from factbook.errors import UsageError
+from factbook.errors import FactbookError, UsageError
 from factbook.handbook import prerender
 from factbook.handbook.editlinks import EditLinks, check_template, from_repo
 from factbook.handbook.generator import CSS_URI, generate, template_dir
@@ -188,8 +188,10 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
                 prerender=True,
             )
         except Exception as exc:  # under `mkdocs serve`, show the error, not a stuck page
-            log.error("factbook: the handbook could not be generated: %s", exc, exc_info=True)
-            text = f"# The handbook could not be generated\n\n```\n{traceback.format_exc()}```\n"
+            said = isinstance(exc, FactbookError)  # the user's to fix: its line says it all
+            log.error("factbook: the handbook could not be generated: %s", exc, exc_info=not said)
+            shown = f"{exc}\n" if said else traceback.format_exc()
+            text = f"# The handbook could not be generated\n\n```\n{shown}```\n"
             if files.get_file_from_path("index.md") is None:
                 files.append(File.generated(config, "index.md", content=text))
             return files
