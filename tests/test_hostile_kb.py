@@ -101,6 +101,8 @@ def macros(payload: str) -> dict[str, str | bytes | Link]:
 
 
 MARK = "{out}/MARKER"
+# a hand-written dump naming a box and a version on it: an import proposes a target and a fact
+IMPORT_DUMP = "# Status\n\n## Access\n\n- Node: ssh ubuntu@node-a.example -p 2202\n\n## Software\n\n- torch 2.5.1\n"
 # Known Jinja2 escapes: each would create MARK (or print Python internals) if it ran.
 ESCAPES = {
     "cycler globals": "{{ cycler.__init__.__globals__.os.system('touch " + MARK + "') }}",
@@ -329,6 +331,10 @@ CASES: list[Case] = [
     Case("file name with a newline, list", {INJECTED_NAME: "facts: [x]\n"}, "list", 0, "lint problem", absent=("\n::error file=x", "\u202e", "\x1b")),
     Case("file name with a newline, verify", {INJECTED_NAME: "facts: [x]\n"}, "verify-dry", 2, "\\n::error file=x::pwned", absent=("\n::error file=x", "\u202e", "\x1b")),
     Case("--inventory ssh_config of secrets", {}, ["verify", "--dry-run", "--inventory", "{out}/ssh_config"], 2, "{out}/ssh_config"),
+    # --- 2 and 6 again: what an import copies, edits and compares with is the knowledge base's own files ---
+    Case("import: targets.yaml -> outside, a box proposed", {"targets.yaml": Link("{out}/shadow"), "dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1"], 0, "targets.yaml: not a file of the knowledge base; not written"),
+    Case("import: a FIFO among the fact files", {"facts/pipe.yaml": FIFO, "dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 0, "wrote", isolated=True, max_s=20, then="list"),
+    Case("import: a folder named as the category's file", {"facts/software.yaml/x": "x", "dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 0, "software-2.yaml", then="list"),
 ]
 # fmt: on
 

@@ -595,7 +595,12 @@ class _Growth:
 
 
 def _grow(path: Path, facts: list[dict[str, Any]]) -> _Growth:
-    text = path.read_text(encoding="utf-8") if path.exists() else FACT_FILE_HEADER
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else FACT_FILE_HEADER
+    except UnicodeDecodeError:
+        raise WritebackError(f"{path}: not UTF-8 text; not written") from None
+    except OSError as exc:  # a folder, a file that cannot be read
+        raise WritebackError(f"{path}: {exc.strerror or exc}; not written") from None
     # inside an import the ids and dash come from the parse already made (factlayout)
     layout = append_layout(text)
     more, existing, dash = (True, *layout) if layout else _composed_layout(text, path)

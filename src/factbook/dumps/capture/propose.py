@@ -24,7 +24,7 @@ import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -36,6 +36,7 @@ from factbook.dumps.capture.targetfile import write_targets
 from factbook.errors import InputError
 from factbook.knowledge import limits
 from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, parse_kb_with_problems
+from factbook.knowledge.kbfiles import escapes
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.yamlsrc import unreadable_if_written
 from factbook.store.atomic import throwaway_writes, write_text_atomic
@@ -179,15 +180,19 @@ SPREAD_FILL = 0.85
 
 
 def spread(
-    path: Path, items: list[tuple[_T, dict[str, Any]]]
+    path: Path,
+    items: list[tuple[_T, dict[str, Any]]],
+    taken: Callable[[Path], bool] | None = None,
 ) -> list[tuple[Path, list[tuple[_T, dict[str, Any]]]]]:
     """A category's new facts over its file and, past what a fact file may hold, over the
     numbered files of its family after it (`software-2.yaml`, `software-3.yaml`, ...), each
     filled to about SPREAD_FILL of the bound: a dump with more facts of one category than
     one file may hold is imported whole instead of refused (`limits`: nothing factbook writes
-    may be more than it reads). Files of the family that are already full are passed over."""
+    may be more than it reads). Files of the family that are already full are passed over,
+    and so are the names `taken` says are not the import's to write (not plain files of the
+    real knowledge base: a folder, a FIFO, a symlink leaving it)."""
     budget = limits.YAML_MAX_BYTES * SPREAD_FILL
-    files = _family(path)
+    files = (file for file in _family(path) if taken is None or not taken(file))
     current = next(files)
     size, empty = _size(current)
     out: list[tuple[Path, list[tuple[_T, dict[str, Any]]]]] = []
@@ -219,8 +224,11 @@ def _family(path: Path) -> Iterator[Path]:
 
 
 def _size(path: Path) -> tuple[int, int]:
-    """(the file's bytes, or a new file's header; the bytes of a file holding no fact yet)."""
+    """(the file's bytes, or a new file's header; the bytes of a file holding no fact yet).
+    A name taken by anything but a regular file counts as full."""
     header = len(FACT_FILE_HEADER.encode("utf-8"))
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        return 1 << 62, header
     try:
         return path.stat().st_size, header
     except FileNotFoundError:
@@ -260,13 +268,39 @@ class Applied:
 
 
 def _scratch_copy(root: Path, into: Path) -> None:
-    shutil.copytree(root / FACTS_DIR, into / FACTS_DIR)
+    """The files an import edits and lints, copied: what the knowledge base may not read
+    (a symlink leaving it, a FIFO, a device) is left out, so the copy never reads it either;
+    the knowledge base's own lint already names each (the baseline)."""
+    skip = _unreadable_in(root)
+    shutil.copytree(root / FACTS_DIR, into / FACTS_DIR, ignore=skip)
     for name in COPIED:
         source = root / name
+        if skip(str(source.parent), [name]):
+            continue
         if source.is_dir():
-            shutil.copytree(source, into / name)
+            shutil.copytree(source, into / name, ignore=skip)
         elif source.exists():
             shutil.copy2(source, into / name)
+
+
+def _unreadable_in(root: Path) -> Callable[[str, list[str]], set[str]]:
+    """copytree's `ignore`: the names in a folder that are not a folder or a regular file
+    inside `root` once symlinks are resolved."""
+
+    def skip(folder: str, names: list[str]) -> set[str]:
+        return {n for n in names if not _plain(Path(folder) / n, root, folders=True)}
+
+    return skip
+
+
+def _plain(path: Path, root: Path, *, folders: bool = False) -> bool:
+    """Whether `path` is absent, or a regular file (or with `folders`, a folder) inside
+    `root` once symlinks are resolved: what an import may read and write."""
+    if escapes(path, root) is not None:
+        return False
+    if not path.exists():
+        return not path.is_symlink()  # a dangling link is not absent
+    return path.is_file() or (folders and path.is_dir())
 
 
 def targets_needed(proposals: list[Proposal], boxes: Boxes | None) -> list[str]:
@@ -318,7 +352,8 @@ def _apply_to(
             by_category.setdefault(where[category], []).append((proposal, proposal.fact))
     by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
     for path, items in by_category.items():
-        for file, part in spread(path, items):
+        taken = lambda file: not _plain(kb.root / file.relative_to(scratch), kb.root)  # noqa: E731
+        for file, part in spread(path, items, taken):
             by_file.setdefault(file, []).extend(part)
             for proposal, _ in part:
                 proposal.file = file.relative_to(scratch).as_posix()
@@ -400,10 +435,13 @@ def apply(
         names: dict[Path, str] = {}
         written = [*sorted((scratch / FACTS_DIR).rglob("*.yaml")), scratch / TARGETS_FILE]
         for path in written:
-            if not path.exists():
+            if not path.is_file():  # absent, or a folder named *.yaml
                 continue
             rel = path.relative_to(scratch)
             real = root / rel
+            if not _plain(real, root):  # left out of the copy: never read, never written over
+                general.append(f"{rel.as_posix()}: not a file of the knowledge base; not written")
+                continue
             new = path.read_text(encoding="utf-8")
             old = real.read_text(encoding="utf-8") if real.exists() else None
             if new != old:
