@@ -192,9 +192,10 @@ def spread(
     and so are the names `taken` says are not the import's to write (not plain files of the
     real knowledge base: a folder, a FIFO, a symlink leaving it)."""
     budget = limits.YAML_MAX_BYTES * SPREAD_FILL
-    files = (file for file in _family(path) if taken is None or not taken(file))
-    current = next(files)
-    size, empty = _size(current)
+    family = itertools.islice(_family(path), _FAMILY_MAX)
+    files = (file for file in family if taken is None or not taken(file))
+    current = next(files, path)  # none free (a folder that leaves the knowledge base): the
+    size, empty = _size(current)  # file named, which the import then refuses to write
     out: list[tuple[Path, list[tuple[_T, dict[str, Any]]]]] = []
     part: list[tuple[_T, dict[str, Any]]] = []
     for item in items:
@@ -203,13 +204,19 @@ def spread(
             if part:
                 out.append((current, part))
                 part = []
-            current = next(files)
+            current = next(files, None)
+            if current is None:  # the family's every name is taken: the rest stay together
+                current, size, empty = path, 0, 0
+                break
             size, empty = _size(current)
         part.append(item)
         size += cost
     if part:
         out.append((current, part))
     return out
+
+
+_FAMILY_MAX = 1000  # files of one category's family tried (1 GB of facts)
 
 
 def _family(path: Path) -> Iterator[Path]:
