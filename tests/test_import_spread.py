@@ -180,3 +180,13 @@ def test_every_value_equal_to_a_query_is_a_candidate(query):
     equal = [n for n, v in enumerate(_VALUES) if match.same_value(query, v)]
     assert set(equal) <= set(index.candidates(query))
     assert index.candidates(query) == sorted(index.candidates(query))
+
+
+def test_no_free_name_keeps_the_facts_on_the_file_named(tmp_path: Path, monkeypatch):
+    """Every name of the family taken (a facts/ folder that leaves the knowledge base): the
+    facts stay on the file named, which the import then refuses to write; no endless search."""
+    monkeypatch.setattr(limits, "YAML_MAX_BYTES", 4000)
+    items = [(n, _fact(n)) for n in range(80)]
+    placed = spread(tmp_path / "software.yaml", items, taken=lambda _: True)
+    assert {path.name for path, _ in placed} == {"software.yaml"}
+    assert [n for _, part in placed for n, _ in part] == list(range(80))
