@@ -339,3 +339,16 @@ def test_a_page_past_the_sandbox_bound_is_refused_in_one_line(
         match=r"handbook page \S+\.md: the document grew beyond 20000 characters; not generated",
     ):
         Generator().generate(kb_root)
+
+
+def test_a_status_document_past_the_bound_asks_for_a_budget(
+    kb_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same bound on `factbook status`: a knowledge base that large needs --budget."""
+    from factbook.handbook import sandbox
+
+    monkeypatch.setattr(sandbox, "MAX_OUTPUT", 20_000)
+    assert cli(["--root", str(kb_root), "status", "--out", "-"]) == 2
+    said = capsys.readouterr().err
+    assert "grew beyond 20000 characters; a knowledge base this large needs --budget" in said
+    assert cli(["--root", str(kb_root), "status", "--budget", "3000", "--out", "-"]) == 0

@@ -42,6 +42,11 @@ _PADDING = frozenset({"center", "ljust", "rjust", "zfill"})
 SecurityError = jinja2.sandbox.SecurityError
 
 
+class OutputTooLarge(SecurityError):
+    """A render emitted more than MAX_OUTPUT characters: a payload, or a knowledge base too
+    large for one document (the caller says which it can be)."""
+
+
 class TemplateTimeout(SecurityError):
     """A template ran longer than MAX_RENDER_S."""
 
@@ -76,7 +81,7 @@ class KBSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         if isinstance(value, str):
             self.emitted += len(value)
             if self.emitted > MAX_OUTPUT:
-                raise SecurityError(f"the document grew beyond {MAX_OUTPUT} characters")
+                raise OutputTooLarge(f"the document grew beyond {MAX_OUTPUT} characters")
         return value
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:

@@ -33,6 +33,7 @@ from factbook.handbook.safehtml import safe_markdown
 from factbook.handbook.sandbox import (
     MAX_RENDER_MEMORY,
     KBSandbox,
+    OutputTooLarge,
     SecurityError,
     bounded_memory,
 )
@@ -174,6 +175,11 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
             return re.sub(f"\ue000{nonce}:(\\d+)\ue001", lambda m: hints[int(m[1])], text)
         finally:
             _HINTS.reset(token)
+    except OutputTooLarge as exc:  # a payload, or simply a knowledge base of ~20,000 facts
+        raise InputError(
+            f"status template: refused by the sandbox: {exc}; a knowledge base this large "
+            "needs --budget TOKENS"
+        ) from None
     except SecurityError as exc:
         raise InputError(f"status template: refused by the sandbox: {exc}") from None
     except jinja2.TemplateError as exc:
