@@ -357,9 +357,12 @@ def _apply_to(
             if category not in where:  # fact_file reads every fact: once per category
                 where[category] = fact_file(kb, category, scratch)
             by_category.setdefault(where[category], []).append((proposal, proposal.fact))
+
+    def taken(file: Path) -> bool:  # the real knowledge base's file of that name: not ours
+        return not _plain(kb.root / file.relative_to(scratch), kb.root)
+
     by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
     for path, items in by_category.items():
-        taken = lambda file: not _plain(kb.root / file.relative_to(scratch), kb.root)  # noqa: E731
         for file, part in spread(path, items, taken):
             by_file.setdefault(file, []).extend(part)
             for proposal, _ in part:
