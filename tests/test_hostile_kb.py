@@ -334,7 +334,7 @@ CASES: list[Case] = [
     # --- 2 and 6 again: what an import copies, edits and compares with is the knowledge base's own files ---
     Case("import: targets.yaml -> outside, a box proposed", {"targets.yaml": Link("{out}/shadow"), "dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1"], 0, "targets.yaml: not a file of the knowledge base; not written"),
     Case("import: a FIFO among the fact files", {"facts/pipe.yaml": FIFO, "dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 0, "wrote", isolated=True, max_s=20, then="list"),
-    Case("import: facts folder -> outside", {"facts": Link("{out}/facts"), "dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 0, "facts/software.yaml: not a file of the knowledge base; not written", max_s=20),
+    Case("import: facts folder -> outside", {"facts": Link("{out}/facts"), "dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 2, "facts: resolves to {out}/facts, outside the knowledge base; refusing to use it", max_s=20),
     Case("import: a folder named as the category's file", {"facts/software.yaml/x": "x", "dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 0, "software-2.yaml", then="list"),
 ]
 # fmt: on

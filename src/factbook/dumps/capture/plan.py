@@ -38,7 +38,8 @@ from factbook.dumps.capture.propose import (
 from factbook.dumps.capture.sections import Section, resolve
 from factbook.errors import UsageError
 from factbook.knowledge.halves import in_halves
-from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
+from factbook.knowledge.kb import FACTS_DIR, KnowledgeBase, load_kb_with_problems
+from factbook.knowledge.kbfiles import require_inside
 from factbook.knowledge.model import Milestone
 from factbook.knowledge.yamlsrc import sharing
 
@@ -75,6 +76,7 @@ def plan_import(
     Each fact file's text is parsed once (yamlsrc.sharing): by the load, by write-back's
     checks of the scratch copy, or by its lint, whichever reads it first."""
     started = time.perf_counter()
+    require_inside(Path(root) / FACTS_DIR, FACTS_DIR, root)  # where the facts would be written
     with sharing(), _fewer_collections():
         kb, baseline = load_kb_with_problems(Path(root))
         milestone = kb.milestone(milestone_id)
