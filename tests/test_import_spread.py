@@ -190,3 +190,66 @@ def test_no_free_name_keeps_the_facts_on_the_file_named(tmp_path: Path, monkeypa
     placed = spread(tmp_path / "software.yaml", items, taken=lambda _: True)
     assert {path.name for path, _ in placed} == {"software.yaml"}
     assert [n for _, part in placed for n, _ in part] == list(range(80))
+
+
+_FLEET_FACTS = """facts:
+  - id: sw.torch.box-a
+    category: software
+    title: torch on box-a
+    statement: torch 2.5.0 on box-a.
+    value: 2.5.0
+    status: assumed
+    target: box-a
+    since: "1"
+    sources: [{seed: fleet.md, quote: torch 2.5.0}]
+    check: {probe: pkg.version, args: {name: torch}, expect: {version: ==2.5.0}}
+  - id: sw.torch.box-b
+    category: software
+    title: torch on box-b
+    statement: torch 2.6.0 on box-b.
+    value: 2.6.0
+    status: assumed
+    target: box-b
+    since: "1"
+    sources: [{seed: fleet.md, quote: torch 2.6.0}]
+    check: {probe: pkg.version, args: {name: torch}, expect: {version: ==2.6.0}}
+"""
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["two boxes", "forty boxes"])
+def test_a_line_about_one_box_matches_that_boxs_fact_of_the_key(tmp_path: Path, many: bool):
+    """A fleet holds `torch` once per box: `torch 2.6.0` said of box-a is box-a's torch
+    (changed), not box-b's fact that happens to hold 2.6.0; with no box, the value decides."""
+    from factbook.knowledge.kb import load_kb
+
+    root = tmp_path / "kb"
+    (root / "facts").mkdir(parents=True)
+    (root / "milestones.yaml").write_text('milestones:\n  - {id: "1", title: first}\n')
+    others = [f"box-{n}" for n in range(40)] if many else []
+    targets = ["box-a", "box-b", "box-c", *others]
+    (root / "targets.yaml").write_text(
+        "targets:\n" + "".join(f"  {t}: {{host: {t}.invalid}}\n" for t in targets)
+    )
+    text = _FLEET_FACTS
+    for box in others:  # more facts of the key, on other boxes, all at 2.6.0
+        text += (
+            f"  - id: sw.torch.{box}\n    category: software\n    title: torch on {box}\n"
+            f"    statement: torch 2.6.0 on {box}.\n    value: 2.6.0\n    status: assumed\n"
+            f'    target: {box}\n    since: "1"\n'
+            "    sources: [{seed: fleet.md, quote: torch 2.6.0}]\n"
+            "    check: {probe: pkg.version, args: {name: torch}, expect: {version: ==2.6.0}}\n"
+        )
+    (root / "facts" / "software.yaml").write_text(text)
+    kb = load_kb(root)
+    index = match.Index(kb, kb.milestone("1"))
+    key = ("pkg", "torch")
+
+    def found(target: str | None) -> str:
+        hit = index.find(None, "torch 2.6.0", key, "torch 2.6.0", "2.6.0", target=target)
+        assert hit is not None and hit.how == "key"
+        return hit.fact.id
+
+    assert found("box-a") == "sw.torch.box-a"  # its own box's fact: a change
+    assert found("box-b") == "sw.torch.box-b"
+    assert found(None) == "sw.torch.box-b"  # no box: the fact holding the value
+    assert found("box-c") == "sw.torch.box-b"  # a box with no fact of the key: the same

@@ -83,7 +83,8 @@ class Index:
         self.statements_n: list[str] = []  # word_sets' statements, normalised once
         self.counts: dict[int, Counter[str]] = {}  # their characters, counted when needed
         self.matchers: dict[int, SequenceMatcher] = {}
-        self.value_indexes: dict[tuple[str, ...], ValueIndex] = {}  # by_key's, on demand
+        self.value_indexes: dict[tuple[str | None, ...], ValueIndex] = {}  # by_key's, on demand
+        self.key_targets: dict[tuple[str, ...], dict[str | None, list[Fact]]] = {}
         for fact in self.facts:
             for source in fact.sources:
                 if source.quote and len(norm(source.quote)) >= 8:
@@ -177,6 +178,7 @@ class Index:
         value: Any = None,
         title: str | None = None,
         scope: str | None = None,
+        target: str | None = None,
     ) -> Found | None:
         """`title`: a compact status line's text, which shows a fact's title (and its value
         after `: `) rather than its statement; `scope`: the topic its group line names."""
@@ -191,8 +193,8 @@ class Index:
             if found is not None:
                 return Found(found, "title")
         if key and key in self.by_key:
-            facts = self.by_key[key]
-            same = None if value is None else self._same_value_in(key, facts, value)
+            facts, scope = self._of_target(key, target)
+            same = None if value is None else self._same_value_in(scope, facts, value)
             return Found(same or facts[0], "key")
         quote_n = norm(quote)
         for n in self._quote_candidates(quote_n):
@@ -239,7 +241,26 @@ class Index:
             return Found(best[1], "statement")
         return None
 
-    def _same_value_in(self, key: tuple[str, ...], facts: list[Fact], value: Any) -> Fact | None:
+    def _of_target(
+        self, key: tuple[str, ...], target: str | None
+    ) -> tuple[list[Fact], tuple[str | None, ...]]:
+        """The facts of `key` on the entry's own box where it has any there (a fleet's
+        `torch 2.6.0` on box-b is about box-b's torch, whichever box's fact comes first),
+        else all of them; and what names that list (`_same_value_in`'s index)."""
+        facts = self.by_key[key]
+        if target is None:
+            return facts, key
+        by_target = self.key_targets.get(key)
+        if by_target is None:
+            by_target = self.key_targets[key] = {}
+            for fact in facts:
+                by_target.setdefault(fact.check_target(), []).append(fact)
+        mine = by_target.get(target)
+        return (mine, (*key, None, target)) if mine else (facts, key)
+
+    def _same_value_in(
+        self, key: tuple[str | None, ...], facts: list[Fact], value: Any
+    ) -> Fact | None:
         """The first of `facts` (those of one key) whose value is `same_value` as `value`.
         A fleet's knowledge base holds one fact of a key per box (`torch` on each of 64), an
         import asks for each of its lines: comparing with each was N x K. Past a few facts,

@@ -314,6 +314,7 @@ def _evaluator(
                 fact.get("value"),
                 title=entry.text if compact else None,
                 scope=entry.fields.get("scope") if compact else None,
+                target=fact.get("target"),
             )
             name = verdict(
                 found, fact, built.extracted.key, entry.text, kb, milestone, compact=compact
