@@ -192,28 +192,16 @@ def test_no_free_name_keeps_the_facts_on_the_file_named(tmp_path: Path, monkeypa
     assert [n for _, part in placed for n, _ in part] == list(range(80))
 
 
-_FLEET_FACTS = """facts:
-  - id: sw.torch.box-a
-    category: software
-    title: torch on box-a
-    statement: torch 2.5.0 on box-a.
-    value: 2.5.0
-    status: assumed
-    target: box-a
-    since: "1"
-    sources: [{seed: fleet.md, quote: torch 2.5.0}]
-    check: {probe: pkg.version, args: {name: torch}, expect: {version: ==2.5.0}}
-  - id: sw.torch.box-b
-    category: software
-    title: torch on box-b
-    statement: torch 2.6.0 on box-b.
-    value: 2.6.0
-    status: assumed
-    target: box-b
-    since: "1"
-    sources: [{seed: fleet.md, quote: torch 2.6.0}]
-    check: {probe: pkg.version, args: {name: torch}, expect: {version: ==2.6.0}}
-"""
+def _torch_fact(box: str, version: str) -> str:
+    """One box's torch version fact, as a fleet's knowledge base holds one per box."""
+    return (
+        f"  - id: sw.torch.{box}\n    category: software\n    title: torch on {box}\n"
+        f"    statement: torch {version} on {box}.\n    value: {version}\n    status: assumed\n"
+        f'    target: {box}\n    since: "1"\n'
+        f"    sources: [{{seed: fleet.md, quote: torch {version}}}]\n"
+        "    check: {probe: pkg.version, args: {name: torch}, "
+        f"expect: {{version: =={version}}}}}\n"
+    )
 
 
 @pytest.mark.parametrize("many", [False, True], ids=["two boxes", "forty boxes"])
@@ -230,16 +218,9 @@ def test_a_line_about_one_box_matches_that_boxs_fact_of_the_key(tmp_path: Path, 
     (root / "targets.yaml").write_text(
         "targets:\n" + "".join(f"  {t}: {{host: {t}.invalid}}\n" for t in targets)
     )
-    text = _FLEET_FACTS
-    for box in others:  # more facts of the key, on other boxes, all at 2.6.0
-        text += (
-            f"  - id: sw.torch.{box}\n    category: software\n    title: torch on {box}\n"
-            f"    statement: torch 2.6.0 on {box}.\n    value: 2.6.0\n    status: assumed\n"
-            f'    target: {box}\n    since: "1"\n'
-            "    sources: [{seed: fleet.md, quote: torch 2.6.0}]\n"
-            "    check: {probe: pkg.version, args: {name: torch}, expect: {version: ==2.6.0}}\n"
-        )
-    (root / "facts" / "software.yaml").write_text(text)
+    facts = [_torch_fact("box-a", "2.5.0"), _torch_fact("box-b", "2.6.0")]
+    facts += [_torch_fact(box, "2.6.0") for box in others]  # more of the key, all at 2.6.0
+    (root / "facts" / "software.yaml").write_text("facts:\n" + "".join(facts))
     kb = load_kb(root)
     index = match.Index(kb, kb.milestone("1"))
     key = ("pkg", "torch")
