@@ -83,7 +83,8 @@ class Index:
         self.statements_n: list[str] = []  # word_sets' statements, normalised once
         self.counts: dict[int, Counter[str]] = {}  # their characters, counted when needed
         self.matchers: dict[int, SequenceMatcher] = {}
-        self.value_indexes: dict[tuple[str | None, ...], ValueIndex] = {}  # by_key's, on demand
+        # by_key's facts by box, and their values' indexes (per key and box), on demand
+        self.value_indexes: dict[tuple[tuple[str, ...], object], ValueIndex] = {}
         self.key_targets: dict[tuple[str, ...], dict[str | None, list[Fact]]] = {}
         for fact in self.facts:
             for source in fact.sources:
@@ -193,8 +194,8 @@ class Index:
             if found is not None:
                 return Found(found, "title")
         if key and key in self.by_key:
-            facts, scope = self._of_target(key, target)
-            same = None if value is None else self._same_value_in(scope, facts, value)
+            facts, index = self._of_target(key, target)
+            same = None if value is None else index.first_same(facts, value)
             return Found(same or facts[0], "key")
         quote_n = norm(quote)
         for n in self._quote_candidates(quote_n):
@@ -241,38 +242,21 @@ class Index:
             return Found(best[1], "statement")
         return None
 
-    def _of_target(
-        self, key: tuple[str, ...], target: str | None
-    ) -> tuple[list[Fact], tuple[str | None, ...]]:
+    def _of_target(self, key: tuple[str, ...], target: str | None) -> tuple[list[Fact], ValueIndex]:
         """The facts of `key` on the entry's own box where it has any there (a fleet's
         `torch 2.6.0` on box-b is about box-b's torch, whichever box's fact comes first),
-        else all of them; and what names that list (`_same_value_in`'s index)."""
-        facts = self.by_key[key]
-        if target is None:
-            return facts, key
+        else all of them; with their values' index (made once per key and box)."""
         by_target = self.key_targets.get(key)
         if by_target is None:
             by_target = self.key_targets[key] = {}
-            for fact in facts:
+            for fact in self.by_key[key]:
                 by_target.setdefault(fact.check_target(), []).append(fact)
-        mine = by_target.get(target)
-        return (mine, (*key, None, target)) if mine else (facts, key)
-
-    def _same_value_in(
-        self, key: tuple[str | None, ...], facts: list[Fact], value: Any
-    ) -> Fact | None:
-        """The first of `facts` (those of one key) whose value is `same_value` as `value`.
-        A fleet's knowledge base holds one fact of a key per box (`torch` on each of 64), an
-        import asks for each of its lines: comparing with each was N x K. Past a few facts,
-        only those that can compare equal are tried (`ValueIndex`), in their order."""
-        if len(facts) <= _SCAN_UP_TO:
-            return next((f for f in facts if same_value(value, f.value)), None)
-        index = self.value_indexes.get(key)
+        scope = target if target is not None and target in by_target else _ALL
+        facts = self.by_key[key] if scope is _ALL else by_target[scope]
+        index = self.value_indexes.get((key, scope))
         if index is None:
-            index = self.value_indexes[key] = ValueIndex([f.value for f in facts])
-        return next(
-            (facts[n] for n in index.candidates(value) if same_value(value, facts[n].value)), None
-        )
+            index = self.value_indexes[(key, scope)] = ValueIndex([f.value for f in facts])
+        return facts, index
 
     def _in_scope(self, scope: str, text: str) -> Fact | None:
         """The fact under topic `scope` (`hw.gpu` for `hw.gpu.count`) that a group line's part
@@ -365,7 +349,7 @@ def same_value(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-_SCAN_UP_TO = 16  # facts of one key compared one by one; more are looked up (ValueIndex)
+_ALL = object()  # _of_target's scope: every box
 
 
 class ValueIndex:
@@ -405,6 +389,13 @@ class ValueIndex:
         if isinstance(value, dict):
             return self.dicts
         return self.others
+
+    def first_same(self, facts: list[Fact], value: Any) -> Fact | None:
+        """The first of `facts` (the values indexed, in order) that is `same_value` as `value`:
+        a fleet's knowledge base holds one fact of a key per box (`torch` on each of 64), and
+        an import asks for every line; comparing with each was N x K."""
+        same = (facts[n] for n in self.candidates(value) if same_value(value, facts[n].value))
+        return next(same, None)
 
 
 def _text_key(value: str | int | float) -> str:

@@ -231,11 +231,8 @@ def _family(path: Path) -> Iterator[Path]:
 
 
 def _size(path: Path) -> tuple[int, int]:
-    """(the file's bytes, or a new file's header; the bytes of a file holding no fact yet).
-    A name taken by anything but a regular file counts as full."""
+    """(the file's bytes, or a new file's header; the bytes of a file holding no fact yet)."""
     header = len(FACT_FILE_HEADER.encode("utf-8"))
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        return 1 << 62, header
     try:
         return path.stat().st_size, header
     except FileNotFoundError:
