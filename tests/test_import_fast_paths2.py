@@ -22,7 +22,7 @@ from factbook.knowledge.yamlsrc import parse_located, sharing
 from factbook.store import factlayout
 from factbook.store.writeback import (
     FactUpdate,
-    _dumped_facts,
+    _dumped_chunks,
     append_facts,
     dump_block,
     update_facts,
@@ -132,8 +132,10 @@ def test_facts_emitted_by_the_chunk_are_each_as_alone() -> None:
     odd = [{"id": "x", "v": shared}, {"id": "y", "w": shared}, {"id": "z", "v": "two\nlines"}]
     odd += [{"id": "n", "v": float("nan")}, {"id": "u", "v": "\u2028\x85"}]
     for batch in (facts, facts[:65], odd + facts[:70], [{}], []):
-        assert list(_dumped_facts(batch, fast=True)) == [dump_block([f]) for f in batch]
-    assert list(_dumped_facts(odd, fast=False)) == [dump_block([f], fast=False) for f in odd]
+        chunks = list(_dumped_chunks(batch, fast=True))
+        assert [b for blocks, _ in chunks for b in blocks] == [dump_block([f]) for f in batch]
+    slow = [b for blocks, _ in _dumped_chunks(odd, fast=False) for b in blocks]
+    assert slow == [dump_block([f], fast=False) for f in odd]
 
 
 def test_a_cell_read_once_gives_each_caller_its_own_value() -> None:

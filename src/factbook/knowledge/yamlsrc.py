@@ -308,7 +308,12 @@ def _event_kind(event: yaml.Event) -> str:
 def unreadable_if_written(text: str, display: str, *, limit: int = MAX_BYTES) -> Problem | None:
     """Why `text`, once written to `display`, would be refused by the reader (this module):
     over `limit` bytes, too deep, too many values. Writers call it and refuse before writing."""
-    size = len(text.encode("utf-8"))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:  # a lone surrogate, from JSON's \ud800
+        line = text.count("\n", 0, exc.start) + 1
+        code = ord(text[exc.start])
+        return Problem(display, line, f"U+{code:04X} cannot be written as UTF-8")
     if size > limit:
         return Problem(display, 1, f"would be {size} bytes, over the {limit} bytes factbook reads")
     found = refusal(text, display)

@@ -89,10 +89,13 @@ def write_text_atomic(path: Path, text: str) -> None:
         else:
             os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except OSError as exc:
+    except (OSError, UnicodeEncodeError) as exc:
         if tmp:
             Path(tmp).unlink(missing_ok=True)
-        why = exc.strerror or type(exc).__name__
+        if isinstance(exc, UnicodeEncodeError):  # a lone surrogate, from JSON's \ud800
+            why = f"U+{ord(exc.object[exc.start]):04X} cannot be written as UTF-8"
+        else:
+            why = exc.strerror or type(exc).__name__
         raise WriteFailed(f"{path}: could not save ({why}); the old file is unchanged") from None
     except BaseException:
         if tmp:

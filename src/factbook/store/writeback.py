@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import yaml
 
 from factbook.errors import UsageError, WritebackError
+from factbook.knowledge.grown import grown_answer
 from factbook.knowledge.halves import in_halves
 from factbook.knowledge.kb import fact_file_answer, keep_fact_file_answer, portable_fact_file
 from factbook.knowledge.limits import YAML_MAX_BYTES
@@ -41,7 +43,7 @@ from factbook.knowledge.yamlsrc import (
 )
 from factbook.store.atomic import exclusive_lock, write_text_atomic
 from factbook.store.factlayout import append_layout, edit_prefix
-from factbook.store.yamlevents import C_DUMPER, emit_plain
+from factbook.store.yamlevents import C_DUMPER, Emitted, emit_counted, emit_plain
 
 LOCK_DIR = ".factbook-cache/locks"
 
@@ -63,6 +65,16 @@ class _BlockDumper(yaml.SafeDumper):
 
     def ignore_aliases(self, data: Any) -> bool:
         return True  # the loader refuses aliases (yamlsrc): shared objects are written out
+
+    def represent_str(self, data: str) -> yaml.ScalarNode:
+        """PyYAML's emitter writes NEL, LS and PS raw in a quoted string, and reads them
+        back as line breaks: such a string is double-quoted, where they are escaped."""
+        style = '"' if _YAML_BREAKS.search(data) else None
+        return self.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_YAML_BREAKS = re.compile("[\x85\u2028\u2029]")
+_BlockDumper.add_representer(str, _BlockDumper.represent_str)
 
 
 class _MemoCDumper(MemoResolver, C_DUMPER or yaml.SafeDumper):  # type: ignore[misc]
@@ -91,28 +103,37 @@ def dump_block(data: Any, *, fast: bool = True) -> str:
 _CHUNK = 64  # facts per emitter: at most this many are emitted past a refused size
 
 
-def _dumped_facts(facts: list[dict[str, Any]], *, fast: bool) -> Iterator[str]:
-    """`dump_block([fact], fast=fast)` for each fact, in order, with one emitter per chunk of
-    facts instead of one per fact (its set-up was a third of writing a fact). A block list
-    of mappings is written item after item, each the same as alone, every line of an item
-    but its first indented: the chunk's text is cut where a line starts with `- `. A chunk
-    that is not plain data, or does not cut into one piece per fact, is dumped fact by fact."""
+def _dumped_chunks(
+    facts: list[dict[str, Any]], *, fast: bool
+) -> Iterator[tuple[list[str], Emitted | None]]:
+    """`dump_block([fact], fast=fast)` for each fact, in order, a chunk of facts at a time,
+    with what emit_counted counted in the chunk (None where it did not write it). One
+    emitter per chunk instead of one per fact (its set-up was a third of writing a fact): a
+    block list of mappings is written item after item, each the same as alone, every line
+    of an item but its first indented, so the chunk's text is cut where a line starts with
+    `- `. A chunk that is not plain data, or does not cut into one piece per fact, is
+    dumped fact by fact."""
     if _FAST_DUMPER is None or not fast:
         for fact in facts:
-            yield dump_block([fact], fast=fast)
+            yield [dump_block([fact], fast=fast)], None
         return
     for at in range(0, len(facts), _CHUNK):
         chunk = facts[at : at + _CHUNK]
-        text = None
+        emitted = None
         if all(type(fact) is dict and fact for fact in chunk):
-            text = emit_plain(chunk, width=100, allow_unicode=True)
-        pieces = _indent_sequences(text).split("\n- ") if text is not None else []
+            emitted = emit_counted(chunk, width=100, allow_unicode=True)
+        pieces = _indent_sequences(emitted.text).split("\n- ") if emitted is not None else []
         if len(pieces) != len(chunk) or not pieces[0].startswith("- "):
-            yield from (dump_block([fact]) for fact in chunk)
+            yield [dump_block([fact]) for fact in chunk], None
             continue
         last = len(pieces) - 1
-        for n, piece in enumerate(pieces):
-            yield ("- " if n else "") + piece + ("\n" if n < last else "")
+        yield (
+            [
+                ("- " if n else "") + piece + ("\n" if n < last else "")
+                for n, piece in enumerate(pieces)
+            ],
+            emitted,
+        )
 
 
 def _indent_sequences(text: str) -> str:
@@ -168,7 +189,8 @@ def _flow(value: Any) -> str:
 def _flow_text(value: Any) -> str:
     """A value as one line of YAML flow text (JSON-style escapes for multi-line strings)."""
     if isinstance(value, str) and ("\n" in value or "\r" in value):
-        return json.dumps(value, ensure_ascii=False)
+        text = json.dumps(value, ensure_ascii=False)  # YAML's escapes for what JSON keeps raw
+        return text.replace("\x85", "\\N").replace("\u2028", "\\L").replace("\u2029", "\\P")
     text = yaml.dump(
         value,
         Dumper=_BlockDumper,
@@ -518,7 +540,7 @@ def append_facts_to_files(batches: list[tuple[Path, list[dict[str, Any]]]]) -> l
             if not shared:
                 out.append((growth, None, None))
                 continue
-            answer = located_answer(growth.new_text)
+            answer = _grown_parse(growth) or located_answer(growth.new_text)
             remember_located(growth.new_text, answer)  # the lint's parse below reads it
             out.append((growth, answer, fact_file_answer(growth.path, growth.new_text)))
         return out
@@ -558,6 +580,22 @@ def append_facts_to_files(batches: list[tuple[Path, list[dict[str, Any]]]]) -> l
     return refused
 
 
+def _grown_parse(growth: _Growth) -> Any:
+    """The grown file's parse made from the facts appended (knowledge.grown), or None."""
+    blocks = growth.blocks
+    if blocks.nodes is None:
+        return None
+    return grown_answer(
+        growth.text,
+        growth.new_text,
+        blocks.first_end,
+        blocks.starts,
+        growth.facts,
+        blocks.nodes,
+        blocks.depth,
+    )
+
+
 _APPEND_PARALLEL_FROM = 400  # facts appended in one batch: fewer are not worth a fork
 _APPEND_CHILD_SHARE = 0.5  # of the bytes: its answers are light to send (portable parses)
 
@@ -592,6 +630,7 @@ class _Growth:
     dash: str
     more: bool
     new_text: str
+    blocks: _Blocks
 
 
 def _grow(path: Path, facts: list[dict[str, Any]]) -> _Growth:
@@ -611,8 +650,8 @@ def _grow(path: Path, facts: list[dict[str, Any]]) -> _Growth:
         text += "\n"
     if not more and "facts:" not in text:
         text += "facts:\n"
-    new_text = _with_blocks(text, facts, dash, more, path, fast=True)
-    return _Growth(path, text, facts, dash, more, new_text)
+    new_text, blocks = _with_blocks(text, facts, dash, more, path, fast=True)
+    return _Growth(path, text, facts, dash, more, new_text, blocks)
 
 
 def _finish(growth: _Growth) -> None:
@@ -621,12 +660,24 @@ def _finish(growth: _Growth) -> None:
     new_text = growth.new_text
     after = _checked(text, new_text, path)
     if after[len(after) - len(facts) :] != facts:  # the fast dump reads back otherwise
-        new_text = _with_blocks(text, facts, growth.dash, growth.more, path, fast=False)
+        new_text, _ = _with_blocks(text, facts, growth.dash, growth.more, path, fast=False)
         after = _checked(text, new_text, path)
+        _refuse_unequal(after[len(after) - len(facts) :], facts, path)
     ids = {f.get("id") for f in after if isinstance(f, dict) and _hashable(f.get("id"))}
     if not all(f["id"] in ids for f in facts):  # a set: a list made this quadratic
         raise WritebackError(f"{path}: appended facts did not parse back; not written")
     write_text_atomic(path, new_text)
+
+
+def _refuse_unequal(read: list[Any], facts: list[dict[str, Any]], path: Path) -> None:
+    """Refuse an append whose facts would read back other than written: nothing is stored
+    changed without a word. (repr tells 1 from 1.0 and True, and NaN from nothing else.)"""
+    for got, fact in zip(read, facts, strict=False):
+        if got != fact and repr(got) != repr(fact):
+            raise WritebackError(
+                f"{path}: fact {fact.get('id')!r} would not read back as written "
+                "(a value YAML does not hold exactly); not written"
+            )
 
 
 def _composed_layout(text: str, path: Path) -> tuple[bool, set[Any], str]:
@@ -650,23 +701,55 @@ def _composed_layout(text: str, path: Path) -> tuple[bool, set[Any], str]:
     return node is not None, existing, dash
 
 
+@dataclass
+class _Blocks:
+    """Where `_with_blocks` put the appended facts, and what the reader will count in them
+    (knowledge.grown makes the grown file's parse from this)."""
+
+    starts: list[int] = field(default_factory=list)  # each block's first line
+    first_end: int = 0  # where the first block ends in the text
+    nodes: int | None = 0  # the values in the blocks; None: the representer wrote one
+    depth: int = 0  # the deepest nesting in a block, the facts list being 1
+
+
 def _with_blocks(
     text: str, facts: list[dict[str, Any]], dash: str, more: bool, path: Path, *, fast: bool
-) -> str:
-    """The file with `facts` appended as blocks; refused as soon as it grows past the bytes
-    the loader reads."""
-    blocks = []
+) -> tuple[str, _Blocks]:
+    """The file with `facts` appended as blocks, and where they are; refused as soon as it
+    grows past the bytes the loader reads."""
+    prefix = text + ("\n" if more else "")
+    blocks: list[str] = []
+    placed = _Blocks(first_end=len(prefix))
+    at_line = prefix.count("\n") + 1
     size = len(text.encode("utf-8"))
     bounded = size <= YAML_MAX_BYTES  # a file the loader already refuses is no worse for it
-    for dumped in _dumped_facts(facts, fast=fast):
-        blocks.append("".join(dash + line + "\n" for line in dumped.splitlines()))
-        size += len(blocks[-1].encode("utf-8")) + 1
-        if bounded and size > YAML_MAX_BYTES:  # refused whatever follows: emit no more
-            raise WritebackError(
-                f"{path}:1: with {len(facts)} facts appended it would be over the "
-                f"{YAML_MAX_BYTES} bytes factbook reads; not written"
-            )
-    return text + ("\n" if more else "") + "\n".join(blocks)
+    try:
+        for dumped_chunk, emitted in _dumped_chunks(facts, fast=fast):
+            if emitted is None or not emitted.exact:
+                placed.nodes = None
+            elif placed.nodes is not None:
+                placed.nodes += emitted.nodes - 1  # not the chunk's own list
+                placed.depth = max(placed.depth, emitted.depth)
+            for dumped in dumped_chunk:
+                # each line indented, ended as libyaml ended it: NEL, LS and PS inside a quoted
+                # value are line breaks to YAML too, and must stay what they are
+                blocks.append("".join(dash + line for line in dumped.splitlines(keepends=True)))
+                size += len(blocks[-1].encode("utf-8")) + 1
+                if bounded and size > YAML_MAX_BYTES:  # refused whatever follows: emit no more
+                    raise WritebackError(
+                        f"{path}:1: with {len(facts)} facts appended it would be over the "
+                        f"{YAML_MAX_BYTES} bytes factbook reads; not written"
+                    )
+                placed.starts.append(at_line)
+                at_line += blocks[-1].count("\n") + 1
+    except UnicodeEncodeError as exc:  # a lone surrogate, which JSON's \ud800 makes
+        code = ord(exc.object[exc.start])
+        raise WritebackError(
+            f"{path}: a value holds U+{code:04X}, which cannot be written as UTF-8; not written"
+        ) from None
+    if blocks:
+        placed.first_end += len(blocks[0])
+    return prefix + "\n".join(blocks), placed
 
 
 def _checked(text: str, new_text: str, path: Path) -> list[Any]:

@@ -11,12 +11,16 @@ subclass, a collection reached twice, which the representer would anchor) return
 the caller dumps it as before.
 
     text = emit_plain([fact], width=100, allow_unicode=True)  # None: not plain data
+
+`emit_counted` also says how many values it wrote and how deep: what the reader counts
+against its bounds, so a writer that knows the text reads back as its data (yamlsrc.grown)
+need not parse it to know the bounds hold.
 """
 
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from yaml.events import (
@@ -71,11 +75,25 @@ class _NotPlain(Exception):
     """The data holds something only the representer writes faithfully."""
 
 
+class Emitted(NamedTuple):
+    """`emit_counted`'s answer."""
+
+    text: str
+    nodes: int  # values written, as the reader counts them: each scalar (keys too), collection
+    depth: int  # the deepest collection's nesting; the outermost is 1
+    exact: bool  # read back, equal to the data: no NaN (unequal to itself), no huge integer
+
+
+_INT_BITS_EXACT = 64  # past it the reader may refuse an integer (yamlsrc.MAX_INT_BITS)
+
+
 class _Emitter:
     """Walks plain data, handing libyaml's emitter one event per value. The event objects
     are reused: libyaml copies what it needs from each before `emit` returns."""
 
     def __init__(self, dumper: Any) -> None:
+        self.nodes = self.level = self.depth = 0
+        self.exact = True
         self.emit = dumper.emit
         self.scalar = ScalarEvent(None, None, (True, False), "")
         self.starts = {
@@ -98,12 +116,15 @@ class _Emitter:
             tag, text = _BOOL, "true" if value else "false"
         elif kind is int:
             tag, text = _INT, str(value)
+            self.exact = self.exact and value.bit_length() <= _INT_BITS_EXACT
         elif kind is float:
             tag, text = _FLOAT, _float_text(value)
+            self.exact = self.exact and value == value
         elif value is None:
             tag, text = _NULL, "null"
         else:
             raise _NotPlain
+        self.nodes += 1
         event = self.scalar
         # the serializer's implicit flags: (plain reads back as `tag`, quoted reads back as it)
         event.tag, event.value = tag, text
@@ -114,6 +135,9 @@ class _Emitter:
         if id(value) in self.seen:  # the representer would anchor it (&id001)
             raise _NotPlain
         self.seen.add(id(value))
+        self.level += 1
+        self.depth = max(self.depth, self.level)
+        self.nodes += 1
         emit, event, tags = self.emit, self.scalar, _PLAIN_TAG
         if kind is dict:
             # default_flow_style=None: flow when every key and value is a scalar
@@ -121,6 +145,7 @@ class _Emitter:
             emit(self.starts[dict, flow])
             for key, item in value.items():
                 if type(key) is str:  # `value`'s string case, inline: most keys and values
+                    self.nodes += 1
                     event.tag, event.value = _STR, key
                     event.implicit = ((tags.get(key) or _implied(key)) == _STR, True)
                     emit(event)
@@ -129,6 +154,7 @@ class _Emitter:
                 else:
                     self.value(key)
                 if type(item) is str:
+                    self.nodes += 1
                     event.tag, event.value = _STR, item
                     event.implicit = ((tags.get(item) or _implied(item)) == _STR, True)
                     emit(event)
@@ -139,21 +165,29 @@ class _Emitter:
             for item in value:
                 self.value(item)
         emit(self.ends[kind])
+        self.level -= 1
 
 
 def emit_plain(data: Any, *, width: int, allow_unicode: bool) -> str | None:
     """`yaml.dump(data, Dumper=CSafeDumper, default_flow_style=None, sort_keys=False, width=,
     allow_unicode=)`'s text, or None when `data` is not plain (see the module docstring)."""
+    emitted = emit_counted(data, width=width, allow_unicode=allow_unicode)
+    return None if emitted is None else emitted.text
+
+
+def emit_counted(data: Any, *, width: int, allow_unicode: bool) -> Emitted | None:
+    """`emit_plain`'s text with the values it holds and their depth; None when not plain."""
     stream = io.StringIO()
     dumper = C_DUMPER(stream, width=width, allow_unicode=allow_unicode)
+    walker = _Emitter(dumper)
     try:
         dumper.emit(StreamStartEvent())
         dumper.emit(DocumentStartEvent(explicit=False))
-        _Emitter(dumper).value(data)
+        walker.value(data)
         dumper.emit(DocumentEndEvent(explicit=False))
         dumper.emit(StreamEndEvent())
     except _NotPlain:
         return None
     finally:
         dumper.dispose()
-    return stream.getvalue()
+    return Emitted(stream.getvalue(), walker.nodes, walker.depth, walker.exact)
