@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+DUMPS = REPO / "tests" / "data" / "dumps"  # --mixed: hand-written dumps of other bring-ups
 HINT = re.compile(r"\s*<!-- fb .*?-->")
 NUMBER = re.compile(r"\b\d+(?:\.\d+)?\b")
 MEASURE = (  # the `factbook` command as a user runs it (its own exit), measured as it ends
@@ -99,6 +100,24 @@ def short_dump(size: int) -> str:
         parts.append(f"- item {i} uses /data/x{i} and torch 2.{i % 9}.0\n")
         total += len(parts[-1])
         i += 1
+    return "".join(parts)
+
+
+def mixed_dump(size: int) -> str:
+    """The six hand-written dumps of other bring-ups (tests/data/dumps) in turn, to `size`
+    bytes, every bullet made unique: sections, tables, access lines, pitfalls and versions
+    as people write them (~8,000 items to the MB, against 22,000 in `short_dump`)."""
+    sources = [p.read_text(encoding="utf-8") for p in sorted(DUMPS.glob("*.md"))]
+    parts, total, copy = [], 0, 0
+    while total < size:
+        copy += 1
+        for line in sources[copy % len(sources)].splitlines(keepends=True):
+            if line.lstrip().startswith("- "):
+                line = line.rstrip("\n") + f" (copy {copy})\n"
+            parts.append(line)
+            total += len(line)
+            if total >= size:
+                break
     return "".join(parts)
 
 
@@ -184,6 +203,10 @@ def main() -> int:
         help="a dump of short one-line bullets (short_dump) instead of the status document's",
     )  # fmt: skip
     parser.add_argument(
+        "--mixed", action="store_true",
+        help="the hand-written test dumps in turn (mixed_dump) instead of the status document's",
+    )  # fmt: skip
+    parser.add_argument(
         "--writable", action="store_true",
         help="one dump per MB, each into its own knowledge base: every fact written",
     )  # fmt: skip
@@ -195,7 +218,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for mb in args.mb:
             kb = Path(tmp) / f"kb-{mb}"
-            text = (short_dump if args.short else large_dump)(int(mb * 1_000_000))
+            make = short_dump if args.short else mixed_dump if args.mixed else large_dump
+            text = make(int(mb * 1_000_000))
             pieces = per_mb_parts(text, mb) if args.writable else [text]
             dumps = []
             for n, piece in enumerate(pieces):
