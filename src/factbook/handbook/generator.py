@@ -178,6 +178,9 @@ class Generator:
                 pages[spec.uri] = cached[1]
                 continue
             try:
+                # each page its own output budget and deadline: the generator lives as long as
+                # `mkdocs serve`, and a budget kept across renders ran out after ~46 edits
+                self.env.start()
                 text = self.env.get_template(spec.template).render(
                     title=spec.title, page=spec.uri, fragments=held, **spec.context
                 )
@@ -199,6 +202,7 @@ class Generator:
                 guide_pages(docs, set(pages)),
                 fleet=FLEET in pages,
                 runbooks=[(e.book.title, e.uri) for e in runbooks],
+                category_pages={name: len(split) for name, split in views.pages.items()},
             ),
             rendered=rendered,
             fragments=fragments,
@@ -281,15 +285,21 @@ def build_nav(
     *,
     fleet: bool = False,
     runbooks: list[tuple[str, str]] | None = None,
+    category_pages: dict[str, int] | None = None,
 ) -> list[Any]:
     """MkDocs navigation: home, facts by category, runbooks, status documents, guides.
 
     The runbook runner's and the status command's own guide pages, when present, sit in their
-    section next to the generated page. `runbooks`: (title, uri) of each runbook's page; the
-    titles come from runbook files and MkDocs' theme prints nav titles unescaped.
+    section next to the generated page. `category_pages`: how many pages each category has
+    (views.category_pages); one with several is a section of them. `runbooks`: (title, uri)
+    of each runbook's page; the titles come from runbook files and MkDocs' theme prints nav
+    titles unescaped.
     """
     facts = [{"All facts": ALL_FACTS}, {"Tags": TAGS}] + ([{"Fleet": FLEET}] if fleet else [])
-    facts += [{CATEGORY_TITLES[c]: category_uri(c)} for c in CATEGORY_TITLES]
+    for name, title in CATEGORY_TITLES.items():
+        count = (category_pages or {}).get(name, 1)
+        pages = [category_uri(name, n) for n in range(1, count + 1)]
+        facts.append({title: pages[0] if count == 1 else pages})  # a section of its pages
     books: list[Any] = [{"Steps and last runs": RUNBOOKS}]
     if RUNBOOKS_GUIDE in section_guides:
         books.append({"About runbooks": RUNBOOKS_GUIDE})

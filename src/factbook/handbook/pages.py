@@ -15,7 +15,13 @@ from factbook.handbook.home import glance_rows, run_header
 from factbook.handbook.markup import md, rel_link
 from factbook.handbook.runbook_view import RunbookPage, runbook_context, runbooks_context
 from factbook.handbook.sources import StatusDoc
-from factbook.handbook.views import TAGS, FactView, ViewBuilder, category_uri
+from factbook.handbook.views import (
+    CATEGORY_PAGE_FACTS,
+    TAGS,
+    FactView,
+    ViewBuilder,
+    category_uri,
+)
 from factbook.judging.outcomes import NOT_OK
 from factbook.knowledge.categories import BY_NAME, CATEGORIES, Category
 from factbook.knowledge.kb import KnowledgeBase
@@ -57,7 +63,7 @@ def page_specs(
     (prerender.py), else as Markdown only."""
     specs = [_home(kb, views, runbooks, status_docs, runs, lint_problems, site_name)]
     for category in CATEGORIES:
-        specs.append(_category(kb, views, category))
+        specs += _category_pages(kb, views, category)
     specs.append(_all_facts(kb, views, html_parts))
     specs.append(_tags(kb, views, html_parts))
     if has_fleet(kb, views.latest):
@@ -92,23 +98,38 @@ def page_specs(
     return specs
 
 
-def _category(kb: KnowledgeBase, views: ViewBuilder, category: Category) -> PageSpec:
-    uri = category_uri(category.name)
-    facts = [f for f in kb.facts.values() if f.category == category.name]
-    fact_views = [views.view(f, uri) for f in facts]
-    extra = special.view(category)(kb, views, facts, fact_views, uri) if category.view else ""
-    return PageSpec(
-        uri,
-        category.title,
-        "category.md.j2",
-        {
+def _category_pages(kb: KnowledgeBase, views: ViewBuilder, category: Category) -> list[PageSpec]:
+    """The category's page, or pages when it holds more than CATEGORY_PAGE_FACTS facts
+    (views.category_pages), each with links to the others."""
+    pages = views.pages[category.name]
+    specs = []
+    for n, facts in enumerate(pages, 1):
+        uri = category_uri(category.name, n)
+        fact_views = [views.view(f, uri) for f in facts]
+        extra = special.view(category)(kb, views, facts, fact_views, uri) if category.view else ""
+        title = category.title if len(pages) == 1 else f"{category.title} ({n}/{len(pages)})"
+        context = {
             "category": category.name,
             "intro": category.intro,
             "special": extra,
             "current": [v for v in fact_views if v.current],
             "past": [v for v in fact_views if not v.current],
-        },
-    )
+            "pager": _pager(category, n, len(pages)),
+        }
+        specs.append(PageSpec(uri, title, "category.md.j2", context))
+    return specs
+
+
+def _pager(category: Category, at: int, count: int) -> str:
+    """`Page 2 of 23: 1 · **2** · 3 ...` as Markdown, each number a link; '' for one page."""
+    if count == 1:
+        return ""
+    here = category_uri(category.name, at)
+    links = [
+        f"**{n}**" if n == at else f"[{n}]({rel_link(here, category_uri(category.name, n))})"
+        for n in range(1, count + 1)
+    ]
+    return f"Page {at} of {count} ({CATEGORY_PAGE_FACTS:,} facts a page): " + " · ".join(links)
 
 
 def _all_facts(kb: KnowledgeBase, views: ViewBuilder, html_parts: bool) -> PageSpec:

@@ -16,6 +16,7 @@ from factbook.handbook.markup import code, expect_text, md, prose, rel_link, tim
 from factbook.handbook.measured import figure_text, is_measured, measured_rows
 from factbook.handbook.safehtml import slug
 from factbook.judging.outcomes import DRIFT, PASS
+from factbook.knowledge.categories import CATEGORIES
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Fact
 
@@ -59,8 +60,27 @@ PROSE_KEYS = {"symptom", "cause", "fix", "rationale", "criterion", "purpose"}
 TAGS = "tags.md"
 
 
-def category_uri(category: str) -> str:
-    return f"facts/{category}.md"
+CATEGORY_PAGE_FACTS = 1000  # facts on one category page; a larger category gets more pages
+
+
+def category_uri(category: str, page: int = 1) -> str:
+    """A category's page; its second and later pages (a category of more than
+    CATEGORY_PAGE_FACTS facts) are `facts/<category>-2.md`, ..."""
+    return f"facts/{category}.md" if page == 1 else f"facts/{category}-{page}.md"
+
+
+def category_pages(kb: KnowledgeBase) -> dict[str, list[list[Fact]]]:
+    """Each category's facts in the knowledge base's order, CATEGORY_PAGE_FACTS to a page
+    (at least one page, maybe empty): a 20,000-fact category made one page of 30 MB, past
+    what the template sandbox renders, and what a browser or MkDocs' search wants."""
+    facts: dict[str, list[Fact]] = {c.name: [] for c in CATEGORIES}
+    for fact in kb.facts.values():
+        facts.setdefault(fact.category, []).append(fact)
+    size = CATEGORY_PAGE_FACTS
+    return {
+        name: [found[at : at + size] for at in range(0, len(found), size)] or [[]]
+        for name, found in facts.items()
+    }
 
 
 def tag_anchors(tags: list[str]) -> dict[str, str]:
@@ -113,7 +133,13 @@ class ViewBuilder:
         self.tag_anchor = tag_anchors([str(t) for f in kb.facts.values() for t in f.tags])
         self.latest = latest
         self.history = history or {}  # measured facts' results over all runs
-        self.page_of = {f.id: category_uri(f.category) for f in kb.facts.values()}
+        self.pages = category_pages(kb)
+        self.page_of = {
+            f.id: category_uri(name, n)
+            for name, pages in self.pages.items()
+            for n, facts in enumerate(pages, 1)
+            for f in facts
+        }
         self.inbound: dict[str, list[tuple[str, str]]] = {}
         for fact in kb.facts.values():
             for relation, ids in fact.links.items():
@@ -312,4 +338,12 @@ def _first_source(fact: Fact) -> str:
     return f"{named}, {source.date}" if source.date else str(named)
 
 
-__all__ = ["TAGS", "FactView", "ViewBuilder", "category_uri", "tag_anchors"]
+__all__ = [
+    "CATEGORY_PAGE_FACTS",
+    "TAGS",
+    "FactView",
+    "ViewBuilder",
+    "category_pages",
+    "category_uri",
+    "tag_anchors",
+]
