@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,19 +74,26 @@ def base_document() -> str:
 
 def large_dump(size: int) -> str:
     """`base_document`'s sections repeated to `size` bytes, every item line unique."""
-    text = base_document()
-    head, _, body = text.partition("\n## ")
-    body = "## " + body
-    parts = [head.rstrip() + "\n\n"]
-    total, copy = len(parts[0]), 0
+    head, _, body = base_document().partition("\n## ")
+
+    def unique(line: str, copy: int) -> str:
+        if not line.startswith("- "):
+            return line
+        line = NUMBER.sub(f"\\g<0>{copy % 97}", line, count=1)
+        return line.rstrip("\n") + f" (copy {copy})\n"
+
+    return _copies(head.rstrip() + "\n\n", ["## " + body], size, unique)
+
+
+def _copies(head: str, texts: list[str], size: int, mark: Callable[[str, int], str]) -> str:
+    """`head`, then the texts in turn (copy N is texts[N % len(texts)]) to `size`
+    characters, each line as `mark(line, N)` makes it."""
+    parts, total, copy = [head], len(head), 0
     while total < size:
         copy += 1
-        for line in body.splitlines(keepends=True):
-            if line.startswith("- "):
-                line = NUMBER.sub(f"\\g<0>{copy % 97}", line, count=1)
-                line = line.rstrip("\n") + f" (copy {copy})\n"
-            parts.append(line)
-            total += len(line)
+        for line in texts[copy % len(texts)].splitlines(keepends=True):
+            parts.append(mark(line, copy))
+            total += len(parts[-1])
             if total >= size:
                 break
     return "".join(parts)
@@ -108,17 +116,12 @@ def mixed_dump(size: int) -> str:
     bytes, every bullet made unique: sections, tables, access lines, pitfalls and versions
     as people write them (~8,000 items to the MB, against 22,000 in `short_dump`)."""
     sources = [p.read_text(encoding="utf-8") for p in sorted(DUMPS.glob("*.md"))]
-    parts, total, copy = [], 0, 0
-    while total < size:
-        copy += 1
-        for line in sources[copy % len(sources)].splitlines(keepends=True):
-            if line.lstrip().startswith("- "):
-                line = line.rstrip("\n") + f" (copy {copy})\n"
-            parts.append(line)
-            total += len(line)
-            if total >= size:
-                break
-    return "".join(parts)
+
+    def unique(line: str, copy: int) -> str:
+        bullet = line.lstrip().startswith("- ")
+        return line.rstrip("\n") + f" (copy {copy})\n" if bullet else line
+
+    return _copies("", sources, size, unique)
 
 
 def run_import(dump: Path, kb: Path) -> tuple[int, float, float, float, str]:
