@@ -54,7 +54,7 @@ _FILE = (
 )
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)  # a legend's symbols: a long-lived server reads many dumps
 def _file_line(symbols: tuple[str, ...]) -> re.Pattern[str]:
     """A file inventory line whose mark is one of `symbols` (factbook's, or a legend's)."""
     return re.compile(_FILE.replace("{symbols}", "|".join(map(re.escape, symbols))))

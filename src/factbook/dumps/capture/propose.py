@@ -38,6 +38,7 @@ from factbook.knowledge import limits
 from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, parse_kb_with_problems
 from factbook.knowledge.kbfiles import escapes
 from factbook.knowledge.model import Fact, Milestone
+from factbook.knowledge.parsememo import transient
 from factbook.knowledge.yamlsrc import unreadable_if_written
 from factbook.store.atomic import throwaway_writes, write_text_atomic
 from factbook.store.writeback import (
@@ -414,7 +415,11 @@ def apply(
     general: list[str] = []
     if not any(p.clean for p in proposals):  # nothing to apply: no scratch copy, no lint
         return Applied({}, {}, [])
-    with tempfile.TemporaryDirectory(prefix="factbook-import-") as tmp, throwaway_writes():
+    with (
+        tempfile.TemporaryDirectory(prefix="factbook-import-") as tmp,
+        throwaway_writes(),
+        transient(),
+    ):
         scratch = Path(tmp) / "kb"
         for _attempt in range(4):
             if scratch.exists():
