@@ -37,7 +37,7 @@ def handle(args: argparse.Namespace) -> int:
     from factbook.errors import UsageError
     from factbook.integrations.ansible_facts import local_facts
     from factbook.knowledge.kb import load_kb
-    from factbook.store.atomic import write_text_atomic
+    from factbook.store.atomic import write_output
     from factbook.store.results import load_latest
 
     kb = load_kb(Path(args.root))
@@ -59,7 +59,7 @@ def handle(args: argparse.Namespace) -> int:
         path = path / "factbook.fact"
     elif not path.parent.is_dir():
         raise UsageError(f"-o {args.output}: folder {path.parent} does not exist")
-    write_text_atomic(path, text)
-    os.chmod(path, 0o644)  # Ansible runs an executable .fact file instead of reading it
+    if not write_output(path, text):  # a device or a pipe keeps its own mode
+        os.chmod(path, 0o644)  # Ansible runs an executable .fact file instead of reading it
     print(f"wrote {path}", file=sys.stderr)
     return 0

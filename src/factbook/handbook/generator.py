@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import os
 import time
 from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
@@ -47,7 +46,7 @@ from factbook.handbook.sources import (
 from factbook.handbook.views import ViewBuilder, category_uri
 from factbook.knowledge.kb import load_kb_with_problems
 from factbook.knowledge.kbfiles import confined, read_bytes, read_text
-from factbook.store.atomic import write_text_atomic
+from factbook.store.atomic import write_bytes_atomic, write_text_atomic
 from factbook.store.results import list_runs, load_latest
 
 CSS_URI = "assets/factbook.css"
@@ -370,14 +369,6 @@ def write_tree(
     if not manifest.exists() or manifest.read_text(encoding="utf-8") != listing:
         write_text_atomic(manifest, listing)
     return written
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Like write_text_atomic, for copied images as well as pages."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 _DEFAULT = Generator()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Iterator
@@ -73,14 +74,22 @@ def throwaway_writes() -> Iterator[None]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temp file in the same folder and a rename."""
+    """Write `text` to `path` as UTF-8 (write_bytes_atomic)."""
+    write_bytes_atomic(path, _utf8(path, text))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` through a temp file in the same folder and a rename. A path
+    that is itself a device, a pipe or a socket is refused, never renamed over (that would
+    replace the device: a file a user names goes through `write_output`)."""
     tmp = ""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _refuse_special(path)
         clean_stale_tmp(path)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             if _DURABLE.get():
                 os.fsync(handle.fileno())
@@ -89,18 +98,55 @@ def write_text_atomic(path: Path, text: str) -> None:
         else:
             os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except (OSError, UnicodeEncodeError) as exc:
+    except OSError as exc:
         if tmp:
             Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, UnicodeEncodeError):  # a lone surrogate, from JSON's \ud800
-            why = f"U+{ord(exc.object[exc.start]):04X} cannot be written as UTF-8"
-        else:
-            why = exc.strerror or type(exc).__name__
+        why = exc.strerror or type(exc).__name__
         raise WriteFailed(f"{path}: could not save ({why}); the old file is unchanged") from None
     except BaseException:
         if tmp:
             Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_output(path: Path, text: str) -> bool:
+    """Write a file the user named (`--out`, `-o`); whether it was written in place. A
+    character device or a pipe, even through a link (`/dev/null`, `/dev/stdout`), is
+    written in place, as a shell's `>` would; anything else atomically. Renamed over, the
+    device itself was replaced: as root, `factbook status --out /dev/null` turned the
+    machine's /dev/null into a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        mode = 0
+    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        write_text_atomic(path, text)
+        return False
+    data = _utf8(path, text)
+    try:
+        with open(path, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise WriteFailed(f"{path}: could not write ({exc.strerror or exc})") from None
+    return True
+
+
+def _utf8(path: Path, text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate, from JSON's \ud800
+        why = f"U+{ord(text[exc.start]):04X} cannot be written as UTF-8"
+        raise WriteFailed(f"{path}: could not save ({why}); the old file is unchanged") from None
+
+
+def _refuse_special(path: Path) -> None:
+    """A device, pipe or socket at `path` itself (not through a link, which is replaced)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
+        raise WriteFailed(f"{path}: not a regular file (a device or a pipe); not replaced")
 
 
 @contextlib.contextmanager

@@ -41,7 +41,7 @@ from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.kbfiles import confined, outside_problem
 from factbook.knowledge.limits import DUMP_MAX_BYTES
 from factbook.knowledge.yamlsrc import read_text_bounded
-from factbook.store.atomic import write_text_atomic
+from factbook.store.atomic import write_output, write_text_atomic
 from factbook.store.results import load_latest
 
 TEMPLATE = "status.md.j2"
@@ -245,7 +245,7 @@ def write_status(path: Path, text: str, *, kb_root: Path) -> Path:
             f"{path}: the document would be {size} bytes, over the {DUMP_MAX_BYTES} bytes "
             "factbook import reads; not written"
         )
-    write_text_atomic(path, text)
+    write_output(path, text)  # `--out /dev/null` or a pipe: written in place
     status_dir = (kb_root / STATUS_DIR).resolve()
     if path.resolve().parent == status_dir:
         write_index(status_dir)
