@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -83,7 +85,11 @@ def test_fix_single_file_and_refusals(tmp_path: Path) -> None:
         fix_keys(source, source, force=True)
     with pytest.raises(UsageError, match=r"must not be \(or contain\) the original"):
         fix_keys(source.parent, tmp_path, force=True)  # would rmtree the source
-    assert source.is_file()
+    pipe = tmp_path / "pipe.safetensors"
+    os.mkfifo(pipe)  # --force unlinked whatever was there: /dev/null too, as root
+    with pytest.raises(UsageError, match="a device or a pipe"):
+        fix_keys(source, pipe, force=True)
+    assert source.is_file() and stat.S_ISFIFO(os.lstat(pipe).st_mode)
 
 
 def test_mixed_and_incomplete_layouts(tmp_path: Path) -> None:

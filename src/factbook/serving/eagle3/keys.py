@@ -202,6 +202,8 @@ def fix_keys(path: Path | str, out: Path | str | None = None, *, force: bool = F
         raise UsageError(f"{target}: the output must not be (or contain) the original")
     if target.exists() and not force:
         raise UsageError(f"{target}: exists; pass --force to replace it")
+    if target.exists() and not (target.is_file() or target.is_dir()):  # --force: unlinked
+        raise UsageError(f"{target}: a device or a pipe, not a checkpoint; not replaced")
     before = {f: _stamp(f) for f in ckpt.files}
     mapping = {k: report.renames.get(k, k) for k in ckpt.tensors}
     single_file_out = path.is_file()
