@@ -26,32 +26,10 @@ from factbook.knowledge.fleet.inventory import Inventory
 from factbook.knowledge.model import Target
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.yamlsrc import read_text_bounded
-from factbook.verification.transports.sshconfig import Resolved, SSHConfigFile
+from factbook.verification.transports.sshconfig import KEYWORDS, Resolved, SSHConfigFile
+from factbook.verification.transports.sshwords import file_lines
 
 MAX_CONFIG_BYTES = 4 << 20
-# ssh_config(5)'s keywords, lower-cased: a file whose first line starts with one is an ssh config
-_KEYWORD_TEXT = """
-    host match include addkeystoagent addressfamily batchmode bindaddress bindinterface
-    canonicaldomains canonicalizefallbacklocal canonicalizehostname canonicalizemaxdots
-    canonicalizepermittedcnames casignaturealgorithms certificatefile checkhostip ciphers
-    clearallforwardings compression connectionattempts connecttimeout controlmaster controlpath
-    controlpersist dynamicforward enableescapecommandline enablesshkeysign escapechar
-    exitonforwardfailure fingerprinthash forkafterauthentication forwardagent forwardx11
-    forwardx11timeout forwardx11trusted gatewayports globalknownhostsfile gssapiauthentication
-    gssapidelegatecredentials hashknownhosts hostbasedacceptedalgorithms
-    hostbasedauthentication hostkeyalgorithms hostkeyalias hostname identitiesonly
-    identityagent identityfile ignoreunknown kbdinteractiveauthentication kexalgorithms
-    knownhostscommand localcommand localforward loglevel logverbose macs
-    nohostauthenticationforlocalhost numberofpasswordprompts passwordauthentication
-    permitlocalcommand permitremoteopen pkcs11provider port preferredauthentications
-    proxycommand proxyjump proxyusefdpass pubkeyacceptedalgorithms pubkeyauthentication
-    rekeylimit remotecommand remoteforward requesttty requiredrsasize revokedhostkeys
-    securitykeyprovider sendenv serveralivecountmax serveraliveinterval sessiontype setenv
-    stdinnull streamlocalbindmask streamlocalbindunlink stricthostkeychecking syslogfacility
-    tcpkeepalive tag tunnel tunneldevice updatehostkeys user userknownhostsfile
-    verifyhostkeydns visualhostkey xauthlocation
-"""
-KEYWORDS = frozenset(_KEYWORD_TEXT.split())
 _FIRST_WORD = re.compile(r"\s*([A-Za-z0-9]+)(\s*=|\s+)")
 
 
@@ -60,7 +38,7 @@ def is_ssh_config(path: Path) -> bool:
     if problem is not None:
         return False
     first: str | None = None
-    for line in text.splitlines():
+    for line in file_lines(text):
         stripped = line.strip()
         if not stripped or stripped.startswith(("#", ";")):
             continue

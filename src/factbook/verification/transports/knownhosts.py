@@ -19,6 +19,7 @@ import binascii
 import fnmatch
 import hashlib
 import hmac
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,24 +104,58 @@ def _hashed(field: str) -> tuple[bytes, bytes] | None:
         return None
 
 
+_FIELDS = re.compile("[ \t]+")
+_C_SPACE = str.maketrans("", "", "\r\v\f")
+
+
+def _fields(line: str) -> tuple[str | None, str, str, str] | None:
+    """(marker, host names, key type, base64 key) of a line as hostfile.c reads it, or None
+    where OpenSSH skips the line. Fields end at a space or a tab only (str.split also cut at
+    a vertical tab, a form feed, NEL...); the host names also at a NUL, which the reader then
+    steps over (`*cp2++ = '\\0'`), while the marker and the key end at one (C strings)."""
+    head = line.split("\0", 1)[0]  # the line as a C string sees it from the start
+    at = len(line) - len(line.lstrip(" \t"))
+    if at >= len(head) or line[at] == "#":
+        return None
+    marker = None
+    while at < len(head) and line[at] == "@":
+        space = head.find(" ", at)
+        space = space if space >= 0 else head.find("\t", at)
+        if marker is not None or space < 0 or head[at:space] not in MARKERS:
+            return None  # a second marker, or one OpenSSH does not know: the line is skipped
+        marker = head[at:space]
+        at = space + len(line[space:]) - len(line[space:].lstrip(" \t"))
+    end = at
+    while end < len(line) and line[end] not in " \t\0":
+        end += 1
+    if end >= len(line):
+        return None
+    key = [w for w in _FIELDS.split(line[end + 1 :].split("\0", 1)[0]) if w]
+    return (marker, line[at:end], key[0], key[1]) if len(key) >= 2 else None
+
+
+def _named_type(blob: bytes) -> str | None:
+    """The key type a public key blob names first (an SSH string: a 4-byte length, then it)."""
+    size = int.from_bytes(blob[:4], "big")
+    if len(blob) < 4 + size:
+        return None
+    return blob[4 : 4 + size].decode("ascii", errors="replace")
+
+
 def parse(text: str, source: str) -> list[HostLine]:
-    """Every usable line of a known_hosts file; unreadable lines are skipped."""
+    """Every usable line of a known_hosts file (cut at newlines only, as getline reads it);
+    unreadable lines are skipped."""
     out: list[HostLine] = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        words = raw.split()
-        if not words or words[0].startswith("#"):
+    for number, raw in enumerate(text.split("\n"), 1):
+        fields = _fields(raw)
+        if fields is None:
             continue
-        marker = words[0] if words[0] in MARKERS else None
-        if marker:
-            words = words[1:]
-        elif words[0].startswith("@"):
-            continue  # an unknown marker: OpenSSH skips the line
-        if len(words) < 3:
-            continue
-        names, key_type, encoded = words[0], words[1], words[2]
-        try:
-            blob = base64.b64decode(encoded, validate=True)
+        marker, names, key_type, encoded = fields
+        try:  # b64_pton passes over C whitespace: the \r of a CRLF file, a \v or \f
+            blob = base64.b64decode(encoded.translate(_C_SPACE), validate=True)
         except (binascii.Error, ValueError):
+            continue
+        if _named_type(blob) != key_type:  # sshkey_read: the key must be of the type written
             continue
         hashed = _hashed(names) if names.startswith("|") else None
         if names.startswith("|") and hashed is None:
@@ -134,4 +169,5 @@ def load(path: Path) -> list[HostLine]:
     """A file's lines ([] when it does not exist); OSError when it cannot be read."""
     if not path.is_file():
         return []
-    return parse(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    # bytes, not read_text: its universal newlines would make a lone \r a line break
+    return parse(path.read_bytes().decode("utf-8", errors="replace"), str(path))

@@ -44,6 +44,7 @@ from factbook.verification.transports.sshwords import (
     a2port,
     argv_split,
     dollar_expand,
+    file_lines,
     is_address,
     local_tokens,
     local_user,
@@ -69,6 +70,41 @@ MAX_UNDECIDED = 6  # Match exec/localnetwork outcomes explored per host (2**6 ev
 RAW = frozenset({"proxycommand", "proxyjump", "localcommand", "remotecommand"})
 RAW |= frozenset({"knownhostscommand"})
 UNDECIDABLE = frozenset({"exec", "localnetwork"})
+# ssh_config(5)'s keywords, lower-cased (knowledge.fleet: a file whose first line starts with
+# one is an ssh config)
+_KEYWORD_TEXT = """
+    host match include addkeystoagent addressfamily batchmode bindaddress bindinterface
+    canonicaldomains canonicalizefallbacklocal canonicalizehostname canonicalizemaxdots
+    canonicalizepermittedcnames casignaturealgorithms certificatefile checkhostip ciphers
+    clearallforwardings compression connectionattempts connecttimeout controlmaster controlpath
+    controlpersist dynamicforward enableescapecommandline enablesshkeysign escapechar
+    exitonforwardfailure fingerprinthash forkafterauthentication forwardagent forwardx11
+    forwardx11timeout forwardx11trusted gatewayports globalknownhostsfile gssapiauthentication
+    gssapidelegatecredentials hashknownhosts hostbasedacceptedalgorithms
+    hostbasedauthentication hostkeyalgorithms hostkeyalias hostname identitiesonly
+    identityagent identityfile ignoreunknown kbdinteractiveauthentication kexalgorithms
+    knownhostscommand localcommand localforward loglevel logverbose macs
+    nohostauthenticationforlocalhost numberofpasswordprompts passwordauthentication
+    permitlocalcommand permitremoteopen pkcs11provider port preferredauthentications
+    proxycommand proxyjump proxyusefdpass pubkeyacceptedalgorithms pubkeyauthentication
+    rekeylimit remotecommand remoteforward requesttty requiredrsasize revokedhostkeys
+    securitykeyprovider sendenv serveralivecountmax serveraliveinterval sessiontype setenv
+    stdinnull streamlocalbindmask streamlocalbindunlink stricthostkeychecking syslogfacility
+    tcpkeepalive tag tunnel tunneldevice updatehostkeys user userknownhostsfile
+    verifyhostkeydns visualhostkey xauthlocation
+"""
+KEYWORDS = frozenset(_KEYWORD_TEXT.split())
+# the keywords OpenSSH reads more than one word for (readconf.c): any other with a second
+# word is refused, in any Host or Match block, "keyword X extra arguments at end of line"
+MANY_WORDS = frozenset(
+    {
+        "host", "match", "include", "addkeystoagent", "canonicaldomains",
+        "canonicalizepermittedcnames", "globalknownhostsfile", "userknownhostsfile",
+        "knownhostscommand", "localcommand", "remotecommand", "proxycommand", "proxyjump",
+        "localforward", "remoteforward", "permitremoteopen", "logverbose", "rekeylimit",
+        "sendenv", "setenv", "channeltimeout",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -232,14 +268,18 @@ class _Undecided(Exception):
 
 
 def _split(text: str, where: str) -> tuple[str, tuple[str, ...], str] | None:
-    """readconf.c: the keyword (up to whitespace or one `=`), then the rest split in words."""
-    text = text.strip(" \t\r\f\n")
+    """readconf.c: the keyword (up to whitespace or one `=`), then the rest split in words.
+    Whitespace before the keyword is space, tab, CR or LF (strdelim); after the last word,
+    a form feed too."""
+    text = text.lstrip(" \t\r\n").rstrip(" \t\r\n\f")
     if not text or text.startswith("#"):
         return None
     i = 0
     while i < len(text) and text[i] not in " \t=":
         i += 1
     key, rest = text[:i], text[i:]
+    if not key.isascii() or not key.isalnum():  # `\v  HostName x`: no keyword ssh knows
+        raise UsageError(f"{where}: Bad configuration option: {key!r}")
     rest = rest.lstrip(" \t")
     if rest.startswith("="):
         rest = rest[1:].lstrip(" \t")
@@ -256,6 +296,8 @@ def _split(text: str, where: str) -> tuple[str, tuple[str, ...], str] | None:
         args = argv_split(rest)
     except WordError as exc:
         raise UsageError(f"{where}: {exc}") from None
+    if len(args) > 1 and key in KEYWORDS and key not in MANY_WORDS:
+        raise UsageError(f"{where}: keyword {key} extra arguments at end of line")
     return key, tuple(args), rest
 
 
@@ -309,7 +351,7 @@ class SSHConfigFile:
                 raise UsageError(f"{path}: larger than {MAX_CONFIG_BYTES} bytes; not read")
             text = data.decode("utf-8", errors="replace")
             lines = []
-            for number, raw in enumerate(text.splitlines(), 1):
+            for number, raw in enumerate(file_lines(text), 1):
                 where = f"{path}:{number}"
                 parsed = _split(raw, where)
                 if parsed:

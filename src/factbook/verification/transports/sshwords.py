@@ -7,7 +7,8 @@
 - `percent_expand`: `%x` tokens, `%%` a literal %; an unknown token is an error, as in ssh;
 - `tilde` and `dollar_expand`: `~`, `~user` and `${VAR}` in file names;
 - `parse_jump_host`: one ProxyJump entry, `[user@]host[:port]` or `ssh://[user@]host[:port]`;
-- `local_tokens`: the tokens that describe this side (%d %i %L %l %u).
+- `local_tokens`: the tokens that describe this side (%d %i %L %l %u);
+- `file_lines`: a file's lines as OpenSSH's getline reads them (ssh_config, known_hosts).
 """
 
 from __future__ import annotations
@@ -23,6 +24,17 @@ _SHELLISH = set("'`\"$\\;&<>|(){}")
 
 class WordError(ValueError):
     """A value OpenSSH would refuse; the caller adds file:line."""
+
+
+def file_lines(text: str) -> list[str]:
+    """The lines of an ssh_config or known_hosts file as OpenSSH reads them: cut at newlines
+    only, each ending at a NUL (a C string). A vertical tab, form feed, NEL, LS or PS inside a
+    line belongs to it: str.splitlines cut there, so `# note<VT>HostName evil` became a
+    HostName line that ssh never reads, and factbook connected elsewhere than ssh does."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.split("\0", 1)[0] for line in lines]
 
 
 def argv_split(text: str) -> list[str]:
