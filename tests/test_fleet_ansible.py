@@ -396,3 +396,51 @@ def test_connection_variables_refused_where_factbook_cannot_honour_them(tmp_path
     root = make_kb(tmp_path / "kb", [fact("sw.driver", "env.var", args={"name": "X"})])
     code, _, err = cli(root, "verify", "--inventory", str(path), "--target", "win", "--dry-run")
     assert code == 2 and "target 'win': ansible_connection=winrm" in err
+
+
+def test_aliases_expanding_past_the_bound_or_into_themselves_are_refused(tmp_path: Path) -> None:
+    """Anchors and aliases are read as Ansible reads them (test_fleet_ansible_oracle.py), but
+    what they expand to is bounded: nine lines of "billion laughs" (10**9 values for whoever
+    walks them) and a value that contains itself are refused in one line, quickly."""
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    for n in range(1, 10):
+        refs = ", ".join([f"*{chr(96 + n)}"] * 10)
+        laughs += f"{chr(97 + n)}: &{chr(97 + n)} [{refs}]\n"
+    bomb = tmp_path / "bomb.yml"
+    bomb.write_text("all:\n  vars:\n" + "".join("    " + line for line in laughs.splitlines(True)))
+    started = time.perf_counter()
+    with pytest.raises(InputError, match="aliases expand to more than 2000000 values; not read"):
+        read_source(bomb)
+    assert time.perf_counter() - started < 5
+    loop = tmp_path / "loop.yml"
+    loop.write_text("all:\n  vars:\n    a: &a [1, *a]\n")
+    with pytest.raises(InputError, match="a value contains itself through an alias"):
+        read_source(loop)
+    fine = tmp_path / "fine.yml"
+    head = "".join("    " + line for line in laughs.splitlines(True)[:4])
+    fine.write_text("all:\n  vars:\n" + head)
+    assert read_source(fine).groups["all"].vars["d"][0][0][0] == ["x"] * 10
+
+
+def test_a_vaulted_connection_variable_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "h.yml"
+    path.write_text(
+        "all:\n  hosts:\n    gpu1:\n      ansible_host: !vault |\n"
+        "          $ANSIBLE_VAULT;1.1;AES256\n          6231336539666234\n"
+        "    gpu2:\n      ansible_host: !unsafe 'gpu{{2}}.lab'\n"
+        "      secret: !vault |\n          $ANSIBLE_VAULT;1.1;AES256\n          62313365\n"
+    )
+    from factbook.knowledge.fleet.connection import field_problems
+
+    targets = read_source(path).finish()
+    assert field_problems(targets["gpu1"]) == [
+        "ansible_host is encrypted with ansible-vault, which factbook does not decrypt"
+    ]
+    # an `!unsafe` text is used as written, not refused as a template; a vaulted variable
+    # that is not a connection variable is kept, opaque, and shown without its ciphertext
+    assert field_problems(targets["gpu2"]) == [] and targets["gpu2"].host == "gpu{{2}}.lab"
+    assert repr(targets["gpu2"].vars["secret"]) == "<vaulted>"
+    root = make_kb(tmp_path / "kb", [fact("sw.driver", "env.var", args={"name": "X"})])
+    code, out, err = cli(root, "verify", "--inventory", str(path), "--target", "gpu1", "--dry-run")
+    assert code == 2 and "target 'gpu1': ansible_host is encrypted with ansible-vault" in err
+    assert "ANSIBLE_VAULT" not in out + err and "Traceback" not in out + err

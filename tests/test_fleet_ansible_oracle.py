@@ -24,6 +24,7 @@ import pytest
 from build_cache import cached_entry
 from helpers import require
 
+from factbook.knowledge.fleet.ansibleyaml import Unsafe, Vaulted
 from factbook.knowledge.fleet.inventory import ALL
 from factbook.knowledge.fleet.load import read_source
 
@@ -341,6 +342,31 @@ CASES: dict[str, tuple[dict[str, str], str, bool]] = {
         "h.ini",
         False,
     ),
+    "yaml_anchors_and_merge_keys": (
+        {
+            "h.yml": "all:\n  vars:\n    common: &common\n      ansible_user: ubuntu\n"
+            "      ansible_port: 2222\n  children:\n    gpus:\n      hosts:\n        gpu1:\n"
+            "          <<: *common\n          ansible_host: 10.0.0.1\n        gpu2:\n"
+            "          <<: *common\n          ansible_host: 10.0.0.2\n          ansible_port: 22\n"
+            "        gpu3: *common\n      vars:\n        tags: &t [a, b]\n        again: *t\n",
+            "group_vars/gpus.yml": "base: &b {x: 1, y: [1, 2]}\nmore:\n  <<: [*b, {z: 3}]\n"
+            "  y: 9\n",
+        },
+        "h.yml",
+        True,
+    ),
+    "yaml_vault_and_unsafe": (
+        {
+            "h.yml": "all:\n  hosts:\n    gpu1:\n      ansible_host: 10.0.0.1\n"
+            "      ansible_become_password: !vault |\n"
+            "          $ANSIBLE_VAULT;1.1;AES256\n"
+            "          6231336539666234306139346433616338376437376461363365363430623138\n"
+            "      motd: !unsafe '{{ not templated }}'\n"
+            "      nested: !unsafe {a: '{{ x }}', b: [1, '{% y %}']}\n",
+        },
+        "h.yml",
+        False,
+    ),
     "yaml_children_of_children_ungrouped": (
         {
             "h.yml": "all:\n  hosts: {solo: }\n  children:\n    p:\n      children:\n"
@@ -437,7 +463,7 @@ def test_groups_members_and_vars_as_ansible_inventory(oracle: Path, name: str) -
     }
     assert set(targets) == their_hosts
     for host in their_hosts:
-        assert targets[host].vars == hostvars.get(host, {}), host
+        assert _as_ansible_json(targets[host].vars) == hostvars.get(host, {}), host
     for group, body in theirs.items():
         if group == "_meta":
             continue
@@ -446,6 +472,20 @@ def test_groups_members_and_vars_as_ansible_inventory(oracle: Path, name: str) -
     for group, found in ours.groups.items():
         if group != ALL and (found.targets or found.children):
             assert group in theirs, group
+
+
+def _as_ansible_json(value: Any) -> Any:
+    """A value as `ansible-inventory --list` writes it: a vaulted one as
+    {"__ansible_vault": ciphertext}, an `!unsafe` text as {"__ansible_unsafe": text}."""
+    if isinstance(value, Vaulted):
+        return {"__ansible_vault": value.ciphertext}
+    if isinstance(value, Unsafe):
+        return {"__ansible_unsafe": str(value)}
+    if isinstance(value, dict):
+        return {k: _as_ansible_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_ansible_json(v) for v in value]
+    return value
 
 
 def _ssh_g(argv: list[str]) -> dict[str, list[str]]:

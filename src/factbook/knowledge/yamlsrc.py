@@ -205,26 +205,28 @@ def _scalar(
     return None
 
 
-def refusal(text: str, display: str, *, first_line: int = 1) -> Problem | None:
+def refusal(
+    text: str, display: str, *, first_line: int = 1, aliases: bool = False
+) -> Problem | None:
     """The first bound the text breaks (characters, aliases, depth, size, documents), if any.
 
     Runs on libyaml's event stream, which is flat: nothing here recurses or builds values, so
     it is safe on any input and costs a fraction of building the document. Inside `sharing()`
     the text is parsed (`parse_located`) in the same pass and both answers remembered.
     """
-    shared = _SHARED.get() if first_line == 1 else None
+    shared = _SHARED.get() if first_line == 1 and not aliases else None
     if shared is None:
-        return _refusal(text, display, first_line)
+        return _refusal(text, display, first_line, aliases)
     found = shared.get("located", text, lambda: _located(text, ""))[2]
     return None if found is None else Problem(display, found.line, found.message)
 
 
-def _refusal(text: str, display: str, first_line: int) -> Problem | None:
+def _refusal(text: str, display: str, first_line: int, aliases: bool = False) -> Problem | None:
     found = _forbidden(text, display, first_line)
     if found is not None:
         return found
     refused: list[Problem] = []
-    for _ in _bounded_events(text, display, first_line, refused):
+    for _ in _bounded_events(text, display, first_line, refused, aliases=aliases):
         pass
     return refused[0] if refused else None
 
@@ -240,10 +242,12 @@ def _forbidden(text: str, display: str, first_line: int) -> Problem | None:
 
 
 def _bounded_events(
-    text: str, display: str, first_line: int, refused: list[Problem]
+    text: str, display: str, first_line: int, refused: list[Problem], *, aliases: bool = False
 ) -> Iterator[tuple[str, yaml.Event]]:
     """libyaml's events of `text`, each with the kind `refusal` counts it as; at the first
-    bound broken (or a syntax error) the problem goes to `refused` and the stream ends."""
+    bound broken (or a syntax error) the problem goes to `refused` and the stream ends.
+    `aliases`: an alias is one more value, not a refusal (another tool's file, such as an
+    Ansible inventory; its reader bounds what the aliases expand to)."""
     depth = nodes = documents = 0
     kinds = _EVENT_KINDS
     try:
@@ -263,6 +267,8 @@ def _bounded_events(
                 depth -= 1
                 yield kind, event
                 continue
+            elif kind is _ALIAS and aliases:
+                nodes += 1
             elif kind is _ALIAS:
                 message = f"YAML alias '*{event.anchor}' is not allowed here (write the value out)"
                 refused.append(Problem(display, event.start_mark.line + first_line, message))

@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from factbook.errors import InputError
+from factbook.knowledge.fleet import ansibleyaml
 from factbook.knowledge.fleet.hostpattern import PatternError, parse_host
 from factbook.knowledge.fleet.inventory import ALL, Group, Inventory
 from factbook.knowledge.model import Target
@@ -189,12 +190,16 @@ def _read(path: Path) -> str:
 
 
 def _safe_yaml(path: Path, text: str) -> Any:
-    """YAML within the loader's bounds (no aliases, depth, size), or InputError at file:line."""
-    problem = refusal(text, str(path))
+    """YAML as Ansible reads it (fleet/ansibleyaml.py: aliases, merge keys, `!vault`,
+    `!unsafe`) within the loader's bounds (depth, size, what aliases expand to), or
+    InputError at file:line."""
+    problem = refusal(text, str(path), aliases=True)
     if problem is not None:
         raise InputError(f"{problem.file}:{problem.line}: {problem.message}")
     try:
-        return yaml.safe_load(text)
+        return ansibleyaml.load(text)
+    except ansibleyaml.AliasBomb as exc:
+        raise InputError(f"{path}: {exc}; not read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -26,6 +26,7 @@ import shlex
 from dataclasses import dataclass, replace
 from typing import Any
 
+from factbook.knowledge.fleet.ansibleyaml import Unsafe, Vaulted
 from factbook.knowledge.model import Target
 
 # ssh(1)'s getopt string: the letters that take an argument
@@ -224,7 +225,11 @@ def field_problems(target: Target) -> list[str]:
         if value and (value.startswith("-") or not value.isprintable() or " " in value):
             out.append(f"{field} {value!r} is not a host or user name")
     for key in _CONNECTION_VARS:
-        if isinstance(v.get(key), str) and _TEMPLATE.search(v[key]):
+        value = v.get(key)
+        if isinstance(value, Vaulted):
+            out.append(f"{key} is encrypted with ansible-vault, which factbook does not decrypt")
+        # an `!unsafe` text is used as written, as Ansible does
+        elif isinstance(value, str) and not isinstance(value, Unsafe) and _TEMPLATE.search(value):
             out.append(f"{key} is a Jinja2 template, which factbook does not evaluate")
     kind = _kind(v)
     if kind is not None and kind not in (*_SSH_CONNECTIONS, "local"):

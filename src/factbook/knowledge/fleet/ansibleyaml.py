@@ -1,0 +1,120 @@
+"""YAML as Ansible's loader reads an inventory, group_vars or host_vars file.
+
+Ansible loads YAML with PyYAML's safe constructors plus its own tags, so an inventory may use
+what factbook's own files may not: anchors and aliases, merge keys (`<<: *defaults`, the
+mapping's own keys winning), and the tags `!vault` (an ansible-vault ciphertext) and `!unsafe`
+(a text Ansible never templates). factbook refused such a file ("YAML alias '*common' is not
+allowed here", "could not determine a constructor for the tag '!vault'") where
+`ansible-inventory` reads it.
+
+A vaulted value stays opaque (`Vaulted`: factbook decrypts nothing; a connection variable
+that is one is refused by fleet/connection.py, naming it). What aliases expand to is bounded:
+nine lines of nested aliases ("billion laughs") make 10**9 values for whoever walks them, and
+`&a [*a]` a value that contains itself; both are refused with the file's name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+MAX_EXPANDED = 2_000_000  # values after aliases: ten times the most a file may hold written out
+
+
+class Vaulted:
+    """An `!vault` value: ansible-vault ciphertext, never decrypted by factbook."""
+
+    __slots__ = ("ciphertext",)
+
+    def __init__(self, ciphertext: str) -> None:
+        self.ciphertext = ciphertext
+
+    def __repr__(self) -> str:
+        return "<vaulted>"  # the ciphertext is nobody's business in a message
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vaulted) and other.ciphertext == self.ciphertext
+
+    def __hash__(self) -> int:
+        return hash(self.ciphertext)
+
+
+class Unsafe(str):
+    """An `!unsafe` text: Ansible uses it as written, never as a template."""
+
+    __slots__ = ()
+
+
+class AliasBomb(ValueError):
+    """What the aliases of a file expand to is past MAX_EXPANDED, or contains itself."""
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """PyYAML's safe loader with Ansible's two tags."""
+
+
+def _vault(loader: yaml.SafeLoader, node: yaml.Node) -> Vaulted:
+    return Vaulted(str(loader.construct_scalar(node)))  # type: ignore[arg-type]
+
+
+def _unsafe(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """ansible's construct_yaml_unsafe: the value, every text in it marked unsafe."""
+    if isinstance(node, yaml.ScalarNode):
+        return Unsafe(loader.construct_scalar(node))
+    if isinstance(node, yaml.SequenceNode):
+        return [_marked(v) for v in loader.construct_sequence(node, deep=True)]
+    return {k: _marked(v) for k, v in loader.construct_mapping(node, deep=True).items()}
+
+
+def _marked(value: Any) -> Any:
+    if isinstance(value, str) and not isinstance(value, Unsafe):
+        return Unsafe(value)
+    if isinstance(value, list):
+        return [_marked(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _marked(v) for k, v in value.items()}
+    return value
+
+
+_Loader.add_constructor("!vault", _vault)
+_Loader.add_constructor("!unsafe", _unsafe)
+
+
+def load(text: str) -> Any:
+    """The document as Ansible reads it; AliasBomb when its aliases expand past the bound.
+    yaml.YAMLError as PyYAML raises it."""
+    data = yaml.load(text, Loader=_Loader)  # a safe loader with two tags more
+    expanded_size(data)
+    return data
+
+
+def expanded_size(data: Any, limit: int = MAX_EXPANDED) -> int:
+    """The values a walk of `data` meets, an alias's target counted wherever it is used;
+    AliasBomb past `limit` or on a collection that contains itself. Linear in the distinct
+    collections (each one's size is kept), with no recursion."""
+    sizes: dict[int, int] = {}
+    open_now: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        value, closing = stack.pop()
+        if type(value) is not dict and type(value) is not list:
+            continue
+        key = id(value)
+        children = list(value.values()) if type(value) is dict else value
+        if closing:
+            total = 1 + (len(value) if type(value) is dict else 0)
+            total += sum(sizes.get(id(child), 1) for child in children)
+            if total > limit:
+                raise AliasBomb(f"its aliases expand to more than {limit} values")
+            sizes[key] = total
+            open_now.discard(key)
+            continue
+        if key in sizes:
+            continue
+        if key in open_now:
+            raise AliasBomb("a value contains itself through an alias")
+        open_now.add(key)
+        stack.append((value, True))
+        stack.extend((child, False) for child in children)
+    return sizes.get(id(data), 1)
