@@ -19,6 +19,7 @@ from helpers import cli, fact, make_kb
 
 from factbook.errors import InputError
 from factbook.knowledge.fleet.ansible import read_ansible
+from factbook.knowledge.fleet.connection import field_problems
 from factbook.knowledge.fleet.hostpattern import expand_range
 from factbook.knowledge.fleet.load import read_source
 
@@ -372,18 +373,22 @@ def test_empty_group_selects_nothing_unless_checks_were_asked_for(tmp_path: Path
     assert code == 2 and "unknown target 'nosuch'" in err
 
 
+def _finished(path: Path, text: str) -> dict[str, Any]:
+    """The targets of the inventory `text`, written at `path`, with their fields set."""
+    path.write_text(text)
+    return read_source(path).finish()
+
+
 def test_connection_variables_refused_where_factbook_cannot_honour_them(tmp_path: Path) -> None:
     path = tmp_path / "h.ini"
-    path.write_text(
+    targets = _finished(
+        path,
         "[g]\nwin ansible_connection=winrm\n"
         "tpl ansible_host='{{ inventory_hostname }}.example.com'\n"
         "badj ansible_ssh_common_args='-o ProxyCommand=nc -J j'\n"
         "loc ansible_connection=ansible.builtin.local\n"
-        "pc ansible_ssh_extra_args='-o ProxyCommand=\"nc %h %p\"'\n"
+        "pc ansible_ssh_extra_args='-o ProxyCommand=\"nc %h %p\"'\n",
     )
-    targets = read_source(path).finish()
-    from factbook.knowledge.fleet.connection import field_problems
-
     assert field_problems(targets["win"]) == [
         "ansible_connection=winrm: factbook connects over ssh or locally only"
     ]
@@ -422,17 +427,24 @@ def test_aliases_expanding_past_the_bound_or_into_themselves_are_refused(tmp_pat
     assert read_source(fine).groups["all"].vars["d"][0][0][0] == ["x"] * 10
 
 
+VAULTED = """\
+all:
+  hosts:
+    gpu1:
+      ansible_host: !vault |
+          $ANSIBLE_VAULT;1.1;AES256
+          6231336539666234
+    gpu2:
+      ansible_host: !unsafe 'gpu{{2}}.lab'
+      secret: !vault |
+          $ANSIBLE_VAULT;1.1;AES256
+          62313365
+"""
+
+
 def test_a_vaulted_connection_variable_is_refused_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "h.yml"
-    path.write_text(
-        "all:\n  hosts:\n    gpu1:\n      ansible_host: !vault |\n"
-        "          $ANSIBLE_VAULT;1.1;AES256\n          6231336539666234\n"
-        "    gpu2:\n      ansible_host: !unsafe 'gpu{{2}}.lab'\n"
-        "      secret: !vault |\n          $ANSIBLE_VAULT;1.1;AES256\n          62313365\n"
-    )
-    from factbook.knowledge.fleet.connection import field_problems
-
-    targets = read_source(path).finish()
+    targets = _finished(path, VAULTED)
     assert field_problems(targets["gpu1"]) == [
         "ansible_host is encrypted with ansible-vault, which factbook does not decrypt"
     ]
