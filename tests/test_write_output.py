@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from helpers import REPO, cli
+from helpers import REPO, cli, fact, make_kb
 
 from factbook.errors import WriteFailed
 from factbook.store.atomic import write_output, write_text_atomic
@@ -69,3 +69,31 @@ def test_an_internal_write_refuses_to_replace_a_pipe(tmp_path: Path) -> None:
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     plain = tmp_path / "plain.txt"
     assert write_output(plain, "x") is False and plain.read_text() == "x"
+
+
+def test_verify_refuses_an_unwritable_report_before_running_and_writes_into_a_pipe(
+    tmp_path: Path,
+) -> None:
+    """`verify -o FOLDER` and `--report junit:FOLDER` ran every check and then died with an
+    IsADirectoryError traceback (FileNotFoundError for a path under a file): refused now in
+    one line, exit 2, before any check runs or any result is written."""
+    root = make_kb(tmp_path / "kb", [fact("sw.home", "env.var", args={"name": "HOME"})])
+    (tmp_path / "afile").write_text("x")
+    for argv in (
+        ("-o", str(tmp_path)),
+        ("--report", f"junit:{tmp_path}"),
+        ("-o", str(tmp_path / "afile" / "report.txt")),
+    ):
+        code, out, err = cli(root, "verify", *argv)
+        assert code == 2 and "Traceback" not in out + err, (argv, err)
+        assert ("is a folder" in err or "is not a folder" in err) and len(err.splitlines()) == 1
+        assert not (root / "results").exists()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    code, _, err = cli(root, "verify", "--report", f"junit:{fifo}")
+    reader.join(timeout=30)
+    assert code == 0, err
+    assert got and b"<testsuite" in got[0] and stat.S_ISFIFO(os.lstat(fifo).st_mode)

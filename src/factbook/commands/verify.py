@@ -15,6 +15,7 @@ from factbook import api
 from factbook.commands.cli_options import add_target_options, transport_options, warn_lint_problems
 from factbook.errors import EXIT_OK, UsageError
 from factbook.knowledge.schema import CATEGORIES, STATUSES
+from factbook.store.atomic import check_output, write_output
 from factbook.verification.colour import MODES, enabled
 from factbook.verification.engine import VerifyOptions, default_forks
 from factbook.verification.report import FORMATS, Progress, render, render_plan, summary_line
@@ -104,6 +105,10 @@ def handle(args: argparse.Namespace) -> int:
     warn_lint_problems(planned.problems_elsewhere, "in facts not selected")
     plan = planned.plan
     reports = _parse_reports(args.report)
+    outputs = [(args.output, f"-o {args.output}")] if args.output else []
+    outputs += [(path, f"--report {fmt}:{path}") for fmt, path in reports]
+    for path, named in outputs:
+        check_output(Path(path), named)  # before the checks run, not after them
     if plan.empty_selection is not None and not plan.checks:
         print(f"no targets: --target {plan.empty_selection!r} selects none", file=sys.stderr)
         return EXIT_OK
@@ -149,13 +154,13 @@ def handle(args: argparse.Namespace) -> int:
     categories = {f.id: f.category for f in kb.facts.values()}
     for fmt, path in reports:
         text = render(fmt, run.records, run.header, run.elapsed, categories=categories)
-        Path(path).write_text(text, encoding="utf-8")
+        write_output(Path(path), text)
     colour = not args.output and enabled(sys.stdout)
     report = render(
         args.format, run.records, run.header, run.elapsed, categories=categories, colour=colour
     )
     if args.output:
-        Path(args.output).write_text(report, encoding="utf-8")
+        write_output(Path(args.output), report)
         print(summary_line(run.records, run.elapsed), file=sys.stderr)
     else:
         sys.stdout.write(report)

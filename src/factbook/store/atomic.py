@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from factbook.errors import InputError, WriteFailed
+from factbook.errors import InputError, UsageError, WriteFailed
 from factbook.knowledge.kbfiles import require_inside
 
 STALE_TMP_S = 60.0
@@ -129,6 +129,19 @@ def write_output(path: Path, text: str) -> bool:
     except OSError as exc:
         raise WriteFailed(f"{path}: could not write ({exc.strerror or exc})") from None
     return True
+
+
+def check_output(path: Path, named: str) -> None:
+    """Refuse, before any work is done, a file the user named (`named`: how, e.g.
+    `-o report.txt`) that cannot be written: a folder, or a path under a file (UsageError,
+    one line). A missing folder is made when the file is written."""
+    if path.is_dir():
+        raise UsageError(f"{named}: is a folder; name a file")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"{named}: {parent} is not a folder")
+            return
 
 
 def _utf8(path: Path, text: str) -> bytes:
