@@ -106,6 +106,7 @@ def _hashed(field: str) -> tuple[bytes, bytes] | None:
 
 _FIELDS = re.compile("[ \t]+")
 _C_SPACE = str.maketrans("", "", "\r\v\f")
+_HOSTS_END = re.compile("[^ \t\0]*")
 
 
 def _fields(line: str) -> tuple[str | None, str, str, str] | None:
@@ -125,9 +126,7 @@ def _fields(line: str) -> tuple[str | None, str, str, str] | None:
             return None  # a second marker, or one OpenSSH does not know: the line is skipped
         marker = head[at:space]
         at = space + len(line[space:]) - len(line[space:].lstrip(" \t"))
-    end = at
-    while end < len(line) and line[end] not in " \t\0":
-        end += 1
+    end = _HOSTS_END.match(line, at).end()  # type: ignore[union-attr]  (always matches)
     if end >= len(line):
         return None
     key = [w for w in _FIELDS.split(line[end + 1 :].split("\0", 1)[0]) if w]
