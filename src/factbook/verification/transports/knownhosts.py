@@ -126,7 +126,8 @@ def _fields(line: str) -> tuple[str | None, str, str, str] | None:
             return None  # a second marker, or one OpenSSH does not know: the line is skipped
         marker = head[at:space]
         at = space + len(line[space:]) - len(line[space:].lstrip(" \t"))
-    end = _HOSTS_END.match(line, at).end()  # type: ignore[union-attr]  (always matches)
+    hosts = _HOSTS_END.match(line, at)  # matches always, if only nothing
+    end = hosts.end() if hosts else at
     if end >= len(line):
         return None
     key = [w for w in _FIELDS.split(line[end + 1 :].split("\0", 1)[0]) if w]
