@@ -456,3 +456,25 @@ def test_a_vaulted_connection_variable_is_refused_naming_it(tmp_path: Path) -> N
     code, out, err = cli(root, "verify", "--inventory", str(path), "--target", "gpu1", "--dry-run")
     assert code == 2 and "target 'gpu1': ansible_host is encrypted with ansible-vault" in err
     assert "ANSIBLE_VAULT" not in out + err and "Traceback" not in out + err
+
+
+def test_an_ini_inventory_with_a_byte_order_mark_is_refused_as_ansible_misreads_it(
+    tmp_path: Path,
+) -> None:
+    """Ansible's INI plugin keeps a leading U+FEFF in the first line: `[gpu]` becomes a host
+    range it refuses, `host1` a host named "\\ufeffhost1". factbook refuses such a file."""
+    first_section = tmp_path / "a.ini"
+    first_section.write_bytes(b"\xef\xbb\xbf[gpu]\nn1 ansible_port=2200\n")
+    first_host = tmp_path / "b.ini"
+    first_host.write_bytes(b"\xef\xbb\xbfhost1\n[gpu]\nn1\n")
+    for path in (first_section, first_host):
+        with pytest.raises(InputError, match=r":1: starts with a UTF-8 byte order mark"):
+            read_source(path)
+    ansible = Path(sys.executable).with_name("ansible-inventory")
+    if not ansible.exists():
+        return
+    env = {**os.environ, "ANSIBLE_HOME": str(tmp_path / ".ansible")}
+    listed = subprocess.run(
+        [str(ansible), "-i", str(first_host), "--list"], capture_output=True, text=True, env=env
+    )
+    assert json.loads(listed.stdout)["ungrouped"]["hosts"] == ["\ufeffhost1"]

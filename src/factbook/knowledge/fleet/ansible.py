@@ -241,11 +241,25 @@ def _read_file(builder: _Builder, path: Path) -> None:
                 _from_yaml(builder, path, data)
             return
     try:  # what is not a YAML inventory is tried as INI, as Ansible's plugins are in turn
+        _refuse_byte_order_mark(path)
         _from_ini(builder, path, text)
     except InputError:
         if yaml_error is not None and path.suffix:  # a .yml that is neither: say why as YAML
             raise yaml_error from None
         raise
+
+
+def _refuse_byte_order_mark(path: Path) -> None:
+    """Ansible's INI plugin reads a leading byte order mark as part of the first line: a
+    first section `[g]` becomes a host range it refuses (no host of the file is read), a
+    first host a name with U+FEFF in it. factbook refuses the file, saying why, rather than
+    read hosts and groups Ansible does not."""
+    with open(path, "rb") as handle:
+        if handle.read(3) == b"\xef\xbb\xbf":
+            raise InputError(
+                f"{path}:1: starts with a UTF-8 byte order mark, which Ansible's INI inventory "
+                "plugin reads as part of the first section or host name; remove it"
+            )
 
 
 def _where(path: Path, line: int | None) -> str:
