@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import fnmatch
 import hashlib
 import hmac
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from factbook.verification.transports.sshwords import match_pattern_list
 
 MARKERS = ("@cert-authority", "@revoked")
 
@@ -42,16 +43,8 @@ class HostLine:
         if self.hashed is not None:
             salt, digest = self.hashed
             return hmac.compare_digest(hmac.new(salt, name.encode(), hashlib.sha1).digest(), digest)
-        name = name.lower()
-        hit = False
-        for pattern in self.patterns:
-            negated = pattern.startswith("!")
-            pattern = pattern[1:] if negated else pattern
-            if fnmatch.fnmatchcase(name, _glob(pattern.lower())):
-                if negated:
-                    return False
-                hit = True
-        return hit
+        lowered = [pattern.lower() for pattern in self.patterns]
+        return match_pattern_list(name.lower(), lowered) is True
 
 
 class PlainIndex:
@@ -87,11 +80,6 @@ class PlainIndex:
 def _literal(pattern: str) -> bool:
     """A pattern that matches only its own text (case aside)."""
     return not pattern.startswith("!") and "*" not in pattern and "?" not in pattern
-
-
-def _glob(pattern: str) -> str:
-    """OpenSSH's `*`/`?` only: `[` in `[host]:port` is literal, not an fnmatch class."""
-    return pattern.replace("[", "[[]")
 
 
 def _hashed(field: str) -> tuple[bytes, bytes] | None:

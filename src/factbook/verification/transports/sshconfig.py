@@ -32,9 +32,9 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import socket
 import stat
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 from factbook.errors import UsageError
@@ -48,6 +48,8 @@ from factbook.verification.transports.sshwords import (
     is_address,
     local_tokens,
     local_user,
+    match_pattern,
+    match_pattern_list,
     parse_jump_host,
     percent_expand,
     tilde,
@@ -70,6 +72,7 @@ MAX_UNDECIDED = 6  # Match exec/localnetwork outcomes explored per host (2**6 ev
 RAW = frozenset({"proxycommand", "proxyjump", "localcommand", "remotecommand"})
 RAW |= frozenset({"knownhostscommand"})
 UNDECIDABLE = frozenset({"exec", "localnetwork"})
+WORDS = frozenset({"userknownhostsfile", "globalknownhostsfile"})  # every word is a value
 # ssh_config(5)'s keywords, lower-cased (knowledge.fleet: a file whose first line starts with
 # one is an ssh config)
 _KEYWORD_TEXT = """
@@ -107,6 +110,50 @@ MANY_WORDS = frozenset(
 )  # fmt: skip
 
 
+# readconf.c's other spellings of a keyword: read as the keyword itself (`IdentityFile2 k`
+# adds an identity, as in ssh)
+ALIASES = {
+    "identityfile2": "identityfile",
+    "pubkeyacceptedkeytypes": "pubkeyacceptedalgorithms",
+    "hostbasedkeytypes": "hostbasedacceptedalgorithms",
+    "challengeresponseauthentication": "kbdinteractiveauthentication",
+    "skeyauthentication": "kbdinteractiveauthentication",
+    "tisauthentication": "kbdinteractiveauthentication",
+    "dsaauthentication": "pubkeyauthentication",
+    "keepalive": "tcpkeepalive",
+    "smartcarddevice": "pkcs11provider",
+}
+_FLAG = ("yes", "no", "true", "false")
+_FLAG_KEYWORDS = """
+    batchmode canonicalizefallbacklocal checkhostip clearallforwardings enableescapecommandline
+    enablesshkeysign exitonforwardfailure forkafterauthentication forwardx11 forwardx11trusted
+    gatewayports hashknownhosts hostbasedauthentication identitiesonly
+    kbdinteractiveauthentication nohostauthenticationforlocalhost passwordauthentication
+    permitlocalcommand proxyusefdpass stdinnull streamlocalbindunlink tcpkeepalive visualhostkey
+"""
+# readconf.c's multistate tables: a value outside its keyword's table makes ssh refuse the
+# whole file, in whichever block it stands (values are parsed before activity is checked)
+CHOICES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(_FLAG_KEYWORDS.split(), _FLAG),
+    "stricthostkeychecking": (*_FLAG, "ask", "off", "accept-new"),
+    "canonicalizehostname": (*_FLAG, "always"),
+    "verifyhostkeydns": (*_FLAG, "ask"),
+    "updatehostkeys": (*_FLAG, "ask"),
+    "pubkeyauthentication": (*_FLAG, "unbound", "host-bound"),
+    "addressfamily": ("inet", "inet6", "any"),
+    "controlmaster": (*_FLAG, "auto", "ask", "autoask"),
+    "requesttty": (*_FLAG, "force", "auto"),
+    "sessiontype": ("none", "subsystem", "default"),
+    "tunnel": (*_FLAG, "ethernet", "point-to-point"),
+    "compression": ("yes", "no"),
+}
+
+
+def flag(value: str | None) -> bool:
+    """A yes/no keyword's value as ssh reads it (`yes` and `true`, any case, are yes)."""
+    return value is not None and value.lower() in ("yes", "true")
+
+
 @dataclass(frozen=True)
 class Line:
     keyword: str  # lower case
@@ -139,6 +186,7 @@ class Resolved:
     where: dict[str, str] = field(default_factory=dict)  # keyword -> file:line
     certificate_files: list[str] = field(default_factory=list)  # raw
     sources: dict[str, list[str]] = field(default_factory=dict)  # multi keyword -> file:line each
+    words: dict[str, list[str]] = field(default_factory=dict)  # WORDS keyword -> every word
 
     def get(self, keyword: str) -> str | None:
         return self.options.get(keyword.lower())
@@ -153,12 +201,15 @@ class Resolved:
             tuple(self.identity_files),
             tuple(self.certificate_files),
             tuple(sorted(self.options.items())),
+            tuple(sorted((k, tuple(v)) for k, v in self.words.items())),
         )
 
     @property
     def proxy_jump(self) -> str | None:
+        """The jump list, its comment cut; None for `none` as written (readconf.c compares
+        the uncut text: `ProxyJump none # direct` jumps through a host named none)."""
         value = self.get("proxyjump")
-        return None if value is None or value.lower() == "none" else value
+        return None if value is None or value.lower() == "none" else _jump_text(value)
 
     @property
     def proxy_command(self) -> str | None:
@@ -288,32 +339,85 @@ def _split(text: str, where: str) -> tuple[str, tuple[str, ...], str] | None:
     if not rest:
         raise UsageError(f'{where}: no argument after keyword "{key}"')
     key = key.lower()
-    if key in RAW:
-        if key == "proxyjump":
-            rest = rest.split("#", 1)[0].rstrip()
+    key = ALIASES.get(key, key)
+    if key == "proxyjump":
+        _check_jump(rest, where)
         return key, tuple(rest.split()), rest
+    if key in RAW:
+        return key, tuple(rest.split()), rest
+    if key == "match":
+        return key, tuple(strdelim_words(rest)), rest
     try:
         args = argv_split(rest)
     except WordError as exc:
         raise UsageError(f"{where}: {exc}") from None
     if len(args) > 1 and key in KEYWORDS and key not in MANY_WORDS:
         raise UsageError(f"{where}: keyword {key} extra arguments at end of line")
+    if args:
+        _check_value(key, args[0], where)
     return key, tuple(args), rest
+
+
+def _check_value(key: str, value: str, where: str) -> None:
+    """The value checks readconf.c makes of every line, active or not: a file with one bad
+    value is refused for every host, by ssh and so here."""
+    if key == "port":
+        port = a2port(value)
+        if not port:
+            raise UsageError(f"{where}: Bad port {value!r}")
+    choices = CHOICES.get(key)
+    if choices is not None and value.lower() not in choices:
+        raise UsageError(f"{where}: unsupported option {value!r} for {key}")
+
+
+def _jump_text(value: str) -> str:
+    """readconf.c parse_jump: the list is the text up to a `#`, trailing space trimmed."""
+    return value.split("#", 1)[0].rstrip(" \t\n\v\f\r")
+
+
+def _check_jump(raw: str, where: str) -> None:
+    """Every entry of every ProxyJump line, active or not, as ssh checks its syntax."""
+    if raw.lower() == "none":
+        return
+    for spec in _jump_text(raw).split(","):
+        try:
+            parse_jump_host(spec)
+        except WordError as exc:
+            raise UsageError(f"{where}: Invalid ProxyJump: {exc}") from None
+
+
+def strdelim_words(text: str) -> list[str]:
+    """misc.c strdelim, repeated, as match_cfg_line cuts a Match line: words end at space,
+    tab, CR, LF or one `=`; only double quotes group (`'web'` keeps its quotes); no
+    backslash escapes. An unclosed quote ends the words there, as in ssh."""
+    words: list[str] = []
+    rest: str | None = text
+    while rest is not None:
+        cut = next((i for i, c in enumerate(rest) if c in ' \t\r\n"='), None)
+        if cut is None:
+            words.append(rest)
+            break
+        if rest[cut] == '"':
+            closing = rest.find('"', cut + 1)
+            if closing < 0:
+                break
+            words.append(rest[:cut] + rest[cut + 1 : closing])
+            rest = rest[closing + 1 :].lstrip(" \t\r\n")
+            continue
+        words.append(rest[:cut])
+        equals = rest[cut] == "="
+        rest = rest[cut + 1 :].lstrip(" \t\r\n")
+        if not equals and rest.startswith("="):
+            rest = rest[1:].lstrip(" \t\r\n")
+    return words
 
 
 def _pattern_list(patterns: list[str], value: str, *, lower: bool) -> bool:
     """match.c match_pattern_list: a matching negated pattern wins over any positive one;
     `lower`: both lower-cased (match_hostname, for Match host/originalhost)."""
-    value = value.lower() if lower else value
-    hit = False
-    for pattern in patterns:
-        negated = pattern.startswith("!")
-        pattern = pattern[1:] if negated else pattern
-        if fnmatchcase(value, pattern.lower() if lower else pattern):
-            if negated:
-                return False
-            hit = True
-    return hit
+    if lower:
+        value, patterns = value.lower(), [pattern.lower() for pattern in patterns]
+    return match_pattern_list(value, patterns) is True
 
 
 def _host_line(patterns: tuple[str, ...], host: str, where: str) -> bool:
@@ -323,11 +427,25 @@ def _host_line(patterns: tuple[str, ...], host: str, where: str) -> bool:
         if not pattern:
             raise UsageError(f"{where}: Host has an empty pattern")
         negated = pattern.startswith("!")
-        if fnmatchcase(host, pattern[1:] if negated else pattern):
+        if match_pattern(host, pattern[1:] if negated else pattern):
             if negated:
                 return False
             active = True
     return active
+
+
+def check_owner(path: Path, where: str) -> None:
+    """readconf.c SSHCONF_CHECKPERM, which ssh applies to included files: refused when
+    another user owns it or others may write it; group-writable only where the group is
+    the reader's own (Debian's secure_permissions)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return  # _lines says why it cannot be read
+    mine = os.getuid()
+    others_write = info.st_mode & 0o002 or (info.st_mode & 0o020 and info.st_gid != os.getgid())
+    if info.st_uid not in (0, mine) or others_write:
+        raise UsageError(f"{where}: Include {path}: bad owner or permissions (ssh refuses it)")
 
 
 class SSHConfigFile:
@@ -385,6 +503,9 @@ class SSHConfigFile:
                 outside = outside_problem(found, line.where)  # a knowledge base's own config
                 if outside is not None:  # includes nothing beyond its root (kbfiles.confined)
                     raise UsageError(f"{line.where}: Include {found}: {outside.message}")
+                if os.path.isdir(found):  # ssh reads a folder as an empty file
+                    continue
+                check_owner(Path(found), line.where)
                 out.append(Path(found))
         return out
 
@@ -462,43 +583,53 @@ class SSHConfigFile:
                 state.set(line)
 
     def _match(self, line: Line, state: _State, enabled: bool) -> bool:
-        """readconf.c match_cfg_line; criteria after a false one still count for `final`."""
+        """readconf.c match_cfg_line; criteria after a false one still count for `final`.
+        `all` stands alone, or last after one other criterion, as in ssh."""
         args = list(line.args)
-        if not args:
+        if not args or not args[0]:
             raise UsageError(f"{line.where}: Match needs criteria")
-        result = True
-        i = 0
-        while i < len(args):
-            criterion = args[i].lower()
-            negate = criterion.startswith("!")
-            criterion = criterion.lstrip("!")
+        result, attributes, i = True, 0, 0
+        while i < len(args) and args[i]:
+            word = args[i]
             i += 1
+            if word.startswith("#"):
+                break
+            negate = word.startswith("!")
+            criterion = (word[1:] if negate else word).lower()
             if criterion == "all":
-                hit = True
-            elif criterion in ("canonical", "final"):
+                after = args[i] if i < len(args) else ""
+                if attributes > 1 or (after and not after.startswith("#")):
+                    raise UsageError(
+                        f"{line.where}: '{word}' cannot be combined with other Match attributes"
+                    )
+                result = result and not negate
+                break
+            attributes += 1
+            if criterion in ("canonical", "final"):
                 state.want_final |= criterion == "final"
-                hit = state.final
+                result = result and (state.final != negate)
+                continue
+            arg = args[i] if i < len(args) else ""
+            i += 1
+            if not arg or arg.startswith("#"):
+                raise UsageError(f"{line.where}: Missing Match criteria for {criterion}")
+            patterns = arg.split(",")
+            if criterion == "host":
+                hit = _pattern_list(patterns, state.current_hostname(), lower=True)
+            elif criterion == "originalhost":
+                hit = _pattern_list(patterns, state.original, lower=True)
+            elif criterion == "user":
+                hit = _pattern_list(patterns, state.current_user(), lower=False)
+            elif criterion == "localuser":
+                hit = _pattern_list(patterns, local_user(), lower=False)
+            elif criterion == "tagged":  # OpenSSH 9.4: the Tag set so far
+                hit = _pattern_list(patterns, state.options.get("tag", ""), lower=False)
+            elif criterion in UNDECIDABLE:
+                if not (enabled and result):
+                    continue  # ssh skips it (exec) or its outcome cannot matter
+                hit = state.decide(line, criterion, patterns)
             else:
-                if i >= len(args):
-                    raise UsageError(f"{line.where}: Match {criterion} needs an argument")
-                patterns = args[i].split(",")
-                i += 1
-                if criterion == "host":
-                    hit = _pattern_list(patterns, state.current_hostname(), lower=True)
-                elif criterion == "originalhost":
-                    hit = _pattern_list(patterns, state.original, lower=True)
-                elif criterion == "user":
-                    hit = _pattern_list(patterns, state.current_user(), lower=False)
-                elif criterion == "localuser":
-                    hit = _pattern_list(patterns, local_user(), lower=False)
-                elif criterion == "tagged":  # OpenSSH 9.4: the Tag set so far
-                    hit = _pattern_list(patterns, state.options.get("tag", ""), lower=False)
-                elif criterion in UNDECIDABLE:
-                    if not (enabled and result):
-                        continue  # ssh skips it (exec) or its outcome cannot matter
-                    hit = state.decide(line, criterion, patterns)
-                else:
-                    raise UsageError(f"{line.where}: unknown Match criterion {criterion!r}")
+                raise UsageError(f"{line.where}: unknown Match criterion {criterion!r}")
             result = result and (hit != negate)
         return enabled and result
 
@@ -512,6 +643,7 @@ class _State:
         self.multi: dict[str, list[str]] = {}
         self.sources: dict[str, list[str]] = {}
         self.where: dict[str, str] = {}
+        self.words: dict[str, list[str]] = {}
         self.assumed: tuple[bool, ...] = assumed
         self.decided: dict[str, bool] = {}  # Match line -> the outcome assumed for it
         self.want_final = False
@@ -554,18 +686,13 @@ class _State:
             return  # they compete: the first one given wins
         if key in self.options:
             return
+        if key in WORDS:
+            self.words[key] = list(line.args)
         value = line.raw if key in RAW else line.args[0]
-        if key == "port":
-            port = a2port(value)
-            if not port:
-                raise UsageError(f"{line.where}: Bad port {value!r}")
-            value = str(port)
-        elif key == "proxyjump" and value.lower() != "none":
-            for spec in value.split(","):
-                try:
-                    parse_jump_host(spec)
-                except WordError as exc:
-                    raise UsageError(f"{line.where}: Invalid ProxyJump: {exc}") from None
+        if key == "port":  # checked when the file was read (_check_value)
+            value = str(a2port(value))
+        elif key == "hostkeyalias":  # readconf.c lower-cases it (known_hosts names are)
+            value = value.lower()
         self.options[key] = value
         self.where[key] = line.where
 
@@ -608,9 +735,20 @@ class _State:
             where=dict(self.where),
             certificate_files=list(self.multi.get("certificatefile", [])),
             sources={k: list(v) for k, v in self.sources.items()},
+            words={k: list(v) for k, v in self.words.items()},
         )
 
 
 def _normal(name: str) -> str:
-    """ssh lower-cases a host name, never an address."""
-    return name if is_address(name) else name.lower()
+    """ssh lower-cases a host name; an address it writes in its canonical numeric form
+    (ssh.c resolve_canonicalize: `127.1` is 127.0.0.1, `2001:DB8:0::1` is 2001:db8::1),
+    the name Match final, Host patterns and known_hosts then see."""
+    if not is_address(name):
+        return name.lower()
+    try:
+        found = socket.getaddrinfo(name, None, flags=socket.AI_NUMERICHOST)
+        canonical = socket.getnameinfo(found[0][4], socket.NI_NUMERICHOST)[0]
+    except (OSError, UnicodeError, ValueError):
+        return name
+    # only a text that differs beyond case is replaced (strcasecmp): 2001:DB8::1 stays
+    return name if canonical.lower() == name.lower() else canonical

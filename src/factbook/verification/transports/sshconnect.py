@@ -30,7 +30,12 @@ from factbook.knowledge.model import Target
 from factbook.verification.transports import knownhosts
 from factbook.verification.transports.base import TransportOptions
 from factbook.verification.transports.paramiko_lean import paramiko
-from factbook.verification.transports.sshconfig import Resolved, SSHConfigFile
+from factbook.verification.transports.sshconfig import (
+    Resolved,
+    SSHConfigFile,
+    check_owner,
+    flag,
+)
 
 MAX_HOPS = 16
 READ_AHEAD = 1 << 16  # bytes a box connection takes from its jump channel at once
@@ -44,6 +49,12 @@ _KNOWN_HOSTS_WRITE = threading.Lock()
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
+# ssh_config(5)'s defaults: UserKnownHostsFile ~/.ssh/known_hosts ~/.ssh/known_hosts2,
+# GlobalKnownHostsFile /etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2
+USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
+GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
+
+
 @dataclass
 class Hop:
     """One SSH server on the way to the box, with everything needed to log in to it."""
@@ -54,7 +65,8 @@ class Hop:
     port: int
     user: str
     identity_files: list[str] = field(default_factory=list)
-    known_hosts: str = "~/.ssh/known_hosts"
+    known_hosts: str = "~/.ssh/known_hosts"  # the first user file: where a new key is added
+    known_hosts_also: tuple[str, ...] = GLOBAL_KNOWN_HOSTS  # read too: more user, the global
     connect_timeout: float = 10.0
     proxy_command: str | None = None  # ssh_config ProxyCommand, tokens expanded
     identities_only: bool = False  # IdentitiesOnly yes: only identity_files, no agent/defaults
@@ -126,6 +138,10 @@ class ChainResolver:
         # read once per run, not once per target (~1 ms per box of a fleet)
         self._files = ConfigFiles.of(options) if options.sharing else ConfigFiles()
         path = Path(os.path.expanduser(options.ssh_config or "~/.ssh/config"))
+        if options.ssh_config and not path.is_file():  # `ssh -F` refuses it too
+            raise UsageError(f"ssh config {options.ssh_config}: cannot open it (no such file)")
+        if not options.ssh_config and path.is_file():  # ssh checks ~/.ssh/config's owner
+            check_owner(path, "ssh config")
         self.config = self._files.get(str(path)) if path.is_file() else SSHConfigFile(None)
 
     def resolve(self, target: Target) -> list[Hop]:
@@ -209,10 +225,11 @@ class ChainResolver:
         present = [p for p in cfg.identity_paths() if os.path.isfile(p)]
         if cfg.identity_files_set:
             idents += present
-        known = self.options.known_hosts or cfg.expand(
-            (cfg.get("userknownhostsfile") or "~/.ssh/known_hosts").split()[0],
-            "UserKnownHostsFile",
-        )
+        user_files = self._known_files(cfg, "userknownhostsfile", USER_KNOWN_HOSTS)
+        known = self.options.known_hosts or (user_files[0] if user_files else os.devnull)
+        also = self._known_files(cfg, "globalknownhostsfile", GLOBAL_KNOWN_HOSTS)
+        if not self.options.known_hosts:
+            also = (*user_files[1:], *also)
         timeout = target.connect_timeout or _float(cfg.get("connecttimeout"))
         return Hop(
             role=role,
@@ -223,11 +240,21 @@ class ChainResolver:
             identity_files=list(dict.fromkeys(idents)),
             known_hosts=known,
             connect_timeout=timeout or self.options.connect_timeout,
-            identities_only=(cfg.get("identitiesonly") or "no").lower() == "yes",
+            known_hosts_also=also,
+            identities_only=flag(cfg.get("identitiesonly")),
             host_key_alias=cfg.get("hostkeyalias"),
             certificate_files=[p for p in cfg.certificate_paths() if os.path.isfile(p)],
             default_identities=[] if cfg.identity_files_set else present,
         )
+
+    @staticmethod
+    def _known_files(cfg: Resolved, keyword: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        """The files a known-hosts keyword names, every word, tokens expanded (`none`: no
+        file); ssh's defaults when unset."""
+        words = cfg.words.get(keyword) or default
+        if [word.lower() for word in words] == ["none"]:
+            return ()
+        return tuple(cfg.expand(word, keyword) for word in words)
 
 
 def _looks_like_spec(name: str) -> bool:
@@ -250,11 +277,13 @@ class KnownHosts:
     """known_hosts checking like StrictHostKeyChecking=yes, or =accept-new when asked
     (knownhosts.py reads the files as OpenSSH does: patterns, hashes, markers)."""
 
-    def __init__(self, path: str, accept_new: bool):
+    def __init__(
+        self, path: str, accept_new: bool, also: tuple[str, ...] = GLOBAL_KNOWN_HOSTS
+    ) -> None:
         self.path = Path(os.path.expanduser(path))
         self.accept_new = accept_new
         self.lines: list[knownhosts.HostLine] = []
-        for source in (Path("/etc/ssh/ssh_known_hosts"), self.path):
+        for source in (self.path, *(Path(os.path.expanduser(p)) for p in also)):
             try:
                 self.lines += knownhosts.load(source)
             except OSError as exc:
@@ -667,6 +696,7 @@ def _hop_key(hop: Hop) -> tuple[Any, ...]:
         tuple(hop.identity_files),
         tuple(hop.certificate_files),
         hop.known_hosts,
+        hop.known_hosts_also,
     )
 
 
@@ -713,12 +743,12 @@ class JumpPool:
             self._chains[key] = clients
             return clients
 
-    def known_hosts(self, path: str, accept_new: bool) -> KnownHosts:
-        """known_hosts read once per run and file (parsing 64 keys took ~13 ms per box)."""
+    def known_hosts(self, hop: Hop, accept_new: bool) -> KnownHosts:
+        """known_hosts read once per run and files (parsing 64 keys took ~13 ms per box)."""
         with self._lock:
-            key = (path, accept_new)
+            key = (hop.known_hosts, hop.known_hosts_also, accept_new)
             if key not in self._known:
-                self._known[key] = KnownHosts(path, accept_new)
+                self._known[key] = KnownHosts(hop.known_hosts, accept_new, hop.known_hosts_also)
             return self._known[key]
 
     def close(self) -> None:
@@ -741,7 +771,7 @@ def connect_box(hops: list[Hop], options: TransportOptions) -> list[paramiko.SSH
     box = hops[-1]
     sock = _forward(jumps[-1], hops[-2], box)
     try:
-        known = pool.known_hosts(box.known_hosts, options.accept_new_host_keys)
+        known = pool.known_hosts(box, options.accept_new_host_keys)
         return [_login(box, sock, known, options.keepalive, KeyFiles.of(options))]
     except BaseException:
         sock.close()
@@ -754,7 +784,7 @@ def connect_chain(hops: list[Hop], options: TransportOptions) -> list[paramiko.S
     keys = KeyFiles.of(options)
     try:
         for i, hop in enumerate(hops):
-            known = KnownHosts(hop.known_hosts, options.accept_new_host_keys)
+            known = KnownHosts(hop.known_hosts, options.accept_new_host_keys, hop.known_hosts_also)
             if i > 0:
                 sock = _forward(clients[-1], hops[i - 1], hop)
             elif hop.proxy_command:

@@ -2,11 +2,14 @@
 
 - `argv_split`: double and single quotes, backslash escaping a quote, a backslash or (outside
   quotes) a space, any other backslash kept; `#` starts a comment only at the start of a word;
-- `a2port`: a number 0-65535, else a service name from /etc/services (getservbyname), so
-  `Port ssh` is 22;
+- `a2port`: a number 0-65535 (strtonum: ASCII digits), else a service name from
+  /etc/services (getservbyname), so `Port ssh` is 22;
+- `match_pattern`, `match_pattern_list`: Host, Match and known_hosts patterns (match.c: `*`
+  and `?` only, `!` negates);
 - `percent_expand`: `%x` tokens, `%%` a literal %; an unknown token is an error, as in ssh;
 - `tilde` and `dollar_expand`: `~`, `~user` and `${VAR}` in file names;
-- `parse_jump_host`: one ProxyJump entry, `[user@]host[:port]` or `ssh://[user@]host[:port]`;
+- `parse_jump_host`: one ProxyJump entry, `[user@]host[:port]` or `ssh://[user@]host[:port]`
+  (readconf.c parse_jump, misc.c parse_uri, parse_user_host_port);
 - `local_tokens`: the tokens that describe this side (%d %i %L %l %u);
 - `file_lines`: a file's lines as OpenSSH's getline reads them (ssh_config, known_hosts).
 """
@@ -17,6 +20,7 @@ import os
 import pwd
 import re
 import socket
+import string
 from collections.abc import Mapping
 
 _SHELLISH = set("'`\"$\\;&<>|(){}")
@@ -74,15 +78,54 @@ def argv_split(text: str) -> list[str]:
     return out
 
 
+_STRTONUM = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+")  # strtoll's decimal form, ASCII only
+
+
 def a2port(text: str) -> int | None:
-    """misc.c a2port: the port a Port value names, or None when it names none."""
-    if text.isdigit():
+    """misc.c a2port: strtonum(0..65535) (`+22` and ` 22` are 22; `²` or `٢٢` are no
+    number), else a service name from /etc/services; None when it names no port. Callers
+    refuse 0 as ssh does (`<= 0`)."""
+    if _STRTONUM.fullmatch(text):
         value = int(text)
-        return value if value <= 65535 else None
+        return value if 0 <= value <= 65535 else None
     try:
         return socket.getservbyname(text, "tcp")
-    except OSError:
+    except (OSError, UnicodeError, ValueError):  # no such service; not encodable; a NUL
         return None
+
+
+def match_pattern(text: str, pattern: str) -> bool:
+    """match.c match_pattern: `*` any run of characters, `?` any one, everything else itself
+    (`[ab]` is two brackets and two letters, not a class as in fnmatch). The greedy walk
+    with one backtrack point: linear for most patterns, never exponential."""
+    t = p = 0
+    star_p, star_t = -1, 0
+    while t < len(text):
+        if p < len(pattern) and (pattern[p] == "?" or pattern[p] == text[t]):
+            t, p = t + 1, p + 1
+        elif p < len(pattern) and pattern[p] == "*":
+            star_p, star_t = p, t
+            p += 1
+        elif star_p >= 0:
+            star_t += 1
+            t, p = star_t, star_p + 1
+        else:
+            return False
+    return all(c == "*" for c in pattern[p:])
+
+
+def match_pattern_list(text: str, patterns: list[str] | tuple[str, ...]) -> bool | None:
+    """match.c match_pattern_list over already split patterns: True on a positive match,
+    False when a negated pattern (`!x`) matches (it wins over any positive one), None when
+    none matches."""
+    hit: bool | None = None
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        if match_pattern(text, pattern[1:] if negated else pattern):
+            if negated:
+                return False
+            hit = True
+    return hit
 
 
 def percent_expand(text: str, tokens: Mapping[str, str], what: str) -> str:
@@ -166,34 +209,115 @@ def is_address(name: str) -> bool:
 
 
 def parse_jump_host(spec: str) -> tuple[str | None, str, int | None]:
-    """One ProxyJump entry -> (user, host, port), as misc.c parse_ssh_uri and
-    parse_user_host_port read it (a port may be a service name)."""
-    text = spec.strip()
-    if text[:6].lower() == "ssh://":
-        text = text[6:]
-        if text.endswith("/"):
-            text = text[:-1]
-        if "/" in text:
-            raise WordError(f"bad jump host {spec!r}: a path in an ssh:// URI")
+    """One ProxyJump entry -> (user, host, port), as readconf.c parse_jump reads it: an
+    `ssh://` URI (the scheme as written, lower case; the user up to the first `@`,
+    URL-decoded, `;parameters` dropped; the host a valid domain name; no path), else
+    `[user@]host[:port]` (the user up to the last `@`). Nothing is stripped: `a, b` is a
+    host ` b`, which ssh refuses. A port may be a service name; 0 is no port."""
+    if spec[:1].isspace():  # `ProxyJump a, b`: ssh refuses the entry ` b`
+        raise WordError(f"bad jump host {spec!r}: leading white space")
+    if spec.startswith("ssh://"):
+        return _parse_ssh_uri(spec)
     user: str | None = None
+    text = spec
     if "@" in text:
         user, _, text = text.rpartition("@")
         if not user:
             raise WordError(f"bad jump host {spec!r}: empty user")
-        user = user.split(";", 1)[0]  # ssh:// URIs may carry ;parameters after the user
-    port_text = ""
+    host, rest, delim = _hpdelim(text, spec)
+    if delim == "/":
+        raise WordError(f"bad jump host {spec!r}: a '/' after the host")
+    return user, _clean_host(host), _jump_port(rest, spec)
+
+
+def _parse_ssh_uri(spec: str) -> tuple[str | None, str, int | None]:
+    """misc.c parse_uri("ssh", ...) without a path."""
+    text = spec[len("ssh://") :]
+    user: str | None = None
+    if "@" in text:
+        info, _, text = text.partition("@")
+        info = info.split(";", 1)[0]
+        if not info:
+            raise WordError(f"bad jump host {spec!r}: empty user")
+        user = _urldecode(info, spec)
+    host, rest, delim = _hpdelim(text, spec)
+    host = _valid_domain(_clean_host(host), spec)
+    port = None
+    if rest and delim == ":":
+        port_text, slash, path = rest.partition("/")
+        port = _jump_port(port_text, spec)
+        rest = path if slash else ""
+    if rest:
+        raise WordError(f"bad jump host {spec!r}: a path in an ssh:// URI")
+    return user, host, port
+
+
+def _hpdelim(text: str, spec: str) -> tuple[str, str, str]:
+    """misc.c hpdelim2: (host, the rest after the delimiter, the delimiter `:` or `/` or
+    ""); a bracketed host ends at `]`, which must end the text or precede a delimiter."""
     if text.startswith("["):
-        host, sep, rest = text[1:].partition("]")
-        if not sep or (rest and not rest.startswith(":")):
-            raise WordError(f"bad jump host {spec!r}")
-        port_text = rest[1:]
+        end = text.find("]")
+        if end < 0:
+            raise WordError(f"bad jump host {spec!r}: no closing ']'")
+        at = end + 1
     else:
-        host, _, port_text = text.partition(":")
+        found = [i for i in (text.find(":"), text.find("/")) if i >= 0]
+        at = min(found) if found else len(text)
+    if at == len(text):
+        host, rest, delim = text, "", ""
+    elif text[at] in ":/":
+        host, rest, delim = text[:at], text[at + 1 :], text[at]
+    else:
+        raise WordError(f"bad jump host {spec!r}: text after ']'")
     if not host:
         raise WordError(f"bad jump host {spec!r}: no host")
-    port: int | None = None
-    if port_text:
-        port = a2port(port_text)
-        if not port:
-            raise WordError(f"bad jump host {spec!r}: bad port {port_text!r}")
-    return user, host, port
+    return host, rest, delim
+
+
+def _clean_host(host: str) -> str:
+    """misc.c cleanhostname: `[name]` -> `name`."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def _jump_port(text: str, spec: str) -> int | None:
+    if not text:
+        return None
+    port = a2port(text)
+    if not port:
+        raise WordError(f"bad jump host {spec!r}: bad port {text!r}")
+    return port
+
+
+def _urldecode(text: str, spec: str) -> str:
+    """misc.c urldecode: `+` a space, `%XX` a byte; a `%` without two hex digits is refused."""
+    out = bytearray()
+    data = text.encode("utf-8", "surrogateescape")
+    i = 0
+    while i < len(data):
+        c = data[i]
+        if c == ord("+"):
+            out.append(ord(" "))
+        elif c == ord("%"):
+            pair = data[i + 1 : i + 3]
+            if len(pair) < 2 or not all(chr(b) in string.hexdigits for b in pair):
+                raise WordError(f"bad jump host {spec!r}: bad %-escape in the user")
+            out.append(int(pair, 16))
+            i += 2
+        else:
+            out.append(c)
+        i += 1
+    return out.decode("utf-8", "surrogateescape")
+
+
+def _valid_domain(name: str, spec: str) -> str:
+    """misc.c valid_domain: ASCII letters, digits, `.`, `-`, `_`, starting with a letter or
+    digit, no `..`; a trailing dot dropped."""
+    ok = (
+        name[:1].isascii()
+        and name[:1].isalnum()
+        and ".." not in name
+        and all(c.isascii() and (c.isalnum() or c in ".-_") for c in name)
+    )
+    if not ok:
+        raise WordError(f"bad jump host {spec!r}: {name!r} is not a valid domain name")
+    return name[:-1] if name.endswith(".") else name
