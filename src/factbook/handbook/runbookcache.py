@@ -12,15 +12,17 @@ trusted past the shapes checked here; writes are atomic; FACTBOOK_CACHE=0 turns 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import os
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from factbook.errors import WriteFailed
 from factbook.knowledge import kbcache
 from factbook.knowledge.kbfiles import escapes, read_bytes
+from factbook.store.atomic import throwaway_writes, write_bytes_atomic
 
 CACHE_FILE = "runbooks.json"
 FORMAT = 1
@@ -100,10 +102,6 @@ class RunbookCache:
         data = json.dumps({"stamp": self.stamp(), "entries": self._used})
         if len(data) > MAX_CACHE_BYTES:
             return
-        temp = self.path.with_name(f".{CACHE_FILE}.{os.getpid()}.tmp")
-        try:
-            self.path.parent.mkdir(exist_ok=True)
-            temp.write_text(data, encoding="utf-8")
-            os.replace(temp, self.path)
-        except OSError:  # a read-only knowledge base: parsed every build
-            temp.unlink(missing_ok=True)
+        # mkstemp's fresh name: a link planted as a temp file is never written through
+        with throwaway_writes(), contextlib.suppress(WriteFailed):  # read-only: parsed again
+            write_bytes_atomic(self.path, data.encode("utf-8"))

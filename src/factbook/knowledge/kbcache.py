@@ -27,6 +27,7 @@ on a read-only filesystem just parses every time. FACTBOOK_CACHE=0 turns the cac
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import hashlib
 import json
@@ -38,11 +39,12 @@ from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from factbook.errors import Problem
+from factbook.errors import Problem, WriteFailed
 from factbook.knowledge.fleet.inventory import Group
 from factbook.knowledge.kbfiles import escapes, read_bytes
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
 from factbook.probes.scan import ProbeSpec
+from factbook.store.atomic import throwaway_writes, write_bytes_atomic
 
 CACHE_DIR = ".factbook-cache"
 CACHE_FILE = "kb.json"
@@ -180,16 +182,13 @@ def _write(root: Path, blob: dict[str, Any]) -> None:
     """Atomically: a reader sees the old cache or the new one (no fsync: a cache lost in a
     crash only costs a parse)."""
     path = cache_path(root)
-    temp = path.with_name(f".{CACHE_FILE}.{os.getpid()}.tmp")
     if escapes(path.parent, root) is not None or len(blob["data"]) > MAX_CACHE_BYTES:
         return  # a cache folder that leads out of the knowledge base is never written
-    try:
-        path.parent.mkdir(exist_ok=True)
-        head = {k: v for k, v in blob.items() if k != "data"}
-        temp.write_bytes(json.dumps(head).encode("utf-8") + b"\n" + blob["data"])
-        os.replace(temp, path)
-    except OSError:  # a read-only knowledge base: parsed every time
-        temp.unlink(missing_ok=True)
+    head = {k: v for k, v in blob.items() if k != "data"}
+    # a temp file of a fresh random name (mkstemp, O_EXCL): a link planted under a name
+    # this process would pick can never be written through
+    with throwaway_writes(), contextlib.suppress(WriteFailed):  # read-only: parsed each time
+        write_bytes_atomic(path, json.dumps(head).encode("utf-8") + b"\n" + blob["data"])
 
 
 def listing(root: Path, layout: Layout) -> dict[str, Any]:

@@ -17,9 +17,10 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 
-from factbook.errors import Problem
+from factbook.errors import Problem, WriteFailed
 from factbook.knowledge.kbfiles import confined
 from factbook.probes.scan import ProbeSpec, scan_file
+from factbook.store.atomic import throwaway_writes, write_bytes_atomic
 
 FOLDER = Path(__file__).resolve().parent
 _CACHE_VERSION = 1
@@ -87,12 +88,10 @@ def _load(path: Path) -> Catalog | None:
 def _store(path: Path, catalog: Catalog) -> None:
     data = {"specs": [asdict(s) for s in catalog.specs.values()], "modules": catalog.modules}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_suffix(f".{os.getpid()}.tmp")
-        temp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(temp, path)
+        with throwaway_writes():  # a cache: atomic, no fsync; a fresh temp name (mkstemp)
+            write_bytes_atomic(path, json.dumps(data).encode("utf-8"))
         _prune(path.parent)
-    except OSError:
+    except (OSError, WriteFailed):
         pass  # a read-only home only costs the scan next time
 
 
