@@ -16,11 +16,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from factbook.errors import UsageError
+from factbook.knowledge.kbfiles import confined
 from factbook.verification.transports.sshconfig import SSHConfigFile, flag
 from factbook.verification.transports.sshwords import (
     WordError,
@@ -228,3 +230,35 @@ def test_patterns_know_only_star_and_question_mark_and_stay_fast() -> None:
     assert not match_pattern("gpu", "gpu?") and match_pattern("abcabd", "*ab?")
     # a pattern of many stars against a long name that never matches: no exponential walk
     assert not match_pattern("a" * 2000, "*a" * 200 + "b")
+
+
+def test_include_globs_find_what_ssh_finds(tmp_path: Path) -> None:
+    """Sub-folders, hidden names (a `*` skips them, as glob(3) does), classes and a
+    literal path, against `ssh -G`."""
+    conf = tmp_path / "conf.d"
+    for rel, host in (("a/10.conf", "a"), ("b/10.conf", "b"), (".hidden/10.conf", "h"),
+                      ("c/.10.conf", "c"), ("d1/10.conf", "d")):  # fmt: skip
+        (conf / rel).parent.mkdir(parents=True, exist_ok=True)
+        (conf / rel).write_text(f"Host {host}\n  HostName {host}.inc.example\n")
+    config = tmp_path / "config"
+    config.write_text(
+        f"Include {conf}/*/10.conf\nInclude {conf}/*/.10.conf\nInclude {conf}/d[0-9]/*\n"
+    )
+    for host in ("a", "b", "h", "c", "d"):
+        assert _factbook(config, host) == _ssh_g(config, host), host
+
+
+def test_a_knowledge_base_config_never_lists_folders_outside_it(tmp_path: Path) -> None:
+    """In a knowledge base's own ssh config, an Include whose fixed folder lies outside, or
+    whose walk would enter a link leading out, is refused before anything is listed (a
+    `/*/*/*/*/*/*/*/*/x` walked the whole machine, and a match named what exists outside)."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "up").symlink_to("/")
+    for pattern in ("/*/*/*/*/*/*/*/*/nothing", f"{tmp_path}/o*/s*", f"{kb}/*/*/*/*/*/x"):
+        config = kb / "config"
+        config.write_text(f"Include {pattern}\n")
+        started = time.monotonic()
+        with confined(kb), pytest.raises(UsageError, match="outside the knowledge base"):
+            SSHConfigFile(config).lookup("web")
+        assert time.monotonic() - started < 2, pattern

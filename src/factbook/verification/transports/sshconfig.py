@@ -29,6 +29,7 @@ tests/test_transport_sshconfig.py and tests/test_sshconfig_oracle.py check the r
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import hashlib
 import os
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factbook.errors import UsageError
-from factbook.knowledge.kbfiles import outside_problem
+from factbook.knowledge.kbfiles import escapes, outside_problem
 from factbook.verification.transports.sshwords import (
     WordError,
     a2port,
@@ -434,6 +435,57 @@ def _host_line(patterns: tuple[str, ...], host: str, where: str) -> bool:
     return active
 
 
+MAX_INCLUDE_MATCHES = 4096  # files one Include pattern may name (ssh has no bound; a walk may)
+
+
+def _globbed(pattern: str, where: str) -> list[str]:
+    """The files an Include pattern matches, sorted, as glob(3) finds them (`*` and `?`
+    skip names starting with a dot). In a knowledge base's own config (kbfiles.confined)
+    the pattern's fixed folder must lie inside the root before anything is listed, and no
+    folder the walk enters may lead out of it (a link to `/`): `/*/*/*/x` would walk the
+    whole machine, and what it found would tell what exists outside. The walk stops past
+    MAX_INCLUDE_MATCHES names."""
+    parts = pattern.split("/")
+    fixed = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    folder = "/".join(parts[:fixed]) or "/"
+    if fixed == len(parts):  # no wildcard: the file itself (read, and confined, by _lines)
+        return [pattern] if os.path.lexists(pattern) else []
+    outside = outside_problem(folder, where)
+    if outside is not None:
+        raise UsageError(f"{where}: Include {pattern}: {outside.message}")
+    found = [folder]
+    for depth, part in enumerate(parts[fixed:], fixed + 1):
+        last = depth == len(parts)
+        found = [hit for base in found for hit in _matches(base, part, last, pattern, where)]
+        if len(found) > MAX_INCLUDE_MATCHES:
+            raise UsageError(f"{where}: Include {pattern} names over {MAX_INCLUDE_MATCHES} files")
+    return sorted(found)
+
+
+def _matches(base: str, part: str, last: bool, pattern: str, where: str) -> list[str]:
+    """The names in folder `base` that `part` matches; folders only, unless `last`. A
+    folder that leads out of a confining root is refused, never listed."""
+    if not glob.has_magic(part):
+        path = os.path.join(base, part)
+        return [path] if (os.path.lexists(path) if last else os.path.isdir(path)) else []
+    if escapes(base) is not None:
+        raise UsageError(
+            f"{where}: Include {pattern}: {base} leads outside the knowledge base; "
+            "refusing to list it"
+        )
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return []
+    hidden = part.startswith(".")
+    out = []
+    for name in fnmatch.filter(names, part):
+        path = os.path.join(base, name)
+        if (hidden or not name.startswith(".")) and (last or os.path.isdir(path)):
+            out.append(path)
+    return out
+
+
 def check_owner(path: Path, where: str) -> None:
     """readconf.c SSHCONF_CHECKPERM, which ssh applies to included files: refused when
     another user owns it or others may write it; group-writable only where the group is
@@ -499,7 +551,7 @@ class SSHConfigFile:
             full = os.path.expanduser(pattern)
             if not os.path.isabs(full):
                 full = str(self.ssh_dir / full)
-            for found in sorted(glob.glob(full)):
+            for found in _globbed(full, line.where):
                 outside = outside_problem(found, line.where)  # a knowledge base's own config
                 if outside is not None:  # includes nothing beyond its root (kbfiles.confined)
                     raise UsageError(f"{line.where}: Include {found}: {outside.message}")
