@@ -1,11 +1,14 @@
-"""Table-driven oracle: factbook reads 45 inventories (INI, YAML, JSON, folders with group_vars/
+"""Table-driven oracle: factbook reads 52 inventories (INI, YAML, JSON, folders with group_vars/
 and host_vars/) as ansible-core does. For every case, `ansible-inventory --list` gives the
 groups, their hosts and children and each host's merged variables; for the cases with
 connection variables, the ssh command line `ansible -m ping` builds (traced, nothing is
 contacted) read back by `ssh -G` gives host, port, user, identity file, ProxyJump and
-ProxyCommand. All of Ansible's runs come from one Python start (tests/ansible_oracle.py),
-once per machine for each content of the cases and each ansible-core (the `oracle` fixture);
-factbook's reading and `ssh -G` run every time."""
+ProxyCommand: a target resolved through an ssh config given by `-F` is compared through
+`ssh -G` of the command line factbook's openssh transport builds, and a command line ssh
+refuses must be refused by factbook (field_problems). `@CASE@` in a case's text is the
+folder the case is written to. All of Ansible's runs come from one Python start
+(tests/ansible_oracle.py), once per machine for each content of the cases and each
+ansible-core (the `oracle` fixture); factbook's reading and `ssh -G` run every time."""
 
 from __future__ import annotations
 
@@ -25,8 +28,12 @@ from build_cache import cached_entry
 from helpers import require
 
 from factbook.knowledge.fleet.ansibleyaml import Unsafe, Vaulted
+from factbook.knowledge.fleet.connection import field_problems
 from factbook.knowledge.fleet.inventory import ALL
 from factbook.knowledge.fleet.load import read_source
+from factbook.knowledge.model import Target
+from factbook.verification.transports.base import TransportOptions
+from factbook.verification.transports.openssh import OpenSSHTransport
 
 ORACLE = Path(__file__).with_name("ansible_oracle.py")
 
@@ -367,6 +374,49 @@ CASES: dict[str, tuple[dict[str, str], str, bool]] = {
         "h.yml",
         False,
     ),
+    "ini_ssh_config_given_by_dash_f": (
+        {
+            "ssh.cfg": "Host 10.0.0.1\n  HostName real.internal\n  Port 2200\n  User cfguser\n"
+            "  ProxyJump gw.internal\nHost h2\n  User h2user\n  Port 2300\n"
+            "Host *\n  ProxyCommand nc %h %p\n",
+            "other.cfg": "Host *\n  User other\n",
+            "h.ini": "[g]\nh1 ansible_host=10.0.0.1\nh2 ansible_port=2201\n"
+            "h3 ansible_ssh_extra_args='-F none'\n"
+            "h4 ansible_ssh_common_args='-F @CASE@/ssh.cfg -F @CASE@/other.cfg'\n"
+            "h5 ansible_ssh_args='-F @CASE@/other.cfg' ansible_user=u5\n"
+            "[g:vars]\nansible_ssh_common_args='-F @CASE@/ssh.cfg'\n",
+        },
+        "h.ini",
+        True,
+    ),
+    "ini_jumps_ssh_refuses_and_service_ports": (
+        {
+            "h.ini": "[g]\nh1 ansible_ssh_common_args='-J gw1' ansible_ssh_extra_args='-J gw2'\n"
+            "h2 ansible_ssh_common_args='-o ProxyJump=gw1 -J gw2'\n"
+            "h3 ansible_ssh_common_args='-o Port=http'\n"
+            "h4 ansible_ssh_common_args='-p ssh -o ProxyJump=none -o ProxyCommand=\"nc %h\"'\n"
+            "h5 ansible_ssh_common_args='-o ProxyJump=a -o ProxyJump=b'\n"
+            "h6 ansible_ssh_extra_args='-p 0x10'\n"
+            "h7 ansible_port=2200 ansible_ssh_extra_args='-o Port=nosuch'\n"
+            "h8 ansible_port=2200 ansible_ssh_extra_args='-p nosuch -l late'\n"
+            "h9 ansible_ssh_common_args='-o ProxyCommand=none -J gw'\n"
+            "h10 ansible_ssh_common_args='-J none -o ProxyCommand=\"nc %h\" -o ProxyJump=j'\n"
+            "h11 ansible_ssh_common_args='-o ProxyJump=none -J gw'\n"
+            "h12 ansible_ssh_common_args='-o ProxyCommand=none -o ProxyJump=j -p 0'\n"
+        },
+        "h.ini",
+        True,
+    ),
+    "ini_names_ansible_accepts": (
+        {
+            "h.ini": "[g]\nweb1\n[v6]\n2001:db8::10\n[v6:vars]\nansible_user=six\n"
+            "[_private]\nweb2 ansible_port=2201\n"
+            "[long]\nnode-0001.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example.com\n"
+            "[_outer:children]\n_private\nv6\n"
+        },
+        "h.ini",
+        True,
+    ),
     "yaml_children_of_children_ungrouped": (
         {
             "h.yml": "all:\n  hosts: {solo: }\n  children:\n    p:\n      children:\n"
@@ -411,7 +461,7 @@ def _ask(root: Path) -> None:
         case.mkdir(parents=True)
         for rel, text in files.items():
             (case / rel).parent.mkdir(parents=True, exist_ok=True)
-            (case / rel).write_text(text)
+            (case / rel).write_text(text.replace("@CASE@", str(case)))
         (case / "inventory").write_text(inventory)
     home = root / ".ansible-home"
     env = {
@@ -488,15 +538,17 @@ def _as_ansible_json(value: Any) -> Any:
     return value
 
 
-def _ssh_g(argv: list[str]) -> dict[str, list[str]]:
-    """`ssh -G` over the argv Ansible built (its remote command left off): what ssh uses."""
+def _ssh_g(argv: list[str]) -> dict[str, list[str]] | str:
+    """`ssh -G` over the argv Ansible built (its remote command left off): what ssh uses, or
+    ssh's refusal (its stderr)."""
     done = subprocess.run(
         ["ssh", "-G", "-F", "/dev/null", *argv[:-1]],
         capture_output=True,
         text=True,
         timeout=30,
     )
-    assert done.returncode == 0, done.stderr
+    if done.returncode != 0:
+        return done.stderr.strip() or f"ssh -G exited {done.returncode}"
     out: dict[str, list[str]] = {}
     for line in done.stdout.splitlines():
         key, _, value = line.partition(" ")
@@ -517,6 +569,16 @@ def test_host_port_user_jump_as_ansible_ssh(oracle: Path, name: str) -> None:
     for trace in traces:
         target = targets[trace.stem]
         seen = _ssh_g(json.loads(trace.read_text()))
+        problems = field_problems(target)
+        if isinstance(seen, str):  # ssh refuses Ansible's command line: so must factbook
+            assert problems, (trace.stem, seen)
+            continue
+        assert problems == [], trace.stem
+        if target.ssh_config:
+            assert target.transport == "openssh", trace.stem
+            theirs, ours = _resolved(seen), _resolved(_ssh_g(_factbook_argv(target, targets)))
+            assert ours == theirs, trace.stem
+            continue
         got: dict[str, Any] = {
             "host": target.host or target.name,
             "port": str(target.port or 22),
@@ -535,3 +597,17 @@ def test_host_port_user_jump_as_ansible_ssh(oracle: Path, name: str) -> None:
         if target.identity_file:
             assert target.identity_file in seen["identityfile"], trace.stem
         assert target.transport == ("openssh" if target.proxy_command else "ssh")
+
+
+def _resolved(seen: dict[str, list[str]] | str) -> dict[str, Any]:
+    """What a connection resolves to, from `ssh -G`."""
+    assert isinstance(seen, dict), seen
+    keys = ("hostname", "port", "user", "proxyjump", "proxycommand", "identityfile")
+    return {key: seen.get(key) for key in keys}
+
+
+def _factbook_argv(target: Target, targets: dict[str, Target]) -> list[str]:
+    """The ssh command line factbook's openssh transport runs for `target`, with a stand-in
+    remote command in the place Ansible's has one (_ssh_g leaves the last word off)."""
+    transport = OpenSSHTransport(target, targets, TransportOptions())
+    return [*transport.argv[1:], "true"]

@@ -4,6 +4,14 @@ A name ends up in a shell command on a box, an HTML id and a folder under result
 checked once, at load time, against a strict pattern; `inside()` then proves that a path built
 from a name stays in its folder, for names that came from somewhere the loader did not see
 (a results file, a command line, a run id).
+
+Host and group names read from an inventory (Ansible, ssh config) are what the fleet already
+calls its machines, so they get a wider pattern that still holds no path separator, space,
+quote, shell or pattern character (`,` `&` `!` `*` `?` `[` `~` `@`) and no leading `-` or `.`:
+host names up to 253 characters (a full FQDN), IPv4 and IPv6 addresses (`2001:db8::10`,
+`::1`), and a leading `_` (`_private`). Everywhere a name becomes a path, an HTML id or shell
+text it is quoted or slugged (handbook `slug()`, `shlex.quote`, discover's file names), never
+used raw; `--target` patterns keep an IPv6 address whole (fleet/patterns.py).
 """
 
 from __future__ import annotations
@@ -13,9 +21,12 @@ from pathlib import Path
 
 from factbook.errors import InputError
 
+# An IPv6 address's characters in its text forms (`::`, an IPv4 tail): hex digits, `:`, `.`.
+_IPV6 = re.compile(r"[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?:(?:\.[0-9]{1,3}){3})?")
 # fullmatch everywhere: `$` in re.match lets a trailing newline through
 PATTERNS: dict[str, re.Pattern[str]] = {
     "target name": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"),
+    "inventory name": re.compile(rf"[A-Za-z0-9_][A-Za-z0-9._-]{{0,252}}|{_IPV6.pattern}"),
     "env key": re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}"),
     "fact id": re.compile(r"[a-z0-9_]+(\.[a-z0-9_-]+)*"),
     "runbook name": re.compile(r"[a-z0-9][a-z0-9._-]{0,99}"),
@@ -24,6 +35,8 @@ PATTERNS: dict[str, re.Pattern[str]] = {
 }
 HINTS = {
     "target name": "letters, digits, '.', '_', '-'; starting with a letter or digit",
+    "inventory name": "letters, digits, '.', '_', '-', at most 253, not starting with '-' or "
+    "'.'; or an IP address",
     "env key": "letters, digits and '_', not starting with a digit",
     "fact id": "dotted lower-case words: [a-z0-9_] then .[a-z0-9_-]",
     "runbook name": "lower-case letters, digits, '.', '_', '-'",

@@ -76,7 +76,7 @@ class _Builder:
     def group(self, name: Any, at: str) -> _Group:
         if not isinstance(name, str):
             raise InputError(f"{at}: group name {name!r} is not a string")
-        bad = name_problem("target name", name)
+        bad = name_problem("inventory name", name)
         if bad:
             raise InputError(f"{at}: group: {bad}")
         if name not in self.groups:
@@ -104,7 +104,7 @@ class _Builder:
         except PatternError as exc:
             raise InputError(f"{at}: {exc}") from None
         for host in names:
-            bad = name_problem("target name", host)
+            bad = name_problem("inventory name", host)
             if bad:
                 raise InputError(f"{at}: host: {bad}")
         return names, port
@@ -333,7 +333,7 @@ def _from_ini(builder: _Builder, path: Path, text: str) -> None:
             if not found:
                 raise InputError(f"{at}: expected a group name, got {line!r}")
             child = found.group(1)
-            bad = name_problem("target name", child)
+            bad = name_problem("inventory name", child)
             if bad:
                 raise InputError(f"{at}: child group: {bad}")
             if child in builder.groups:

@@ -15,25 +15,40 @@ compare with the ssh command line `ansible` builds, read back through `ssh -G`):
   not set it first;
 - ProxyJump (`-J`, `-o ProxyJump=`) becomes the target's jump chain; ProxyCommand is kept on
   the target and the target goes through the `openssh` transport, which passes it to `ssh`;
+  what ssh itself refuses (a second `-J`, `-J` after a ProxyCommand, a port that ssh's a2port
+  reads as no port: `-p http` is 80, `-p 0x10` is refused) is refused by field_problems();
+- `-F FILE` (the last one, as ssh.c keeps it) replaces ~/.ssh/config: the target keeps the
+  file and goes through the `openssh` transport, so the system ssh resolves the host there
+  exactly as Ansible's does (`-F none`: no config, /dev/null); combined with a jump or a
+  HostName from the arguments, which factbook cannot hand to that ssh, it is refused;
+- ansible_connection paramiko / paramiko_ssh: Ansible's paramiko plugin reads no ssh
+  arguments and no ssh config, only its own variables (`ansible_paramiko_host`, `_port`,
+  `_user`, `_private_key_file` over the ssh ones) and `ansible_paramiko_proxy_command`
+  (`%h`, `%p`, `%r` replaced, then split into words and run without a shell): the target
+  gets those, an empty ssh config, and that command as a ProxyCommand (openssh transport);
 - ansible_connection: local, ssh, smart, paramiko; any other (winrm, docker...) is refused
   by field_problems() with a line naming the host, never silently run over ssh.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from factbook.knowledge.fleet.ansibleyaml import Unsafe, Vaulted
+from factbook.knowledge.kbfiles import escapes
 from factbook.knowledge.model import Target
 
 # ssh(1)'s getopt string: the letters that take an argument
 _SSH_FLAGS_WITH_ARG = set("BbcDEeFIiJLlmOoPpQRSWw")
 _SSH_FLAGS = set("1246afgknqstvxACGKMNTVXYy") | _SSH_FLAGS_WITH_ARG
 _OPTION = re.compile(r"\s*([A-Za-z]+)(?:\s*=\s*|\s+)(.*)", re.S)
-_SSH_CONNECTIONS = ("ssh", "smart", "paramiko", "paramiko_ssh")
+_PARAMIKO = ("paramiko", "paramiko_ssh")
+_SSH_CONNECTIONS = ("ssh", "smart", *_PARAMIKO)
 _TEMPLATE = re.compile(r"\{\{|\{%")
 _CONNECTION_VARS = (
     "ansible_host",
@@ -49,7 +64,23 @@ _CONNECTION_VARS = (
     "ansible_ssh_args",
     "ansible_connection",
     "ansible_python_interpreter",
+    "ansible_paramiko_host",
+    "ansible_paramiko_port",
+    "ansible_paramiko_user",
+    "ansible_paramiko_private_key_file",
+    "ansible_paramiko_proxy_command",
 )
+# Each field's variables, the one that wins first (Ansible: the last one listed that is set).
+_SSH_VARS = {
+    "host": ("ansible_ssh_host", "ansible_host"),
+    "port": ("ansible_ssh_port", "ansible_port"),
+    "user": ("ansible_ssh_user", "ansible_user"),
+    "key": ("ansible_ssh_private_key_file", "ansible_private_key_file"),
+}
+_PARAMIKO_VARS = {
+    field: (f"ansible_paramiko_{field if field != 'key' else 'private_key_file'}", *names)
+    for field, names in _SSH_VARS.items()
+}
 
 
 @dataclass
@@ -57,20 +88,30 @@ class SSHOptions:
     """What an ssh command line sets, first value of each winning (as OpenSSH reads it)."""
 
     host: str | None = None
-    port: str | None = None
+    port: int | None = None
     user: str | None = None
     identity_file: str | None = None
     jump: tuple[str, ...] = ()
     proxy_command: str | None = None
-    proxy_set: bool = False  # ProxyJump or ProxyCommand seen (the first one wins)
+    config: str | None = None  # -F FILE: the last one wins (ssh.c keeps the last)
+    jump_set: bool = False  # ssh's jump_host is set (-J or -o ProxyJump; `none` too)
+    command_set: bool = False  # ssh's proxy_command is set (ProxyCommand, `none`, a jump)
     problem: str | None = None
 
+    def refuse(self, problem: str) -> None:
+        """Keep the first problem: it is the one ssh stops at."""
+        self.problem = self.problem or problem
 
-def _legacy_first(v: dict[str, Any], legacy: str, modern: str) -> Any:
-    """Ansible reads its variable list last-one-wins: the legacy `ansible_ssh_*` name is
-    listed after the modern one, so it wins when both are set."""
-    value = v.get(legacy)
-    return value if value not in (None, "") else v.get(modern)
+
+def _first_set(v: dict[str, Any], names: tuple[str, ...]) -> Any:
+    """The first of `names` that is set. Ansible reads an option's variable list last one
+    wins: the legacy `ansible_ssh_*` name is listed after the modern one (and
+    `ansible_paramiko_*` after both), so it wins when both are set."""
+    for name in names:
+        value = v.get(name)
+        if value not in (None, ""):
+            return value
+    return None
 
 
 def _words(value: Any, key: str, options: SSHOptions) -> list[str]:
@@ -79,7 +120,7 @@ def _words(value: Any, key: str, options: SSHOptions) -> list[str]:
     try:
         return shlex.split(value)
     except ValueError as exc:
-        options.problem = options.problem or f"{key} cannot be split into words: {exc}"
+        options.refuse(f"{key} cannot be split into words: {exc}")
         return []
 
 
@@ -96,7 +137,7 @@ def read_ssh_args(words: list[str], options: SSHOptions) -> SSHOptions:
             flag = word[j]
             j += 1
             if flag not in _SSH_FLAGS:
-                options.problem = options.problem or f"unknown ssh option -{flag} in {word!r}"
+                options.refuse(f"unknown ssh option -{flag} in {word!r}")
                 break
             if flag not in _SSH_FLAGS_WITH_ARG:
                 continue
@@ -106,7 +147,7 @@ def read_ssh_args(words: list[str], options: SSHOptions) -> SSHOptions:
                 arg = words[i]
                 i += 1
             else:
-                options.problem = options.problem or f"ssh option -{flag} needs a value"
+                options.refuse(f"ssh option -{flag} needs a value")
                 break
             _flag(flag, arg, options)
             break
@@ -117,20 +158,41 @@ def _flag(flag: str, arg: str, options: SSHOptions) -> None:
     if flag == "o":
         found = _OPTION.fullmatch(arg)
         if not found:
-            options.problem = options.problem or f"ssh option -o {arg!r} is not Key=Value"
+            options.refuse(f"ssh option -o {arg!r} is not Key=Value")
             return
         _option(found.group(1).lower(), found.group(2), options)
-    elif flag == "p":
-        options.port = options.port or arg
+    elif flag == "p" and options.port is None:  # ssh reads -p only while no port is set
+        options.port = _port(arg, "-p", options)
     elif flag == "l":
         options.user = options.user or arg
     elif flag == "i":
         options.identity_file = options.identity_file or arg
+    elif flag == "F":
+        options.config = arg
     elif flag == "J":
-        if options.proxy_command is not None:
-            options.problem = options.problem or "ssh refuses -J after a ProxyCommand"
-        elif not options.proxy_set:
-            _proxy_jump(arg, options)
+        _dash_j(arg, options)
+
+
+def _dash_j(arg: str, options: SSHOptions) -> None:
+    """ssh.c's -J: fatal after any jump (-J or -o ProxyJump, `none` too) or ProxyCommand."""
+    if options.jump_set:
+        options.refuse(f"ssh refuses -J {arg} after a first jump: only a single -J is permitted")
+    elif options.command_set:
+        options.refuse("ssh refuses -J after a ProxyCommand")
+    else:
+        _proxy_jump(arg, options)
+
+
+def _port(text: str, where: str, options: SSHOptions) -> int | None:
+    """A port as ssh's a2port reads it (`http` is 80); ssh exits on one it is not (or 0)."""
+    # imported here: reading a knowledge base imports no transport (only ports in ssh args do)
+    from factbook.verification.transports.sshwords import a2port
+
+    value = a2port(text)
+    if not value:
+        options.refuse(f"ssh refuses port {text!r} ({where}): not a port number or service")
+        return None
+    return value
 
 
 def _unquote(text: str) -> str:
@@ -142,16 +204,18 @@ def _unquote(text: str) -> str:
 
 def _option(key: str, value: str, options: SSHOptions) -> None:
     if key == "proxycommand":
-        if not options.proxy_set and value.strip().lower() != "none":
-            options.proxy_command = value.strip()  # ssh takes the rest of the line as is
-            options.proxy_set = True
+        if not options.command_set:
+            options.command_set = True
+            if value.strip().lower() != "none":
+                options.proxy_command = value.strip()  # ssh takes the rest of the line as is
         return
     plain = _unquote(value)
     if key == "proxyjump":
-        if not options.proxy_set and plain.lower() != "none":
+        if not options.jump_set and not options.command_set:
             _proxy_jump(plain, options)
-    elif key == "port":
-        options.port = options.port or plain
+    elif key == "port":  # checked even when a port is set already, as readconf.c does
+        port = _port(plain, f"-o Port={plain}", options)
+        options.port = options.port or port
     elif key == "user":
         options.user = options.user or plain
     elif key == "hostname":
@@ -161,27 +225,73 @@ def _option(key: str, value: str, options: SSHOptions) -> None:
 
 
 def _proxy_jump(value: str, options: SSHOptions) -> None:
+    """A jump (`none` marks the jump set and sets nothing else, as ssh 9.2 does)."""
+    options.jump_set = True
+    if value.strip().lower() == "none":
+        return
     options.jump = tuple(j.strip() for j in value.split(",") if j.strip())
-    options.proxy_set = True
+    options.command_set = True
 
 
 def ssh_options(v: dict[str, Any], name: str) -> SSHOptions:
     """The options Ansible's ssh command line for host `name` sets, as ssh reads them."""
     options = SSHOptions()
     read_ssh_args(_words(v.get("ansible_ssh_args"), "ansible_ssh_args", options), options)
-    port = _legacy_first(v, "ansible_ssh_port", "ansible_port")
-    user = _legacy_first(v, "ansible_ssh_user", "ansible_user")
-    key = _legacy_first(v, "ansible_ssh_private_key_file", "ansible_private_key_file")
-    options.port = options.port or (str(port) if port not in (None, "") else None)
-    options.identity_file = options.identity_file or _str(key)
-    options.user = options.user or _str(user)
+    options.port = options.port or _var_port(v, _SSH_VARS["port"])
+    options.identity_file = options.identity_file or _str(_first_set(v, _SSH_VARS["key"]))
+    options.user = options.user or _str(_first_set(v, _SSH_VARS["user"]))
     for var in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
         read_ssh_args(_words(v.get(var), var, options), options)
-    address = _str(_legacy_first(v, "ansible_ssh_host", "ansible_host")) or name
+    address = _str(_first_set(v, _SSH_VARS["host"])) or name
     if options.host:  # HostName from -o: %h is the address Ansible passed, %% a percent
         options.host = re.sub(r"%[h%]", lambda m: address if m[0] == "%h" else "%", options.host)
-    options.host = options.host or address
+    options.host = options.host or address  # with -F: what ssh looks up in that file
     return options
+
+
+def paramiko_options(v: dict[str, Any], name: str) -> SSHOptions:
+    """What Ansible's paramiko_ssh connection uses: its own variables, never the ssh
+    arguments, no ssh config (an empty one), and ansible_paramiko_proxy_command."""
+    host = _str(_first_set(v, _PARAMIKO_VARS["host"])) or name
+    user = _str(_first_set(v, _PARAMIKO_VARS["user"]))
+    options = SSHOptions(
+        host=host.lower(),  # paramiko_ssh connects to remote_addr.lower()
+        port=_var_port(v, _PARAMIKO_VARS["port"]),
+        user=user,
+        identity_file=_str(_first_set(v, _PARAMIKO_VARS["key"])),
+    )
+    command = v.get("ansible_paramiko_proxy_command")
+    if isinstance(command, str) and command:
+        replaced = {"%h": host, "%p": str(options.port or 22), "%r": str(user)}
+        for token, value in replaced.items():  # str.replace in this order, as paramiko_ssh
+            command = command.replace(token, value)
+        options.proxy_command = _as_proxy_command(command, options)
+    return options
+
+
+def _as_proxy_command(command: str, options: SSHOptions) -> str | None:
+    """paramiko runs the command's shlex words without a shell; ssh runs a ProxyCommand with
+    `sh -c` after expanding %-tokens: the words quoted and `%` doubled run the same argv."""
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        options.refuse(f"ansible_paramiko_proxy_command cannot be split into words: {exc}")
+        return None
+    if not words:
+        return None
+    return shlex.join(words).replace("%", "%%")
+
+
+def _var_port(v: dict[str, Any], names: tuple[str, ...]) -> int | None:
+    port = _first_set(v, names)
+    return int(port) if port is not None and str(port).isdigit() else None
+
+
+def connection_options(target: Target) -> SSHOptions:
+    """The options Ansible's connection plugin for this target reads from its variables."""
+    if _kind(target.vars) in _PARAMIKO:
+        return paramiko_options(target.vars, target.name)
+    return ssh_options(target.vars, target.name)
 
 
 def connection(target: Target) -> Target:
@@ -195,30 +305,45 @@ def connection(target: Target) -> Target:
             transport="local",
             python=target.python or _str(v.get("ansible_python_interpreter")),
         )
-    found = ssh_options(v, target.name)
-    port = found.port
+    found = connection_options(target)
     proxied = found.proxy_command is not None and not target.jump and not target.proxy_command
+    configured = found.config is not None and not (target.jump or found.jump)
+    by_ssh = (proxied or configured) and target.transport == "ssh"
     return replace(
         target,
-        transport="openssh" if proxied and target.transport == "ssh" else target.transport,
+        transport="openssh" if by_ssh else target.transport,
         host=target.host or found.host,
-        port=target.port or (int(port) if port and port.isdigit() else None),
+        port=target.port or found.port,
         user=target.user or found.user,
         identity_file=target.identity_file or found.identity_file,
         python=target.python or _str(v.get("ansible_python_interpreter")),
         jump=target.jump or found.jump,
         proxy_command=target.proxy_command or found.proxy_command,
+        ssh_config=target.ssh_config or _config_path(found.config, _kind(v)),
     )
+
+
+def _config_path(config: str | None, kind: str | None) -> str | None:
+    """The ssh config the connection reads instead of ~/.ssh/config: -F's (`none`: no config
+    at all, as /dev/null: once -F is given /etc/ssh/ssh_config is not read either); none for
+    paramiko, which reads no ssh config."""
+    if kind in _PARAMIKO:
+        return os.devnull
+    if config is None:
+        return None
+    return os.devnull if config.lower() == "none" else config
 
 
 def field_problems(target: Target) -> list[str]:
     """What a connection field must not be: a port outside 1-65535 (or not a number), a host
     or user that an ssh command line would read as an option or split, a Jinja2 template
-    (factbook evaluates none), a connection type factbook has no transport for."""
+    (factbook evaluates none), a connection type factbook has no transport for, what ssh
+    refuses on its command line, an ssh config (-F) factbook cannot hand over faithfully."""
     out = []
     v = target.vars
-    port = _legacy_first(v, "ansible_ssh_port", "ansible_port")
-    port = target.port if port in (None, "") else port
+    names = _PARAMIKO_VARS if _kind(v) in _PARAMIKO else _SSH_VARS
+    port = _first_set(v, names["port"])
+    port = target.port if port is None else port
     if port is not None and not (str(port).isdigit() and 1 <= int(port) <= 65535):
         out.append(f"port {port!r} is not a number from 1 to 65535")
     for field, value in (("host", target.host), ("user", target.user)):
@@ -236,14 +361,42 @@ def field_problems(target: Target) -> list[str]:
         shown = v.get("ansible_connection")
         out.append(f"ansible_connection={shown}: factbook connects over ssh or locally only")
     if kind != "local" and any(k in v for k in _CONNECTION_VARS):
-        problem = ssh_options(v, target.name).problem
-        if problem:
-            out.append(problem)
+        found = connection_options(target)
+        out += [found.problem] if found.problem else []
+        out += _config_problems(found, target)
     if target.proxy_command is not None and target.transport != "openssh":
         out.append(
             f"a ProxyCommand needs transport openssh (the system ssh), not {target.transport}"
         )
     return out
+
+
+def _config_problems(found: SSHOptions, target: Target) -> list[str]:
+    """An ssh config given by -F is honoured by handing it to the system ssh (`ssh -F FILE
+    HOST`, the address Ansible passes): what that cannot carry is refused, never dropped."""
+    config = found.config
+    if config is None:
+        return []
+    if config.lower() != "none" and not os.path.isabs(config):
+        return [
+            f"-F {config}: a relative path, which ssh opens from the folder Ansible runs in; "
+            "give an absolute path"
+        ]
+    outside = escapes(config) if config.lower() != "none" else None
+    if outside is not None and outside != _own_ssh_config():
+        return [f"-F {config}: resolves to {outside}, outside the knowledge base; refusing it"]
+    address = _str(_first_set(target.vars, _SSH_VARS["host"])) or target.name
+    if found.jump or target.jump or found.host != address:
+        what = "a jump (-J, ProxyJump)" if found.jump or target.jump else "-o HostName"
+        return [f"-F {config} with {what} in the ssh arguments: factbook cannot pass both to ssh"]
+    if target.transport != "openssh":
+        return [f"-F {config} needs transport openssh (the system ssh), not {target.transport}"]
+    return []
+
+
+def _own_ssh_config() -> Path:
+    """The user's ~/.ssh/config, which ssh reads anyway (load.py allows it as inventory)."""
+    return Path(os.path.realpath(os.path.expanduser("~/.ssh/config")))
 
 
 def _kind(v: dict[str, Any]) -> str | None:

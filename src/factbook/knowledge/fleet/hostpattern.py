@@ -47,6 +47,11 @@ class PatternError(ValueError):
     """A host pattern Ansible would refuse too (bad range, empty name, `---`)."""
 
 
+def is_ipv6(text: str) -> bool:
+    """Whether `text` is an IPv6 address by Ansible's address grammar (`2001:db8::10`)."""
+    return _IPV6.fullmatch(text) is not None
+
+
 def split_port(spec: str) -> tuple[str, int | None]:
     """`name:port` -> (name, port) where Ansible reads a port; else (spec, None)."""
     address, port = spec, None

@@ -4,6 +4,7 @@
     node-*, node-0?    a glob over target and group names        tag:h100   targets with a tag
     ~node-(0|1)\\d      a regular expression over target names    all, *     every target
     a,b  or  a:b       union      a:&b  intersection      a:!b  exclusion
+    2001:db8::10       an IPv6 address between commas is one name, as Ansible reads it
 
 As in Ansible, the union of the plain terms is taken first, then each `&` term intersects it
 and each `!` term removes from it, whatever their order. A plain or `&` term that matches
@@ -19,6 +20,7 @@ import re
 
 from factbook.errors import UsageError
 from factbook.judging import userregex
+from factbook.knowledge.fleet.hostpattern import is_ipv6
 from factbook.knowledge.fleet.inventory import ALL, Inventory
 
 _SPLIT = re.compile(r"[,:]")
@@ -26,19 +28,30 @@ _SPLIT = re.compile(r"[,:]")
 
 def split_terms(pattern: str) -> list[str]:
     """`a:&b,!c` -> ["a", "&b", "!c"]; a `~regex` term keeps its commas and colons only when
-    it is the whole pattern."""
+    it is the whole pattern; an IPv6 address (`2001:db8::10`, `!::1`) keeps its colons."""
     text = pattern.strip()
     if text.startswith("~"):
         return [text]
     terms: list[str] = []
-    glue = False
-    for part in (p.strip() for p in _SPLIT.split(text)):
-        if glue:
-            terms[-1] += ":" + part
-            glue = False
-        elif part:
+    for part in (p.strip() for p in text.split(",")):
+        if is_ipv6(part.lstrip("&!")):
             terms.append(part)
-            glue = part.lstrip("&!") == "tag"
+        else:
+            terms += _colon_terms(part)
+    return terms
+
+
+def _colon_terms(part: str) -> list[str]:
+    """`a:&b:!c` -> ["a", "&b", "!c"], `tag:x` kept whole."""
+    terms: list[str] = []
+    glue = False
+    for piece in (p.strip() for p in _SPLIT.split(part)):
+        if glue:
+            terms[-1] += ":" + piece
+            glue = False
+        elif piece:
+            terms.append(piece)
+            glue = piece.lstrip("&!") == "tag"
     return terms
 
 

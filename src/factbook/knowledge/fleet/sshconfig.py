@@ -68,7 +68,7 @@ def read_ssh_config(path: Path) -> Inventory:
         for alias in line.args:
             if any(ch in alias for ch in "*?!") or alias in inv.targets:
                 continue
-            bad = name_problem("target name", alias)
+            bad = name_problem("inventory name", alias)
             if bad:
                 raise InputError(f"{line.where}: Host: {bad}")
             try:
