@@ -198,6 +198,15 @@ def padded(text: str, size: int) -> str:
     return text + "#" + "x" * (size - len(text) - 2) + "\n"
 
 
+RUNBOOK = "---\njupytext:\n  text_representation: {format_name: myst}\nfactbook: {target: here}\n---\n# A runbook\n\n```{code-cell} python\n:name: hello\nprint('hi')\n```\n"
+RUN = "results/runbooks/rb/20260101T000000Z-here"  # one run of RUNBOOK
+RUN_FILES = {
+    "runbooks/rb.md": RUNBOOK,
+    f"{RUN}/record.json": '{"run_id": "20260101T000000Z-here", "runbook": "rb", "target": "here", "status": "ok", "steps": []}',
+}
+MANIFEST = "_site_md/.factbook-pages.json"  # what `docs` wrote last time (COMMANDS["docs"])
+PID = "20260101-000000-aaaaaa"  # a pending proposal's id
+
 HOSTILE_TAGS = {
     "facts/good.yaml": BASE["facts/good.yaml"]
     + '    tags: ["*", "a\\nnot-a-tag", "x y", "\\u202eevil", ok]\n'
@@ -233,6 +242,31 @@ CASES: list[Case] = [
     Case("mkdocs.yml INHERIT outside", {"mkdocs.yml": "INHERIT: {out}/shadow\nsite_name: x\n"}, "lint", 2, "resolves to {out}/shadow, outside the knowledge base"),
     Case("mkdocs.yml trusted", {"mkdocs.yml": "site_name: x\nhooks:\n  - hook.py\n", "hook.py": "x = 1\n"}, "lint", 0, "ok: 1 facts", env={"FACTBOOK_TRUST_MKDOCS_CODE": "1"}),
     Case("mkdocs.yml material emoji", {"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - pymdownx.emoji:\n      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"}, "lint", 0, "ok: 1 facts"),
+    # mkdocs.yml is an allow-list: templates, plugins, extensions, !ENV and paths out of the root
+    Case("mkdocs.yml extra_templates", {"mkdocs.yml": "site_name: x\nplugins:\n  - factbook\nextra_templates:\n  - x.html\n", "docs/x.html": "{{ cycler.__init__.__globals__.os.system('touch {out}/MARKER') }}"}, "lint", 2, "mkdocs.yml:5: extra_templates: MkDocs renders these files with a plain Jinja2 Template"),
+    Case("mkdocs.yml theme.static_templates", {"mkdocs.yml": "site_name: x\ntheme:\n  name: material\n  static_templates: [x.html]\n"}, "lint", 2, "mkdocs.yml:4: theme.static_templates: MkDocs renders these"),
+    Case("mkdocs.yml material/projects", {"mkdocs.yml": "site_name: x\ntheme: {name: material}\nplugins:\n  - factbook\n  - material/projects\n", "projects/p1/docs/index.md": "# p\n", "projects/p1/mkdocs.yml": "site_name: p1\nextra: !!python/object/apply:os.system ['touch {out}/MARKER']\n"}, "lint", 2, "mkdocs.yml:5: plugins: material/projects: builds projects/*/mkdocs.yml"),
+    Case("mkdocs.yml projects by its bare name", {"mkdocs.yml": "site_name: x\ntheme: material\nplugins:\n  projects: {}\n  search: {}\n"}, "lint", 2, "mkdocs.yml:4: plugins: projects: builds projects/*/mkdocs.yml"),
+    Case("mkdocs.yml projects inside group", {"mkdocs.yml": "site_name: x\nplugins:\n  - material/group:\n      enabled: true\n      plugins:\n        - material/projects\n"}, "lint", 2, "mkdocs.yml:6: plugins: material/projects:"),
+    Case("mkdocs.yml material/info", {"mkdocs.yml": "site_name: x\nplugins:\n  - material/info\n"}, "lint", 2, "mkdocs.yml:3: plugins: material/info: reads the configs with MkDocs' unsafe YAML loader"),
+    Case("mkdocs.yml unvetted plugin", {"mkdocs.yml": "site_name: x\nplugins:\n  - search\n  - macros:\n      module_name: main\n", "main.py": "open('{out}/MARKER', 'w')\n"}, "lint", 2, "mkdocs.yml:4: plugins: macros: not an installed plugin factbook has vetted"),
+    Case("mkdocs.yml privacy fetches", {"mkdocs.yml": "site_name: x\nplugins:\n  - material/privacy\n"}, "lint", 2, "mkdocs.yml:3: plugins: material/privacy: downloads every external URL"),
+    Case("mkdocs.yml tags export_file outside", {"mkdocs.yml": "site_name: x\nplugins:\n  - material/tags:\n      export_file: {out}/tags.json\n"}, "lint", 2, "mkdocs.yml:4: plugins: material/tags: export_file: resolves to {out}/tags.json, outside the knowledge base"),
+    Case("mkdocs.yml blog_dir outside", {"mkdocs.yml": "site_name: x\nplugins:\n  - material/blog:\n      blog_dir: ../outside\n"}, "lint", 2, "blog_dir: resolves to {out}, outside the knowledge base"),
+    Case("mkdocs.yml !ENV", {"mkdocs.yml": "site_name: !ENV [HOME, x]\n"}, "lint", 2, "mkdocs.yml:1: !ENV puts the builder's environment into the site"),
+    Case("mkdocs.yml !ENV nested", {"mkdocs.yml": "site_name: x\nextra:\n  key: !ENV AWS_SECRET_ACCESS_KEY\n"}, "lint", 2, "mkdocs.yml:3: !ENV"),
+    Case("mkdocs.yml snippets base_path /", {"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - pymdownx.snippets:\n      base_path: ['/']\n", "docs/guide.md": "--8<-- \"{out}/shadow\"\n"}, "lint", 2, "mkdocs.yml:4: markdown_extensions: pymdownx.snippets: base_path: resolves to /, outside"),
+    Case("mkdocs.yml snippets base_path !relative", {"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - pymdownx.snippets:\n      base_path: [!relative $config_dir/../outside]\n"}, "lint", 2, "base_path: resolves to {out}, outside"),
+    Case("mkdocs.yml snippets restrict_base_path false", {"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - pymdownx.snippets:\n      restrict_base_path: false\n"}, "lint", 2, "mkdocs.yml:4: markdown_extensions: pymdownx.snippets: restrict_base_path: false lets it include any file"),
+    Case("mkdocs.yml snippets url_download", {"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - pymdownx.snippets:\n      url_download: yes\n"}, "lint", 2, "url_download: yes lets it include what any URL returns"),
+    Case("mkdocs.yml b64 base_path outside", {"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - pymdownx.b64:\n      base_path: {out}\n"}, "lint", 2, "pymdownx.b64: base_path: resolves to {out}, outside"),
+    Case("mkdocs.yml docs_dir outside", {"mkdocs.yml": "site_name: x\ndocs_dir: {out}\nplugins:\n  - factbook\n"}, "lint", 2, "mkdocs.yml:2: docs_dir: resolves to {out}, outside the knowledge base; MkDocs would publish it"),
+    Case("mkdocs.yml site_dir outside", {"mkdocs.yml": "site_name: x\nsite_dir: ../outside/site\n"}, "lint", 2, "mkdocs.yml:2: site_dir: resolves to {out}/site, outside the knowledge base"),
+    Case("mkdocs.yml default docs -> outside", {"mkdocs.yml": "site_name: x\n", "docs": Link("{out}")}, "lint", 2, "mkdocs.yml:1: docs_dir: resolves to {out}, outside"),
+    Case("mkdocs.yml extension os:system", {"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - os:system:\n      command: touch {out}/MARKER\n"}, "lint", 2, "mkdocs.yml:3: markdown_extensions: os:system: not an extension of Markdown, PyMdown or Material"),
+    Case("mkdocs.yml extension installed module", {"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - antigravity\n"}, "lint", 2, "markdown_extensions: antigravity: not an extension"),
+    Case("mkdocs.yml python/name builtin", {"mkdocs.yml": "site_name: x\nmarkdown_extensions:\n  - toc:\n      slugify: !!python/name:exec\n"}, "lint", 2, "mkdocs.yml:4: !!python/name:exec: not a function of Markdown, PyMdown or Material"),
+    Case("mkdocs.yml python/name imported helper", {"mkdocs.yml": "site_name: x\nplugins:\n  - material/blog:\n      post_slugify: !!python/name:material.plugins.blog.plugin.rmtree\n"}, "lint", 2, "!!python/name:material.plugins.blog.plugin.rmtree: not a function"),
     # --- 2. reads outside the knowledge base: refused with the path, content never shown ---
     Case("fact file -> shadow", {"facts/x.yaml": Link("{out}/shadow")}, "lint", 2, "facts/x.yaml:1: resolves to {out}/shadow, outside the knowledge base"),
     Case("fact file -> environ", {"facts/x.yaml": Link("/proc/self/environ")}, "lint", 2, "facts/x.yaml:1: resolves to /proc/"),
@@ -269,6 +303,29 @@ CASES: list[Case] = [
     Case("docs page -> shadow", {"docs/leak.md": Link("{out}/shadow")}, "docs", 0, "leak.md: not copied"),
     Case("docs status page -> shadow", {"docs/status/status-1.md": Link("{out}/shadow")}, "docs", 0, "pages generated"),
     Case("docs page fifo", {"docs/pipe.md": FIFO}, "docs", 0, "pipe.md: not copied"),
+    # the output folder of `docs` sits in the knowledge base: its manifest and links are planted
+    Case("docs manifest entry outside", {MANIFEST: '["facts/index.md", "../../outside/shadow"]'}, "docs", 2, "lists '../../outside/shadow', not a file of"),
+    Case("docs manifest entry absolute", {MANIFEST: '["{out}/shadow"]'}, "docs", 2, "/shadow', not a file of"),
+    Case("docs manifest entry through a linked folder", {MANIFEST: '["sub/shadow"]', "_site_md/sub": Link("{out}")}, "docs", 2, "resolves to {out}/shadow, outside"),
+    Case("docs manifest not a list", {MANIFEST: '5'}, "docs", 0, "pages generated"),
+    Case("docs manifest fifo", {MANIFEST: FIFO}, "docs", 2, "not a regular file", isolated=True, max_s=30),
+    Case("docs default output folder -> outside", {"build/handbook": Link("{out}")}, ["docs"], 2, "build/handbook: resolves to {out}, outside the knowledge base"),
+    Case("docs output folder -> outside", {"_site_md": Link("{out}")}, "docs", 2, "_site_md: resolves to {out}, outside the knowledge base"),
+    Case("docs output subfolder -> outside", {"_site_md/facts": Link("{out}/facts")}, "docs", 2, "would be written into: resolves to {out}/facts"),
+    Case("docs output page fifo", {"_site_md/index.md": FIFO}, "docs", 2, "not a regular file", isolated=True, max_s=30),
+    Case("executed notebook -> shadow", {**RUN_FILES, f"{RUN}/executed.ipynb": Link("{out}/shadow")}, "docs", 0, "executed.ipynb: not copied: resolves to {out}/shadow"),
+    # `status` rebuilds docs/status/index.md from the title of every docs/status/*.md
+    Case("status index: document -> outside", {"docs/status/leak.md": Link("{out}/notes.md")}, ["status"], 0, "docs/status/leak.md: resolves to {out}/notes.md, outside the knowledge base; left out of the index"),
+    Case("status index: not UTF-8", {"docs/status/bad.md": b"# caf\xe9\n"}, ["status"], 0, "-status.md", then=["status"]),
+    Case("status index: a folder named x.md", {"docs/status/dir.md/x": "x"}, ["status"], 0, "docs/status/dir.md: not a regular file; left out of the index"),
+    Case("status index: fifo", {"docs/status/pipe.md": FIFO}, ["status"], 0, "docs/status/pipe.md: not a regular file", isolated=True, max_s=30),
+    Case("status folder -> outside", {"docs/status": Link("{out}/facts")}, ["status"], 2, "docs/status: resolves to {out}/facts, outside the knowledge base"),
+    Case("docs folder -> outside, status", {"docs": Link("{out}")}, ["status"], 2, "docs/status: resolves to {out}/status, outside the knowledge base"),
+    # readers of proposals and run records
+    Case("proposal -> outside, list", {f"proposals/{PID}.yaml": Link("{out}/proposal.yaml")}, ["proposals", "list"], 2, f"proposals/{PID}.yaml:1: resolves to {{out}}/proposal.yaml, outside the knowledge base"),
+    Case("proposals folder -> outside", {"proposals": Link("{out}/proposals")}, ["proposals", "list"], 2, "proposals: resolves to {out}/proposals, outside the knowledge base"),
+    Case("run record -> outside, run --list", {**RUN_FILES, f"{RUN}/record.json": Link("{out}/record.json")}, ["run", "--list"], 0, "record.json: resolves to {out}/record.json, outside the knowledge base; run skipped"),
+    Case("results/runbooks -> outside, run --list", {"runbooks/rb.md": RUNBOOK, "results/runbooks": Link("{out}/runbooks")}, ["run", "--list"], 0, "resolves to {out}/runbooks/rb/r1/record.json"),
     Case("--inventory shadow", {}, ["verify", "--dry-run", "--inventory", "{out}/shadow"], 2, "{out}/shadow"),
     Case("--inventory ini of secrets", {}, ["verify", "--dry-run", "--inventory", "{out}/inventory.ini"], 2, "{out}/inventory.ini"),
     # --- 3. catastrophic regular expressions: flagged by lint, stopped when they run ---
@@ -336,6 +393,16 @@ CASES: list[Case] = [
     Case("import: a FIFO among the fact files", {"facts/pipe.yaml": FIFO, "dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 0, "wrote", isolated=True, max_s=20, then="list"),
     Case("import: facts folder -> outside", {"facts": Link("{out}/facts"), "dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 2, "facts: resolves to {out}/facts, outside the knowledge base; refusing to use it", max_s=20),
     Case("import: a folder named as the category's file", {"facts/software.yaml/x": "x", "dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 0, "software-2.yaml", then="list"),
+    # --- 5. the template deadline holds whatever repeats the work: loops that call nothing, a filter's own loop ---
+    Case("status.md.j2 nested loops over a range made once", tpl("{% set r = range(100000) %}{% for i in r %}{% for j in r %}{% for k in r %}{% endfor %}{% endfor %}{% endfor %}done"), "status", 2, "rendering took longer than 1 s", env={"FACTBOOK_TEMPLATE_SECONDS": "1"}, isolated=True, max_s=15),
+    Case("status.md.j2 nested loops over a string made by *", tpl("{% set s = 'x' * 1000000 %}{% for a in s %}{% for b in s %}{% endfor %}{% endfor %}"), "status", 2, "rendering took longer than 1 s", env={"FACTBOOK_TEMPLATE_SECONDS": "1"}, isolated=True, max_s=15),
+    Case("status.md.j2 nested loops with an if", tpl("{% set r = range(100000)|list %}{% for a in r if a %}{% for b in r if b %}{% endfor %}{% endfor %}"), "status", 2, "rendering took longer than 1 s", env={"FACTBOOK_TEMPLATE_SECONDS": "1"}, isolated=True, max_s=15),
+    Case("status.md.j2 nested loops in a recursive loop", tpl("{% set r = range(100000) %}{% for a in [r] recursive %}{% for b in r %}{% for c in r %}{% endfor %}{% endfor %}{% endfor %}"), "status", 2, "rendering took longer than 1 s", env={"FACTBOOK_TEMPLATE_SECONDS": "1"}, isolated=True, max_s=15),
+    Case("status.md.j2 quadratic sum of lists", tpl("{{ range(100000)|batch(1)|sum(start=[])|length }}"), "status", 2, "rendering took longer than 1 s", env={"FACTBOOK_TEMPLATE_SECONDS": "1"}, isolated=True, max_s=15),
+    Case("status.md.j2 recursive macro, 2**60 calls", tpl("{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(60) }}"), "status", 2, "rendering took longer than 1 s", env={"FACTBOOK_TEMPLATE_SECONDS": "1"}, isolated=True, max_s=15),
+    # --- 11. import is linear in what the knowledge base and the dump say (1 s per MB) ---
+    Case("import: a 240 kB description of where where ...", {"targets.yaml": 'targets:\n  here: {transport: local}\n  box: {host: box.invalid, user: root, description: "' + "where " * 40000 + '"}\n', "dump.md": "# Status\n\n## Software\n\n- torch 2.5.1 on box\n"}, ["import", "{kb}/dump.md", "--milestone", "1"], 0, "dump.md: 1 items", isolated=True, max_s=15),
+    Case("import: 150 kB lines of spaces, digits, ssh options, where/all", {"dump.md": "# Status\n\n" + "".join(f"## {h}\n\n- {b}\n- [ ] {b} (FAILED)\n- x {b} → y\n\n" for h in ("Software", "Pitfalls", "Access", "Next steps") for b in ("a" + " " * 150_000 + "- b:", "6" * 150_000, "ssh -a " * 20_000, "ssh -" * 30_000, "ssh box where all every training " * 5_000))}, ["import", "{kb}/dump.md", "--milestone", "1"], 0, "dump.md:", isolated=True, max_s=20, max_rss_mb=400),
 ]
 # fmt: on
 
@@ -383,6 +450,14 @@ def make_outside(out: Path) -> None:
     (out / "inventory.ini").write_text(f"[{SECRET}]\nroot:{SECRET}\n")
     (out / "ssh_config").write_text(f"{SECRET} yes\nHost {SECRET}\n")
     (out / "latest.json").write_text('{"' + SECRET + '": 1}')
+    (out / "notes.md").write_text(f"# {SECRET}\nbody\n")
+    (out / "proposal.yaml").write_text(f"summary: {SECRET}\nid: x\n")
+    (out / "proposals").mkdir()
+    (out / "proposals" / "20260101-000000-aaaaaa.yaml").write_text(f"summary: {SECRET}\n")
+    record = '{"run_id": "r1", "runbook": "rb", "target": "here", "status": "' + SECRET + '"}'
+    (out / "record.json").write_text(record)
+    (out / "runbooks" / "rb" / "r1").mkdir(parents=True)
+    (out / "runbooks" / "rb" / "r1" / "record.json").write_text(record)
 
 
 def argv_for(case: Case, root: Path, out: Path) -> list[str]:

@@ -44,6 +44,7 @@ def handle_docs(args: argparse.Namespace) -> int:
     from factbook.handbook.editlinks import check_template
 
     root = Path(args.root)
+    out = output_folder(root, args.out)
     docs_dir = root / args.docs_dir
     edit = check_template(args.edit_url, name="--edit-url") if args.edit_url else None
     handbook = generate(root, docs_dir=docs_dir if docs_dir.is_dir() else None, edit=edit)
@@ -52,9 +53,9 @@ def handle_docs(args: argparse.Namespace) -> int:
         extra, refused = copy_docs(docs_dir, root)
         for message in refused:
             print(f"warning: {message}", file=sys.stderr)
-    written = write_tree(handbook, root / args.out, extra=extra)
-    for problem in handbook.lint_problems:
-        print(f"warning: {problem}", file=sys.stderr)
+    written = write_tree(handbook, out, extra=extra)
+    for line in [*handbook.lint_problems, *handbook.notes]:
+        print(f"warning: {line}", file=sys.stderr)
     print(
         f"{len(handbook.pages)} pages generated ({len(handbook.rendered)} rendered) in "
         f"{handbook.seconds['total']:.2f} s; {len(written)} file(s) written to {args.out}"
@@ -62,3 +63,16 @@ def handle_docs(args: argparse.Namespace) -> int:
     if args.nav:
         print(json.dumps(handbook.nav, indent=1))
     return 0
+
+
+def output_folder(root: Path, named: str) -> Path:
+    """The output folder; one named inside the knowledge base (the default, build/handbook)
+    is the knowledge base's to plant, so it must also resolve inside it: a link from there to
+    elsewhere is refused (one line, exit 2) instead of written through. A folder outside it
+    (`--out /srv/site`, `--out ../site`) is the user's choice."""
+    from factbook.knowledge.kbfiles import named_inside, require_inside
+
+    out = root / named
+    if named_inside(out, root):
+        require_inside(out, named, root)
+    return out

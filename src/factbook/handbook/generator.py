@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import os
+import stat
 import time
 from dataclasses import dataclass, field, is_dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import jinja2
@@ -34,7 +36,7 @@ from factbook.handbook.pages import (
     page_specs,
 )
 from factbook.handbook.prerender import placeholders
-from factbook.handbook.runbook_view import RunbookPage, runbook_pages
+from factbook.handbook.runbook_view import NOTEBOOK_LIMIT, RunbookPage, runbook_pages
 from factbook.handbook.sandbox import KBSandbox, SecurityError
 from factbook.handbook.sources import (
     RUNBOOKS_GUIDE,
@@ -45,8 +47,8 @@ from factbook.handbook.sources import (
 )
 from factbook.handbook.views import ViewBuilder, category_uri
 from factbook.knowledge.kb import load_kb_with_problems
-from factbook.knowledge.kbfiles import confined, read_bytes, read_text
-from factbook.store.atomic import write_bytes_atomic, write_text_atomic
+from factbook.knowledge.kbfiles import Refused, confined, escapes, read_bytes, read_text
+from factbook.store.atomic import write_bytes_atomic
 from factbook.store.results import list_runs, load_latest
 
 CSS_URI = "assets/factbook.css"
@@ -66,6 +68,7 @@ class Handbook:
     # uri -> HTML parts its Markdown holds placeholders for (generate(prerender=True))
     fragments: dict[str, list[str]] = field(default_factory=dict)
     lint_problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # files left out, one line each
     seconds: dict[str, float] = field(default_factory=dict)
 
     def files(self) -> dict[str, str]:
@@ -191,9 +194,10 @@ class Generator:
         done = time.perf_counter()
         css = (template_dir() / "factbook.css").read_text(encoding="utf-8")
         titles = {s.uri: s.title for s in specs}
+        notes = [run.refused for e in runbooks for run in e.book.runs if run.refused]
         return Handbook(
             pages=pages,
-            assets={CSS_URI: css, **_notebooks(runbooks)},
+            assets={CSS_URI: css, **_notebooks(runbooks, root, notes)},
             titles=titles,
             nav=build_nav(
                 status_docs,
@@ -206,6 +210,7 @@ class Generator:
             rendered=rendered,
             fragments=fragments,
             lint_problems=[str(p) for p in problems],
+            notes=notes,
             seconds={
                 "load": loaded - started,
                 "views": built - loaded,
@@ -244,21 +249,27 @@ def mkdocs_site_name(root: Path) -> str:
     return str(name).strip() if name else ""
 
 
-def _notebooks(runbooks: list[RunbookPage]) -> dict[str, str]:
+def _notebooks(runbooks: list[RunbookPage], root: Path, notes: list[str]) -> dict[str, str]:
     """The executed notebooks the runbook pages link to, copied into the site.
 
-    Read once per file version (a rebuild under `mkdocs serve` re-reads none of them).
+    Read once per file version (a rebuild under `mkdocs serve` re-reads none of them), and
+    only inside the knowledge base: a notebook that became a link out or a FIFO since it was
+    listed is left out with a line in `notes`.
     """
     out = {}
     for entry in runbooks:
         for uri, path in entry.notebook_files().items():
             try:
-                stat = path.stat()
-                key = (stat.st_mtime_ns, stat.st_size)
+                found = path.stat()
+                key = (found.st_mtime_ns, found.st_size)
                 cached = _NOTEBOOKS.get(path)
                 if cached is None or cached[0] != key:
-                    cached = (key, path.read_text(encoding="utf-8", errors="replace"))
+                    text = read_text(path, root=root, limit=NOTEBOOK_LIMIT, errors="replace")
+                    cached = (key, text)
                     _NOTEBOOKS[path] = cached
+            except Refused as exc:
+                notes.append(f"{path}: not copied: {str(exc).split(': ', 1)[-1]}")
+                continue
             except OSError:  # removed since the listing: the page says so next time
                 continue
             out[uri] = cached[1]
@@ -343,32 +354,88 @@ def write_tree(
     """Write pages, assets and `extra` files under `out`, touching only files that changed.
 
     Files written here before and no longer produced are removed (a manifest lists them), so
-    a deleted category or runbook does not linger. Returns the uris written.
+    a deleted category or runbook does not linger. Returns the uris written. The output
+    folder may sit in a shared knowledge base, so nothing in it is trusted: a manifest entry
+    that would remove a file outside `out`, or a subfolder that leads out of it, is refused
+    (InputError, one line) before anything is written, and only regular files are compared.
     """
     out = Path(out)
     files: dict[str, bytes] = dict(extra or {})
     files.update({uri: text.encode("utf-8") for uri, text in handbook.files().items()})
+    manifest = out / MANIFEST
+    stale = [out / uri for uri in sorted(_manifest_entries(manifest, out) - set(files))]
+    for folder in sorted({(out / uri).parent for uri in files}):  # a file itself is replaced
+        _require_in_out(folder, out, f"{folder}: would be written into")
     written = []
     for uri, data in files.items():
-        path = out / uri
-        try:
-            if path.read_bytes() == data:
-                continue
-        except OSError:
-            pass
-        write_bytes_atomic(path, data)
+        if _same_content(out / uri, data):
+            continue
+        write_bytes_atomic(out / uri, data)
         written.append(uri)
-    manifest = out / MANIFEST
-    try:
-        before = set(json.loads(manifest.read_text(encoding="utf-8")))
-    except (OSError, ValueError):
-        before = set()
-    for uri in sorted(before - set(files)):
-        (out / uri).unlink(missing_ok=True)
-    listing = json.dumps(sorted(files), indent=0)
-    if not manifest.exists() or manifest.read_text(encoding="utf-8") != listing:
-        write_text_atomic(manifest, listing)
+    for path in stale:
+        _remove(path)
+    listing = json.dumps(sorted(files), indent=0).encode("utf-8")
+    if not _same_content(manifest, listing):
+        write_bytes_atomic(manifest, listing)
     return written
+
+
+MAX_MANIFEST_BYTES = 8 << 20
+
+
+def _manifest_entries(manifest: Path, out: Path) -> set[str]:
+    """The uris the last run wrote, each checked to name a file inside `out`. A manifest
+    that cannot be read (missing, a FIFO, a link out, not a JSON list) removes nothing."""
+    try:
+        listed = json.loads(read_text(manifest, root=out, limit=MAX_MANIFEST_BYTES))
+    except (OSError, ValueError, RecursionError):  # kbfiles.Refused is an OSError
+        return set()
+    if not isinstance(listed, list):
+        return set()
+    for uri in listed:
+        _check_entry(uri, manifest, out)
+    return set(listed)
+
+
+def _check_entry(uri: object, manifest: Path, out: Path) -> None:
+    """A manifest entry is a relative path without `..` that stays inside `out`; else the
+    manifest was edited by someone else and nothing it lists is removed."""
+    shown = repr(uri) if len(repr(uri)) <= 300 else repr(uri)[:300] + "…"
+    why = f"{manifest}: lists {shown}, not a file of {out}; refusing to remove it"
+    if not isinstance(uri, str) or not uri or "\\" in uri or "\0" in uri:
+        raise InputError(f"{why} (delete the manifest to start over)")
+    parts = PurePosixPath(uri).parts
+    if not parts or PurePosixPath(uri).is_absolute() or ".." in parts:
+        raise InputError(f"{why} (delete the manifest to start over)")
+    _require_in_out(out / uri, out, why)
+
+
+def _require_in_out(path: Path, out: Path, why: str) -> None:
+    """`path`, after resolving links (its own included), lies inside the output folder."""
+    real = escapes(path, out)
+    if real is not None:
+        raise InputError(f"{why}: resolves to {real}, outside {out}")
+
+
+def _remove(path: Path) -> None:
+    """Remove a page the last run wrote; a folder now in its place is left alone."""
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            path.unlink()
+    except OSError:  # gone already, or not ours to remove
+        pass
+
+
+def _same_content(path: Path, data: bytes) -> bool:
+    """Whether `path` is a regular file holding `data`. Anything else (a FIFO that would
+    block, a link, a folder) is never opened: it is replaced or refused by the write."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        with open(path, "rb") as handle:
+            return handle.read(len(data) + 1) == data
+    except OSError:
+        return False
 
 
 _DEFAULT = Generator()

@@ -48,6 +48,7 @@ from factbook.handbook.rebuild import RenderCache
 from factbook.handbook.safehtml import plain_title
 from factbook.handbook.sources import STATUS_DIR
 from factbook.handbook.watch import KBWatcher, server_notifier
+from factbook.knowledge.locate import FACTS_DIR, ROOT_ENV
 from factbook.knowledge.mkdocscode import code_in, trusted
 
 log = logging.getLogger("mkdocs.plugins.factbook")
@@ -125,18 +126,27 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         loaded = super().load_config(options, config_file_path)
         if config_file_path and not trusted():
             path = Path(config_file_path)
-            problems = code_in(path, path.name, root=path.resolve().parent)
+            folder = path.resolve().parent
+            problems = code_in(path, path.name, root=folder, also=_named_kb(folder, options))
             if problems:
                 raise PluginError("factbook: " + "\n".join(str(p) for p in problems))
         return loaded
 
     def kb_root(self, config: Any) -> Path:
         """$FACTBOOK_ROOT, else the plugin's `root` (relative to mkdocs.yml), else its folder."""
-        env = os.environ.get("FACTBOOK_ROOT")
+        env = os.environ.get(ROOT_ENV)
         if env:
             return Path(env)
         base = Path(config.config_file_path).resolve().parent
         return (base / self.config.root).resolve() if self.config.root else base
+
+    def roots(self, config: Any) -> tuple[str, ...]:
+        """The folders a published file may really lie in: the knowledge base and the folder
+        of mkdocs.yml; a docs_dir outside them too once whoever builds trusts the config."""
+        folders = [self.kb_root(config), Path(config.config_file_path).parent]
+        if trusted():
+            folders.append(Path(config.docs_dir))
+        return tuple(os.path.realpath(folder) for folder in folders)
 
     def on_startup(self, *, command: str, dirty: bool) -> None:
         self._cache.enabled = command == "serve" and not dirty
@@ -155,6 +165,7 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
             polyfills = config.extra.get("polyfills") or []
             if WORKER_URI not in polyfills:
                 config.extra["polyfills"] = [*polyfills, WORKER_URI]
+        _root_snippets(config, self.roots(config))
         # on_config runs once per (re)build with a fresh config: this is the user's own nav
         self._user_nav = config.nav
         self._edit = self.edit_links(config)
@@ -178,6 +189,7 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         )
 
     def on_files(self, files: Files, *, config: Any) -> Files:
+        _drop_outside(files, config.docs_dir, self.roots(config))
         try:
             handbook = generate(
                 self.kb_root(config),
@@ -319,6 +331,82 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
+
+
+def _named_kb(folder: Path, options: dict[str, Any]) -> tuple[Path, ...]:
+    """The knowledge base `$FACTBOOK_ROOT` or the plugin's `root:` names outside the folder of
+    mkdocs.yml (a config of whoever builds, kept apart): its paths may lead there. Only a real
+    knowledge base (a facts/ folder) counts: `root: ~/.ssh` widens nothing."""
+    named = os.environ.get(ROOT_ENV) or options.get("root")
+    if not isinstance(named, str) or not named:
+        return ()
+    kb = Path(os.path.realpath(folder / named))
+    facts = kb / FACTS_DIR
+    return (kb,) if facts.is_dir() and not facts.is_symlink() else ()
+
+
+def _outside(path: str, roots: tuple[str, ...]) -> str | None:
+    """Where `path` really lies when that is in none of `roots`."""
+    real = os.path.realpath(path)
+    inside = any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+    return None if inside else real
+
+
+def _drop_outside(files: Files, docs_dir: str, roots: tuple[str, ...]) -> None:
+    """docs/ files that are links out of the knowledge base (`leak.txt -> /etc/shadow`) are
+    not published: MkDocs copies whatever a link leads to. Theme files are left alone."""
+    docs = os.path.realpath(docs_dir)
+    for file in list(files):
+        if file.abs_src_path is None or file.src_dir is None:
+            continue
+        if os.path.realpath(file.src_dir) != docs:
+            continue
+        real = _outside(file.abs_src_path, roots)
+        if real is not None:
+            log.warning(
+                "factbook: %s resolves to %s, outside the knowledge base; not published",
+                file.src_uri,
+                real,
+            )
+            files.remove(file)
+
+
+def _root_snippets(config: Any, roots: tuple[str, ...]) -> None:
+    """pymdownx.snippets keeps a snippet under its base path by name only: a link in the
+    knowledge base to /etc/shadow passes. Swap in one that refuses what resolves outside."""
+    extensions = config.markdown_extensions
+    for index, name in enumerate(extensions):
+        if isinstance(name, str) and name.partition(":")[0] == "pymdownx.snippets":
+            options = config.mdx_configs.pop(name, None) or {}
+            extensions[index] = _rooted_snippets(roots, options)
+
+
+def _rooted_snippets(roots: tuple[str, ...], options: dict[str, Any]) -> Any:
+    """A SnippetExtension whose snippet paths must resolve inside `roots`."""
+    from pymdownx.snippets import SnippetExtension
+
+    class RootedSnippets(SnippetExtension):
+        def extendMarkdown(self, md: Any) -> None:
+            super().extendMarkdown(md)
+            processor = md.preprocessors["snippet"]
+            find = processor.get_snippet_path
+
+            def inside(path: str) -> str | None:
+                found = find(path)
+                real = _outside(found, roots) if found else None
+                if real is not None:
+                    log.warning(
+                        "factbook: snippet %s resolves to %s, outside the knowledge base; "
+                        "not included",
+                        path,
+                        real,
+                    )
+                    return None
+                return found
+
+            processor.get_snippet_path = inside
+
+    return RootedSnippets(**options)
 
 
 def _url_from(page: Any, files: Any) -> Any:

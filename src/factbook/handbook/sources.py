@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from factbook.handbook.runbookcache import RunbookCache, digest
-from factbook.knowledge.kbfiles import read_bytes, read_text
+from factbook.knowledge.kbfiles import Refused, check_readable, read_bytes, read_text
 
 RUNBOOKS_DIR = "runbooks"
 RUN_RECORDS_DIR = "results/runbooks"
@@ -50,6 +51,7 @@ class Run:
     target: str = ""
     error: str = ""
     notebook: Path | None = None  # its executed notebook, when the runner saved one
+    refused: str = ""  # why a notebook that is there is not shown (a link out, a FIFO)
 
 
 @dataclass
@@ -250,7 +252,7 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
         if not isinstance(data, dict):
             continue
         steps = data.get("steps") if isinstance(data.get("steps"), list) else []
-        notebook = path.parent / NOTEBOOK_FILE if path.name == "record.json" else None
+        notebook, refused = _notebook(path, root) if path.name == "record.json" else (None, "")
         duration = data.get("duration_s")
         runs.append(
             Run(
@@ -264,11 +266,29 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
                 else None,
                 target=str(data.get("target") or ""),
                 error=str(data.get("error") or ""),
-                notebook=notebook if notebook is not None and notebook.is_file() else None,
+                notebook=notebook,
+                refused=refused,
             )
         )
     runs.sort(key=lambda r: (r.started, r.id), reverse=True)
     return runs[:MAX_RUNS]
+
+
+def _notebook(record: Path, root: Path) -> tuple[Path | None, str]:
+    """The executed notebook beside `record` when it is a regular file inside the knowledge
+    base (it is copied into the site); else None and, when something is there, why not."""
+    path = record.parent / NOTEBOOK_FILE
+    if not os.path.lexists(path):
+        return None, ""
+    try:
+        check_readable(path, root=root)
+    except Refused as exc:
+        why = str(exc).split(": ", 1)[-1]
+    except OSError as exc:
+        why = f"cannot read it ({exc.strerror or type(exc).__name__})"
+    else:
+        return path, ""
+    return None, f"{path.relative_to(root).as_posix()}: not copied: {why}"
 
 
 def load_status_docs(docs_dir: Path | None, milestones: dict[str, Any]) -> list[StatusDoc]:

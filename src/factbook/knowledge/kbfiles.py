@@ -85,16 +85,37 @@ class Refused(OSError):
 MAX_FILE_BYTES = KB_FILE_MAX_BYTES  # limits.py: shared with the writers
 
 
-def read_bytes(
-    path: Path | str, *, root: Path | str | None = None, limit: int = MAX_FILE_BYTES
-) -> bytes:
-    """A knowledge base file's bytes: inside the root, a regular file (never a FIFO or a
-    device: they would block or never end), at most `limit` bytes; else `Refused`."""
+def named_inside(path: Path | str, root: Path | str) -> bool:
+    """Whether `path` is named inside `root` before links are resolved (`root/build/x`, not
+    `../x`): a folder the knowledge base controls, which must then also resolve inside it."""
+    base = os.path.abspath(root)
+    return os.path.commonpath([base, os.path.abspath(path)]) == base
+
+
+def check_readable(path: Path | str, *, root: Path | str | None = None) -> None:
+    """Raise `Refused` for a file that would not be read: outside the root, or not a regular
+    file (a FIFO would block, a device never end, a folder cannot be read)."""
     real = escapes(path, root)
     if real is not None:
         raise Refused(f"{path}: resolves to {real}, outside the knowledge base; not read")
     if not stat.S_ISREG(os.stat(path).st_mode):
         raise Refused(f"{path}: not a regular file; not read")
+
+
+def read_head(path: Path | str, size: int, *, root: Path | str | None = None) -> bytes:
+    """The first `size` bytes of a knowledge base file (a title, a header): `check_readable`,
+    then a bounded read whatever the file's length."""
+    check_readable(path, root=root)
+    with open(path, "rb") as handle:
+        return handle.read(size)
+
+
+def read_bytes(
+    path: Path | str, *, root: Path | str | None = None, limit: int = MAX_FILE_BYTES
+) -> bytes:
+    """A knowledge base file's bytes: inside the root, a regular file (never a FIFO or a
+    device: they would block or never end), at most `limit` bytes; else `Refused`."""
+    check_readable(path, root=root)
     with open(path, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:

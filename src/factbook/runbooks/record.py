@@ -12,6 +12,7 @@ Run and step statuses are the constants in factbook.judging.outcomes (RUN_STATUS
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from factbook.store import stamps
 from factbook.store.atomic import write_text_atomic
 from factbook.errors import InputError, UsageError
-from factbook.knowledge.kbfiles import read_text
+from factbook.knowledge.kbfiles import Refused, read_text
 from factbook.knowledge.limits import KB_FILE_MAX_BYTES, PREVIEW_MIN_CHARS, preview
 from factbook.knowledge.names import inside
 from factbook.judging.outcomes import OK, PENDING, RUNNING
@@ -136,11 +137,31 @@ def _fitted(record: RunRecord, path: Path) -> str:
     return text
 
 
-def load(folder: Path) -> RunRecord:
+class RecordRefused(InputError):
+    """A record.json that is not read: a link out of the knowledge base, a FIFO, too large."""
+
+
+def kb_root_of(folder: Path) -> Path | None:
+    """The knowledge base a run folder belongs to, ROOT/results/runbooks/<runbook>/<run_id>
+    (None for a folder not laid out so: then the confining root of the caller applies)."""
+    parents = Path(folder).parents
+    return parents[3] if len(parents) > 3 else None
+
+
+def load(folder: Path, root: Path | None = None) -> RunRecord:
+    """A run's record.json: bounded, never a FIFO, and only inside the knowledge base (`root`,
+    by default the one the run folder's place names), so a record linked to a file elsewhere
+    is refused with its path and never shown, whichever command reads it."""
     path = folder / RECORD_FILE
     try:
-        record = RunRecord.from_dict(json.loads(read_text(path)))  # bounded, never a FIFO
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        text = read_text(path, root=root if root is not None else kb_root_of(folder))
+    except Refused as exc:
+        raise RecordRefused(str(exc)) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: unreadable run record ({type(exc).__name__})") from None
+    try:
+        record = RunRecord.from_dict(json.loads(text))
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise InputError(f"{path}: unreadable run record ({type(exc).__name__})") from None
     if not isinstance(record.run_id, str) or not isinstance(record.status, str):
         raise InputError(f"{path}: unreadable run record (run_id and status must be strings)")
@@ -153,9 +174,12 @@ def list_runs(root: Path, runbook: str | None = None) -> list[RunRecord]:
     folders = base.glob(f"{runbook}/*") if runbook else base.glob("*/*")
     out = []
     for folder in folders:
-        if (folder / RECORD_FILE).exists():
+        if (folder / RECORD_FILE).exists() or (folder / RECORD_FILE).is_symlink():
             try:
-                out.append(load(folder))
+                out.append(load(folder, root))
+            except RecordRefused as exc:  # a link out, a FIFO: planted, so say so
+                why = str(exc).removesuffix("; not read")
+                print(f"warning: {why}; run skipped", file=sys.stderr)
             except InputError:
                 continue  # one broken record must not hide the other runs
     return sorted(out, key=lambda r: r.run_id, reverse=True)
@@ -167,7 +191,7 @@ def find_run(root: Path, runbook: str, ref: str | None) -> RunRecord:
         folder = run_dir(root, runbook, ref)
         if not (folder / RECORD_FILE).exists():
             raise UsageError(f"no run '{ref}' of runbook {runbook} under {folder.parent}")
-        return load(folder)
+        return load(folder, root)
     every = list_runs(root, runbook)
     resumed = {r.resumed_from for r in every if r.resumed_from}
     for record in every:  # newest first; a run already resumed by a later one is done with

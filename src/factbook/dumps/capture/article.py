@@ -257,13 +257,13 @@ def _flattened(number: int, rest: str, path: list[str], label: str) -> list[Entr
             out.append(_entry(number, "numbered", item, path, label, index))
         return out
     chunk = rest[2:] if rest.startswith("- ") else rest
-    for part in re.split(r"\s+-\s+(?=\S)", chunk):
+    for part in re.split(r"(?<!\s)\s+-\s+(?=\S)", chunk):
         part = part.strip()
         sub = re.match(r"^([A-Z][^:|]{0,60}):$", part)
         if sub:  # `Files patched:` before a list, or a group label left at the end
             label = sub.group(1)
             continue
-        trailing = re.match(r"^(.*?)\s+([A-Z][\w /.-]{0,40}):$", part)
+        trailing = re.match(r"^(.*?)(?<!\s)\s+([A-Z][\w /.-]{0,40}):$", part)
         if trailing:  # `… .md Docs:`: the next group's label glued to this item
             out.append(_entry(number, "bullet", trailing.group(1), path, label, None))
             label = trailing.group(2)

@@ -54,13 +54,70 @@ ROLES: list[tuple[str, str, tuple[str, ...]]] = [
     ("node", r"\bnode\b|server|\bbox\b|machine|\bhost\b", ("node", "gpu host", "server", "box")),
 ]
 REDACTED = re.compile(r"^\[.*\]$|^<.*>$|…|\.\.\.|^x{3,}$|\*{2,}|redacted|^host$|^hostname$", re.I)
-WORK = starting_with(
-    "aeorsw",
-    r"\bwhere\b[^.;]*\b(?:run|runs|running|happens?)\b"
-    r"|\b(?:run|runs|running) (?:here|inside|there|on it)\b"
-    r"|\b(?:all|every)\b[^.;]*\b(?:serving|builds?|benchmarks?|training|inference)\b[^.;]*\bruns?\b"
-    r"|\bserving (?:container|node|box|host|vm|machine|pod)\b|\bonly visible on\b",
-    re.I,
+DESCRIBED = 2000  # characters of a target's description the role and work cues are read in
+
+
+def _word(pattern: str) -> re.Pattern[str]:
+    return re.compile(rf"\b(?:{pattern})\b", re.I)
+
+
+@dataclass(frozen=True)
+class InOrder:
+    """Words in this order within one clause: `A[^.;]*B[^.;]*C` without its backtracking.
+
+    `re` retries the gap from every A, so `where where where ...` costs quadratic time (an
+    hour for a 1 MB line); here each clause is scanned once a word, leftmost match first (a
+    later A leaves B less room, never more), so the time is linear in the text."""
+
+    words: tuple[re.Pattern[str], ...]
+    stop: re.Pattern[str] = re.compile(r"[.;]")  # what ends a clause
+
+    def search(self, text: str) -> bool:
+        return any(self._in(clause) for clause in self.stop.split(text))
+
+    def _in(self, clause: str) -> bool:
+        at = 0
+        for word in self.words:
+            found = word.search(clause, at)
+            if found is None:
+                return False
+            at = found.end()
+        return True
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """Any of several patterns (`re.Pattern` or `InOrder`): one `search` for all."""
+
+    patterns: tuple[re.Pattern[str] | InOrder, ...]
+
+    def search(self, text: str) -> bool:
+        return any(p.search(text) for p in self.patterns)
+
+
+WORK = AnyOf(
+    (
+        InOrder((_word("where"), _word("run|runs|running|happens?"))),
+        InOrder(
+            (
+                _word("all|every"),
+                _word("serving|builds?|benchmarks?|training|inference"),
+                _word("runs?"),
+            )
+        ),
+        starting_with(
+            "ors",
+            r"\b(?:run|runs|running) (?:here|inside|there|on it)\b"
+            r"|\bserving (?:container|node|box|host|vm|machine|pod)\b|\bonly visible on\b",
+            re.I,
+        ),
+    )
+)
+_KNOWN_WORK = AnyOf(
+    (
+        InOrder((_word("run|runs"), _word("here"))),
+        InOrder((_word("where"), _word("runs?")), stop=re.compile("\n")),
+    )
 )
 NO_WORK = starting_with(
     "clnsw", r"\bno GPUs?\b|\bwithout GPUs?\b|\bCPU[- ]only\b|\bload generator\b|\bstopped\b", re.I
@@ -332,17 +389,19 @@ def _local_machine(boxes: Boxes, entries: list[Entry]) -> None:
 
 
 def _known(name: str, target: Any) -> Box:
-    text = " ".join(x for x in (name, target.description or "") if x)
-    box = Box(name, role=_role(target.description or name), existing=True)
+    # a description is a sentence or two; what follows DESCRIBED characters is no cue
+    described = (target.description or "")[:DESCRIBED]
+    text = " ".join(x for x in (name, described) if x)
+    box = Box(name, role=_role(described or name), existing=True)
     box.host, box.user, box.port = target.host, target.user, target.port
     box.aliases = {name.lower()}
     if target.host and not target.host.endswith(".invalid"):
         box.aliases |= {target.host.lower(), target.host.split(".")[0].lower()}
     if box.role in ("container", "vm"):
-        for kind, number in re.findall(r"\b(CT|VM)\s*(\d+)", target.description or "", re.I):
+        for kind, number in re.findall(r"\b(CT|VM)\s*(\d+)", described, re.I):
             if kind.lower() == ("ct" if box.role == "container" else "vm"):
                 box.aliases |= {f"{kind.lower()} {number}", f"{kind.lower()}{number}"}
-    box.work = bool(re.search(r"\b(?:run|runs)\b[^.;]*\bhere\b|\bwhere\b.*\bruns?\b", text, re.I))
+    box.work = _KNOWN_WORK.search(text)
     return box
 
 

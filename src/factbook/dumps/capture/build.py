@@ -238,7 +238,7 @@ def _title(entry: Entry) -> str:
         title = str(entry.fields["title"])
         return f"Epoch {title}" if entry.kind == "row" and title.isdigit() else title
     text = entry.fields.get("path") or entry.text
-    head = re.split(r"\s+[—–]\s+|: |\. |; ", text, maxsplit=1)[0].strip()
+    head = re.split(r"(?<!\s)\s+[—–]\s+|: |\. |; ", text, maxsplit=1)[0].strip()
     words = head.split()
     if len(words) > 8:
         head = " ".join(words[:8]) + " …"

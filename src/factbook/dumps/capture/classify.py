@@ -34,14 +34,14 @@ from factbook.dumps.capture.sections import Section, classify
 # positions where no match can begin (the classes list every first character)
 ACCESS = starting_with(
     "dklps",
-    r"\bssh\s+(?:-\w+(?:\s+[^-\s]\S*)?\s+)*(?:[\w.-]+@|\[|<|[\w-]+\.[\w.-]+)"
+    r"\bssh\s+(?:-\w+(?:\s+[^-\s]\S*)?\s+){0,10}(?:[\w.-]+@|\[|<|[\w-]+\.[\w.-]+)"
     r"|\b(?:pct|lxc-attach)\s+(?:exec|enter)\b|\b(?:docker|podman|kubectl)\s+exec\b",
     re.I,
 )
 TOKEN = starting_with(
     r"<\d",
     r"<[^<>\s`]{1,40}>`?\s*(?:=|is|:)\s*(?:the\s+)?(?:token\s*)?(?:id\s*)?\d{1,7}\b"
-    r"|\d{4,}\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?<[^<>\s`]{1,40}>",
+    r"|(?<!\d)\d{4,}\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?<[^<>\s`]{1,40}>",
     re.I,
 )
 FIGURE = starting_with(

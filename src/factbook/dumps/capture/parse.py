@@ -38,7 +38,7 @@ _LEGEND_PAIR = re.compile(
     r"(?:^|[·,;|]\s*)(?P<sym>~(?!~)|[A-Z](?=\s)|[^\w\s~*`·,;|]{1,2})\s+(?P<word>[a-z][a-z -]*)"
 )
 _COMPACT_ID = re.compile(
-    r"\s+(?:`(?P<a>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)`|\[(?P<b>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)\])\s*$"
+    r"(?<!\s)\s+(?:`(?P<a>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)`|\[(?P<b>[a-z0-9_]+(?:\.[a-z0-9_-]+)+)\])\s*$"
 )
 SKIP_SECTIONS = ("changed since the previous status", "not in this dump", "left out")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
@@ -347,13 +347,13 @@ def _generated_item(
 def _compact_tail(entry: Entry) -> None:
     """What a compact line writes after its text: a progress item's state `(FAILED)`, a next
     step's `(done when: …)`, a figure's configuration `[engine=vllm, concurrency=128]`."""
-    flag = re.search(r"\s*\((FAILED|BLOCKED)\)$", entry.text)
+    flag = re.search(r"(?<!\s)\s*\((FAILED|BLOCKED)\)$", entry.text)
     if flag:
         entry.fields["flag"] = flag.group(1).lower()
         entry.text = entry.text[: flag.start()]
     elif said := SAID_STATE.search(entry.text):  # `Testing (failed, 15% acceptance)`
         entry.fields["flag"] = said.group(1).lower()
-    done_when = re.search(r"\s*\(done when: (.*)\)$", entry.text)
+    done_when = re.search(r"(?<!\s)\s*\(done when: (.*)\)$", entry.text)
     if done_when:
         entry.fields["criterion"] = done_when.group(1).strip()
         entry.text = entry.text[: done_when.start()]

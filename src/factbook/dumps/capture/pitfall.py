@@ -45,7 +45,7 @@ _TRIGGER = re.compile(
     re.I,
 )
 _CONFIG = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|\w=\w")
-_CLAUSES = re.compile(r";\s+|\s+[—–]\s+|(?<=[a-z0-9)\"'])\.\s+(?=[A-Z])|,?\s+but\s+")
+_CLAUSES = re.compile(r";\s+|(?<!\s)\s+[—–]\s+|(?<=[a-z0-9)\"'])\.\s+(?=[A-Z])|,?(?<!\s)\s+but\s+")
 
 
 def split_pitfall(text: str) -> dict[str, str]:
@@ -88,11 +88,11 @@ def _no_fix(clause: str) -> str:
 
 def _arrows(text: str, out: dict[str, str]) -> str:
     """`symptom ← cause → fix` (and ASCII `<-`, `->`, `=>`)."""
-    fix = re.split(r"\s+(?:→|->|=>)\s+", text, maxsplit=1)
+    fix = re.split(r"(?<!\s)\s+(?:→|->|=>)\s+", text, maxsplit=1)
     if len(fix) == 2:
         out["fix"] = fix[1].strip()
         text = fix[0]
-    cause = re.split(r"\s+(?:←|<-)\s+", text, maxsplit=1)
+    cause = re.split(r"(?<!\s)\s+(?:←|<-)\s+", text, maxsplit=1)
     if len(cause) == 2:
         out["cause"] = cause[1].strip()
         text = cause[0]

@@ -28,6 +28,7 @@ from factbook.dumps.capture.parse import Entry
 from factbook.dumps.capture.propose import Applied, Proposal, apply, write
 from factbook.errors import InputError, UsageError
 from factbook.knowledge.kb import load_kb_with_problems
+from factbook.knowledge.kbfiles import confined, require_inside
 from factbook.knowledge.limits import PROPOSAL_MAX_BYTES
 from factbook.knowledge.names import inside
 from factbook.knowledge.yamlsrc import read_text_bounded, refusal, unreadable_if_written
@@ -188,6 +189,8 @@ def _path(root: Path, pid: str, folder: str = "") -> Path:
     if not pid or not all(ch.isalnum() or ch == "-" for ch in pid):
         raise UsageError(f"bad proposal id {pid[:60]!r} (see `factbook proposals list`)")
     parts = [folder, f"{pid}.yaml"] if folder else [f"{pid}.yaml"]
+    where = "/".join([PROPOSALS_DIR, *parts[:-1]])
+    require_inside(Path(root).joinpath(where), where, root)  # a linked proposals/ folder
     return inside(Path(root) / PROPOSALS_DIR, *parts)
 
 
@@ -211,16 +214,18 @@ class Pending:
 def read(root: Path, pid: str) -> Pending:
     """One pending proposal; UsageError naming the pending ones when it is not there."""
     path = _path(root, pid)
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():  # a link out is refused by _load
         known = ", ".join(p.pid for p in pending(root)[:10]) or "none"
         raise UsageError(f"no pending proposal '{pid}' (pending: {known})")
-    return _load(path)
+    return _load(path, root)
 
 
-def _load(path: Path) -> Pending:
+def _load(path: Path, root: Path) -> Pending:
     """A proposal file, read as every YAML file of the knowledge base is: bounded in size and
-    depth, no aliases, never a FIFO, inside the root (yamlsrc)."""
-    text, problem = read_text_bounded(path, str(path), limit=PROPOSAL_MAX_BYTES)
+    depth, no aliases, never a FIFO, inside the root (yamlsrc): a proposal linked to a file
+    elsewhere is refused with its path, never shown."""
+    with confined(root):
+        text, problem = read_text_bounded(path, str(path), limit=PROPOSAL_MAX_BYTES)
     if problem is None:
         problem = refusal(text, str(path))
     if problem is not None:
@@ -238,7 +243,10 @@ def _load(path: Path) -> Pending:
 def pending(root: Path) -> list[Pending]:
     """Proposals waiting for review, oldest first."""
     folder = Path(root) / PROPOSALS_DIR
-    return [_load(p) for p in sorted(folder.glob("*.yaml"))] if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    require_inside(folder, PROPOSALS_DIR, root)
+    return [_load(p, root) for p in sorted(folder.glob("*.yaml"))]
 
 
 def accept(root: Path, pid: str) -> tuple[Pending, list[Path], str]:

@@ -12,8 +12,10 @@ cost of a render, and a status document for 1,000 facts must take well under hal
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import secrets
+import sys
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -38,7 +40,15 @@ from factbook.handbook.sandbox import (
     bounded_memory,
 )
 from factbook.knowledge.kb import KnowledgeBase
-from factbook.knowledge.kbfiles import confined, outside_problem
+from factbook.knowledge.kbfiles import (
+    Refused,
+    confined,
+    escapes,
+    named_inside,
+    outside_problem,
+    read_head,
+    require_inside,
+)
 from factbook.knowledge.limits import DUMP_MAX_BYTES
 from factbook.knowledge.yamlsrc import read_text_bounded
 from factbook.store.atomic import write_output, write_text_atomic
@@ -238,25 +248,45 @@ def default_path(
 def write_status(path: Path, text: str, *, kb_root: Path) -> Path:
     """Write a document atomically; refresh the status index when it lands in docs/status/.
 
-    A document `factbook import` would refuse (over DUMP_MAX_BYTES) is refused first."""
+    A document `factbook import` would refuse (over DUMP_MAX_BYTES) is refused first. A path
+    named inside the knowledge base (the default docs/status/...) must resolve inside it: a
+    docs/status that links elsewhere is refused (one line) rather than written through."""
     size = len(text.encode("utf-8"))
     if size > DUMP_MAX_BYTES:
         raise InputError(
             f"{path}: the document would be {size} bytes, over the {DUMP_MAX_BYTES} bytes "
             "factbook import reads; not written"
         )
-    write_output(path, text)  # `--out /dev/null` or a pipe: written in place
-    status_dir = (kb_root / STATUS_DIR).resolve()
-    if path.resolve().parent == status_dir:
-        write_index(status_dir)
+    if named_inside(path, kb_root):
+        require_inside(path.parent, _shown(path.parent, kb_root), kb_root)
+        write_text_atomic(path, text)  # a link planted at the path is replaced, not followed
+    else:
+        write_output(path, text)  # `--out /dev/null` or a pipe: written in place
+    status_dir = kb_root / STATUS_DIR
+    inside = escapes(status_dir, kb_root) is None
+    if inside and path.resolve().parent == status_dir.resolve():
+        write_index(status_dir, root=kb_root)
     return path
 
 
+def _shown(path: Path, root: Path) -> str:
+    """`path` as the user knows it: relative to the knowledge base when it is named there."""
+    try:
+        return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
+    except ValueError:
+        return str(path)
+
+
 _TITLE = re.compile(r"^# (.+)$", re.MULTILINE)
+TITLE_BYTES = 2000  # the head of a document searched for its `# ` title
 
 
-def write_index(status_dir: Path) -> Path:
-    """docs/status/index.md: every status document, newest milestone/date first."""
+def write_index(status_dir: Path, *, root: Path | None = None) -> Path:
+    """docs/status/index.md: every status document, newest milestone/date first.
+
+    Titles are read only from regular files inside `root` (default: `status_dir`); a link out
+    of it, a FIFO or a folder named x.md is left out of the index with one line on stderr."""
+    root = status_dir if root is None else root
     docs = [p for p in status_dir.glob("*.md") if p.name != INDEX]
 
     def key(path: Path) -> tuple[int, str]:
@@ -272,10 +302,29 @@ def write_index(status_dir: Path) -> Path:
         "",
     ]
     for path in sorted(docs, key=key, reverse=True):
-        head = path.read_text(encoding="utf-8")[:2000]
-        found = _TITLE.search(head)
-        title = found.group(1).strip() if found else path.stem
-        lines.append(f"- [{title}]({path.name})")
+        title = _title(path, root)
+        if title is not None:
+            lines.append(f"- [{title}]({path.name})")
     index = status_dir / INDEX
     write_text_atomic(index, safe_markdown("\n".join(lines) + "\n"))  # titles are file text
     return index
+
+
+def _title(path: Path, root: Path) -> str | None:
+    """A document's `# ` title (its name without one); None, said on stderr, when it cannot
+    be read here. Its content is never shown: only the path and why."""
+    try:
+        head = read_head(path, TITLE_BYTES, root=root).decode("utf-8", "replace")
+    except Refused as exc:
+        _skipped(path, root, str(exc).split(": ", 1)[-1])
+        return None
+    except OSError as exc:
+        _skipped(path, root, f"cannot read it ({exc.strerror or type(exc).__name__})")
+        return None
+    found = _TITLE.search(head)
+    return found.group(1).strip() if found else path.stem
+
+
+def _skipped(path: Path, root: Path, why: str) -> None:
+    why = why.removesuffix("; not read")
+    print(f"warning: {_shown(path, root)}: {why}; left out of the index", file=sys.stderr)
