@@ -7,6 +7,8 @@ the ssh command line `ansible` builds):
 - a file is tried as YAML when its suffix is none, .yml, .yaml or .json, then as INI;
   a folder is every file in it (recursively, sorted; hidden files, group_vars/, host_vars/
   and Ansible's ignored suffixes left out); only the top folder's group_vars/ apply;
+  each real folder is walked once (a link back up adds nothing), at most 10,000 files, and
+  in a knowledge base no folder leading out of it is listed;
 - every host is in `all`; hosts in no other group are in `ungrouped`; host patterns as
   fleet/hostpattern.py reads them (ranges anywhere, `:port`);
 - INI: `[g]`, `[g:vars]`, `[g:children]`; a group named only in `:vars` or as a child must
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shlex
 from collections.abc import Callable
@@ -39,6 +42,7 @@ from factbook.errors import InputError
 from factbook.knowledge.fleet import ansibleyaml
 from factbook.knowledge.fleet.hostpattern import PatternError, parse_host
 from factbook.knowledge.fleet.inventory import ALL, Group, Inventory
+from factbook.knowledge.kbfiles import outside_problem
 from factbook.knowledge.model import Target
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.yamlsrc import read_text_bounded, refusal
@@ -48,6 +52,9 @@ MAX_INVENTORY_BYTES = 64 << 20  # `ansible-inventory --list` of ~100,000 hosts
 # Host names one read may expand to (all patterns together): 60 ranges of 100k hosts is a
 # typo or an attack, and is refused before any name is made.
 MAX_INVENTORY_HOSTS = 200_000
+# One walk of an inventory folder (or of a group_vars/NAME folder): files read, names listed.
+MAX_INVENTORY_FILES = 10_000
+MAX_FOLDER_NAMES = 100_000
 _YAML_SUFFIXES = ("", ".yml", ".yaml", ".json")
 _IGNORED_SUFFIXES = (".pyc", ".pyo", ".swp", ".bak", "~", ".rpm", ".md", ".txt", ".rst")
 _IGNORED_SUFFIXES += (".orig", ".cfg", ".retry")
@@ -167,18 +174,65 @@ def read_ansible(path: Path) -> Inventory:
 
 def _inventory_files(folder: Path) -> list[Path]:
     """The files of an inventory folder, as Ansible walks it (sorted, recursively)."""
-    out: list[Path] = []
-    for item in sorted(folder.iterdir(), key=lambda p: p.name):
+
+    def skip(item: Path) -> bool:
         name = item.name
-        if name.startswith(".") or name in ("group_vars", "host_vars", "vars_plugins"):
+        hidden = name.startswith(".") or name in ("group_vars", "host_vars", "vars_plugins")
+        return hidden or name.endswith(_IGNORED_SUFFIXES)
+
+    return _walk(folder, skip=skip, descend=Path.is_dir, take=Path.is_file)
+
+
+def _walk(
+    top: Path,
+    *,
+    skip: Callable[[Path], bool],
+    descend: Callable[[Path], bool],
+    take: Callable[[Path], bool],
+) -> list[Path]:
+    """The files under `top` in Ansible's order (each folder sorted, its subfolders walked in
+    place), without recursion. Each real folder is listed once: a link back to one already
+    walked (`a -> .`, `up -> ..`) adds nothing, where Ansible walks it again until the path
+    no longer opens and re-reads the same files (the same hosts; with two such links, 2**40
+    walks). A folder reached a second time through another link is read where first reached."""
+    seen: set[tuple[int, int]] = set()
+    names = [0]  # names listed so far, over the whole walk
+    out: list[Path] = []
+    stack = [iter(_listing(top, seen, names, top))]
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+        elif skip(item):
             continue
-        if name.endswith(_IGNORED_SUFFIXES):
-            continue
-        if item.is_dir():
-            out += _inventory_files(item)
-        elif item.is_file():
+        elif descend(item):
+            stack.append(iter(_listing(item, seen, names, top)))
+        elif take(item):
             out.append(item)
+            if len(out) > MAX_INVENTORY_FILES:
+                raise InputError(f"{top}: more than {MAX_INVENTORY_FILES} files; not read")
     return out
+
+
+def _listing(folder: Path, seen: set[tuple[int, int]], names: list[int], top: Path) -> list[Path]:
+    """A folder's entries, sorted; none for one already listed. In a knowledge base
+    (kbfiles.confined) a folder that leads out of it is refused before it is listed: a link
+    to `/` would walk the whole machine."""
+    outside = outside_problem(folder, str(folder))
+    if outside is not None:
+        raise InputError(f"{outside.file}: {outside.message}")
+    try:
+        info = folder.stat()
+        if (info.st_dev, info.st_ino) in seen:
+            return []
+        seen.add((info.st_dev, info.st_ino))
+        found = sorted(os.listdir(folder))
+    except OSError as exc:
+        raise InputError(f"{folder}: cannot list folder: {exc.strerror or exc}") from None
+    names[0] += len(found)
+    if names[0] > MAX_FOLDER_NAMES:
+        raise InputError(f"{top}: more than {MAX_FOLDER_NAMES} names in its folders; not read")
+    return [folder / name for name in found]
 
 
 def _read(path: Path) -> str:
@@ -522,15 +576,19 @@ def _var_files(root: Path, name: str) -> list[Path]:
 
 
 def _var_folder(folder: Path) -> list[Path]:
-    out: list[Path] = []
-    for item in sorted(folder.iterdir(), key=lambda p: p.name):
-        if item.name.startswith(".") or item.name.endswith("~"):
-            continue
-        if item.is_dir() and not item.suffix:
-            out += _var_folder(item)
-        elif item.is_file() and item.suffix in _YAML_SUFFIXES:
-            out.append(item)
-    return out
+    """A group_vars/NAME or host_vars/NAME folder's YAML and JSON files, as Ansible walks it
+    (sorted; subfolders without a suffix recursively; each real folder once)."""
+
+    def skip(item: Path) -> bool:
+        return item.name.startswith(".") or item.name.endswith("~")
+
+    def descend(item: Path) -> bool:
+        return item.is_dir() and not item.suffix
+
+    def take(item: Path) -> bool:
+        return item.is_file() and item.suffix in _YAML_SUFFIXES
+
+    return _walk(folder, skip=skip, descend=descend, take=take)
 
 
 def _load_vars(path: Path) -> dict[str, Any]:

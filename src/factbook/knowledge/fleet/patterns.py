@@ -85,7 +85,7 @@ def _term(
 ) -> list[str]:
     found = _resolve(inventory, term, where)
     if must and not found and term.removeprefix("@") not in inventory.groups:
-        groups = ", ".join(g for g in inventory.groups if g != ALL) or "none"
+        groups = _few([g for g in inventory.groups if g != ALL], none="none")  # 8 of 5,000
         raise UsageError(
             f"{where} {pattern!r}: '{term}' matches no target (targets: "
             f"{_few(list(inventory.targets))}; groups: {groups})"
@@ -115,10 +115,10 @@ def _resolve(inventory: Inventory, term: str, where: str) -> list[str]:
             raise UsageError(f"{where}: {exc}") from None
     if any(ch in term for ch in "*?["):
         found = [n for n in inventory.targets if fnmatch.fnmatchcase(n, term)]
-        for group in inventory.groups:
-            if fnmatch.fnmatchcase(group, term):
-                found += inventory.members(group)
-        return list(dict.fromkeys(found))
+        groups = [g for g in inventory.groups if fnmatch.fnmatchcase(g, term)]
+        # the members of every matching group in one walk: `g*` over a chain of 5,000
+        # groups walked each group's descendants again (quadratic)
+        return list(dict.fromkeys(found + inventory.members_of(groups)))
     if term in inventory.targets:
         return [term]
     if term in inventory.groups:
@@ -126,8 +126,8 @@ def _resolve(inventory: Inventory, term: str, where: str) -> list[str]:
     return []
 
 
-def _few(names: list[str], limit: int = 8) -> str:
+def _few(names: list[str], limit: int = 8, none: str = "none; add targets.yaml") -> str:
     if not names:
-        return "none; add targets.yaml"
+        return none
     more = f", ... ({len(names) - limit} more)" if len(names) > limit else ""
     return ", ".join(names[:limit]) + more

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factbook.errors import UsageError
-from factbook.knowledge.kbfiles import escapes, outside_problem
+from factbook.knowledge.kbfiles import current_root, escapes, outside_problem
 from factbook.verification.transports.sshwords import (
     WordError,
     a2port,
@@ -507,6 +507,8 @@ class SSHConfigFile:
         self.path = Path(os.path.expanduser(str(path))) if path else None
         self.ssh_dir = Path(os.path.expanduser(ssh_dir))
         self._cache: dict[Path, list[Line]] = {}
+        self._runs: dict[Path, dict[int, _Run]] = {}
+        self._includes: dict[tuple[str, Path | None], list[Path]] = {}
 
     def _lines(self, path: Path) -> list[Line]:
         if path not in self._cache:
@@ -545,7 +547,15 @@ class SSHConfigFile:
                     self._collect_hosts(found, out, depth + 1)
 
     def _included(self, line: Line) -> list[Path]:
-        """The files an `Include` line names, in ssh's order (each glob sorted)."""
+        """The files an `Include` line names, in ssh's order (each glob sorted); found once
+        per confining root, as the files' lines are read once (each host's lookup listed
+        the folders again)."""
+        key = (line.where, current_root())
+        if key not in self._includes:
+            self._includes[key] = self._include_paths(line)
+        return self._includes[key]
+
+    def _include_paths(self, line: Line) -> list[Path]:
         out = []
         for pattern in line.args:
             full = os.path.expanduser(pattern)
@@ -621,7 +631,16 @@ class SSHConfigFile:
     def _evaluate(self, path: Path, state: _State, enabled: bool, depth: int) -> None:
         """`enabled` False: the Include sat in a non-matching block, so nothing here matches."""
         active = enabled
-        for line in self._lines(path):
+        lines, runs = self._lines(path), self._runs_of(path)
+        i = 0
+        while i < len(lines):
+            run = runs.get(i)
+            if run is not None:  # only the blocks naming this host can set anything
+                active = self._run(run, lines, state, enabled)
+                i = run.end
+                continue
+            line = lines[i]
+            i += 1
             if line.keyword == "host":
                 active = enabled and _host_line(line.args, state.host_for_patterns(), line.where)
             elif line.keyword == "match":
@@ -633,6 +652,27 @@ class SSHConfigFile:
                     self._evaluate(found, state, active, depth + 1)
             elif active:
                 state.set(line)
+
+    def _runs_of(self, path: Path) -> dict[int, _Run]:
+        """The runs of literal Host blocks of a file, by the index of their first line."""
+        if path not in self._runs:
+            self._runs[path] = _literal_runs(self._lines(path))
+        return self._runs[path]
+
+    def _run(self, run: _Run, lines: list[Line], state: _State, enabled: bool) -> bool:
+        """Evaluate a run of literal Host blocks as the line-by-line walk would: a block
+        whose Host line does not name the host sets nothing, so only those that name it
+        are looked at. Returns whether the run's last block is active (an Include after
+        it reads its files under that)."""
+        host = state.host_for_patterns()
+        if not enabled:
+            return False
+        for start, end in run.blocks.get(host, ()):
+            if _host_line(lines[start].args, host, lines[start].where):
+                for line in lines[start + 1 : end]:
+                    state.set(line)
+        last = lines[run.last]
+        return _host_line(last.args, host, last.where)
 
     def _match(self, line: Line, state: _State, enabled: bool) -> bool:
         """readconf.c match_cfg_line; criteria after a false one still count for `final`.
@@ -684,6 +724,49 @@ class SSHConfigFile:
                 raise UsageError(f"{line.where}: unknown Match criterion {criterion!r}")
             result = result and (hit != negate)
         return enabled and result
+
+
+@dataclass
+class _Run:
+    """Consecutive Host blocks whose patterns are all literal (no `*` or `?`): a host is
+    matched by a literal pattern only when it is that very name, so a lookup goes straight
+    to the blocks naming it (a file of 5,000 aliases was walked whole for each alias)."""
+
+    end: int  # index of the first line after the run
+    last: int  # index of the run's last Host line: whether it matches sets `active` after
+    blocks: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # name -> blocks
+
+
+_BLOCK_ENDS = frozenset({"host", "match", "include"})
+
+
+def _literal(args: tuple[str, ...]) -> bool:
+    """Host patterns that match only the names written (each non-empty, no wildcard)."""
+    words = [arg[1:] if arg.startswith("!") else arg for arg in args]
+    return bool(words) and all(w and "*" not in w and "?" not in w for w in words)
+
+
+def _literal_runs(lines: list[Line]) -> dict[int, _Run]:
+    """The runs of literal Host blocks of a file's lines, by their first line's index."""
+    runs: dict[int, _Run] = {}
+    current: _Run | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.keyword != "host" or not _literal(line.args):
+            current = None
+            i += 1
+            continue
+        end = i + 1
+        while end < len(lines) and lines[end].keyword not in _BLOCK_ENDS:
+            end += 1
+        if current is None:
+            current = runs[i] = _Run(end=end, last=i)
+        current.end, current.last = end, i
+        for name in dict.fromkeys(a for a in line.args if not a.startswith("!")):
+            current.blocks.setdefault(name, []).append((i, end))
+        i = end
+    return runs
 
 
 class _State:
