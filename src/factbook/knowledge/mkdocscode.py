@@ -57,6 +57,31 @@ _NAME_TAG = "tag:yaml.org,2002:python/name:"
 _WHY = f"review it, then set {TRUST_ENV}=1 where you build to allow it"
 # packages whose Markdown extensions and `!!python/name:` functions a config may name
 _SAFE_PACKAGES = ("markdown.extensions", "pymdownx", "material.extensions", "materialx")
+# The short names Python-Markdown 3 registers for its own extensions: where Markdown is not
+# installed (lint without the handbook extra) no entry point says where a name leads, and
+# these are the only names that would lead into Markdown itself once it is.
+_MARKDOWN_OWN = frozenset(
+    [
+        "abbr",
+        "admonition",
+        "attr_list",
+        "codehilite",
+        "def_list",
+        "extra",
+        "fenced_code",
+        "footnotes",
+        "legacy_attrs",
+        "legacy_em",
+        "md_in_html",
+        "meta",
+        "nl2br",
+        "sane_lists",
+        "smarty",
+        "tables",
+        "toc",
+        "wikilinks",
+    ]
+)
 # plugins vetted in the installed Material 9.x: they run no code of the knowledge base and,
 # with their path options inside it, read nothing outside (projects and info load further
 # mkdocs.yml files with MkDocs' unsafe loader; social draws any file a layout names)
@@ -64,6 +89,12 @@ _VETTED_MATERIAL = ("search", "tags", "offline", "privacy", "typeset", "meta", "
 VETTED_PLUGINS = frozenset(
     {"factbook.handbook.plugin", "mkdocs.contrib.search"}
     | {f"material.plugins.{name}.plugin" for name in (*_VETTED_MATERIAL, "group")}
+)
+# the names the vetted plugins register, for lint where MkDocs is not installed (a core
+# install, a CI runner): a bare name loads THEME/name, so both spellings are vetted
+_VETTED_NAMES = frozenset(
+    {"factbook", "search"}
+    | {f"{prefix}{name}" for name in (*_VETTED_MATERIAL, "group") for prefix in ("", "material/")}
 )
 _PATH_SUFFIXES = ("_dir", "_file", "base_path", "root_path", "jieba_dict", "jieba_dict_user")
 _PATH_KEYS = frozenset({"root"})  # the factbook plugin's knowledge base
@@ -187,6 +218,14 @@ def _python_name(name: str, node: yaml.Node, where: _Where) -> list[Problem]:
     module, _, attr = name.rpartition(".")
     if _safe_module(module) and _defined_in(module, attr):
         return []
+    if _safe_module(module) and _module_file(module) is None:
+        return [
+            where.problem(
+                node,
+                f"!!python/name:{name}: cannot be vetted here, {module} is not installed; "
+                "lint where the handbook's packages are (factbook[handbook])",
+            )
+        ]
     return [
         where.problem(
             node,
@@ -375,7 +414,9 @@ def _vetted_extension(name: str) -> bool:
         return False
     if "." not in module and not cls:
         found = [e.value for e in entry_points(group="markdown.extensions", name=module)]
-        return bool(found) and all(_safe_module(v.partition(":")[0]) for v in found)
+        if not found:  # Markdown not installed here (lint in a core install, a CI runner)
+            return module in _MARKDOWN_OWN
+        return all(_safe_module(v.partition(":")[0]) for v in found)
     return _safe_module(module)
 
 
@@ -410,8 +451,8 @@ def _plugin_refusal(name: str) -> str | None:
     bare = name.removeprefix("/")
     themed = [n for n in installed if n.endswith("/" + bare)] if "/" not in name else []
     modules = [installed[n].partition(":")[0] for n in [bare, *themed] if n in installed]
-    if not modules:
-        return "not an installed plugin factbook has vetted"
+    if not modules:  # not installed here: the name alone says whether it would be vetted
+        return None if bare in _VETTED_NAMES else "not an installed plugin factbook has vetted"
     for module in modules:
         if module not in VETTED_PLUGINS:
             return _PLUGIN_WHY.get(module, _PLUGIN_DEFAULT_WHY)
