@@ -56,7 +56,8 @@ def _fact(fact_id: str, value: Any) -> dict[str, Any]:
 
 def _read(path: Path) -> list[dict[str, Any]]:
     doc, problems = load_located(path, path.name)
-    assert problems == []
+    # stored exactly; the reader names each NEL, LS and PS (hidden characters) for lint
+    assert [p for p in problems if "hidden character" not in p.message] == []
     return doc.data["facts"]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.commands.cli_options import warn_lint_problems
-from factbook.judging.sanitize import for_terminal
+from factbook.judging.sanitize import for_document, for_terminal
 from factbook.knowledge.fleet.load import add_inventories
 from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Fact
@@ -62,6 +62,13 @@ def _load(root: str) -> KnowledgeBase:
     return kb
 
 
+def _one_line(text: Any) -> str:
+    """A field for a terminal line: every control and bidi character shown escaped (lint
+    reports them, but a fact with a lint problem is still listed), nothing clipped."""
+    text = str(text)
+    return for_terminal(text, limit=len(text) * 6)  # an escape is at most 6 characters
+
+
 def _value_text(fact: Fact) -> str:
     if fact.value is None:
         return ""
@@ -83,7 +90,7 @@ def handle_list(args: argparse.Namespace) -> int:
     )
     if args.format == "ids":
         for fact in facts:
-            print(fact.id)
+            print(_one_line(fact.id))
     elif args.format == "json":
         print(json.dumps([fact_to_dict(kb, f, as_of) for f in facts], indent=1, default=str))
     else:
@@ -111,7 +118,7 @@ def _print_table(kb: KnowledgeBase, facts: list[Fact], as_of: Any) -> None:
         value = _value_text(fact)
         if value:
             text += f" = {value}"
-        line = f"{fact.id:<{id_w}}  {fact.category:<12} {status:<9} {text}"
+        line = _one_line(f"{fact.id:<{id_w}}  {fact.category:<12} {status:<9} {text}")
         print(fit(line, max(width, 60)) if width else line)
     label = f" as of {as_of.id}" if as_of else ""
     print(f"({len(facts)} facts{label})")
@@ -135,41 +142,51 @@ def handle_show(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=1, default=str))
         return 0
     status = kb.status_as_of(fact, as_of)
-    print(f"{fact.id}  [{fact.category}] {status}")
-    print(f"  {fact.title}")
-    print(f"  {fact.statement.strip()}")
+    for line in _show_lines(kb, fact, status, as_of, results):
+        print(line)
+    return 0
+
+
+def _show_lines(
+    kb: KnowledgeBase, fact: Fact, status: str, as_of: Any, results: list[Any]
+) -> list[str]:
+    """`show`'s text: one line per field (the statement keeps its lines), every control and
+    bidi character shown escaped, since a fact with a lint problem is still shown."""
+    fields = [f"{fact.id}  [{fact.category}] {status}", f"  {fact.title}"]
     if fact.value is not None:
-        print(f"  value: {_value_text(fact)}")
+        fields.append(f"  value: {_value_text(fact)}")
     for key, value in fact.extra.items():
-        print(f"  {key}: {json.dumps(value) if not isinstance(value, str) else value}")
+        fields.append(f"  {key}: {json.dumps(value) if not isinstance(value, str) else value}")
     if fact.target:
-        print(f"  target: {fact.target}")
+        fields.append(f"  target: {fact.target}")
     if fact.tags:
-        print(f"  tags: {', '.join(fact.tags)}")
+        fields.append(f"  tags: {', '.join(fact.tags)}")
     span = f"since {fact.since or 'start'}" + (f", until {fact.until}" if fact.until else "")
-    print(f"  valid: {span}")
+    fields.append(f"  valid: {span}")
     if as_of is not None and not kb.visible(fact, as_of):
-        print(f"  (not known or no longer true as of {as_of.id})")
+        fields.append(f"  (not known or no longer true as of {as_of.id})")
     for entry in fact.history:
         note = f": {entry.note}" if entry.note else ""
-        print(f"  history: {entry.at} {entry.status}{note}")
+        fields.append(f"  history: {entry.at} {entry.status}{note}")
     for source in fact.sources:
         quote = f' "{source.quote}"' if source.quote else ""
-        print(f"  source: {source.label()}{quote}")
+        fields.append(f"  source: {source.label()}{quote}")
     if fact.check:
-        print(f"  check: {fact.check.probe} {json.dumps(fact.check.args)}")
+        fields.append(f"  check: {fact.check.probe} {json.dumps(fact.check.args)}")
         if fact.check.expect:
-            print(f"    expect: {json.dumps(fact.check.expect)}")
+            fields.append(f"    expect: {json.dumps(fact.check.expect)}")
     for relation, ids in fact.links.items():
-        print(f"  {relation}: {', '.join(ids)}")
+        fields.append(f"  {relation}: {', '.join(ids)}")
     for relation, other in kb.linked_from(fact.id):
-        print(f"  <- {relation} from {other.id}")
-    for record in results:
-        print(  # results came from a box: no raw ESC sequence reaches the terminal
+        fields.append(f"  <- {relation} from {other.id}")
+    lines = [_one_line(field) for field in fields]
+    lines.insert(2, "  " + for_document(fact.statement.strip()))
+    for record in results:  # results came from a box: each field clipped too
+        lines.append(
             f"  last verified on {for_terminal(record.target)}: {for_terminal(record.outcome)} "
             f"at {for_terminal(record.time)} ({for_terminal(record.reason)})"
         )
     if fact.check and not results:
-        print("  last verified: never")
-    print(f"  defined at: {fact.location}")
-    return 0
+        lines.append("  last verified: never")
+    lines.append(f"  defined at: {_one_line(fact.location)}")
+    return lines

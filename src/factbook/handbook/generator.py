@@ -46,6 +46,7 @@ from factbook.handbook.sources import (
     load_status_docs,
 )
 from factbook.handbook.views import ViewBuilder, category_uri
+from factbook.judging.sanitize import for_document
 from factbook.knowledge.kb import load_kb_with_problems
 from factbook.knowledge.kbfiles import Refused, confined, escapes, read_bytes, read_text
 from factbook.store.atomic import write_bytes_atomic
@@ -170,7 +171,7 @@ class Generator:
         for spec in specs:
             held = None
             if prerender and spec.fragments is not None:
-                fragments[spec.uri] = spec.fragments
+                fragments[spec.uri] = [for_document(part) for part in spec.fragments]
                 held = placeholders(len(spec.fragments))
             digest = hashlib.sha256(
                 (templates + spec.template + _stable_json([spec.context, held])).encode()
@@ -188,6 +189,7 @@ class Generator:
                 )
             except SecurityError as exc:  # a bound of the sandbox: a page too large to make
                 raise InputError(f"handbook page {spec.uri}: {exc}; not generated") from None
+            text = for_document(text)  # no raw ESC or bidi override from a fact reaches a page
             self._cache[spec.uri] = (digest, text)
             pages[spec.uri] = text
             rendered.append(spec.uri)

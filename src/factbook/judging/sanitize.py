@@ -20,10 +20,13 @@ from typing import Any
 
 # C0 controls except tab and newline, DEL, C1 controls, lone surrogates, and the two code
 # points XML excludes (U+FFFE, U+FFFF). None of these is text in any of our formats.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
-# Bidirectional overrides and line/paragraph separators reorder or break what a terminal
-# shows ("Trojan source"); escaped on terminals, where a reader cannot see them otherwise.
-_TERMINAL_EXTRA = re.compile("[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_CHARS = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff"
+# Bidirectional controls and line/paragraph separators reorder or break what a reader sees
+# ("Trojan source"); escaped on terminals and in documents, where no one could see them.
+_REORDERING_CHARS = "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[{_CONTROL_CHARS}]")
+_TERMINAL_EXTRA = re.compile(f"[{_REORDERING_CHARS}]")
+_HIDDEN = re.compile(f"[{_CONTROL_CHARS}{_REORDERING_CHARS}]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # What str.splitlines() and YAML 1.1 take for a line break beyond the controls.
 _LINE_BREAKS = re.compile("[\u2028\u2029]")
@@ -43,6 +46,25 @@ def _escape_char(match: re.Match[str]) -> str:
 def escape_controls(text: str) -> str:
     """Every control character, lone surrogate and XML-excluded code point, shown escaped."""
     return _CONTROL.sub(_escape_char, text)
+
+
+def first_hidden(text: str) -> re.Match[str] | None:
+    """The first character no reader sees for what it is (a control other than tab and
+    newline, a lone surrogate, a bidi control, a line separator), if any: lint names it."""
+    return _HIDDEN.search(text)
+
+
+def for_document(text: Any) -> str:
+    """Text for a Markdown or plain-text document: lines and tabs kept, every other control,
+    bidi control and line separator shown escaped (a `cat` of the file repaints nothing, and
+    no line reads in another order than it is stored)."""
+    return _HIDDEN.sub(_escape_char, str(text))
+
+
+def json_hidden_escaped(text: str) -> str:
+    """JSON text with each hidden character (`first_hidden`'s) written as a `\\uXXXX` escape:
+    the same JSON when parsed, and nothing raw in the document that carries it."""
+    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def clip(text: str, limit: int = CLIP_AT) -> str:

@@ -14,9 +14,9 @@ parse is made from what is known instead:
   first one's dash: their values are the facts' own (copied), their lines are counted.
 
 Anything else (a value the emitter leaves to the representer, a character the reader
-treats apart, a bound that would break, a problem in the file before) returns None: the
-caller parses the whole text as before. tests/test_grown_parse.py holds both to the same
-answers.
+treats apart, a bound that would break, a problem in the file before, a hidden character
+the reader reports in a fact) returns None: the caller parses the whole text as before.
+tests/test_grown_parse.py holds both to the same answers.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from factbook.knowledge.yamlsrc import (
     MAX_NODES,
     PORTABLE_DEPTH,
     LocatedDoc,
+    hides,
     located_answer,
+    may_hide,
     remembered,
 )
 
@@ -66,6 +68,8 @@ def grown_answer(
         return None
     if count_values(old.data) + nodes > MAX_NODES or 1 + depth > MAX_DEPTH:
         return None  # the real parse names the line where the bound breaks
+    if may_hide(after, len(before)) and hides(facts):
+        return None  # the real parse reports each hidden character (`"\x1b"`) at its line
     edge, problems, refused = located_answer(after[:first_end])
     expected = {**old.data, "facts": [*(old_facts or []), facts[0]]}
     if problems or refused is not None or edge.data != expected:

@@ -10,6 +10,13 @@ Aliases are refused outright rather than bounded: no knowledge base uses them, a
 through an alias has no line of its own (messages and write-back would point at the anchor),
 and refusing them removes the alias bomb (`&a [*a, *a, ...]`, 560 bytes -> gigabytes) and the
 recursive alias (`&r [*r]`) as whole classes.
+
+What the file may not hold raw, a string may still hold once decoded: `"\\x1b[31m"`,
+`"\\u202e"`, `"\\r"` are escapes a double-quoted scalar turns into an ESC, a bidi override, a
+carriage return. Every string (key or value) is checked after decoding, and each one holding
+a control character other than tab and newline, a bidi control or a line separator is a
+problem at its line: what a fact says must read the same on a terminal and in a document as
+in its file.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import os
 import re
 import stat
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +36,7 @@ from typing import Any, ClassVar, TypeVar
 import yaml
 
 from factbook.errors import Problem
+from factbook.judging.sanitize import first_hidden
 from factbook.knowledge.kbfiles import outside_problem
 from factbook.knowledge.limits import YAML_MAX_BYTES, YAML_MAX_DEPTH, YAML_MAX_NODES
 
@@ -351,7 +360,74 @@ def parse_located(text: str, display: str) -> tuple[LocatedDoc, list[Problem]]:
 
 def _located(text: str, display: str) -> tuple[LocatedDoc, list[Problem], Problem | None]:
     """The located document, its problems, and the bound it breaks (`refusal`) if any: one
-    pass over the events checks the bounds and builds the values."""
+    pass over the events checks the bounds and builds the values; the strings built are
+    then checked for hidden characters."""
+    doc, problems, refused = _located_values(text, display)
+    if refused is None:
+        problems += _hidden_problems(text, doc)
+    return doc, problems, refused
+
+
+# What can put a hidden character into a decoded string: an escape that decodes to one (only
+# double-quoted scalars have escapes; `\t`, `\n`, `\\` and a regex's `\d` do not), a raw line
+# break YAML folds (CR, NEL) or a raw reordering character (_FORBIDDEN refuses the rest). A
+# text without any is not walked: most fact files hold a backslash, few hold one of these.
+_MAY_HIDE = re.compile(
+    r"\\[0abvfreNLPxuU]|[\r\x85\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+_HIDDEN_NAMES = {0x07: "BEL", 0x08: "BS", 0x0D: "CR", 0x1B: "ESC", 0x85: "NEL"}
+
+
+def may_hide(text: str, start: int = 0) -> bool:
+    """Whether `text[start:]` may decode to a string holding a hidden character: the cheap
+    test before `hides` (a walk of the values)."""
+    return _MAY_HIDE.search(text, start) is not None
+
+
+def hides(data: Any) -> bool:
+    """Whether a string in `data` (a key or a value) holds a hidden character: the loader
+    reports each, so a fast path that builds values without it must leave such data alone."""
+    return any(first_hidden(value) is not None for _, value in _strings(data))
+
+
+def _hidden_problems(text: str, doc: LocatedDoc) -> list[Problem]:
+    """One problem per string (key or value) holding a hidden character, at its line."""
+    if doc.data is None or not may_hide(text):
+        return []
+    out = []
+    for path, value in _strings(doc.data):
+        found = first_hidden(value)
+        if found is not None:
+            out.append(doc.problem(path, _hidden_message(found.group())))
+    return out
+
+
+def _strings(data: Any, path: PathKey = ()) -> Iterator[tuple[PathKey, str]]:
+    """Every string in `data` with its path, in document order, keys included (a key's path
+    is its value's). Recursion is bounded: a document deeper than MAX_DEPTH was refused."""
+    if isinstance(data, str):
+        yield path, data
+    elif isinstance(data, dict):
+        for key, item in data.items():
+            if isinstance(key, str):
+                yield (*path, key), key
+            yield from _strings(item, (*path, key))
+    elif isinstance(data, list):
+        for i, item in enumerate(data):
+            yield from _strings(item, (*path, i))
+
+
+def _hidden_message(char: str) -> str:
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        name = "lone surrogate"
+    else:
+        name = _NAMES.get(code) or _HIDDEN_NAMES.get(code) or unicodedata.name(char, "control")
+    return f"hidden character U+{code:04X} ({name}) in a string: readers cannot see it; remove it"
+
+
+def _located_values(text: str, display: str) -> tuple[LocatedDoc, list[Problem], Problem | None]:
+    """_located without the check of the strings."""
     doc = LocatedDoc(display, None)
     refused = _forbidden(text, display, 1)
     if refused is not None:

@@ -154,9 +154,87 @@ def os_kernel() -> str:
     return platform.uname().release
 
 
-def env_var(name: str) -> str | None:
-    """Value of an environment variable in the agent's environment, or null."""
-    return os.environ.get(str(name))
+def env_var(name: str) -> str | dict | None:
+    """Value of an environment variable in the agent's environment, or null; a credential's
+    value as `{masked, length, sha256}` instead.
+
+    A variable is a credential when a word of its name says so (`HF_TOKEN`, `DB_PASS`,
+    `GITHUB_PAT`, `OPENAI_API_KEY`, `SSH_AUTH_SOCK`; not `TOKENIZERS_PARALLELISM` or `PWD`)
+    or its value looks like one (a known token prefix, a private key, a password in a URL, a
+    long random string). Its value is masked here, on the box, so no results file, verify
+    output or status document ever holds it. Expectations still work on the mask: `{exists:
+    true}` (set or not), `{path: length, ge: 20}`, and equality as `{path: sha256, eq: HEX}`
+    where HEX is the first 12 hex digits of the value's SHA-256 (`printf %s "$VALUE" |
+    sha256sum | cut -c1-12`): a prefix names the value without giving it away, though a weak
+    password can be guessed from it offline, so keep such checks for real tokens.
+    """
+    value = os.environ.get(str(name))
+    if value is None or not (_credential_name(str(name)) or _credential_value(value)):
+        return value
+    import hashlib  # only a masked value needs it
+
+    digest = hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+    return {"masked": True, "length": len(value), "sha256": digest[:12]}
+
+
+# Words of a variable's name (split at `_`, `-`, `.`; case ignored) that make it a credential,
+# and endings of a word that do (`APIKEY`, `HFTOKEN`, `DBPASSWORD`).
+_CREDENTIAL_WORDS = frozenset(
+    {
+        "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASS",
+        "PASSPHRASE", "PW", "PWD", "KEY", "KEYS", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH",
+        "AUTHORIZATION", "PAT", "COOKIE", "PRIVATE", "SIGNATURE", "DSN",
+    }
+)  # fmt: skip
+_CREDENTIAL_ENDINGS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "CREDENTIALS")
+_NOT_CREDENTIALS = frozenset({"PWD", "OLDPWD"})  # the working directory
+
+
+def _credential_name(name: str) -> bool:
+    """Whether a variable's name says it holds a credential."""
+    upper = name.upper()
+    if upper in _NOT_CREDENTIALS:
+        return False
+    words = upper.replace("-", "_").replace(".", "_").split("_")
+    return any(w in _CREDENTIAL_WORDS or w.endswith(_CREDENTIAL_ENDINGS) for w in words)
+
+
+def _credential_value(value: str) -> bool:
+    """Whether a value looks like a credential whatever its variable is called."""
+    import re  # the pattern only runs for env.var; every alternative is linear
+
+    if re.search(_SECRET_VALUE, value):
+        return True
+    return any(_looks_random(m.group()) for m in re.finditer(_RANDOM_RUN, value))
+
+
+_SECRET_VALUE = (
+    r"-----BEGIN[A-Z ]*PRIVATE KEY"
+    r"|(?<![A-Za-z0-9])(?:hf_|api_org_|gh[pousr]_|github_pat_|glpat-|xox[abposre]-|npm_|pypi-"
+    r"|sk-|[rsp]k_(?:live|test)_)[A-Za-z0-9_-]{16}"
+    r"|(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+    r"|(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}"
+    r"|(?<![A-Za-z0-9])eyJ[A-Za-z0-9_-]{8,}\.eyJ"
+    r"|(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:[^\s/@]+@"
+)
+_RANDOM_RUN = r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=_-])"
+
+
+def _looks_random(text: str) -> bool:
+    """Mixed case, digits (or `/`, `+`), high entropy and few word-like pieces: an AWS secret
+    or a base64 credential, not a path or `Qwen4ExpForConditionalGeneration`."""
+    import math
+    import re
+
+    core = text.rstrip("=")
+    if not (any(c.isupper() for c in core) and any(c.islower() for c in core)):
+        return False
+    if not any(c.isdigit() or c in "/+" for c in core):
+        return False
+    counts = [core.count(c) for c in set(core)]
+    entropy = -sum(n / len(core) * math.log2(n / len(core)) for n in counts)
+    wordy = sum(len(w) for w in re.findall(r"[A-Z]?[a-z]{3,}", core)) / len(core)
+    return entropy >= 4.0 and wordy < 0.5
 
 
 def _cap(data: bytes) -> tuple[str, int]:

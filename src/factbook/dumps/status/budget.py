@@ -39,6 +39,7 @@ from factbook.dumps.status.render import StatusOptions, prepare
 from factbook.dumps.status.selection import RANKS, choose, line_information, rank_lines
 from factbook.errors import UsageError
 from factbook.handbook.safehtml import safe_markdown
+from factbook.judging.sanitize import for_document
 from factbook.knowledge.categories import CATEGORIES
 from factbook.knowledge.kb import KnowledgeBase
 
@@ -310,6 +311,20 @@ def _data(frame: _Frame, text: str, shown: list[Line], left: list[Line]) -> dict
     }
 
 
+def _each_string(value: Any, change: Callable[[str], str]) -> Any:
+    """`value` with `change` applied to every string in it (mapping keys are this module's
+    own names). Redaction runs string by string: run over the serialized JSON, a pattern
+    that spans a line (a private key block) cut through the quotes and escapes around it
+    and left text that no longer parsed."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {k: _each_string(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_each_string(v, change) for v in value]
+    return value
+
+
 def budget_path(path: Path, budget: int) -> Path:
     """docs/status/status-4504.md → status-4504-budget-2300.md (`-redacted` stays last)."""
     stem = path.stem
@@ -334,12 +349,12 @@ def render_budgeted(
     redact = redactor_for(kb) if options.redact else None
 
     def finish(text: str) -> str:
-        text = safe_markdown(text)
+        text = safe_markdown(for_document(text))
         return redact(text) if redact is not None else text
 
     frame = _Frame(ctx, budget, ranked, placed.parents, position, finish)
     text, shown, left = fit(frame)
-    data = _data(frame, text, shown, left)
+    data = _each_string(_data(frame, text, shown, left), for_document)
     if redact is not None:
-        data = json.loads(redact(json.dumps(data, ensure_ascii=False)))
+        data = _each_string(data, redact)
     return BudgetedDump(text, data, count_tokens(text), shown, left)

@@ -17,8 +17,11 @@ redacted document redacts to itself. What is redacted (shapes.py has the pattern
 - `secret-N`: `secrets:` of redact.yaml and $FACTBOOK_SECRETS (anywhere, any case), matches
   of `patterns:` of redact.yaml, well-known token shapes (Hugging Face, OpenAI, GitHub,
   GitLab, AWS, Slack, Google, Stripe, npm, PyPI, JWT, private key blocks, long random
-  strings), the value of `password=`/`token: `/`--api-key ` assignments and `Bearer`
-  headers, the password of a URL;
+  strings), the value of `password=`/`DB_PASS=`/`token: `/`--api-key ` assignments and
+  `Bearer` headers, the password of a URL, the password flag of the commands that take one
+  (`mysql -pPASS`, `sshpass -p PASS`, `curl -u user:PASS`, `redis-cli -a`, `ipmitool -P`;
+  not `ssh -p 22`); a configured secret holding whitespace also where a document shows its
+  tab or line break as a space or as `\\t`;
 - `key-N`: private key paths (`~/.ssh/id_ed25519`, `*.pem`, `certs/x.key`).
 """
 
@@ -84,8 +87,8 @@ class Redactor:
     def _parts(self, ended: bool) -> list[str]:
         """The alternatives, most specific first (at one position the first that matches wins)."""
 
-        def alternation(values: Iterable[str]) -> str:
-            return "|".join(map(re.escape, sorted(set(values), key=len, reverse=True)))
+        def alternation(values: Iterable[str], escape: Any = re.escape) -> str:
+            return "|".join(map(escape, sorted(set(values), key=len, reverse=True)))
 
         # a secret as a table cell or Markdown shows it (`|` -> `\\|`, `<x` -> `&lt;x`):
         # documents are escaped before they are redacted, so both forms are looked for
@@ -99,10 +102,10 @@ class Redactor:
             shapes.URL_USERINFO,
         ]
         if secrets:
-            parts.append(rf"(?P<secret>(?i:{alternation(secrets)}))")
+            parts.append(rf"(?P<secret>(?i:{alternation(secrets, _loose)}))")
         parts += [rf"(?P<custom{i}>{p})" for i, p in enumerate(self.patterns)]
         parts += [rf"(?P<tok_{name}>{p})" for name, p in shapes.TOKEN_SHAPES.items()]
-        parts += [shapes.BEARER, shapes.FLAG_ASSIGNMENT, shapes.ASSIGNMENT]
+        parts += [shapes.BEARER, shapes.FLAG_ASSIGNMENT, shapes.ASSIGNMENT, shapes.COMMAND_FLAG]
         parts.append(rf"(?P<homepre>{shapes.HOME_PREFIX})(?P<home>[A-Za-z_][\w.-]*)")
         parts.append(shapes.TILDE_HOME)
         parts.append(shapes.user_at_host(alternation(hosts) if hosts else "(?!)"))
@@ -128,7 +131,7 @@ class Redactor:
         if group == "keep" or shapes.PLACEHOLDER.fullmatch(text):
             return text
         if group == "secret":
-            return self.placeholder("secret", _unescaped(text))
+            return self.placeholder("secret", _LOOSE_SPACE.sub(" ", _unescaped(text)))
         if group == "pkblock" or group.startswith(("custom", "tok_")):
             if group == "tok_high_entropy" and not shapes.looks_random(text):
                 return text
@@ -141,6 +144,8 @@ class Redactor:
             if m.group(key) is not None:
                 head = text[: m.start(value) - m.start()]
                 return head + self._value(m.group(key), m[value], prose=head.rstrip()[-1:] == ":")
+        if m.group("cflag") is not None:
+            return self._command_flag(m)
         if m.group("home") is not None:
             return m.group("homepre") + self._name(m.group("home"), "user")
         if m.group("tilde") is not None:
@@ -188,6 +193,23 @@ class Redactor:
             return value
         return f"{quote}{self.placeholder('secret', core)}{quote}"
 
+    def _command_flag(self, m: re.Match[str]) -> str:
+        """`-pPASS` after mysql, `-u user:PASS` after curl: the password hidden; any other
+        flag's value (`ssh -p 22`, `docker -p 10.0.0.5:80:80`) redacted as any text is."""
+        flag, sep, value = m["cflag"], m["csep"] or "", m["cval"]
+        how = shapes.password_flag(m.string, m.start(), flag, attached=not sep)
+        if how is None:
+            return flag + sep + self._sub(value)
+        if how != shapes.USERINFO:
+            return flag + sep + self._value(flag, value, prose=False)
+        quote = value[0] if len(value) > 1 and value[0] in "\"'" and value[-1] == value[0] else ""
+        core = value[1:-1] if quote else value
+        user, colon, password = core.partition(":")
+        if not colon:  # `curl -u user` asks for the password
+            return flag + sep + self._sub(value)
+        hidden = self._value(flag, password, prose=False) if password else ""
+        return f"{flag}{sep}{quote}{self._sub(user)}:{hidden}{quote}"
+
     def __call__(self, text: str) -> str:
         """Redact `text`; a user or host first seen in `user@host` (or a home folder) is then
         also hidden where it stands alone, by a second pass that knows it."""
@@ -227,6 +249,17 @@ def _escaped(secret: str) -> list[str]:
     cell = secret.replace("|", "\\|")
     tag = re.sub(r"<(?=[A-Za-z/|!])", "&lt;", secret)
     return list(dict.fromkeys([secret, cell, tag, re.sub(r"<(?=[A-Za-z/|!])", "&lt;", cell)]))
+
+
+# A configured secret's whitespace, as a document may show it: folded into spaces, or a tab
+# and a line break written `\t`, `\n` (one character or escape per step: linear).
+_LOOSE_SPACE = re.compile(r"(?:\s|\\[tn])+")
+_SPACE_RUN = re.compile(r"\s+")
+
+
+def _loose(secret: str) -> str:
+    """A configured secret as a pattern: each run of its whitespace matches any such run."""
+    return _LOOSE_SPACE.pattern.join(map(re.escape, _SPACE_RUN.split(secret)))
 
 
 def _unescaped(text: str) -> str:

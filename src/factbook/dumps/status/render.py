@@ -39,6 +39,7 @@ from factbook.handbook.sandbox import (
     SecurityError,
     bounded_memory,
 )
+from factbook.judging.sanitize import for_document, json_hidden_escaped
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.kbfiles import (
     Refused,
@@ -180,9 +181,11 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
         try:
             with bounded_memory():
                 rendered = template.render(**context.as_dict())
-            text = safe_markdown(rendered)
+            text = safe_markdown(for_document(rendered))  # no raw ESC or bidi override
             nonce, hints = _HINTS.get()
-            return re.sub(f"\ue000{nonce}:(\\d+)\ue001", lambda m: hints[int(m[1])], text)
+            return re.sub(
+                f"\ue000{nonce}:(\\d+)\ue001", lambda m: json_hidden_escaped(hints[int(m[1])]), text
+            )
         finally:
             _HINTS.reset(token)
     except OutputTooLarge as exc:  # a payload, or simply a knowledge base of ~20,000 facts

@@ -61,9 +61,12 @@ PRIVATE_KEY_LINE = r"(?P<pkblock>-----BEGIN[A-Z ]*PRIVATE KEY-----[^\n]*)"
 KEY_BLOCK_END = "-----END"
 
 # `password=...`, `HF_TOKEN: ...`, `"api_key": "..."`, `--token ...`, `Bearer ...`: the value.
+# `pass` and `auth` only as a word after a separator (`DB_PASS`, `REDISCLI_AUTH`; not
+# `bypass`, `oauth`), and sshpass's own variable.
 _SECRET_KEY = (
-    r"[A-Za-z0-9_.-]*?(?i:password|passwd|passphrase|pwd|secret|token|api[_-]?key|"
+    r"(?:[A-Za-z0-9_.-]*?(?i:password|passwd|passphrase|pwd|secret|token|api[_-]?key|"
     r"access[_-]?key|private[_-]?key|auth[_-]?key|credentials?)"
+    r"|[A-Za-z0-9_.-]*[_.-](?i:pass|auth)|(?i:sshpass))"
 )
 # Tokenizer vocabulary: `eos_token: <|im_end|>` names a token of the model, not a credential.
 _NOT_SECRET_KEY = r"(?i:bos|eos|pad|unk|sep|cls|mask|special|added|stop|start|end|chat|think)_token"
@@ -73,14 +76,58 @@ ASSIGNMENT = (
     r"(?P<aval>\"[^\"\n]+\"|'[^'\n]+'|[^\s,;'\"`)\]}<>|*]*[^\s,;'\"`)\]}<>|*.:])"
 )
 # Keys whose every value is a secret; for the others (`token: ...` in prose) the value must
-# look like a credential, not a word.
-ALWAYS_SECRET_KEY = re.compile(r"(?i).*(?:pass|pwd|secret|credential)")
+# look like a credential, not a word (`DB_PASS: unset` and `db_auth: kerberos` are prose).
+ALWAYS_SECRET_KEY = re.compile(r"(?i).*(?:pass(?!$)|pwd|secret|credential)")
 # The space-separated form is a command-line flag only (`--token abc`), never prose.
 FLAG_ASSIGNMENT = (
     rf"(?<![A-Za-z0-9_-])(?P<fkey>--?(?!{_NOT_SECRET_KEY}\b){_SECRET_KEY})(?![A-Za-z0-9_-])"
     r"(?P<fsep>\s+|=)"
     r"(?P<fval>\"[^\"\n]+\"|'[^'\n]+'|[^\s,;'\"`)\]}<>|*-][^\s,;'\"`)\]}<>|*]*)"
 )
+# `mysql -pPASS`, `sshpass -p PASS`, `curl -u user:PASS`, `ipmitool -P PASS`: a short flag
+# and its value. Whether the value is a password depends on the command (`ssh -p 22` is a
+# port, `mysql -p db` asks for one): password_flag() decides from PASSWORD_FLAGS.
+COMMAND_FLAG = (
+    r"(?<![\w-])(?P<cflag>--user|--proxy-user|-[paPuU])(?P<csep>=|[ \t]+)?"
+    r"(?P<cval>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"`;|&<>()]+)"
+)
+ATTACHED, ANY, USERINFO = "attached", "any", "userinfo"  # how a flag gives the password
+_MYSQL_LIKE = "mysql mysqldump mysqladmin mysqlimport mysqlshow mysqlcheck mysqlpump mariadb"
+_MARIADB_TOOLS = "mariadb-dump mariadb-admin mariadb-import"
+_MONGO_LIKE = "mongo mongosh mongodump mongorestore mongoexport"
+PASSWORD_FLAGS: dict[str, dict[str, str]] = {
+    # `-p VALUE` prompts (VALUE is then the database): only `-pVALUE` gives the password
+    **{name: {"-p": ATTACHED} for name in f"{_MYSQL_LIKE} {_MARIADB_TOOLS}".split()},
+    **{name: {"-p": ANY} for name in _MONGO_LIKE.split()},
+    "sshpass": {"-p": ANY},
+    "redis-cli": {"-a": ANY},
+    "ipmitool": {"-P": ANY},
+    "curl": {flag: USERINFO for flag in ("-u", "--user", "-U", "--proxy-user")},
+}
+WRAPPERS = frozenset({"sshpass"})  # their options end where the command they run starts
+COMMAND_LOOKBACK = 300  # characters searched back from a flag for its command
+_COMMAND_WORD = re.compile(
+    r"(?<![^\s/])(?:" + "|".join(map(re.escape, PASSWORD_FLAGS)) + r")(?=\s)"
+)
+
+
+def password_flag(text: str, start: int, flag: str, *, attached: bool) -> str | None:
+    """How the flag at `text[start]` gives a password (ATTACHED, ANY, USERINFO), or None
+    when it is no password flag of the command it belongs to: the last known command word
+    before it in the same shell command, within COMMAND_LOOKBACK characters."""
+    head = text[max(0, start - COMMAND_LOOKBACK) : start]
+    head = head[max(head.rfind(c) for c in "\n;|&(`") + 1 :]  # `$(` ends in `(`
+    commands = list(_COMMAND_WORD.finditer(head))
+    if not commands:
+        return None
+    found = commands[-1]
+    command = found.group()
+    if command in WRAPPERS and any(not w.startswith("-") for w in head[found.end() :].split()):
+        return None  # `sshpass -p X ssh -p 22`: the second -p is ssh's
+    how = PASSWORD_FLAGS[command].get(flag)
+    return None if how == ATTACHED and not attached else how
+
+
 BEARER = r"(?<![A-Za-z0-9])(?P<bkey>(?i:bearer|basic)\s+)(?P<bval>[A-Za-z0-9._~+/=-]{8,})"
 # Values that name no secret: references, placeholders, empties, numbers (token ids).
 NOT_A_SECRET_VALUE = re.compile(
