@@ -68,7 +68,8 @@ def service(tmp_path: Path):
     started = []
 
     def start(**kwargs):
-        settings = ServeSettings(root=kb, interval=kwargs.pop("interval", 300.0))
+        interval = kwargs.pop("interval", 300.0)
+        settings = ServeSettings(root=kb, interval=interval, run_kb_probes=True)  # t.slow
         svc = start_service(settings, port=free_port(), **kwargs)
         started.append(svc)
         return svc, log

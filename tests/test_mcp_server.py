@@ -30,14 +30,14 @@ if TYPE_CHECKING:
 Scenario = Callable[["ClientSession"], Awaitable[None]]
 
 
-def serve(root: Path, scenario: Scenario) -> None:
-    """Start `factbook mcp --root ROOT`, initialize, run the scenario, close."""
+def serve(root: Path, scenario: Scenario, *extra: str) -> None:
+    """Start `factbook mcp --root ROOT [EXTRA...]`, initialize, run the scenario, close."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "factbook", "mcp", "--root", str(root)],
+        args=["-m", "factbook", "mcp", "--root", str(root), *extra],
         env={"PYTHONPATH": str(REPO / "src"), "NO_COLOR": "1"},
         cwd=str(root),
     )
@@ -180,6 +180,8 @@ async def hostile(session: ClientSession) -> None:
     assert "cannot be changed" in await error(
         session, "propose_change", id="tok.im_end.id", reason="r", fields={"statement": "x"}
     )
+    assert "less than or equal to 1000000" in await error(session, "status_brief", budget=10**12)
+    assert "greater than or equal to 100" in await error(session, "status_brief", budget=99)
     huge = await call(session, "match_pitfalls", text="no output " * 30000)
     assert "cut to its last" in huge["note"]
     with pytest.raises(Exception, match=r"security|Unknown resource|no fact"):
@@ -274,3 +276,91 @@ def test_propose_accept_reject_and_lint_stays_clean(kb_copy: Path) -> None:
     # the accepted fact is part of the knowledge base now, with its check
     fact = load(kb_copy).facts["hw.cpu.bringup_threads"]
     assert fact.check is not None and fact.check.probe == "cpu.threads"
+
+
+@pytest.mark.parametrize("budget", [10**12, 1_000_001, 99, -1, True, 1.5, "400", [400]])
+def test_status_brief_budget_is_bounded_before_any_work(tmp_path: Path, budget: Any) -> None:
+    """The Toolbox refuses a budget outside 100..1,000,000 whole tokens with one line, before
+    the knowledge base is read (a string budget was a TypeError: an internal error)."""
+    from factbook.errors import UsageError
+    from factbook.integrations.mcp.tools import Toolbox
+
+    box = Toolbox(tmp_path)  # no knowledge base here: reading one would fail differently
+    with pytest.raises(UsageError, match=r"^budget must be (between 100 and 1,000,000|a whole)"):
+        box.status_brief(budget)
+
+
+TOUCH_PROBE = '''
+def touch(path):
+    """Creates `path` and returns 1: the knowledge base's code ran."""
+    open(path, "a").close()
+    return 1
+PROBES = {"t.touch": touch}
+'''
+SHADOW_PROBE = '''
+open(%r, "a").close()
+def threads():
+    """1."""
+    return 1
+PROBES = {"cpu.threads": threads}
+'''
+
+
+def _probe_kb(root: Path) -> tuple[Path, Path, Path]:
+    """checks/touch.py leaves a marker when its probe runs, checks/shadow.py (declaring the
+    built-in cpu.threads) when it is merely shipped; target `proved` proves its identity
+    with the knowledge base's probe."""
+    from helpers import fact
+
+    touched, shadowed = root / "touched", root / "shadowed"
+    facts = [
+        fact("kb.touch", "t.touch", {"eq": 1}, args={"path": str(touched)}, target="local"),
+        fact("hw.cpu.threads", "cpu.threads", {"ge": 1}, target="local"),
+        fact("sw.env.home", "env.var", {"exists": True}, args={"name": "HOME"}, target="local"),
+        fact("sw.env.path", "env.var", {"exists": True}, args={"name": "PATH"}),  # any box
+    ]
+    targets = {
+        "targets": {
+            "local": {"transport": "local"},
+            "proved": {"transport": "local", "identity": {"facts": ["kb.touch"]}},
+        }
+    }
+    checks = {"touch.py": TOUCH_PROBE, "shadow.py": SHADOW_PROBE % str(shadowed)}
+    return make_kb(root / "kb", facts, targets=targets, checks=checks), touched, shadowed
+
+
+def test_verify_facts_runs_kb_probes_only_with_the_flag(tmp_path: Path) -> None:
+    """Issue 25: without --run-kb-probes no code of checks/ runs (not its probes, not a file
+    shadowing a built-in, not an identity fact's probe): each such check is an error that
+    names the flag, saved with the run; with the flag they run."""
+    root, touched, shadowed = _probe_kb(tmp_path)
+    seen: dict[str, Any] = {}
+
+    async def refused(session: ClientSession) -> None:
+        run = await call(session, "verify_facts", facts=["kb.*", "hw.*", "sw.env.home"])
+        seen["run"] = {r["fact"]: r for r in run["results"]}
+        seen["saved"] = run["saved"]
+        proved = await call(session, "verify_facts", facts=["sw.env.path"], target="proved")
+        seen["proved"] = proved["results"]
+
+    serve(root, refused)
+    assert not touched.exists() and not shadowed.exists()
+    run = seen["run"]
+    assert run["kb.touch"]["outcome"] == "error"
+    assert "own probe 't.touch' (checks/touch.py)" in run["kb.touch"]["reason"]
+    assert "started with --run-kb-probes" in run["kb.touch"]["reason"]
+    assert run["hw.cpu.threads"]["outcome"] == "error"
+    assert "(checks/shadow.py)" in run["hw.cpu.threads"]["reason"]
+    assert run["sw.env.home"]["outcome"] == "pass"
+    saved = [json.loads(line) for line in (root / seen["saved"]).read_text().splitlines()]
+    assert saved[0]["run"]["summary"]["error"] == 2 and saved[0]["run"]["summary"]["pass"] == 1
+    assert {r["fact"] for r in saved[1:]} == {"kb.touch", "hw.cpu.threads", "sw.env.home"}
+    [proved] = seen["proved"]
+    assert proved["outcome"] == "error" and "proves its identity with" in proved["reason"]
+
+    async def allowed(session: ClientSession) -> None:
+        run = await call(session, "verify_facts", facts=["kb.touch", "hw.cpu.threads"])
+        assert {r["outcome"] for r in run["results"]} == {"pass"}
+
+    serve(root, allowed, "--run-kb-probes")
+    assert touched.exists() and shadowed.exists()

@@ -21,6 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             "(docs/mcp.md); it is not meant to be run by hand."
         ),
     )
+    p.add_argument(
+        "--run-kb-probes",
+        action="store_true",
+        help="let verify_facts run the knowledge base's own probes (checks/*.py), here and on "
+        "remote targets; without it only factbook's built-in probes run and the others are "
+        "reported as errors (trust the knowledge base's code before giving it)",
+    )
     p.set_defaults(handler=handle)
 
 
@@ -30,8 +37,8 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(f"{root}: not a knowledge base (no facts/ folder); give --root")
     from factbook.integrations.mcp.settings import load_settings
 
-    load_settings(root)  # a wrong factbook.yaml stops here, with its file:line
+    settings = load_settings(root)  # a wrong factbook.yaml stops here, with its file:line
     from factbook.integrations.mcp.server import serve
 
-    serve(root)
+    serve(root, settings=settings, run_kb_probes=args.run_kb_probes)
     return 0

@@ -32,34 +32,71 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="HOST:PORT",
         help=f"address to listen on (default 127.0.0.1:{DEFAULT_PORT}; 0.0.0.0 opens it to all)",
     )
-    p.add_argument("--interval", type=float, default=60.0, metavar="S", help="seconds (60)")
-    p.add_argument("--threads", type=int, default=4, help="requests handled at once (4)")
+    # read as text and checked in handle(): a bad value is one `factbook: error:` line
+    p.add_argument("--interval", default="60", metavar="S", help="seconds, 1 to 604800 (60)")
+    p.add_argument("--threads", default="4", metavar="N", help="requests at once, 1-256 (4)")
     p.add_argument("--save", action="store_true", help="keep every run in results/ too")
+    p.add_argument(
+        "--run-kb-probes",
+        action="store_true",
+        help="also run the knowledge base's own probes (checks/*.py), here and on remote "
+        "targets; without it only factbook's built-in probes run and the others are served "
+        "as errors (trust the knowledge base's code before giving it)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no request log on stderr")
     p.set_defaults(handler=handle)
 
 
-def handle(args: argparse.Namespace) -> int:
+def parse_listen(text: str) -> tuple[str, int]:
+    """`HOST:PORT` (`[::1]:PORT` for IPv6) -> (host, port), or a UsageError saying why."""
     from factbook.errors import UsageError
-    from factbook.integrations.serve import ServeSettings, start_service
 
-    host, sep, port = args.listen.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise UsageError(f"--listen {args.listen!r}: expected HOST:PORT, e.g. 127.0.0.1:9798")
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]") if host.startswith("[") else host
+    if not sep or not host or not (port.isascii() and port.isdigit()):
+        raise UsageError(f"--listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:9798")
+    if not host.isprintable() or any(c.isspace() for c in host):
+        raise UsageError(f"--listen {text!r}: no host name holds control or space characters")
+    if int(port) > 65535:
+        raise UsageError(f"--listen {text!r}: the port must be from 0 to 65535")
+    return host, int(port)
+
+
+def parse_number(flag: str, text: str, kind: type[float] | type[int]) -> float:
+    """`text` as a number for `flag`, or a UsageError naming the flag."""
+    from factbook.errors import UsageError
+
+    try:
+        return kind(text)
+    except ValueError:
+        noun = "a whole number" if kind is int else "a number of seconds"
+        raise UsageError(f"{flag} {text!r}: expected {noun}") from None
+
+
+def handle(args: argparse.Namespace) -> int:
+    from factbook.integrations.serve import (
+        ServeSettings,
+        check_interval,
+        check_threads,
+        start_service,
+    )
+
+    host, port = parse_listen(args.listen)
+    interval = check_interval(parse_number("--interval", args.interval, float))
+    threads = check_threads(int(parse_number("--threads", args.threads, int)))
     settings = ServeSettings(
         root=Path(args.root),
         patterns=args.patterns,
         categories=args.category,
         tags=args.tag,
         targets=args.target,
-        interval=args.interval,
+        interval=interval,
         save=args.save,
         transport=transport_options(args),
+        run_kb_probes=args.run_kb_probes,
     )
     log = None if args.quiet else lambda line: print(line, file=sys.stderr, flush=True)
-    service = start_service(
-        settings, host=host.strip("[]"), port=int(port), threads=args.threads, log=log
-    )
+    service = start_service(settings, host=host, port=port, threads=threads, log=log)
     print(f"serving {service.server.url}/metrics and /healthz", file=sys.stderr, flush=True)
     try:
         service.wait()

@@ -11,17 +11,22 @@ thread refreshes on the same interval, so scrapes usually find a fresh run and r
 The server listens on loopback unless told otherwise. One thread reads every request head
 without blocking (selectors): a client gets `header_timeout` seconds in all to send its
 request line and headers, however slowly it trickles them, and at most `max_pending`
-connections wait for a head at once (the oldest is dropped for a new one), so slow or idle
-sockets cannot keep a scraper out. Only complete requests reach the `threads` workers; a
-worker drops a client that stops reading for `client_timeout`. The request log is one line
-per event, never a traceback.
-The knowledge base is re-read before each run, so an edited fact is served from the next run.
+connections wait for a head at once. A new connection is read the moment it is accepted, so
+a scraper that sends its request at once is handed to a worker before any eviction can reach
+it; over `max_pending`, the connection silent for longest is dropped (an idle socket, or a
+trickler between bytes), never one whose head is complete. So slow or idle sockets cannot
+keep a scraper out. Only complete requests reach the `threads` workers; a worker drops a
+client that stops reading for `client_timeout`. The request log is one line per event, never
+a traceback, with every character a client chose shown escaped (judging/sanitize.py).
+The knowledge base is re-read before each run, so an edited fact is served from the next run;
+its own probes (checks/*.py) run only with `run_kb_probes` (--run-kb-probes; kb_probes.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import math
 import selectors
 import socket
 import threading
@@ -35,9 +40,14 @@ from typing import Any
 
 from factbook.errors import FactbookError, UsageError
 from factbook.judging.outcomes import DRIFT, ERROR
+from factbook.judging.sanitize import for_terminal
 from factbook.store.results import ResultRecord
 
 DEFAULT_PORT = 9798
+# --interval: a shorter one re-verifies back to back; a longer one serves a stale run
+MIN_INTERVAL = 1.0
+MAX_INTERVAL = 7 * 86400.0
+MAX_THREADS = 256
 
 
 @dataclass
@@ -52,6 +62,7 @@ class ServeSettings:
     interval: float = 60.0
     save: bool = False
     transport: Any = None  # TransportOptions
+    run_kb_probes: bool = False  # the knowledge base's checks/*.py too (issue 25: opt-in)
 
 
 @dataclass
@@ -88,6 +99,7 @@ class RunCache:
 
 def verify_snapshot(settings: ServeSettings) -> Snapshot:
     """Load the knowledge base, run its selected checks once, and keep the outcome."""
+    from factbook.integrations.kb_probes import run_guarded
     from factbook.knowledge.kb import load_kb_with_problems
     from factbook.verification.engine import VerifyOptions
     from factbook.verification.run import (
@@ -107,7 +119,13 @@ def verify_snapshot(settings: ServeSettings) -> Snapshot:
         refuse_broken(facts, problems)
         plan = plan_checks(kb, facts, settings.targets)
         options = VerifyOptions(transport=settings.transport or TransportOptions())
-        run = run_verify(kb, plan, VerifySettings(options, save=settings.save, argv=["serve"]))
+        run = run_guarded(
+            kb,
+            plan,
+            VerifySettings(options, save=settings.save, argv=["serve"]),
+            lambda p, s: run_verify(kb, p, s),
+            allow=settings.run_kb_probes,
+        )
     except FactbookError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return Snapshot([], {}, {}, time.monotonic(), problem=first)
@@ -175,8 +193,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def log_message(self, format: str, *args: Any) -> None:
-        if self.server.log is not None:
-            self.server.log(f"{self.address_string()} {format % args}")
+        self.server.write_log(f"{self.address_string()} {format % args}")
 
 
 MAX_HEAD_BYTES = 64 << 10
@@ -184,10 +201,11 @@ MAX_HEAD_BYTES = 64 << 10
 
 @dataclass
 class _Pending:
-    """A connection whose request head is still arriving."""
+    """A connection whose request head is still arriving; `heard` is when it last sent."""
 
     address: Any
     started: float
+    heard: float
     head: bytearray = field(default_factory=bytearray)
 
 
@@ -210,7 +228,9 @@ class MetricsServer(HTTPServer):
     and a bound on waiting connections, and handles complete requests on `threads` workers."""
 
     daemon_threads = True
-    request_queue_size = 128  # the listen backlog; the reader accepts all that are ready
+    # the listen backlog: room for a flood of reconnecting sockets without the kernel dropping
+    # a scraper's SYN (a retry costs it 1 s, then 3 s); the reader accepts all that are ready
+    request_queue_size = 1024
 
     def __init__(
         self,
@@ -227,10 +247,10 @@ class MetricsServer(HTTPServer):
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="factbook-serve")
         try:
             super().__init__(address, handler)
-        except OSError as exc:
-            raise UsageError(
-                f"cannot listen on {address[0]}:{address[1]}: {exc.strerror}"
-            ) from None
+        except (OSError, ValueError, TypeError, OverflowError) as exc:  # the API's callers:
+            # a NUL in the host is a TypeError, a bad IDNA label a UnicodeError (ValueError)
+            why = getattr(exc, "strerror", None) or str(exc)
+            raise UsageError(f"cannot listen on {address[0]}:{address[1]}: {why}") from None
         self.cache = cache
         self.log = log
         self.header_timeout = header_timeout
@@ -262,10 +282,15 @@ class MetricsServer(HTTPServer):
         self._stop.set()
         self._stopped.wait()
 
+    def write_log(self, line: str) -> None:
+        """One line of the request log: a client's bytes cannot repaint the terminal."""
+        if self.log is not None:
+            self.log(for_terminal(line))
+
     def _note(self, address: Any, message: str) -> None:
-        if self.log is not None and message:
+        if message:
             host = address[0] if isinstance(address, tuple) else str(address)
-            self.log(f"{host} {message}")
+            self.write_log(f"{host} {message}")
 
     def _accept(self, selector: selectors.BaseSelector) -> None:
         self.socket.setblocking(False)
@@ -277,12 +302,17 @@ class MetricsServer(HTTPServer):
             self._admit(selector, conn, address)
 
     def _admit(self, selector: selectors.BaseSelector, conn: socket.socket, address: Any) -> None:
+        """Take a new connection and read what it has sent already: a complete request goes
+        to a worker at once and never waits among the pending ones."""
         conn.setblocking(False)
-        if len(self.pending) >= self.max_pending:  # drop the one that has waited longest
-            oldest = min(self.pending, key=lambda c: self.pending[c].started)
-            self._drop(selector, oldest, f"dropped: more than {self.max_pending} waiting")
-        self.pending[conn] = _Pending(address, time.monotonic())
+        now = time.monotonic()
+        self.pending[conn] = _Pending(address, now, now)
         selector.register(conn, selectors.EVENT_READ)
+        self._read(selector, conn)
+        if conn in self.pending and len(self.pending) > self.max_pending:
+            # the one silent longest goes (a fresh connection has just been heard from)
+            idle = min(self.pending, key=lambda c: self.pending[c].heard)
+            self._drop(selector, idle, f"dropped: more than {self.max_pending} waiting")
 
     def _read(self, selector: selectors.BaseSelector, conn: socket.socket) -> None:
         state = self.pending.get(conn)
@@ -299,6 +329,7 @@ class MetricsServer(HTTPServer):
             self._drop(selector, conn, "")
             return
         state.head += data
+        state.heard = time.monotonic()
         if len(state.head) > MAX_HEAD_BYTES:
             self._drop(selector, conn, f"dropped: request head over {MAX_HEAD_BYTES} bytes")
             return
@@ -395,8 +426,13 @@ def start_service(
     runner: Callable[[ServeSettings], Snapshot] = verify_snapshot,
 ) -> Service:
     """Listen, start refreshing, and return the running service (`.close()` stops it)."""
-    if settings.interval <= 0 or threads < 1:
-        raise UsageError("--interval must be > 0 and --threads >= 1")
+    check_interval(settings.interval)
+    check_threads(threads)
+    for name, value in (("client_timeout", client_timeout), ("header_timeout", header_timeout)):
+        if not (math.isfinite(value) and value > 0):
+            raise UsageError(f"{name} must be a positive number of seconds, not {value!r}")
+    if max_pending < 1:
+        raise UsageError(f"max_pending must be at least 1, not {max_pending}")
     cache = RunCache(settings, runner)
     server = MetricsServer(
         (host, port),
@@ -408,3 +444,20 @@ def start_service(
         log=log,
     )
     return Service(server, settings.interval).start()
+
+
+def check_interval(seconds: float) -> float:
+    """`seconds` when it is a usable --interval: finite, MIN_INTERVAL to MAX_INTERVAL (inf
+    overflowed the refresher's wait, nan never refreshed, a tiny one verified back to back)."""
+    if not (math.isfinite(seconds) and MIN_INTERVAL <= seconds <= MAX_INTERVAL):
+        raise UsageError(
+            f"--interval {seconds:g}: seconds from {MIN_INTERVAL:g} to {MAX_INTERVAL:g} (7 days)"
+        )
+    return seconds
+
+
+def check_threads(count: int) -> int:
+    """`count` when it is a usable --threads: 1 to MAX_THREADS."""
+    if not 1 <= count <= MAX_THREADS:
+        raise UsageError(f"--threads {count}: from 1 to {MAX_THREADS}")
+    return count

@@ -8,7 +8,10 @@ is at the time of the listing.
 
 Any error is a tool error of one line: a FactbookError says what to fix; arguments that fail
 the schema name the argument; anything else is reported as an internal error (its traceback
-goes to stderr, the client's log), and the server keeps serving.
+goes to stderr, the client's log), and the server keeps serving. A line on stdin that is no
+message gets a JSON-RPC error, and one over mcp.max_message_bytes is refused unread (stdio.py).
+verify_facts runs factbook's own probes only, a knowledge base's checks/*.py only when the
+server was started with --run-kb-probes (integrations/kb_probes.py).
 """
 
 from __future__ import annotations
@@ -25,7 +28,14 @@ from mcp.types import NotificationParams, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from factbook.errors import FactbookError
-from factbook.integrations.mcp.settings import MAX_LIMIT, MAX_QUERY
+from factbook.integrations.mcp.settings import (
+    MAX_BUDGET,
+    MAX_LIMIT,
+    MAX_QUERY,
+    MIN_BUDGET,
+    McpSettings,
+    load_settings,
+)
 from factbook.store.stamps import FACTBOOK_VERSION
 
 if TYPE_CHECKING:
@@ -66,8 +76,12 @@ class DeferredToolbox:
     the Toolbox comes into being when the client says it is initialized (`warm`) or at the
     first call, whichever is first. Thread-safe: tools run in worker threads."""
 
-    def __init__(self, root: Path):
+    def __init__(
+        self, root: Path, settings: McpSettings | None = None, run_kb_probes: bool = False
+    ):
         self.root = root
+        self.settings = settings
+        self.run_kb_probes = run_kb_probes
         self._box: Toolbox | None = None
         self._lock = threading.Lock()
         self._warming = False
@@ -77,7 +91,7 @@ class DeferredToolbox:
             if self._box is None:
                 from factbook.integrations.mcp.tools import Toolbox
 
-                self._box = Toolbox(self.root)
+                self._box = Toolbox(self.root, self.settings, run_kb_probes=self.run_kb_probes)
             return self._box
 
     def __getattr__(self, name: str) -> Any:
@@ -177,10 +191,16 @@ def _resource(call: Any) -> str:
         raise ResourceError(_one_line(str(exc))) from None
 
 
-def build_server(root: Path, toolbox: Toolbox | DeferredToolbox | None = None) -> FactbookMCP:
+def build_server(
+    root: Path,
+    toolbox: Toolbox | DeferredToolbox | None = None,
+    *,
+    settings: McpSettings | None = None,
+    run_kb_probes: bool = False,
+) -> FactbookMCP:
     """The server for the knowledge base at `root`, its tools and resources registered
     (without a toolbox, one built on first use: DeferredToolbox)."""
-    box = toolbox or DeferredToolbox(root)
+    box = toolbox or DeferredToolbox(root, settings, run_kb_probes)
     server = FactbookMCP(
         box,
         name="factbook",
@@ -273,8 +293,8 @@ def _register_reading(server: FactbookMCP, box: Any) -> None:
             Field(
                 description="size budget of the document, where this factbook supports a "
                 "budgeted dump; omitted: the whole document",
-                ge=100,
-                le=1_000_000,
+                ge=MIN_BUDGET,
+                le=MAX_BUDGET,
             ),
         ] = None,
         as_of: AsOf = None,
@@ -306,7 +326,10 @@ def _register_acting(server: FactbookMCP, box: Any) -> None:
     def verify_facts(
         facts: Annotated[
             list[str],
-            Field(description="fact ids or globs (hw.gpu.*); only their own checks run"),
+            Field(
+                description="fact ids or globs (hw.gpu.*); only their own checks run, with "
+                "factbook's built-in probes unless the server allows the knowledge base's"
+            ),
         ],
         target: Annotated[
             str | None,
@@ -319,7 +342,9 @@ def _register_acting(server: FactbookMCP, box: Any) -> None:
     ) -> dict[str, Any]:
         """Check facts live on their boxes now, with the checks stored in the knowledge base,
         and return each outcome (pass / drift / error / skipped) with expected vs observed.
-        The run is saved under results/ like `verify-facts`."""
+        A check whose probe comes from the knowledge base's checks/ is an error unless the
+        server was started with --run-kb-probes. The run is saved under results/ like
+        `verify-facts`."""
         return _guard("verify_facts", lambda: box.verify_facts(facts, target, timeout_s))
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False))
@@ -423,14 +448,21 @@ def _register_resources(server: FactbookMCP, box: Any) -> None:
         return _resource(lambda: json.dumps(box.show_fact(fact_id), indent=1, default=str))
 
 
-def serve(root: Path) -> None:
+def serve(root: Path, *, settings: McpSettings | None = None, run_kb_probes: bool = False) -> None:
     """Serve the knowledge base at `root` over stdio until the client closes it.
 
     The handshake waits for nothing of ours: the tools are declared from their signatures,
     and the knowledge base (with the modules that read it) is loaded in the background once
     the client has its `initialize` answer, so the first call usually finds it ready.
+    Messages are read by our own bounded transport (stdio.py), not the SDK's.
     """
-    build_server(root).run("stdio")
+    import anyio
+
+    from factbook.integrations.mcp.stdio import serve_stdio
+
+    settings = settings if settings is not None else load_settings(root)
+    server = build_server(root, settings=settings, run_kb_probes=run_kb_probes)
+    anyio.run(serve_stdio, server, settings.max_message_bytes)
 
 
 def _warm(box: DeferredToolbox) -> None:

@@ -7,6 +7,8 @@
       verify_timeout_s: 120     # the longest a verify_facts call may run
       inventories: [hosts.ini]  # Ansible inventories / ssh configs (inside the knowledge
                                 # base) whose hosts verify_facts may also check
+      max_message_bytes: 4194304  # the longest JSON-RPC message (one stdin line) read; a
+                                # longer one is refused unread (64 KiB to 256 MiB)
 
 The file belongs to the people who own the knowledge base, never to the assistant: no tool
 writes it. Other top-level keys are left to whoever reads them.
@@ -28,6 +30,15 @@ MAX_QUERY = 2_000  # characters of a search query
 MAX_LIMIT = 50
 DEFAULT_VERIFY_TIMEOUT = 120.0
 MAX_VERIFY_TIMEOUT = 3600.0
+# status_brief's budget, in tokens: below the minimum no dump fits its own header; the maximum
+# is far beyond any model's context (a budget only ever trims the whole document)
+MIN_BUDGET = 100
+MAX_BUDGET = 1_000_000
+# one message on stdin: a line of the SDK's transport was read whole, so a 900 MB line took
+# gigabytes; the largest tool argument factbook accepts fits in well under 4 MiB of JSON
+DEFAULT_MAX_MESSAGE = 4 << 20
+MIN_MAX_MESSAGE = 64 << 10
+MAX_MAX_MESSAGE = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,7 @@ class McpSettings:
     write_facts: bool = False
     verify_timeout_s: float = DEFAULT_VERIFY_TIMEOUT
     inventories: tuple[str, ...] = field(default_factory=tuple)
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE
 
 
 def load_settings(root: Path) -> McpSettings:
@@ -58,7 +70,7 @@ def load_settings(root: Path) -> McpSettings:
     if not isinstance(section, dict):
         raise LintFailed([doc.problem(("mcp",), "mcp: must be a mapping")])
     found = []
-    known = {"write_facts", "verify_timeout_s", "inventories"}
+    known = {"write_facts", "verify_timeout_s", "inventories", "max_message_bytes"}
     for key in section:
         if key not in known:
             found.append(
@@ -89,6 +101,20 @@ def load_settings(root: Path) -> McpSettings:
             inside(Path(root), name)
         except InputError as exc:
             found.append(doc.problem(("mcp", "inventories", number), str(exc)))
+    limit = section.get("max_message_bytes", DEFAULT_MAX_MESSAGE)
+    if (
+        isinstance(limit, bool)
+        or not isinstance(limit, int)
+        or not MIN_MAX_MESSAGE <= limit <= MAX_MAX_MESSAGE
+    ):
+        found.append(
+            doc.problem(
+                ("mcp", "max_message_bytes"),
+                f"mcp.max_message_bytes: a whole number of bytes from {MIN_MAX_MESSAGE} "
+                f"to {MAX_MAX_MESSAGE}",
+            )
+        )
+        limit = DEFAULT_MAX_MESSAGE
     if found:
         raise LintFailed(found)
-    return McpSettings(bool(write), float(timeout), tuple(inventories))
+    return McpSettings(bool(write), float(timeout), tuple(inventories), limit)

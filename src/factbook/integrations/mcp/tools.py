@@ -2,7 +2,8 @@
 
 Every argument is hostile input: sizes are bounded, names are checked against the strict
 patterns of knowledge/names.py before they reach a path, targets must be in targets.yaml (or
-an inventory factbook.yaml names), and only checks already in the knowledge base run. A
+an inventory factbook.yaml names), and only checks already in the knowledge base run, with
+factbook's own probes unless the server was started with --run-kb-probes (kb_probes.py). A
 mistake the caller can fix raises a FactbookError whose message is one line; server.py turns
 it into a tool error. Results are plain JSON-able dicts.
 
@@ -22,7 +23,14 @@ from typing import Any
 
 from factbook.errors import ResultsUnreadable, UsageError
 from factbook.integrations.mcp.search import SearchIndex, match_pitfalls, rank
-from factbook.integrations.mcp.settings import MAX_LIMIT, MAX_QUERY, McpSettings, load_settings
+from factbook.integrations.mcp.settings import (
+    MAX_BUDGET,
+    MAX_LIMIT,
+    MAX_QUERY,
+    MIN_BUDGET,
+    McpSettings,
+    load_settings,
+)
 from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.names import name_problem
@@ -58,6 +66,16 @@ def _limit(limit: int | None, default: int) -> int:
     return limit
 
 
+def _budget(budget: Any) -> None:
+    """A status_brief budget: None (the whole document) or whole tokens within the bounds."""
+    if budget is None:
+        return
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        raise UsageError("budget must be a whole number of tokens")
+    if not MIN_BUDGET <= budget <= MAX_BUDGET:
+        raise UsageError(f"budget must be between {MIN_BUDGET:,} and {MAX_BUDGET:,} tokens")
+
+
 def _fact_id(value: Any) -> str:
     problem = name_problem("fact id", value)
     if problem:
@@ -74,9 +92,12 @@ def _short(value: Any, limit: int = MAX_OBSERVED) -> Any:
 class Toolbox:
     """The tools over the knowledge base at `root`; thread-safe (tools run in threads)."""
 
-    def __init__(self, root: Path, settings: McpSettings | None = None):
+    def __init__(
+        self, root: Path, settings: McpSettings | None = None, *, run_kb_probes: bool = False
+    ):
         self.root = Path(root).resolve()
         self.settings = settings if settings is not None else load_settings(self.root)
+        self.run_kb_probes = run_kb_probes  # the command line's choice, never factbook.yaml's
         self._lock = threading.Lock()
         self._signature: tuple[Any, ...] | None = None
         self._kb: KnowledgeBase | None = None
@@ -257,10 +278,9 @@ class Toolbox:
         """The status document, fitted to `budget` tokens when one is given (the dense dump)."""
         from factbook import api
 
+        _budget(budget)
         kb, _ = self.kb()
         milestone = self._milestone(kb, as_of)
-        if budget is not None and not 100 <= budget <= 1_000_000:
-            raise UsageError("budget must be between 100 and 1,000,000")
         as_of_id = milestone.id if milestone else None
         out: dict[str, Any] = {"as_of": as_of_id}
         out["document"] = api.status(kb, as_of=as_of_id, budget=budget)
@@ -325,11 +345,15 @@ class Toolbox:
     def verify_facts(
         self, facts: list[str], target: str | None = None, timeout_s: float | None = None
     ) -> dict[str, Any]:
-        """Run the named facts' own checks; every check's timeout is capped at timeout_s."""
+        """Run the named facts' own checks; every check's timeout is capped at timeout_s.
+        Checks that need the knowledge base's own probes come back as errors naming
+        --run-kb-probes unless the server was started with it."""
         from factbook import api
+        from factbook.integrations.kb_probes import run_guarded
         from factbook.knowledge.fleet.load import add_inventories
         from factbook.verification.engine import VerifyOptions
-        from factbook.verification.run import VerifySettings
+        from factbook.verification.run import VerifyRun, VerifySettings
+        from factbook.verification.targets import Plan
 
         if not isinstance(facts, list) or not facts:
             raise UsageError("facts: give at least one fact id or glob (hw.gpu.*)")
@@ -360,7 +384,19 @@ class Toolbox:
             check.fact = replace(check.fact, check=replace(own, timeout=capped))
         options = VerifyOptions(timeout=timeout, stall_grace=min(30.0, timeout))
         argv = ["mcp", "verify_facts", *facts, *(["--target", target] if target else [])]
-        run = api.run_plan(kb, planned, VerifySettings(options=options, save=True, argv=argv))
+
+        def run_plan(plan: Plan, settings: VerifySettings) -> VerifyRun:
+            planned.plan = plan
+            return api.run_plan(kb, planned, settings)
+
+        run = run_guarded(
+            kb,
+            planned.plan,
+            VerifySettings(options=options, save=True, argv=argv),
+            run_plan,
+            allow=self.run_kb_probes,
+            identities=True,
+        )
         records = []
         for record in run.records:
             fact = kb.facts.get(record.fact)
