@@ -371,3 +371,31 @@ def test_cli_run_kb_probes_flag(tmp_path: Path, opt_in: bool) -> None:
         f'factbook_check_status{{category="hardware",fact="kb.touch",outcome="{outcome}"' in body
         or (re.search(rf'fact="kb.touch"[^}}]*outcome="{outcome}"', body))
     ), body
+
+
+def test_a_probe_file_added_after_the_vetting_is_never_shipped(tmp_path: Path) -> None:
+    """The plan is vetted against checks/ as it was; a file that appears there before the
+    engine builds the agent (here: written by the run itself) must not travel with it: serve
+    and mcp tell the engine to take no probe of the knowledge base at all."""
+    from factbook.integrations.kb_probes import run_guarded
+    from factbook.knowledge.kb import load_kb
+    from factbook.verification.run import VerifySettings, run_verify
+    from factbook.verification.targets import plan_checks
+
+    kb_root = make_kb(
+        tmp_path / "kb", [fact("hw.cpu.threads", "cpu.threads", {"ge": 1}, target="local")]
+    )
+    marker = tmp_path / "shipped"
+    kb = load_kb(kb_root)
+    plan = plan_checks(kb, list(kb.facts.values()), [])
+
+    def late_file_then_run(plan, settings):  # type: ignore[no-untyped-def]
+        (kb_root / "checks").mkdir(exist_ok=True)
+        (kb_root / "checks" / "late.py").write_text(SHADOW_PROBE % str(marker))
+        return run_verify(kb, plan, settings)
+
+    run = run_guarded(kb, plan, VerifySettings(save=False), late_file_then_run, allow=False)
+    assert not marker.exists()  # the built-in ran; checks/late.py never left this machine
+    assert [r.outcome for r in run.records] == ["pass"]
+    run = run_guarded(kb, plan, VerifySettings(save=False), late_file_then_run, allow=True)
+    assert marker.exists()  # with --run-kb-probes it is the knowledge base's to run

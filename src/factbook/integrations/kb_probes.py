@@ -110,6 +110,8 @@ def run_guarded(
     base's probes: those come back as error records in the same run (and its saved file)."""
     if allow:
         return run(plan, settings)
+    options = replace(settings.options, kb_probes=False)  # what checks/ holds now is not sent
+    settings = replace(settings, options=options)
     kept, withheld = withhold_kb_probes(kb, plan, identities=identities)
     if not withheld:
         return run(kept, settings)

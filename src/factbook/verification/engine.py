@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from factbook.errors import TargetError
@@ -59,6 +60,14 @@ class VerifyOptions:
     retry_delay: float = 0.0
     stall_grace: float = 60.0  # beyond the calls' own timeouts, before a silent agent is stopped
     transport: TransportOptions = field(default_factory=TransportOptions)
+    # ship the knowledge base's checks/*.py to the boxes; serve and mcp turn it off unless
+    # started with --run-kb-probes (integrations/kb_probes.py), so a file added to checks/
+    # after their plan was vetted is never sent either
+    kb_probes: bool = True
+
+    def checks_dir(self, root: Path) -> Path | None:
+        """Where the knowledge base's own probes are taken from, if at all."""
+        return root / "checks" if self.kb_probes else None
 
 
 def default_forks() -> int:
@@ -264,7 +273,10 @@ class Engine:
 
         nonce = secrets.token_hex(16)  # a line without it did not come from this agent
         script = build_script(
-            calls, jobs=self.options.jobs, checks_dir=self.kb.root / "checks", nonce=nonce
+            calls,
+            jobs=self.options.jobs,
+            checks_dir=self.options.checks_dir(self.kb.root),
+            nonce=nonce,
         )
         try:
             proc = transport.start(agent_argv(target.python), script.encode(), dict(target.env))

@@ -123,7 +123,10 @@ def _pass(
 
     nonce = secrets.token_hex(16)
     script = build_script(
-        calls, jobs=engine.options.jobs, checks_dir=engine.kb.root / "checks", nonce=nonce
+        calls,
+        jobs=engine.options.jobs,
+        checks_dir=engine.options.checks_dir(engine.kb.root),
+        nonce=nonce,
     )
     try:
         step = transport.start_step(
