@@ -304,3 +304,32 @@ def test_ordinary_local_and_ssh_targets_still_run(tmp_path: Path) -> None:
 def _require_ssh() -> None:
     if shutil.which("ssh") is None:
         pytest.skip("no ssh client here: the with-flag half needs it to run the ProxyCommand")
+
+
+SHADOW_JSON = "open({marker!r}, 'a').close()\nfrom _json import *  # noqa\n"
+
+
+def test_a_json_py_in_the_working_folder_is_not_the_agents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """serve started inside the knowledge base: `python3 -` (the agent) and `python -c` (a
+    probe asking a venv's interpreter) put the working folder first on sys.path, so the
+    knowledge base's json.py was imported by both, flag or not."""
+    marker = tmp_path / "json-imported"
+    kb = _kb(
+        tmp_path,
+        {"targets": {"box": {"transport": "local"}}},
+        {"json.py": SHADOW_JSON.format(marker=str(marker))},
+    )
+    pkg = fact(
+        "sw.py.version", "python.version", {"regex": r"^3\."},
+        args={"python": sys.executable}, target="box",
+    )  # fmt: skip
+    facts = yaml.safe_load((kb / "facts" / "facts.yaml").read_text())
+    facts["facts"].append(pkg)
+    (kb / "facts" / "facts.yaml").write_text(yaml.safe_dump(facts))
+    monkeypatch.chdir(kb)
+    snap = verify_snapshot(ServeSettings(root=kb, interval=300.0))
+    assert not snap.problem, snap.problem
+    assert {r.fact: r.outcome for r in snap.records} == {HOME_FACT: "pass", "sw.py.version": "pass"}
+    assert not marker.exists()

@@ -24,9 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--run-kb-probes",
         action="store_true",
-        help="let verify_facts run the knowledge base's own probes (checks/*.py), here and on "
-        "remote targets; without it only factbook's built-in probes run and the others are "
-        "reported as errors (trust the knowledge base's code before giving it)",
+        help="let verify_facts run the knowledge base's own code: its probes (checks/*.py) and "
+        "the commands its targets name (exec:, ProxyCommand, its ssh configs, srun prologs, a "
+        "local agent's python/env); without it only factbook's built-in probes run and the "
+        "others are reported as errors (trust the knowledge base's code before giving it)",
     )
     p.set_defaults(handler=handle)
 

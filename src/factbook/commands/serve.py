@@ -39,9 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--run-kb-probes",
         action="store_true",
-        help="also run the knowledge base's own probes (checks/*.py), here and on remote "
-        "targets; without it only factbook's built-in probes run and the others are served "
-        "as errors (trust the knowledge base's code before giving it)",
+        help="also run the knowledge base's own code: its probes (checks/*.py) and the commands "
+        "its targets name (exec:, ProxyCommand, its ssh configs, srun prologs, a local "
+        "agent's python/env); without it only factbook's built-in probes run and the others "
+        "are served as errors (trust the knowledge base's code before giving it)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no request log on stderr")
     p.set_defaults(handler=handle)

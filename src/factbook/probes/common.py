@@ -29,6 +29,10 @@ def _interpreter(python: str) -> str:
     return found
 
 
+# `-c` puts the working folder first on sys.path; the code's imports come from the venv only
+_NO_CWD = "import sys\nif sys.path and sys.path[0] in ('', '.'):\n    del sys.path[0]\n"
+
+
 def run_python(python: str, code: str, *args: str) -> Any:
     """Run `code` in another interpreter (a venv's) and parse the JSON it prints last.
 
@@ -36,7 +40,7 @@ def run_python(python: str, code: str, *args: str) -> Any:
     ModuleNotFoundError, which the agent turns into a skipped check.
     """
     proc = subprocess.run(
-        [_interpreter(python), "-c", code, *args],
+        [_interpreter(python), "-c", _NO_CWD + code, *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
     )

@@ -140,8 +140,14 @@ def _payload(modules: tuple[str, ...], files: tuple[Path, ...]) -> str:
     return ascii(json.dumps(payload))
 
 
+# `python3 -` puts the working folder first on sys.path: a json.py lying there (the knowledge
+# base, when factbook runs inside it; a home folder on the box) would be imported as the
+# agent's own. It goes before the first import that is not built in.
 BOOTSTRAP = """\
-import json, sys
+import sys
+if sys.path and sys.path[0] in ("", "."):
+    del sys.path[0]
+import json
 if sys.version_info < (3, 7):
     sys.stderr.write("factbook: the agent needs Python 3.7+ on the target; %%s is %%s\\n"
                      %% (sys.executable, sys.version.split()[0]))
