@@ -19,6 +19,9 @@ base, where every fact is written and linted, and reports their sum per MB (each
 start-up an import pays once). `--short` imports a dump of short one-line bullets instead
 (`short_dump`: six times the items per MB). The knowledge base is a fresh copy, so its parsed cache
 (knowledge/kbcache.py) is cold; `--warm` times a second import into the same copy.
+`--shape NAME` imports one of the shapes that were quadratic instead (`SHAPES`: a table
+quoted on one line, written `| a | b |` or `|a|b|`, a numbered list flattened onto one line,
+an access line per box).
 
     env -u PYTHONDONTWRITEBYTECODE .venv/bin/python bench/import_large.py --mb 1 \
         --into shipped --repeat 5 --compare /tmp/before/src
@@ -109,6 +112,33 @@ def short_dump(size: int) -> str:
         total += len(parts[-1])
         i += 1
     return "".join(parts)
+
+
+def _filled(head: str, unit: Callable[[int], str], size: int) -> str:
+    parts, total, n = [head], len(head), 0
+    while total < size:
+        parts.append(unit(n))
+        total += len(parts[-1])
+        n += 1
+    return "".join(parts)
+
+
+SHAPES: dict[str, Callable[[int], str]] = {
+    "table-line": lambda size: _filled(
+        "# Status\n\n## Hardware\n\n| Name | Value | |",
+        lambda n: f' gpu{n} | "quoted {n} text" | |',
+        size,
+    ),
+    "table-compact": lambda size: _filled(
+        "# Status\n\n## Hardware\n\n|Name|Value||", lambda n: f'gpu{n}|"q {n}"||', size
+    ),
+    "numbered-line": lambda size: _filled(
+        "# Status\n\n## Discoveries\n\n1. ", lambda n: f"item {n} uses x {n + 2}. ", size
+    ),
+    "access": lambda size: _filled(
+        "# S\n\n## Access\n\n", lambda n: f"- ssh root@host{n} -p 22{n % 10} runs here\n", size
+    ),
+}
 
 
 def mixed_dump(size: int) -> str:
@@ -210,6 +240,10 @@ def main() -> int:
         help="the hand-written test dumps in turn (mixed_dump) instead of the status document's",
     )  # fmt: skip
     parser.add_argument(
+        "--shape", choices=sorted(SHAPES),
+        help="a shape that was quadratic (SHAPES) instead of the status document's",
+    )  # fmt: skip
+    parser.add_argument(
         "--writable", action="store_true",
         help="one dump per MB, each into its own knowledge base: every fact written",
     )  # fmt: skip
@@ -222,6 +256,7 @@ def main() -> int:
         for mb in args.mb:
             kb = Path(tmp) / f"kb-{mb}"
             make = short_dump if args.short else mixed_dump if args.mixed else large_dump
+            make = SHAPES[args.shape] if args.shape else make
             text = make(int(mb * 1_000_000))
             pieces = per_mb_parts(text, mb) if args.writable else [text]
             dumps = []

@@ -279,7 +279,7 @@ def _split_numbers(text: str) -> list[tuple[int, str]]:
     pos, expect = 0, 1
     starts: list[tuple[int, int, int]] = []  # (number, start of marker, start of text)
     while True:
-        found = re.compile(rf"(?:^|\s){expect}\.\s").search(text, pos)
+        found = _next_number(text, pos, expect)
         if not found:
             break
         starts.append((expect, found.start(), found.end()))
@@ -288,6 +288,20 @@ def _split_numbers(text: str) -> list[tuple[int, str]]:
         end = starts[i + 1][1] if i + 1 < len(starts) else len(text)
         items.append((n, text[begin:end].strip()))
     return items
+
+
+_ANY_NUMBER = re.compile(r"(?:^|\s)(\d+)\.\s")
+
+
+def _next_number(text: str, pos: int, expect: int) -> re.Match[str] | None:
+    r"""The first `(?:^|\s){expect}\.\s` at or after `pos`, found with one pattern: a pattern
+    compiled per number (re's cache holds 512) took a third of a 1 MB list's import. Every
+    place that pattern matches, this one matches too, with the same number, span and end."""
+    want = str(expect)
+    found = _ANY_NUMBER.search(text, pos)
+    while found is not None and found.group(1) != want:
+        found = _ANY_NUMBER.search(text, found.start() + 1)
+    return found
 
 
 def _numbered_run(
@@ -327,14 +341,66 @@ def _article_table(number: int, line: str, path: list[str]) -> list[Entry]:
         if len(row) < width or (start + width < len(parts) and parts[start + width] != ""):
             break
         rows.append(row)
+    rows = [row for row in rows if not all(set(c) <= set(":-") for c in row)]
     out = []
-    for row in rows:
-        if all(set(c) <= set(":-") for c in row):
-            continue
-        quote = "| " + " | ".join(row) + " |"
-        if quote not in line:
-            quote = " | ".join(row)
+    for row, written in zip(rows, _written_rows(line, rows), strict=True):
+        quote = "| " + " | ".join(row) + " |" if written else " | ".join(row)
         entry = Entry(number, "row", row[0], quote, list(path), header=header, cells=row)
         entry.fields["title"] = row[0]
         out.append(entry)
+    return out
+
+
+_BASE, _MOD = 1_000_003, (1 << 61) - 1  # a polynomial hash of a row's cells
+
+
+def _written_rows(line: str, rows: list[list[str]]) -> list[bool]:
+    """For each row (all of one width), whether `line` holds it as `| a | b |`, anywhere:
+    the quote shown for it then. Such a quote's pipes are pipes of the line, so its cells,
+    each between single spaces, are consecutive gaps between the line's pipes; each window
+    of gaps is hashed once, rolling. Searching the line for each row's quote was quadratic:
+    a one-line table of 1 MB took minutes."""
+    if not rows:
+        return []
+    width = len(rows[0])
+    codes: dict[str, int] = {}  # a gap written ` cell ` -> its number; any other gap is 0
+    ids = [
+        0 if cell is None else codes.setdefault(cell, len(codes) + 1)
+        for cell in map(_spaced, line.split("|")[1:-1])
+    ]
+    windows = _windows(ids, width)
+    out = []
+    for row in rows:
+        want = [codes.get(cell, -1) for cell in row]
+        starts = [] if -1 in want else windows.get(_hash(want), [])
+        out.append(any(ids[at : at + width] == want for at in starts))
+    return out
+
+
+def _spaced(gap: str) -> str | None:
+    """`cell` for a gap written ` cell ` (one space each side, the cell stripped), else None."""
+    inner = gap[1:-1]
+    if len(gap) >= 2 and gap[0] == gap[-1] == " " and inner == inner.strip():
+        return inner
+    return None
+
+
+def _hash(ids: list[int]) -> int:
+    value = 0
+    for n in ids:
+        value = (value * _BASE + n) % _MOD
+    return value
+
+
+def _windows(ids: list[int], width: int) -> dict[int, list[int]]:
+    """The hash of every `width` consecutive ids -> where the windows with it start."""
+    out: dict[int, list[int]] = {}
+    top = pow(_BASE, width - 1, _MOD)
+    value = 0
+    for at, n in enumerate(ids):
+        if at >= width:
+            value = (value - ids[at - width] * top) % _MOD
+        value = (value * _BASE + n) % _MOD
+        if at >= width - 1:
+            out.setdefault(value, []).append(at - width + 1)
     return out

@@ -340,110 +340,281 @@ def line_information(lines: list[Line]) -> dict[str, tuple[dict[str, float], dic
     return out
 
 
-def choose(
-    lines: list[Line],
-    room: int,
-    info: dict[str, tuple[dict[str, float], dict[str, float]]],
-) -> dict[str, bool]:
+Info = dict[str, tuple[dict[str, float], dict[str, float]]]
+
+
+def choose(lines: list[Line], room: int, info: Info) -> dict[str, bool]:
     """{id: full?} of the lines to show within `room` characters (see the module docstring).
     `lines` come ranked (rank_lines); `info` from line_information."""
-    chosen: dict[str, bool] = {}
-    known: set[str] = set()
-    opened: set[tuple[str, ...]] = set()
-    for ln in lines:
-        if ln.rank not in STRICT_RANKS:
-            continue
-        full = ln.reason in WHOLE_REASONS
-        cost = ln.cost(full=full) + sum(_heading_costs(ln, opened).values())
-        if cost <= room:
-            room -= cost
-            chosen[ln.id] = full
-            opened |= _open(ln)
-            known |= set(info[ln.id][1 if full else 0])
-    recencies = [-ln.order[0] for ln in lines if ln.rank == 7 and ln.order]
-    newest = max(recencies, default=0)
-    by_id = {ln.id: ln for ln in lines}
-    weight = {ln.id: _weight(ln, newest) for ln in lines}
-    sharing: dict[tuple[str, ...], int] = {}  # heading -> the facts that may stand under it
-    for ln in lines:
-        for key in _open(ln):
-            sharing[key] = sharing.get(key, 0) + 1
+    return _Choice(lines, room, info).run()
 
-    def value(fid: str, full: bool) -> tuple[float, int, bool]:
+
+class _Choice:
+    """One run of `choose`: what is chosen, known and opened so far, and the room left.
+
+    Every step is as the plain greedy loop takes it (the same lines, in the same order), but
+    found through indexes: rescanning every pitfall per pitfall claimed and every chosen line
+    per line shown was quadratic (5,000 facts at 100,000 tokens: 47 s of CPU)."""
+
+    def __init__(self, lines: list[Line], room: int, info: Info) -> None:
+        self.lines, self.room, self.info = lines, room, info
+        self.chosen: dict[str, bool] = {}
+        self.known: set[str] = set()
+        self.opened: set[tuple[str, ...]] = set()
+        self.by_id = {ln.id: ln for ln in lines}
+        recencies = [-ln.order[0] for ln in lines if ln.rank == 7 and ln.order]
+        newest = max(recencies, default=0)
+        self.weight = {ln.id: _weight(ln, newest) for ln in lines}
+        self.sharing: dict[tuple[str, ...], int] = {}  # heading -> facts that may stand under it
+        for ln in lines:
+            for key in _open(ln):
+                self.sharing[key] = self.sharing.get(key, 0) + 1
+        self.covers = _Covers(self.by_id, info)
+
+    def run(self) -> dict[str, bool]:
+        self.strict()
+        self.claim_pitfalls()
+        self.greedy()
+        return self.chosen
+
+    def take(self, fid: str, full: bool, cost: int) -> dict[str, float]:
+        """Show `fid` (full or brief) for `cost` characters; what it says."""
+        self.room -= cost
+        self.chosen[fid] = full
+        self.covers.add(fid, full)
+        said = self.info[fid][1 if full else 0]
+        self.known |= set(said)
+        return said
+
+    def strict(self) -> None:
+        """Ranks 1-3 go in first, in order, each as its brief line (or whole, if open now)."""
+        for ln in self.lines:
+            if ln.rank not in STRICT_RANKS:
+                continue
+            full = ln.reason in WHOLE_REASONS
+            cost = ln.cost(full=full) + sum(_heading_costs(ln, self.opened).values())
+            if cost <= self.room:
+                self.take(ln.id, full, cost)
+                self.opened |= _open(ln)
+
+    def value(self, fid: str, full: bool) -> tuple[float, int, bool]:
         """(worth per character, characters, shown full?): a heading (section, group, a
         topic line's head) is shared by the facts that may stand under it, so each is charged
         its share when judging worth. A fact whose brief line adds nothing the dump holds but
         whose full line does is offered in full at once: a brief line that adds nothing only
         costs room."""
-        ln = by_id[fid]
+        ln = self.by_id[fid]
         if full:
             cost = judged = ln.cost(full=True) - ln.cost(full=False)
-            gain = _gain(info[fid][1], known)
+            gain = _gain(self.info[fid][1], self.known)
             if ln.rank in FULL_RANKS and gain >= 1:
                 gain += FULL_BONUS
             as_full = True
         else:
-            headings = _heading_costs(ln, opened)
-            shared = sum(c / sharing[k] for k, c in headings.items())
-            gain = _gain(info[fid][0], known)
+            headings = _heading_costs(ln, self.opened)
+            shared = sum(c / self.sharing[k] for k, c in headings.items())
+            gain = _gain(self.info[fid][0], self.known)
             as_full = gain <= 0
             if as_full:
-                gain = _gain(info[fid][1], known)
+                gain = _gain(self.info[fid][1], self.known)
             cost = ln.cost(full=as_full) + sum(headings.values())
             judged = ln.cost(full=as_full) + shared
             gain = gain + ITEM_BONUS if gain > 0 else 0.0
         if gain <= 0 or cost <= 0:
             return 0.0, cost, as_full
-        return weight[fid] * gain / judged, cost, as_full
+        return self.weight[fid] * gain / judged, cost, as_full
 
-    # Pitfalls that still apply (rank 4) have the first claim on a share of what is left:
-    # each is a sentence (symptom ← cause → fix), longer than a figure or a name, so on
-    # information per character alone a dump of short details would crowd them out.
-    claim = int(room * PITFALL_SHARE)
-    while claim > 0:
-        offers = [(value(ln.id, False), ln) for ln in lines if ln.rank == 4 and ln.id not in chosen]
-        offers = [(v, ln) for v, ln in offers if v[0] > 0 and v[1] <= min(claim, room)]
-        if not offers:
-            break
-        (_, cost, as_full), ln = max(offers, key=_claim_order)
-        room -= cost
-        claim -= cost
-        chosen[ln.id] = as_full
-        known |= set(info[ln.id][1 if as_full else 0])
-        opened |= _open(ln)
+    def claim_pitfalls(self) -> None:
+        """Pitfalls that still apply (rank 4) have the first claim on a share of what is
+        left: each is a sentence (symptom ← cause → fix), longer than a figure or a name, so
+        on information per character alone a dump of short details would crowd them out.
+        Each turn takes the best offer by `_claim_order` that fits (`_Claims`)."""
+        claim = int(self.room * PITFALL_SHARE)
+        claims = _Claims(self, [ln for ln in self.lines if ln.rank == 4])
+        while claim > 0:
+            best = claims.best(min(claim, self.room))
+            if best is None:
+                break
+            ln, (_, cost, as_full) = best
+            claim -= cost
+            said = self.take(ln.id, as_full, cost)
+            opened = _open(ln) - self.opened
+            self.opened |= opened
+            claims.changed(ln.id, said, opened)
 
-    heap: list[tuple[float, int, str, bool]] = []
-    for n, ln in enumerate(lines):
-        full = ln.id in chosen
-        if full or ln.rank not in STRICT_RANKS:
-            score = value(ln.id, full)[0]
-            if score > 0:
-                heap.append((-score, n, ln.id, full))
-    heapq.heapify(heap)
-    order = {ln.id: n for n, ln in enumerate(lines)}
-    while heap:
-        _, n, fid, full = heapq.heappop(heap)
-        if full != (fid in chosen) or chosen.get(fid):
-            continue  # dropped since (covered by a later line), or already full
-        score, cost, as_full = value(fid, full)
-        if score <= 0 or cost > room:
-            continue
-        if heap and score < -heap[0][0]:
-            heapq.heappush(heap, (-score, n, fid, full))
-            continue
-        ln = by_id[fid]
-        room -= cost
-        chosen[fid] = as_full
-        said = info[fid][1 if as_full else 0]
-        known |= set(said)
-        if not full:
-            opened |= _open(ln)
-            if not as_full:
-                follow = value(fid, True)[0]
-                if follow > 0:
-                    heapq.heappush(heap, (-follow, order[fid], fid, True))
-        room += _drop_covered(by_id, chosen, info, ln, said)
-    return chosen
+    def greedy(self) -> None:
+        """Everything else, best value per character first; a value only falls as the dump
+        grows (known words), so it is recomputed when its turn comes."""
+        heap: list[tuple[float, int, str, bool]] = []
+        for n, ln in enumerate(self.lines):
+            full = ln.id in self.chosen
+            if full or ln.rank not in STRICT_RANKS:
+                score = self.value(ln.id, full)[0]
+                if score > 0:
+                    heap.append((-score, n, ln.id, full))
+        heapq.heapify(heap)
+        order = {ln.id: n for n, ln in enumerate(self.lines)}
+        while heap:
+            _, n, fid, full = heapq.heappop(heap)
+            if full != (fid in self.chosen) or self.chosen.get(fid):
+                continue  # dropped since (covered by a later line), or already full
+            score, cost, as_full = self.value(fid, full)
+            if score <= 0 or cost > self.room:
+                continue
+            if heap and score < -heap[0][0]:
+                heapq.heappush(heap, (-score, n, fid, full))
+                continue
+            ln = self.by_id[fid]
+            said = self.take(fid, as_full, cost)
+            if not full:
+                self.opened |= _open(ln)
+                if not as_full:
+                    follow = self.value(fid, True)[0]
+                    if follow > 0:
+                        heapq.heappush(heap, (-follow, order[fid], fid, True))
+            self.room += self.drop_covered(ln, said)
+
+    def drop_covered(self, shown: Line, said: dict[str, float]) -> int:
+        """Drop the lines of `shown`'s group whose words `shown` now all says (`384 routed
+        experts` once `384 routed experts top-8` is in): a grouped line should not repeat
+        itself. Only facts of grouped groups (not pitfalls, not what ranks 1-3 put in);
+        returns the characters freed."""
+        if not _grouped(shown):
+            return 0
+        freed = 0
+        for other in self.covers.candidates(shown, said):
+            full = self.chosen[other]
+            if _covered(self.info[other][1 if full else 0], said):
+                freed += self.by_id[other].cost(full=full)
+                del self.chosen[other]
+                self.covers.remove(other)
+        return freed
+
+
+class _Covers:
+    """The chosen lines that a later line of their group may cover, each filed under its
+    group and the rarest of its names and numbers: a line covering it says every one of
+    them (`_covered`), so only the lines filed under a word the new line says are tried,
+    not every chosen line of the group. Only grouped groups' lines are filed: no other line
+    is dropped."""
+
+    def __init__(self, by_id: dict[str, Line], info: Info) -> None:
+        self.by_id, self.info = by_id, info
+        self.seen: dict[str, int] | None = None  # strong word -> lines saying it (when needed)
+        self.filed: dict[tuple[str, str, str], dict[str, None]] = {}
+        self.where: dict[str, tuple[str, str, str]] = {}
+
+    def add(self, fid: str, full: bool) -> None:
+        self.remove(fid)
+        ln = self.by_id[fid]
+        if ln.rank in STRICT_RANKS or not _grouped(ln):
+            return  # never dropped: what ranks 1-3 put in, a line of no grouped group
+        strong = _strong(self.info[fid][1 if full else 0])
+        if not strong:
+            return  # nothing to say again: never covered
+        seen = self._seen()
+        rarest = min(strong, key=lambda k: (seen.get(k, 0), k))
+        key = (ln.section, ln.group, rarest)
+        self.filed.setdefault(key, {})[fid] = None
+        self.where[fid] = key
+
+    def _seen(self) -> dict[str, int]:
+        """How many lines of grouped groups say each strong word (brief and full apart)."""
+        if self.seen is None:
+            self.seen = {}
+            for fid, ln in self.by_id.items():
+                if _grouped(ln):
+                    for part in self.info[fid]:
+                        for key in _strong(part):
+                            self.seen[key] = self.seen.get(key, 0) + 1
+        return self.seen
+
+    def remove(self, fid: str) -> None:
+        key = self.where.pop(fid, None)
+        if key is not None:
+            del self.filed[key][fid]
+
+    def candidates(self, shown: Line, said: dict[str, float]) -> list[str]:
+        """The chosen lines of `shown`'s group, other than it, filed under a word it says."""
+        out: list[str] = []
+        for word in said:
+            filed = self.filed.get((shown.section, shown.group, word))
+            if filed:
+                out += [fid for fid in filed if fid != shown.id]
+        return out
+
+
+def _grouped(line: Line) -> bool:
+    """Whether the line stands in a grouped group, where a line may cover another."""
+    return line.section in GROUPED_SECTIONS and line.group not in SOLO_GROUPS
+
+
+def _strong(part: dict[str, float]) -> list[str]:
+    """A line's names, numbers and settings: what `_covered` needs said again."""
+    return [k for k, v in part.items() if v >= 0.5]
+
+
+class _Claims:
+    """The pitfalls' offers, best by `_claim_order` first, each kept exact: an offer only
+    changes when a word it says becomes known or one of its headings opens, so only those
+    are valued again after a claim (each word and heading turns known once: linear)."""
+
+    def __init__(self, choice: _Choice, lines: list[Line]) -> None:
+        self.choice = choice
+        self.lines = {ln.id: (n, ln) for n, ln in enumerate(lines)}
+        self.by_word: dict[str, list[str]] = {}
+        self.by_heading: dict[tuple[str, ...], list[str]] = {}
+        for ln in lines:
+            brief, full = choice.info[ln.id]
+            for word in {*brief, *full}:
+                self.by_word.setdefault(word, []).append(ln.id)
+            for heading in _open(ln):
+                self.by_heading.setdefault(heading, []).append(ln.id)
+        self.offers: dict[str, tuple[float, int, bool]] = {}
+        self.heap: list[tuple[tuple[int, int, float, int], int, str]] = []
+        self.stamps: dict[str, int] = {}  # id -> its live entry in the heap
+        self.stamp = 0
+        for fid in self.lines:
+            self.revalue(fid)
+
+    def revalue(self, fid: str) -> None:
+        if fid in self.choice.chosen:
+            return
+        offer = self.offers[fid] = self.choice.value(fid, False)
+        position, ln = self.lines[fid]
+        flag, learned, score = _claim_order((offer, ln))
+        self.stamp += 1
+        heapq.heappush(self.heap, ((-flag, -learned, -score, position), self.stamp, fid))
+        self.stamps[fid] = self.stamp
+
+    def best(self, limit: int) -> tuple[Line, tuple[float, int, bool]] | None:
+        """The best offer worth something that costs at most `limit`, as max(offers,
+        key=_claim_order) finds it (the first in rank order of equals). An offer set aside
+        here (worth nothing, or too long) stays so until it is valued again: the limit only
+        falls."""
+        while self.heap:
+            _, stamp, fid = self.heap[0]
+            if self.stamps.get(fid) != stamp or fid in self.choice.chosen:
+                heapq.heappop(self.heap)
+                continue
+            offer = self.offers[fid]
+            if offer[0] > 0 and offer[1] <= limit:
+                return self.lines[fid][1], offer
+            heapq.heappop(self.heap)
+            self.stamps.pop(fid)
+        return None
+
+    def changed(self, fid: str, said: dict[str, float], opened: set[tuple[str, ...]]) -> None:
+        """`fid` was claimed, saying `said` and opening `opened`: value again the offers
+        those touch."""
+        self.stamps.pop(fid, None)
+        touched: set[str] = set()
+        for word in said:
+            touched.update(self.by_word.pop(word, ()))
+        for heading in opened:
+            touched.update(self.by_heading.pop(heading, ()))
+        for other in sorted(touched, key=lambda f: self.lines[f][0]):
+            self.revalue(other)
 
 
 def _claim_order(offer: tuple[tuple[float, int, bool], Line]) -> tuple[bool, int, float]:
@@ -468,28 +639,3 @@ def _covered(part: dict[str, float], by: dict[str, float]) -> bool:
         if pairs and not any(k in by for k in pairs):
             return False
     return True
-
-
-def _drop_covered(
-    by_id: dict[str, Line],
-    chosen: dict[str, bool],
-    info: dict[str, tuple[dict[str, float], dict[str, float]]],
-    shown: Line,
-    said: dict[str, float],
-) -> int:
-    """Drop the lines of `shown`'s group whose words `shown` now all says (`384 routed
-    experts` once `384 routed experts top-8` is in): a grouped line should not repeat itself.
-    Only facts of grouped groups (not pitfalls, not what ranks 1-3 put in); returns the
-    characters freed."""
-    if shown.section not in GROUPED_SECTIONS or shown.group in SOLO_GROUPS:
-        return 0
-    freed = 0
-    for other in [i for i in chosen if i != shown.id]:
-        ln = by_id[other]
-        if ln.section != shown.section or ln.group != shown.group or ln.rank in STRICT_RANKS:
-            continue
-        full = chosen[other]
-        if _covered(info[other][1 if full else 0], said):
-            freed += ln.cost(full=full)
-            del chosen[other]
-    return freed

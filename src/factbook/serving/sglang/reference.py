@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,6 +79,15 @@ def local_sglang_python() -> str | None:
     return sys.executable if importlib.util.find_spec("sglang") is not None else None
 
 
+def harness_argv(python: str) -> list[str]:
+    """The harness's command line. `-c` puts the current folder first on sys.path, so run from
+    a knowledge base holding `json.py` or `argparse.py` the harness imported and ran that file:
+    linting a launch command must never run the knowledge base's code. `-I` (isolated) leaves
+    out the current folder, the user's site-packages and every PYTHON* variable (hence `-W`
+    instead of PYTHONWARNINGS); the caller also runs it from an empty temporary folder."""
+    return [python, "-I", "-W", "ignore", "-c", HARNESS]
+
+
 def resolve_with_sglang(
     python: str,
     argvs: Sequence[Sequence[str]],
@@ -97,14 +106,15 @@ def resolve_with_sglang(
         "captures": [list(c) for c in captures],
     }
     try:
-        proc = subprocess.run(
-            [python, "-c", HARNESS],
-            input=json.dumps(job),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**os.environ, "PYTHONWARNINGS": "ignore"},
-        )
+        with tempfile.TemporaryDirectory(prefix="factbook-sglang-") as neutral:
+            proc = subprocess.run(
+                harness_argv(python),
+                input=json.dumps(job),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                cwd=neutral,
+            )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UsageError(f"cannot ask sglang in {python}: {exc}") from None
     found = [line for line in proc.stdout.splitlines() if line.startswith(_MARK)]

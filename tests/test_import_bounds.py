@@ -1,0 +1,207 @@
+"""`factbook import` is linear in the dump, whatever its shape (issue 25 item 5: at most 1 s
+per MB).
+
+Shapes that were quadratic: a table quoted on one line (each row's quote searched for in
+the whole line: 7 s for 1 MB written `| a | b |`, 21 s written `|a|b|`), a numbered list
+flattened onto one line (a pattern compiled per number), a dump of thousands of access lines
+(each box compared with every box so far, every box scanned per entry bound, the boxes a
+fact needs walked with `list.pop(0)` and `name in list`). Each check times one step on the
+input that was worst for it, in CPU seconds (two shared cores: the bounds are loose), and the
+rewritten table and list readers are compared with the code they replace on random lines.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from helpers import make_kb
+
+from factbook.dumps.capture import article, boxes
+from factbook.dumps.capture.article import parse_article
+from factbook.dumps.capture.boxes import Box, Boxes, find_boxes
+from factbook.dumps.capture.entry import Entry
+from factbook.dumps.capture.propose import targets_needed
+from factbook.knowledge.kb import load_kb
+
+MB = 1_000_000
+
+
+def cpu_seconds(work: Callable[[], Any]) -> float:
+    started = time.process_time()
+    work()
+    return time.process_time() - started
+
+
+def filled(unit: Callable[[int], str], size: int) -> str:
+    parts, total, n = [], 0, 0
+    while total < size:
+        parts.append(unit(n))
+        total += len(parts[-1])
+        n += 1
+    return "".join(parts)
+
+
+# --- the code replaced, as it was (the oracles) --------------------------------------------
+
+
+def old_article_table(number: int, line: str, path: list[str]) -> list[Entry]:
+    parts = [p.strip() for p in line.strip()[1:].split("|")]
+    if "" not in parts:
+        return []
+    width = parts.index("")
+    header = parts[:width]
+    rows: list[list[str]] = []
+    for start in range(width + 1, len(parts), width + 1):
+        row = parts[start : start + width]
+        if len(row) < width or (start + width < len(parts) and parts[start + width] != ""):
+            break
+        rows.append(row)
+    out = []
+    for row in rows:
+        if all(set(c) <= set(":-") for c in row):
+            continue
+        quote = "| " + " | ".join(row) + " |"
+        if quote not in line:
+            quote = " | ".join(row)
+        entry = Entry(number, "row", row[0], quote, list(path), header=header, cells=row)
+        entry.fields["title"] = row[0]
+        out.append(entry)
+    return out
+
+
+def old_split_numbers(text: str) -> list[tuple[int, str]]:
+    items: list[tuple[int, str]] = []
+    pos, expect = 0, 1
+    starts: list[tuple[int, int, int]] = []
+    while True:
+        found = re.compile(rf"(?:^|\s){expect}\.\s").search(text, pos)
+        if not found:
+            break
+        starts.append((expect, found.start(), found.end()))
+        pos, expect = found.end(), expect + 1
+    for i, (n, _, begin) in enumerate(starts):
+        end = starts[i + 1][1] if i + 1 < len(starts) else len(text)
+        items.append((n, text[begin:end].strip()))
+    return items
+
+
+# --- the same results ----------------------------------------------------------------------
+
+PIECES = ["|", "| ", " |", " | ", "||", "| |", "|  |", "a", "b", " a ", "x y", "--", ":-:", '"q"']
+
+
+def random_table_line(rng: random.Random) -> str:
+    pieces = [rng.choice(PIECES) for _ in range(rng.randint(1, 40))]
+    if rng.random() < 0.5:  # rows written as the quote writes them, and again elsewhere
+        row = rng.choice(["| a | b |", "| x y | a |", "|a|b|"])
+        pieces.insert(rng.randrange(len(pieces) + 1), row)
+    return "|" + "".join(pieces)
+
+
+def test_a_one_line_table_is_read_as_before() -> None:
+    rng = random.Random(25)
+    written = 0
+    for _ in range(20000):
+        line = random_table_line(rng)
+        got = [vars(e) for e in article._article_table(3, line, ["Hardware"])]
+        want = [vars(e) for e in old_article_table(3, line, ["Hardware"])]
+        assert got == want, line
+        written += sum(1 for e in got if e["quote"].startswith("| "))
+    assert written > 300  # both kinds of quote were made
+
+
+def test_a_row_written_alike_elsewhere_in_the_line_is_quoted_so() -> None:
+    """The quote `| a | b |` is found where another row (or the header) writes it, as
+    `quote in line` found it, not only at the row's own place."""
+    line = "| a | b | |a|b| | a | b | |c|d|"
+    got = [e.quote for e in article._article_table(1, line, [])]
+    assert got == [e.quote for e in old_article_table(1, line, [])]
+    assert got == ["| a | b |", "| a | b |", "c | d"]
+
+
+def test_a_flattened_numbered_list_is_split_as_before() -> None:
+    rng = random.Random(5)
+    words = ["1.", "2.", "3.", "4.", "12.", "02.", "1)", "a", "x.", "\n", "\t", "2.x", "١."]
+    for _ in range(20000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(0, 14)))
+        text = rng.choice(["", "1. ", " "]) + text + rng.choice(["", " ", " 3. "])
+        assert article._split_numbers(text) == old_split_numbers(text), repr(text)
+
+
+def test_a_box_is_named_where_its_pattern_named_it() -> None:
+    r"""`_names` finds a whole alias where `(?<![\w-])ALIAS(?![\w-])` did (one pattern was
+    compiled per alias: 2 s for 6,000 boxes)."""
+    rng = random.Random(7)
+    chars = ["a", "b", "ab", "-", "_", " ", ".", "1", "é", "٣", "\u00b2", "\n"]
+    for _ in range(20000):
+        text = "".join(rng.choice(chars) for _ in range(rng.randint(0, 12)))
+        alias = "".join(rng.choice(chars) for _ in range(rng.randint(1, 3)))
+        pattern = re.compile(rf"(?<![\w-]){re.escape(alias)}(?![\w-])")
+        assert boxes._names(text, alias) == bool(pattern.search(text)), (text, alias)
+
+
+# --- the time bounds -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "cells", [lambda n: f' gpu{n} | "quoted {n} text" | |', lambda n: f'gpu{n}|"q {n}"||']
+)
+def test_a_one_line_table_of_a_megabyte_is_read_in_linear_time(
+    cells: Callable[[int], str],
+) -> None:
+    """7 s and 21 s before (the second written without spaces: no row's quote is found, so
+    each searched the whole line)."""
+    text = "# Status\n\n## Hardware\n\n| Name | Value | |" + filled(cells, MB) + "\n"
+    entries: list[Entry] = []
+    assert cpu_seconds(lambda: entries.extend(parse_article(text))) < 2.0
+    assert len(entries) > 25000
+
+
+def test_a_flattened_numbered_list_of_two_megabytes_is_split_in_linear_time() -> None:
+    """3 s of CPU before: a pattern compiled for each of its 80,000 numbers."""
+    text = "1. " + filled(lambda n: f"item {n} uses x {n + 2}. ", 2 * MB)
+    items: list[tuple[int, str]] = []
+    assert cpu_seconds(lambda: items.extend(article._split_numbers(text))) < 1.5
+    assert len(items) > 70000
+
+
+def test_thousands_of_access_lines_are_read_in_linear_time(tmp_path: Path) -> None:
+    """Each box was compared with every box found before it, named apart from all of them,
+    and every entry's binding summed every box's aliases: 6,000 lines took minutes."""
+    kb = load_kb(make_kb(tmp_path / "kb", []), strict=False)
+    text = "# Status\n\n## Access\n\n" + "".join(
+        f"- node{n} (gpu-{n % 7}): ssh root@host{n}.example.org -p 22{n % 10}\n"
+        f"- torch 2.{n % 9}.0 on node{n}\n"
+        for n in range(6000)
+    )
+    entries = parse_article(text)
+
+    def bind_all() -> None:
+        found = find_boxes(entries, kb, "dump.md")
+        assert len(found.boxes) == 6000
+        for entry in entries:
+            found.bind(entry)
+
+    assert cpu_seconds(bind_all) < 4.0
+
+
+def test_the_boxes_the_facts_need_are_walked_in_linear_time() -> None:
+    """`list.pop(0)`, `name in list` and a scan of every box per name: 20,000 boxes, each
+    reached through the next as its jump host, took seconds."""
+    count = 20000
+    chain = [Box(f"b{n}", jump=[f"b{n + 1}"] if n + 1 < count else []) for n in range(count)]
+    proposals: list[Any] = [SimpleNamespace(fact={"target": f"b{n}"}) for n in range(count)]
+    needed: list[str] = []
+
+    def walk() -> None:
+        needed.extend(targets_needed(proposals, Boxes(chain, {}, "d.md")))
+
+    assert cpu_seconds(walk) < 1.0
+    assert needed == [f"b{n}" for n in range(count)]
