@@ -309,3 +309,22 @@ def build_wheel(work: Path, repo: Path = REPO) -> Path:
     )
     assert built.returncode == 0, built.stderr
     return next((work / "dist").glob("factbook-*.whl"))
+
+
+# a knowledge base's own probe that leaves a marker when its code runs (issue 25: serve and
+# mcp run it only with --run-kb-probes)
+TOUCH_PROBE = '''
+def touch(path):
+    """Creates `path` and returns 1: the knowledge base's code ran."""
+    open(path, "a").close()
+    return 1
+PROBES = {"t.touch": touch}
+'''
+# checks/ may declare a built-in's name; shipping the file runs its top-level code
+SHADOW_PROBE = '''
+open(%r, "a").close()
+def threads():
+    """1."""
+    return 1
+PROBES = {"cpu.threads": threads}
+'''

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from helpers import REPO, cli, local_trio, make_kb, module_or_skip
+from helpers import REPO, SHADOW_PROBE, TOUCH_PROBE, cli, local_trio, make_kb, module_or_skip
 
 from factbook.api import lint, load
 
@@ -290,20 +290,6 @@ def test_status_brief_budget_is_bounded_before_any_work(tmp_path: Path, budget: 
         box.status_brief(budget)
 
 
-TOUCH_PROBE = '''
-def touch(path):
-    """Creates `path` and returns 1: the knowledge base's code ran."""
-    open(path, "a").close()
-    return 1
-PROBES = {"t.touch": touch}
-'''
-SHADOW_PROBE = '''
-open(%r, "a").close()
-def threads():
-    """1."""
-    return 1
-PROBES = {"cpu.threads": threads}
-'''
 
 
 def _probe_kb(root: Path) -> tuple[Path, Path, Path]:

@@ -30,23 +30,7 @@ from factbook.integrations.serve import (
     start_service,
     verify_snapshot,
 )
-from tests.helpers import cli, fact, free_port, make_kb
-
-TOUCH_PROBE = '''
-def touch(path):
-    """Creates `path` and returns 1: the knowledge base's code ran."""
-    open(path, "a").close()
-    return 1
-PROBES = {"t.touch": touch}
-'''
-# checks/ may declare a built-in's name; shipping the file runs its top-level code
-SHADOW_PROBE = '''
-open(%r, "a").close()
-def threads():
-    """1."""
-    return 1
-PROBES = {"cpu.threads": threads}
-'''
+from tests.helpers import SHADOW_PROBE, TOUCH_PROBE, cli, fact, free_port, make_kb
 
 
 def _get(url: str, timeout: float = 30.0) -> tuple[int, str]:
