@@ -234,21 +234,26 @@ _NOTEBOOKS: dict[Path, tuple[tuple[int, int], str]] = {}
 
 def mkdocs_site_name(root: Path) -> str:
     """site_name from ROOT/mkdocs.yml ('' if none): the handbook's title when MkDocs is not the
-    caller (`factbook docs`). Tags such as !!python/name are read as plain values."""
+    caller (`factbook docs`). The file is composed into nodes, nothing constructed, and only a
+    scalar `site_name` counts: tags such as !!python/name are not run, and an alias bomb
+    (`site_name: *a9`, nine levels of ten) is a sequence node here, not 10**9 strings that
+    `str()` spells out."""
     path = root / "mkdocs.yml"
     if not path.is_file():
         return ""
-
-    class _Lenient(yaml.SafeLoader):
-        pass
-
-    _Lenient.add_multi_constructor("", lambda loader, suffix, node: None)
     try:  # a knowledge base file: read inside its root, bounded (kbfiles)
-        data = yaml.load(read_text(path, root=root), Loader=_Lenient)
+        top = yaml.compose(read_text(path, root=root), Loader=_COMPOSER)
     except (yaml.YAMLError, OSError, UnicodeDecodeError):  # kbfiles.Refused is an OSError
         return ""
-    name = data.get("site_name") if isinstance(data, dict) else None
-    return str(name).strip() if name else ""
+    if not isinstance(top, yaml.MappingNode):
+        return ""
+    for key, value in top.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "site_name":
+            return value.value.strip() if isinstance(value, yaml.ScalarNode) else ""
+    return ""
+
+
+_COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _notebooks(runbooks: list[RunbookPage], root: Path, notes: list[str]) -> dict[str, str]:

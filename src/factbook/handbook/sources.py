@@ -17,6 +17,7 @@ from typing import Any
 
 from factbook.handbook.runbookcache import RunbookCache, digest
 from factbook.knowledge.kbfiles import Refused, check_readable, read_bytes, read_text
+from factbook.knowledge.yamlsrc import parse_located
 
 RUNBOOKS_DIR = "runbooks"
 RUN_RECORDS_DIR = "results/runbooks"
@@ -333,18 +334,16 @@ def load_status_docs(docs_dir: Path | None, milestones: dict[str, Any]) -> list[
 
 
 def _front_matter(text: str) -> dict[str, Any]:
+    """A status document's front matter, read as every YAML file of the knowledge base is
+    (yamlsrc: bounded, no aliases); {} when it breaks a bound. A plain `safe_load` built the
+    alias bomb `title: *a9` as shared lists that `str()` then spelled out: gigabytes."""
     if not text.startswith("---"):
         return {}
     end = text.find("\n---", 3)
     if end < 0:
         return {}
-    try:
-        import yaml
-
-        data = yaml.safe_load(text[3:end])
-    except Exception:
-        return {}
-    return data if isinstance(data, dict) else {}
+    doc, problems = parse_located(text[3:end], "front matter")
+    return doc.data if not problems and isinstance(doc.data, dict) else {}
 
 
 def _date_in(name: str) -> str:
