@@ -9,7 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_kb import Case, run_case
+from test_hostile_kb import PID, Case, make_outside, plant, run_case
+
+UP = "../" * 40  # from a scratch copy in any temporary folder up to /
+
+
+def planted_proposal(category: str) -> str:
+    """A pending proposal (as an MCP client leaves one) of a new fact in `category`."""
+    fact = f"{{id: hw.evil.x, category: '{category}', title: t, statement: s., status: assumed, sources: [{{note: x}}]}}"
+    return f"id: {PID}\norigin: mcp\nsummary: new fact\nreason: r\nitem:\n  new: {fact}\n"
 
 
 def alias_bomb(indent: str = "") -> str:
@@ -27,6 +35,9 @@ CASES: list[Case] = [
     # YAML the handbook read with a plain safe_load: aliases built, then spelled out by str()
     Case("mkdocs.yml site_name an alias bomb, docs", {"mkdocs.yml": alias_bomb() + "site_name: *a9\n"}, "docs", 0, "pages generated", isolated=True, max_s=20),
     Case("status document front matter an alias bomb, docs", {"docs/status/x.md": "---\n" + alias_bomb() + "title: *a9\ndate: *a9\n---\n# Heading\n"}, "docs", 0, "pages generated", isolated=True, max_s=20),
+    # a new fact's category names its file: facts/<category>.yaml was written before lint ran
+    Case("proposal of a category leading out, proposals show", {f"proposals/{PID}.yaml": planted_proposal(UP + "{out}/evil")}, ["proposals", "show", PID], 2, "unknown category"),
+    Case("proposal of a category leading out, proposals accept", {f"proposals/{PID}.yaml": planted_proposal(UP + "{out}/evil")}, ["proposals", "accept", PID], 2, "unknown category"),
 ]
 # fmt: on
 
@@ -40,3 +51,24 @@ def test_hostile_knowledge_base_round4(
 
 def test_cases_named_once() -> None:
     assert len({c.name for c in CASES}) == len(CASES)
+
+
+def test_mcp_propose_fact_of_a_category_leading_out_writes_nothing(tmp_path: Path) -> None:
+    """propose_fact's category named the file a new fact went to in the scratch copy:
+    `../` enough times wrote evil.yaml wherever the client wanted, write_facts or not."""
+    import dataclasses
+
+    from factbook.errors import InputError
+    from factbook.integrations.mcp.settings import McpSettings
+    from factbook.integrations.mcp.tools import Toolbox
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, {})
+    for write_facts in (False, True):
+        box = Toolbox(root, dataclasses.replace(McpSettings(), write_facts=write_facts))
+        for category in (f"{UP}{out}/evil", "hardware/../../../evil", ["hardware"]):
+            with pytest.raises(InputError, match="unknown category"):
+                box.propose_fact("hw.x", category, "t", "s.", "r")  # type: ignore[arg-type]
+    assert not list(tmp_path.rglob("evil*"))
+    assert "hw.x" in str(box.propose_fact("hw.x", "hardware", "t", "s.", "r")["diff"])

@@ -34,10 +34,11 @@ from factbook.dumps.capture.boxes import Boxes
 from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.targetfile import write_targets
 from factbook.errors import InputError
-from factbook.knowledge import limits
+from factbook.knowledge import categories, limits
 from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, parse_kb_with_problems
 from factbook.knowledge.kbfiles import escapes
 from factbook.knowledge.model import Fact, Milestone
+from factbook.knowledge.names import inside
 from factbook.knowledge.parsememo import transient
 from factbook.knowledge.yamlsrc import unreadable_if_written
 from factbook.store.atomic import throwaway_writes, write_text_atomic
@@ -170,7 +171,14 @@ def fact_file(kb: KnowledgeBase, category: str, root: Path) -> Path:
     if mine:
         return root / max(mine)[1]
     name = f"{category}.yaml"
-    return root / FACTS_DIR / (name if not owned(name) else f"imported-{name}")
+    return inside(root / FACTS_DIR, name if not owned(name) else f"imported-{name}")
+
+
+def _unknown_category(category: object) -> str:
+    """Why a new fact is not placed: its category names its file (facts/<category>.yaml),
+    and a category such as `../../../home/me/x` (an MCP client's, or a planted proposal's)
+    wrote a file there, outside the scratch copy and the knowledge base, before lint ran."""
+    return f"unknown category {str(category)[:80]!r} (known: {', '.join(categories.NAMES)})"
 
 
 _T = TypeVar("_T")
@@ -354,6 +362,9 @@ def _apply_to(
     for proposal in proposals:
         if proposal.fact is not None:
             category = proposal.fact["category"]
+            if category not in categories.NAMES:  # it names the file: never a path
+                proposal.problems.append(_unknown_category(category))
+                continue
             if category not in where:  # fact_file reads every fact: once per category
                 where[category] = fact_file(kb, category, scratch)
             by_category.setdefault(where[category], []).append((proposal, proposal.fact))
