@@ -38,6 +38,8 @@ CASES: list[Case] = [
     # a new fact's category names its file: facts/<category>.yaml was written before lint ran
     Case("proposal of a category leading out, proposals show", {f"proposals/{PID}.yaml": planted_proposal(UP + "{out}/evil")}, ["proposals", "show", PID], 2, "unknown category"),
     Case("proposal of a category leading out, proposals accept", {f"proposals/{PID}.yaml": planted_proposal(UP + "{out}/evil")}, ["proposals", "accept", PID], 2, "unknown category"),
+    # run files read by the handbook's measured history: each line is whatever the file says
+    *[Case(f"run file line {n}, docs", {"results/runs/r1.jsonl": '{"run": {"id": "r1"}}\n' + line + "\n"}, "docs", 0, "pages generated") for n, line in (("a list", "[1]"), ("a number", "5"), ("naming a list as its fact", '{"fact": [1], "probe": "measure.x"}'), ("100,000 levels deep", "[" * 100_000 + "]" * 100_000))],
 ]
 # fmt: on
 

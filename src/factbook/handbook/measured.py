@@ -95,15 +95,26 @@ def load_history(root: Path) -> dict[str, list[dict[str, Any]]]:
         except (OSError, ValueError):
             continue
         for line in lines[1:]:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if str(record.get("probe", "")).startswith(MEASURED_PREFIX) and "fact" in record:
+            record = _measured_record(line)
+            if record is not None:
                 history.setdefault(record["fact"], []).append(record)
     for records in history.values():
         records.sort(key=lambda r: str(r.get("time", "")))
     return history
+
+
+def _measured_record(line: str) -> dict[str, Any] | None:
+    """A run file's line when it is a measured result of a fact (an object naming a `fact`
+    string and a `measure.` probe); None for anything else. A run file is a knowledge base
+    file like any other: a line `[1]`, `{"fact": [1], ...}` or 100,000 `[`s stopped the
+    handbook with a traceback."""
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("fact"), str):
+        return None
+    return record if str(record.get("probe", "")).startswith(MEASURED_PREFIX) else None
 
 
 def history_text(fact: Fact, records: list[dict[str, Any]]) -> str:
