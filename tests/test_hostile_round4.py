@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_kb import PID, Case, make_outside, plant, run_case
+from test_hostile_kb import PID, Case, Link, make_outside, plant, run_case
 
 UP = "../" * 40  # from a scratch copy in any temporary folder up to /
 
@@ -40,6 +40,11 @@ CASES: list[Case] = [
     Case("proposal of a category leading out, proposals accept", {f"proposals/{PID}.yaml": planted_proposal(UP + "{out}/evil")}, ["proposals", "accept", PID], 2, "unknown category"),
     # run files read by the handbook's measured history: each line is whatever the file says
     *[Case(f"run file line {n}, docs", {"results/runs/r1.jsonl": '{"run": {"id": "r1"}}\n' + line + "\n"}, "docs", 0, "pages generated") for n, line in (("a list", "[1]"), ("a number", "5"), ("naming a list as its fact", '{"fact": [1], "probe": "measure.x"}'), ("100,000 levels deep", "[" * 100_000 + "]" * 100_000))],
+    # MkDocs walks docs_dir with os.walk(followlinks=True) before any plugin runs
+    Case("mkdocs.yml docs/ folder links looping, lint", {"mkdocs.yml": "site_name: x\n", "docs/about.md": "# a\n", "docs/a": Link("."), "docs/b": Link(".")}, "lint", 2, "mkdocs.yml:1: docs_dir: docs/a leads to", max_s=20),
+    Case("mkdocs.yml docs/ folder link to /, lint", {"mkdocs.yml": "site_name: x\n", "docs/r": Link("/")}, "lint", 2, "docs_dir: docs/r leads to /, outside the knowledge base", max_s=20),
+    Case("mkdocs.yml docs_dir with two ways into one folder, lint", {"mkdocs.yml": "site_name: x\ndocs_dir: d0\n", "d0/x": Link("../d1"), "d0/y": Link("../d1"), "d1/p.md": "# p\n"}, "lint", 2, "mkdocs.yml:2: docs_dir: d0/y leads to", max_s=20),
+    Case("mkdocs.yml docs/ a folder linked once inside, lint", {"mkdocs.yml": "site_name: x\n", "docs/about.md": "# a\n", "docs/more": Link("../notes"), "notes/n.md": "# n\n"}, "lint", 0, "ok: 1 facts"),
 ]
 # fmt: on
 
@@ -74,3 +79,23 @@ def test_mcp_propose_fact_of_a_category_leading_out_writes_nothing(tmp_path: Pat
                 box.propose_fact("hw.x", category, "t", "s.", "r")  # type: ignore[arg-type]
     assert not list(tmp_path.rglob("evil*"))
     assert "hw.x" in str(box.propose_fact("hw.x", "hardware", "t", "s.", "r")["diff"])
+
+
+def test_mkdocs_build_stops_on_a_docs_link_loop_instead_of_walking_it(tmp_path: Path) -> None:
+    """`mkdocs build` with docs/a -> . and docs/b -> . walked 2**N paths (over 30 s, no
+    end in sight); the factbook plugin now stops it while the config loads, in one line."""
+    from handbook_support import mkdocs_build
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    files: dict[str, str | bytes | Link] = {
+        "mkdocs.yml": "site_name: x\nplugins:\n  - factbook\n",
+        "docs/about.md": "# About\n",
+        "docs/a": Link("."),
+        "docs/b": Link("."),
+    }
+    plant(root, out, files)
+    proc = mkdocs_build(root, "-q", "-d", str(tmp_path / "site"), timeout=60)
+    assert proc.returncode != 0
+    assert "docs_dir: docs/a leads to" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr

@@ -349,7 +349,8 @@ def _check_dir(name: str, does: str) -> Callable[[yaml.Node, _Where], list[Probl
     def check(value: yaml.Node, where: _Where) -> list[Problem]:
         outside = _outside(value, where)
         if outside is None:
-            return []
+            walked = _walk_problem(value, where) if name == "docs_dir" else None
+            return [] if walked is None else [Problem(where.shown, _line(value), walked)]
         return [
             where.problem(
                 value, f"{name}: resolves to {outside}, outside the knowledge base; MkDocs {does}"
@@ -357,6 +358,49 @@ def _check_dir(name: str, does: str) -> Callable[[yaml.Node, _Where], list[Probl
         ]
 
     return check
+
+
+MAX_DOCS_FOLDERS = 10_000
+
+
+def _walk_problem(node: yaml.Node, where: _Where) -> str | None:
+    """Why MkDocs' walk of docs_dir would not end, if it would not. MkDocs lists the pages
+    with os.walk(followlinks=True) before any plugin runs: `docs/a -> .` and `docs/b -> .`
+    walk 2**N paths until names grow too long, `docs/r -> /` the whole machine. The walk
+    here follows links as MkDocs does but enters each real folder once; a folder reached a
+    second way, a link leading out of the knowledge base, or more than MAX_DOCS_FOLDERS
+    folders is named."""
+    if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
+        return None  # `!relative` and the like: its folder is checked, not walked
+    docs = where.folder / (node.value or "docs")
+    if not docs.is_dir():
+        return None
+    seen = {os.path.realpath(docs)}
+    stack = [docs]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue  # MkDocs skips it too (os.walk's onerror is None)
+        for entry in entries:
+            if not entry.is_dir():  # follows a link, as os.walk(followlinks=True) does
+                continue
+            real = os.path.realpath(entry.path)
+            shown = Path(entry.path).relative_to(where.folder).as_posix()
+            if entry.is_symlink() and None not in [escapes(real, r) for r in where.roots]:
+                return f"docs_dir: {shown} leads to {real}, outside the knowledge base"
+            if real in seen:
+                return (
+                    f"docs_dir: {shown} leads to {real}, a folder MkDocs walks already "
+                    "(a link loop, or a second way in); MkDocs follows folder links and "
+                    "would walk it again, without end in a loop"
+                )
+            if len(seen) >= MAX_DOCS_FOLDERS:
+                return f"docs_dir: more than {MAX_DOCS_FOLDERS:,} folders to walk"
+            seen.add(real)
+            stack.append(Path(entry.path))
+    return None
 
 
 def _outside(node: yaml.Node, where: _Where) -> Path | None:
