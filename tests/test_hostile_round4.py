@@ -45,6 +45,10 @@ CASES: list[Case] = [
     Case("mkdocs.yml docs/ folder link to /, lint", {"mkdocs.yml": "site_name: x\n", "docs/r": Link("/")}, "lint", 2, "docs_dir: docs/r leads to /, outside the knowledge base", max_s=20),
     Case("mkdocs.yml docs_dir with two ways into one folder, lint", {"mkdocs.yml": "site_name: x\ndocs_dir: d0\n", "d0/x": Link("../d1"), "d0/y": Link("../d1"), "d1/p.md": "# p\n"}, "lint", 2, "mkdocs.yml:2: docs_dir: d0/y leads to", max_s=20),
     Case("mkdocs.yml docs/ a folder linked once inside, lint", {"mkdocs.yml": "site_name: x\n", "docs/about.md": "# a\n", "docs/more": Link("../notes"), "notes/n.md": "# n\n"}, "lint", 0, "ok: 1 facts"),
+    # MkDocs builds an alias as one shared value, then validates and walks it (nav: *a8 was a MemoryError traceback)
+    Case("mkdocs.yml nav an alias bomb, lint", {"mkdocs.yml": "site_name: x\nextra:\n  " + alias_bomb("  ").strip() + "\nnav: *a9\n"}, "lint", 2, "spells out more than 200,000 values through aliases"),
+    Case("mkdocs.yml recursive alias, lint", {"mkdocs.yml": "site_name: x\nextra: &r {a: 1, b: *r}\n"}, "lint", 2, "mkdocs.yml:2: YAML alias loop"),
+    Case("mkdocs.yml a few aliases, lint", {"mkdocs.yml": "site_name: &n x\nextra:\n  a: &e [1, 2]\n  b: *e\n  c: *n\n"}, "lint", 0, "ok: 1 facts"),
 ]
 # fmt: on
 

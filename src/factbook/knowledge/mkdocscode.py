@@ -46,7 +46,7 @@ import yaml
 from factbook.errors import Problem
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.kbfiles import Refused, escapes, read_text
-from factbook.knowledge.limits import YAML_MAX_BYTES
+from factbook.knowledge.limits import YAML_MAX_BYTES, YAML_MAX_NODES
 from factbook.knowledge.yamlsrc import FastSafeLoader
 
 TRUST_ENV = "FACTBOOK_TRUST_MKDOCS_CODE"
@@ -149,7 +149,8 @@ def code_in(
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         return [Problem(shown, line, f"not valid YAML: {getattr(exc, 'problem', None) or exc}")]
-    problems = _scan(top, _Where(shown, path.parent, (Path(root or path.parent), *also)))
+    where = _Where(shown, path.parent, (Path(root or path.parent), *also))
+    problems = _scan(top, where) + _expansion_problems(top, where)
     inherited = _inherit(top)
     if inherited is not None and depth < MAX_INHERIT:  # MkDocs merges `INHERIT: base.yml`
         parent = path.parent / inherited
@@ -194,6 +195,46 @@ def _nodes(top: yaml.Node | None) -> Iterator[yaml.Node]:
             stack.extend(n for pair in node.value for n in pair)
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
+
+
+MAX_EXPANDED = YAML_MAX_NODES
+_LOOP = "YAML alias loop: a value contains itself"
+
+
+def _expansion_problems(top: yaml.Node | None, where: _Where) -> list[Problem]:
+    """An alias loop, or aliases that spell out more than MAX_EXPANDED values. MkDocs' loader
+    builds an alias as the one shared value, then validates and walks what it built: `nav:
+    *a8` (eight levels of ten aliases, 500 bytes) is 10**8 entries (a MemoryError traceback,
+    before any plugin runs), `&r [*r]` a value that contains itself. The sizes are summed
+    over the composed nodes, each node once."""
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(top, False)] if top is not None else []
+    open_: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        children = _children(node)
+        if done:
+            open_.discard(id(node))
+            size[id(node)] = min(1 + sum(size[id(c)] for c in children), MAX_EXPANDED + 1)
+            if size[id(node)] > MAX_EXPANDED:
+                what = f"spells out more than {MAX_EXPANDED:,} values through aliases"
+                return [Problem(where.shown, _line(node), f"YAML {what}")]
+            continue
+        if id(node) in size:
+            continue
+        open_.add(id(node))
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_:
+                return [Problem(where.shown, _line(child), _LOOP)]
+            stack.append((child, False))
+    return []
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
 def _tag_problems(node: yaml.Node, where: _Where) -> list[Problem]:
