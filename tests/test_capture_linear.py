@@ -21,6 +21,9 @@ from factbook.dumps.capture import boxes, classify
 from factbook.dumps.capture.pitfall import split_pitfall
 
 MB = 1_000_000
+# seconds one pattern may take on 1 MB: the linear ones take 0.1-2.5 s on a loaded 2-core
+# machine (CI ran one at 2.39 s), the quadratic and exponential ones they replace minutes
+LINEAR_S = 8.0
 OLD_KNOWN = re.compile(r"\b(?:run|runs)\b[^.;]*\bhere\b|\bwhere\b.*\bruns?\b", re.I)
 OLD_WORK = re.compile(
     r"\bwhere\b[^.;]*\b(?:run|runs|running|happens?)\b"
@@ -68,8 +71,8 @@ def test_word_order_patterns_match_where_the_regexes_did() -> None:
 @pytest.mark.parametrize("unit", ["where ", "run ", "all every serving ", "every builds "])
 def test_work_cues_are_linear(unit: str) -> None:
     text = _mb(unit)
-    assert _seconds(boxes.WORK.search, text) < 2.0
-    assert _seconds(boxes._KNOWN_WORK.search, text) < 2.0
+    assert _seconds(boxes.WORK.search, text) < LINEAR_S
+    assert _seconds(boxes._KNOWN_WORK.search, text) < LINEAR_S
 
 
 @pytest.mark.parametrize("unit", ["where ", "run here ", "proxmox ct ", " "])
@@ -84,9 +87,9 @@ def test_a_known_targets_description_is_read_in_bounded_time(unit: str) -> None:
 def test_content_rules_are_linear(unit: str) -> None:
     text = _mb(unit)
     for pattern in (classify.ACCESS, classify.TOKEN, classify.FIGURE, classify.HARDWARE):
-        assert _seconds(pattern.search, text) < 2.0, pattern.pattern[:40]
+        assert _seconds(pattern.search, text) < LINEAR_S, pattern.pattern[:40]
 
 
 @pytest.mark.parametrize("body", [" " * MB, _mb(" -"), _mb(" but ")], ids=["sp", "dash", "but"])
 def test_pitfall_clauses_are_linear(body: str) -> None:
-    assert _seconds(split_pitfall, "a" + body + "b") < 2.0
+    assert _seconds(split_pitfall, "a" + body + "b") < LINEAR_S
