@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from helpers import make_kb
+from helpers import cli, make_kb
 
 from factbook.dumps.capture import article, boxes
 from factbook.dumps.capture.article import parse_article
@@ -205,3 +205,19 @@ def test_the_boxes_the_facts_need_are_walked_in_linear_time() -> None:
 
     assert cpu_seconds(walk) < 1.0
     assert needed == [f"b{n}" for n in range(count)]
+
+
+def test_more_targets_than_targets_yaml_may_hold_say_so(tmp_path: Path) -> None:
+    """8,000 boxes make a targets.yaml over the 1 MiB the loader reads: refused before it is
+    written (nothing factbook writes exceeds what it reads), and each fact naming one says
+    that, not lint's 'unknown target' about a file it then could not read."""
+    kb = make_kb(tmp_path / "kb", [])
+    (kb / "milestones.yaml").write_text("milestones:\n  - {id: m1, title: first}\n")
+    dump = tmp_path / "dump.md"
+    lines = (f"- ssh root@host{n} -p 22{n % 10} runs here\n" for n in range(8000))
+    dump.write_text("# S\n\n## Access\n\n" + "".join(lines))
+    before = (kb / "targets.yaml").read_bytes()
+    code, out, err = cli(kb, "import", str(dump), "--milestone", "m1", "--write")
+    assert "over the 1048576 bytes factbook reads; not written" in out, (code, err[-500:])
+    assert "unknown target" not in out
+    assert (kb / "targets.yaml").read_bytes() == before

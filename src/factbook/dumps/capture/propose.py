@@ -350,7 +350,7 @@ def _apply_to(
             entries.append((name, box.target(boxes.dump), comment.strip()))
         try:
             write_targets(scratch / TARGETS_FILE, entries)
-        except WritebackError as exc:  # a targets.yaml that does not parse: lint says where
+        except WritebackError as exc:  # a targets.yaml that does not parse, or too large
             for proposal in proposals:
                 if proposal.fact and proposal.fact.get("target") in needed:
                     proposal.problems.append(f"{exc}; its target cannot be added")

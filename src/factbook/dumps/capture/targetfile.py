@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from factbook.knowledge.limits import YAML_MAX_BYTES
 from factbook.store.writeback import WritebackError
 
 HEADER = "# yaml-language-server: $schema=schema/targets.schema.json\n"
@@ -90,6 +91,15 @@ def _last_value_end(node: yaml.Node) -> int:
 
 
 def write_targets(path: Path, targets: list[tuple[str, dict[str, Any], str]]) -> None:
-    """add_targets on the file at `path` (the scratch copy's)."""
+    """add_targets on the file at `path` (the scratch copy's); refused before writing when
+    the result is more than the loader reads (thousands of boxes), so the facts naming them
+    say why their targets are missing instead of 'unknown target'."""
     text = path.read_text(encoding="utf-8") if path.exists() else None
-    path.write_text(add_targets(text, targets), encoding="utf-8")
+    grown = add_targets(text, targets)
+    size = len(grown.encode("utf-8"))
+    if size > YAML_MAX_BYTES:
+        raise WritebackError(
+            f"targets.yaml: with {len(targets)} targets added it would be {size} bytes, over "
+            f"the {YAML_MAX_BYTES} bytes factbook reads; not written"
+        )
+    path.write_text(grown, encoding="utf-8")
