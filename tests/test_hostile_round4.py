@@ -49,6 +49,10 @@ CASES: list[Case] = [
     Case("mkdocs.yml nav an alias bomb, lint", {"mkdocs.yml": "site_name: x\nextra:\n  " + alias_bomb("  ").strip() + "\nnav: *a9\n"}, "lint", 2, "spells out more than 200,000 values through aliases"),
     Case("mkdocs.yml recursive alias, lint", {"mkdocs.yml": "site_name: x\nextra: &r {a: 1, b: *r}\n"}, "lint", 2, "mkdocs.yml:2: YAML alias loop"),
     Case("mkdocs.yml a few aliases, lint", {"mkdocs.yml": "site_name: &n x\nextra:\n  a: &e [1, 2]\n  b: *e\n  c: *n\n"}, "lint", 0, "ok: 1 facts"),
+    # trusting the config's code (FACTBOOK_TRUST_MKDOCS_CODE) lets it run code and publish outside, never hang
+    Case("trusted mkdocs.yml, docs/ folder links looping, lint", {"mkdocs.yml": "site_name: x\n", "docs/about.md": "# a\n", "docs/a": Link("."), "docs/b": Link(".")}, "lint", 2, "mkdocs.yml:1: docs_dir: docs/a leads to", max_s=20, env={"FACTBOOK_TRUST_MKDOCS_CODE": "1"}),
+    Case("trusted mkdocs.yml, nav an alias bomb, lint", {"mkdocs.yml": "site_name: x\nextra:\n  " + alias_bomb("  ").strip() + "\nnav: *a9\n"}, "lint", 2, "spells out more than 200,000 values through aliases", env={"FACTBOOK_TRUST_MKDOCS_CODE": "1"}),
+    Case("trusted mkdocs.yml, hooks and a docs link outside, lint", {"mkdocs.yml": "site_name: x\nhooks: [h.py]\n", "docs/o": Link("{out}")}, "lint", 0, "ok: 1 facts", env={"FACTBOOK_TRUST_MKDOCS_CODE": "1"}),
 ]
 # fmt: on
 
@@ -85,10 +89,17 @@ def test_mcp_propose_fact_of_a_category_leading_out_writes_nothing(tmp_path: Pat
     assert "hw.x" in str(box.propose_fact("hw.x", "hardware", "t", "s.", "r")["diff"])
 
 
-def test_mkdocs_build_stops_on_a_docs_link_loop_instead_of_walking_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("trusted", [False, True], ids=["vetted", "trusted"])
+def test_mkdocs_build_stops_on_a_docs_link_loop_instead_of_walking_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trusted: bool
+) -> None:
     """`mkdocs build` with docs/a -> . and docs/b -> . walked 2**N paths (over 30 s, no
-    end in sight); the factbook plugin now stops it while the config loads, in one line."""
+    end in sight); the factbook plugin now stops it while the config loads, in one line,
+    also where whoever builds trusts the config's code (trust is not a licence to hang)."""
     from handbook_support import mkdocs_build
+
+    if trusted:
+        monkeypatch.setenv("FACTBOOK_TRUST_MKDOCS_CODE", "1")
 
     root, out = tmp_path / "kb", tmp_path / "outside"
     make_outside(out)

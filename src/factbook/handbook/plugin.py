@@ -124,10 +124,11 @@ class FactbookPlugin(BasePlugin[FactbookConfig]):
         a mkdocs.yml that would run the knowledge base's code stops the build here
         (knowledge/mkdocscode.py), unless whoever builds trusts it."""
         loaded = super().load_config(options, config_file_path)
-        if config_file_path and not trusted():
+        if config_file_path:  # trusted code may run; an alias bomb or a link loop never
             path = Path(config_file_path)
             folder = path.resolve().parent
-            problems = code_in(path, path.name, root=folder, also=_named_kb(folder, options))
+            also = _named_kb(folder, options)
+            problems = code_in(path, path.name, root=folder, also=also, hazards_only=trusted())
             if problems:
                 raise PluginError("factbook: " + "\n".join(str(p) for p in problems))
         return loaded

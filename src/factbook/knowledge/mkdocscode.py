@@ -130,6 +130,7 @@ def code_in(
     root: Path | None = None,
     also: tuple[Path, ...] = (),
     depth: int = 0,
+    hazards_only: bool = False,
 ) -> list[Problem]:
     """Each place in the mkdocs.yml at `path` (named `shown`), and in the files it INHERITs,
     that runs code or publishes what lies outside `root` (or `also`: a knowledge base that
@@ -149,14 +150,30 @@ def code_in(
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         return [Problem(shown, line, f"not valid YAML: {getattr(exc, 'problem', None) or exc}")]
-    where = _Where(shown, path.parent, (Path(root or path.parent), *also))
-    problems = _scan(top, where) + _expansion_problems(top, where)
+    if hazards_only:  # trusted: code may run and paths lead anywhere, but nothing may hang
+        where = _Where(shown, path.parent, (Path("/"),))
+        problems = _expansion_problems(top, where) + _docs_walk(top, where)
+    else:
+        where = _Where(shown, path.parent, (Path(root or path.parent), *also))
+        problems = _scan(top, where) + _expansion_problems(top, where)
     inherited = _inherit(top)
     if inherited is not None and depth < MAX_INHERIT:  # MkDocs merges `INHERIT: base.yml`
         parent = path.parent / inherited
         named = str(Path(shown).parent / inherited)
-        problems += code_in(parent, named, root=root, also=also, depth=depth + 1)
+        problems += code_in(
+            parent, named, root=root, also=also, depth=depth + 1, hazards_only=hazards_only
+        )
     return sorted(set(problems)) if depth == 0 else problems  # a loop of INHERITs says it once
+
+
+def _docs_walk(top: yaml.Node | None, where: _Where) -> list[Problem]:
+    """The docs_dir walk alone (_walk_problem), for a config whose code is trusted: a link
+    loop hangs MkDocs whoever vouches for the file."""
+    value = dict((k, v) for k, v in _pairs(top) if isinstance(k, str)).get("docs_dir")
+    if value is None and isinstance(top, yaml.MappingNode):
+        value = yaml.ScalarNode("tag:yaml.org,2002:str", _DEFAULT_DIRS["docs_dir"])
+    walked = _walk_problem(value, where) if value is not None else None
+    return [] if walked is None else [Problem(where.shown, _line(value), walked)]
 
 
 def _inherit(top: yaml.Node | None) -> str | None:
@@ -633,8 +650,9 @@ def _empty(node: yaml.Node) -> bool:
 def lint_mkdocs_config(kb: KnowledgeBase) -> list[Problem]:
     """The linter (knowledge/linters.py): what in the knowledge base's mkdocs.yml runs code or
     publishes outside it, unless the person running lint trusts it."""
-    if trusted():
-        return []
+    hazards_only = trusted()  # trust lets its code run, never an alias bomb or a link loop
     return [
-        problem for name in CONFIG_NAMES for problem in code_in(kb.root / name, name, root=kb.root)
+        problem
+        for name in CONFIG_NAMES
+        for problem in code_in(kb.root / name, name, root=kb.root, hazards_only=hazards_only)
     ]
