@@ -290,8 +290,6 @@ def test_status_brief_budget_is_bounded_before_any_work(tmp_path: Path, budget: 
         box.status_brief(budget)
 
 
-
-
 def _probe_kb(root: Path) -> tuple[Path, Path, Path]:
     """checks/touch.py leaves a marker when its probe runs, checks/shadow.py (declaring the
     built-in cpu.threads) when it is merely shipped; target `proved` proves its identity
