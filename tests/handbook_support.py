@@ -118,8 +118,12 @@ class Served:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
     def builds(self) -> int:
-        """How many times the site was built so far (the first build included)."""
-        return self.log().count("Documentation built in")
+        """How many times the site was built so far (the first build included): the first
+        build's "Documentation built in", then a "Reloading browsers" after each rebuild.
+        Not the count of "Documentation built in": MkDocs' DuplicateFilter drops that line
+        when a rebuild takes as long as an earlier one, to the hundredth of a second."""
+        log = self.log()
+        return ("Documentation built in" in log) + log.count("Reloading browsers")
 
     def wait_builds(self, at_least: int, timeout: float = 60) -> int:
         """builds(), once it is `at_least`: MkDocs logs a build after writing its pages, so a
