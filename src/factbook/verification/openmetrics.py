@@ -20,6 +20,7 @@ no text a box prints can end a label or start a sample line.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from collections.abc import Iterable
@@ -27,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from factbook.judging.outcomes import OUTCOMES
-from factbook.judging.sanitize import escape_controls
+from factbook.judging.sanitize import for_document
 from factbook.store.results import ResultRecord
 
 CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -36,8 +37,17 @@ _LABEL_LIMIT = 200  # a label value longer than this is clipped (Prometheus stor
 
 
 def label_value(text: Any) -> str:
-    """A label value: controls shown escaped, then `\\`, `"` and newline escaped."""
-    clean = escape_controls(str(text))[:_LABEL_LIMIT]
+    """A label value: controls, bidi controls and line separators shown escaped, then `\\`,
+    `"` and newline escaped as the format wants. A value longer than the limit keeps its
+    start and ends in `~` and a digest of the whole: clipped bare, two fact ids alike in
+    their first 200 characters (a valid knowledge base may hold them) became one series
+    twice, and a duplicate series makes the whole exposition invalid (prometheus_client's
+    parser refused every sample of the page)."""
+    whole = str(text)
+    clean = for_document(whole)
+    if len(clean) > _LABEL_LIMIT:
+        digest = hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        clean = clean[: _LABEL_LIMIT - 13] + "~" + digest
     return clean.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
@@ -108,8 +118,8 @@ def to_openmetrics(
     )
     seen: set[tuple[str, str]] = set()
     for r in records:
-        key = (r.fact, r.target)
-        if key in seen:  # a series may appear once; the first record of a pair wins
+        key = (label_value(r.fact), label_value(r.target))
+        if key in seen:  # a series may appear once (as written); the first record wins
             continue
         seen.add(key)
         category = categories.get(r.fact, "")
