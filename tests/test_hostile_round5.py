@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the corpus table keeps one case per line, so a new case is one line)
 """Hostile inputs, round 5 (issue 25): other people's files that factbook reads as their own
 tools do (status dumps, Ansible inventories, ssh configs, results and runs from another
 machine), in the same table form and checked by the same `run_case` as
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as om_parse
 from prometheus_client.parser import text_string_to_metric_families as classic_parse
-from test_hostile_kb import Case, run_case
+from test_hostile_kb import Case, _in_process, make_outside, plant, run_case
 
 from factbook.store.results import ResultRecord
 from factbook.verification.openmetrics import to_openmetrics
@@ -66,3 +67,48 @@ def test_openmetrics_of_long_and_hostile_names_is_one_series_each_and_parses() -
         facts = {s.labels["fact"] for s in families["factbook_check_observed"].samples}
         assert len(facts) == len(names)
     assert not any(ch in text for ch in ("\x1b", "\u202e", "\u2028", "\ud800"))
+
+
+INVENTORY_TARGETS = "inventory: inv\ntargets:\n  here: {transport: local}\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "mode", "code", "fragment"),
+    [
+        (
+            b"#!/bin/sh\ntouch {out}/MARKER\n",
+            0o755,
+            2,
+            "inv/zz: an executable inventory script or program, which Ansible would run; factbook never runs one",
+        ),
+        (
+            b"\x7fELF\x02\x01\x01\x00\xd0\xff",
+            0o755,
+            2,
+            "inv/zz: an executable inventory script or program",
+        ),
+        (
+            b"#!/bin/sh\n[g]\nn9\n",
+            0o644,
+            0,
+            "3 targets",
+        ),  # Ansible cannot run it, then reads it as INI
+        (b"[g]\nn9\n", 0o755, 0, "3 targets"),  # execve refuses it, then Ansible reads it as INI
+    ],
+    ids=["script", "binary", "shebang not executable", "executable INI"],
+)
+def test_executable_inventory_file_is_refused_as_ansible_would_run_it(
+    tmp_path: Path, content: bytes, mode: int, code: int, fragment: str
+) -> None:
+    """Ansible's script plugin runs an executable inventory file with `#!`, or any binary;
+    factbook runs neither and says so (a binary was `not UTF-8 (byte 0xd0)`, which did not)."""
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, {"targets.yaml": INVENTORY_TARGETS, "inv/hosts.ini": "[g]\nn1\n"})
+    program = root / "inv" / "zz"
+    program.write_bytes(content.replace(b"{out}", str(out).encode()))
+    program.chmod(mode)
+    got, output, _ = _in_process(["--root", str(root), "lint"], 10)
+    assert (got, "Traceback" in output) == (code, False), output
+    assert fragment in output, output
+    assert not (out / "MARKER").exists()

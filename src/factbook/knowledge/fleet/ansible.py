@@ -276,12 +276,8 @@ def _json_or_yaml(path: Path, text: str) -> Any:
 def _read_file(builder: _Builder, path: Path) -> None:
     if path.suffix == ".toml":
         raise InputError(f"{path}: TOML inventories are not read; convert it to YAML or INI")
+    _refuse_program(path)
     text = _read(path)
-    if text.startswith("#!") and path.stat().st_mode & 0o111:
-        raise InputError(
-            f"{path}: an inventory script; factbook never runs one: save its "
-            "`ansible-inventory --list` output as JSON and read that"
-        )
     yaml_error: InputError | None = None
     if path.suffix in _YAML_SUFFIXES:
         try:
@@ -301,6 +297,27 @@ def _read_file(builder: _Builder, path: Path) -> None:
         if yaml_error is not None and path.suffix:  # a .yml that is neither: say why as YAML
             raise yaml_error from None
         raise
+
+
+_PROGRAM_MAGIC = (b"#!", b"\x7fELF")  # a script, a Linux binary: what execve runs
+
+
+def _refuse_program(path: Path) -> None:
+    """Ansible's script plugin runs an executable inventory file (and takes its stdout as
+    JSON); factbook never runs one and says so. A binary was refused as `not UTF-8 (byte
+    0xd0)`, which did not tell the reader that Ansible would have run it. An executable text
+    file without `#!` is read as INI: execve refuses it, and Ansible then reads it as INI."""
+    if outside_problem(path, str(path)) is not None:
+        return  # _read refuses it, naming where it leads and reading nothing of it
+    if path.is_file() and path.stat().st_mode & 0o111:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+        if head.startswith(_PROGRAM_MAGIC):
+            raise InputError(
+                f"{path}: an executable inventory script or program, which Ansible would run; "
+                "factbook never runs one: save its `ansible-inventory --list` output as JSON "
+                "and read that"
+            )
 
 
 def _refuse_byte_order_mark(path: Path) -> None:
