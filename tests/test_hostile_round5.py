@@ -17,8 +17,16 @@ from test_hostile_kb import Case, _in_process, make_outside, plant, run_case
 from factbook.store.results import ResultRecord
 from factbook.verification.openmetrics import to_openmetrics
 
+RAW = ("\x1b", "\x07", "\u202e", "\u2028")
+HIDDEN_DUMP = "# Status\n\n## Access\n\n- Node\x1b[2J\u202e: ssh ubuntu@node-a\x1b]0;x\x07.example -p 2202\n\n## Software\n\n- torch\x1b[31m 2.5.1 on node-a\u2028 x\n"
+HINTED_DUMP = '# Status as of 2026-12-07\n\n## Discoveries\n\n### Engine notes\n\n- \u2705 torch 2.5.1 is installed. *(run here)* <!-- fb {"id": "sw.x\\u001b[31m", "value": "v\\u202e", "statement": "s\\u0007.", "target": "here"} -->\n'
+
 # fmt: off
 CASES: list[Case] = [
+    # a dump is someone else's file: its hidden characters went raw to the terminal and into the facts --write wrote, which lint then refused
+    Case("import: raw ESC, BEL and bidi controls in a hand-written dump, --write", {"dump.md": HIDDEN_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 0, "Node\\x1b[2J\\u202e: ssh ubuntu@node-a", absent=RAW, then="lint"),
+    Case("import: hint JSON escapes decoding to ESC and U+202E, --write", {"dump.md": HINTED_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 0, "sw.x\\x1b[31m", absent=RAW, then="lint"),
+    Case("import: a hint nested 10,000 levels deep", {"dump.md": HINTED_DUMP.replace('"v\\u202e"', "[" * 10_000 + "]" * 10_000)}, ["import", "{kb}/dump.md", "--milestone", "1"], 0, "dump.md: 1 items"),
 ]
 # fmt: on
 

@@ -36,13 +36,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from factbook.dumps.capture import counts_line, plan_import, summary, write
+    from factbook.judging.sanitize import for_document
     from factbook.knowledge.yamlsrc import sharing
 
     with sharing():  # --write checks the very texts the plan parsed: no second pass
         result = plan_import(Path(args.root), Path(args.dump), args.milestone, accept=args.accept)
-        print(counts_line(result) if args.quiet else summary(result))
+        # the dump's text is shown escaped already (parse.py); the diff's context lines are
+        # the knowledge base's own, where lint names a hidden character but a terminal would
+        # act on it
+        print(for_document(counts_line(result) if args.quiet else summary(result)))
         if not args.quiet and result.applied.diff:
-            sys.stdout.write("\n" + result.applied.diff)
+            sys.stdout.write("\n" + for_document(result.applied.diff))
         written = write(result.applied) if args.write else []
     if args.write:
         applied = sum(1 for p in result.accepted if p.clean)

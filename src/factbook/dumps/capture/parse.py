@@ -19,6 +19,7 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from factbook.dumps.capture.article import parse_article
 from factbook.dumps.capture.entry import Entry, Mark
@@ -27,6 +28,7 @@ from factbook.dumps.capture.sections import resolve
 from factbook.dumps.status.hint import split_hint
 from factbook.dumps.status.kinds import PLURAL, SAID_STATE
 from factbook.errors import InputError
+from factbook.judging.sanitize import first_hidden, for_document
 from factbook.knowledge.limits import DUMP_MAX_BYTES
 from factbook.knowledge.yamlsrc import read_text_bounded
 
@@ -94,7 +96,11 @@ def read_document(path: Path) -> Document:
 
 
 def parse_text(text: str, name: str = "<dump>") -> Document:
-    text = text.replace("\r\n", "\n")
+    """Entries of a dump. Every character no reader sees for what it is (ESC, BEL, bidi
+    controls, U+2028; sanitize.first_hidden's) is shown escaped (`\\x1b`) first: a dump is
+    someone else's file, and each one went raw into import's review on the terminal and
+    into the facts `--write` wrote, which lint then refused ("hidden character")."""
+    text = for_document(text.replace("\r\n", "\n"))
     body = _without_front_matter(text)
     generated = body.lstrip().startswith("# Status as of") or bool(
         re.search(r"`factbook status\b", body[:3000])
@@ -129,6 +135,38 @@ def legend(text: str) -> dict[str, str]:
             if symbol not in found:
                 found[symbol] = LEGEND_WORDS.get(word, "assumed")
     return found
+
+
+_HINT_DEPTH = 32  # a hint factbook writes is two levels deep (a value may be a list)
+
+
+def _split_hint(line: str) -> tuple[str, dict[str, Any] | None]:
+    """split_hint, with every string of the hint shown escaped as the text around it is
+    (`"\\u001b"` in its JSON decodes to ESC); a hint nested deeper than any factbook writes
+    is not read."""
+    rest, hint = split_hint(line)
+    if hint is None:
+        return rest, None
+    try:
+        return rest, _visible(hint, 0)
+    except _TooDeep:
+        return rest, None
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _visible(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        return for_document(value) if first_hidden(value) else value
+    if depth > _HINT_DEPTH:
+        raise _TooDeep
+    if isinstance(value, dict):
+        return {_visible(k, depth + 1): _visible(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_visible(v, depth + 1) for v in value]
+    return value
 
 
 def unescape(text: str) -> str:
@@ -302,7 +340,7 @@ def _generated_item(
     index: int | None,
     marks: dict[str, str] | None = None,
 ) -> Entry:
-    body, hint = split_hint(body)
+    body, hint = _split_hint(body)
     # the regex steps through the whole line; only a line ending in ` or ] can match it
     compact_id = _COMPACT_ID.search(body) if body.rstrip().endswith(("`", "]")) else None
     if compact_id and len(body[: compact_id.start()].strip()) <= 2:
@@ -446,7 +484,7 @@ def _compact_file(entry: Entry, label: str) -> None:
 def _generated_row(
     number: int, line: str, path: list[str], header: list[str], cells: list[str]
 ) -> Entry:
-    line, hint = split_hint(line)
+    line, hint = _split_hint(line)
     cells = [unescape(c) for c in _cells(line)]
     entry = Entry(number, "row", "", line.strip(), path, header=header, cells=cells, hint=hint)
     mark_text = cells[-1] if header and header[-1] == "Mark" else ""
