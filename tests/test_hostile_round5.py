@@ -120,3 +120,38 @@ def test_executable_inventory_file_is_refused_as_ansible_would_run_it(
     assert (got, "Traceback" in output) == (code, False), output
     assert fragment in output, output
     assert not (out / "MARKER").exists()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["team: gpu", '"q', "*ref", "[x", "#1", "x #y", "!!python/name:os.system", "%x", "é \\ '"],
+)
+def test_init_writes_any_folder_name_as_a_site_name_lint_reads_back(
+    tmp_path: Path, name: str
+) -> None:
+    """`site_name: @NAME@ handbook` took the name (the folder's, by default) as YAML: a folder
+    named `team: gpu`, `[x` or `*ref` gave a mkdocs.yml that lint refused at once, `#1` an
+    empty site_name, `!!python/name:...` a tag MkDocs resolves while it reads the file."""
+    import yaml
+
+    from factbook.knowledge.starter import create_kb
+
+    root = tmp_path / "kb"
+    create_kb(root, name=name, discover=False)
+    assert (
+        yaml.safe_load((root / "mkdocs.yml").read_text(encoding="utf-8"))["site_name"]
+        == f"{name} handbook"
+    )
+    code, output, _ = _in_process(["--root", str(root), "lint"], 20)
+    assert (code, "Traceback" in output) == (0, False), output
+
+
+@pytest.mark.parametrize("name", ["x\rhooks: [h.py]", "a\x1b[2Jb", "a\u2028b", "a\u202eb"])
+def test_init_refuses_a_name_with_a_hidden_character(tmp_path: Path, name: str) -> None:
+    """Only `\\n` was refused: `\\r` is a YAML line break too, and the rest no reader sees."""
+    from factbook.errors import UsageError
+    from factbook.knowledge.starter import create_kb
+
+    with pytest.raises(UsageError, match="no control characters"):
+        create_kb(tmp_path / "kb", name=name, discover=False)
+    assert not (tmp_path / "kb" / "mkdocs.yml").exists()

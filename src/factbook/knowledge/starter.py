@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factbook.errors import UsageError
+from factbook.judging.sanitize import first_hidden
 from factbook.knowledge.install_source import (
     InstallSource,
     detect,
@@ -61,8 +62,10 @@ def create_kb(
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise UsageError(f"{root}: exists and is not empty; factbook init writes a new folder")
     name = name or root.name
-    if "\n" in name or len(name) > 100:
-        raise UsageError(f"--name {name!r}: one line of at most 100 characters")
+    if first_hidden(name) or "\n" in name or len(name) > 100:
+        raise UsageError(
+            f"--name {name!r}: one line of at most 100 characters, no control characters"
+        )
     source, gone = install or detect(), ""
     if install is None and source.kind == "file" and not Path(source.spec).is_file():
         gone = f"note: {source.spec}, which factbook was installed from, is gone; "
@@ -83,7 +86,9 @@ def create_kb(
             "or edit FACTBOOK_INSTALL in .github/workflows/factbook.yml"
         )
     values = {
-        "@NAME@": name,
+        # a YAML double-quoted scalar: a folder named `team: gpu`, `[x`, `*a` or `#1` gave a
+        # mkdocs.yml that lint refused (or a site_name cut at the `#`)
+        "@SITE_NAME@": json.dumps(f"{name} handbook", ensure_ascii=False),
         "@DATE@": dt.date.today().isoformat(),
         "@INSTALL@": ci_source.pip_arg(),
         "@INSTALL_HOW@": ci_source.how,
