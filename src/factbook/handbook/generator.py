@@ -309,8 +309,8 @@ def build_nav(
     The runbook runner's and the status command's own guide pages, when present, sit in their
     section next to the generated page. `category_pages`: how many pages each category has
     (views.category_pages); one with several is a section of them. `runbooks`: (title, uri)
-    of each runbook's page; the titles come from runbook files and MkDocs' theme prints nav
-    titles unescaped.
+    of each runbook's page; the titles come from runbook files (and status documents' from
+    their front matter) and MkDocs' theme prints nav titles unescaped.
     """
     facts = [{"All facts": ALL_FACTS}, {"Tags": TAGS}] + ([{"Fleet": FLEET}] if fleet else [])
     for name, title in CATEGORY_TITLES.items():
@@ -324,7 +324,7 @@ def build_nav(
     status: list[Any] = [{"Newest first": STATUS_DOCS}, {"Hand-over dump": HANDOVER_PAGE}]
     if STATUS_GUIDE in section_guides:
         status.append({"About status documents": STATUS_GUIDE})
-    status += [{d.title: d.uri} for d in status_docs]
+    status += [{html.escape(d.title): d.uri} for d in status_docs]
     nav: list[Any] = [
         {"Home": HOME},
         {"Facts": facts},

@@ -241,13 +241,22 @@ def _home(
             "categories": categories,
             "attention": attention,
             "runs": [run_header(r) for r in runs[:5]],
-            "milestones": [(m.id, m.title) for m in kb.milestones.values()],
+            # milestones.yaml is data like any fact: its ids and titles are text, not Markdown
+            "milestones": [(md(m.id), md(m.title)) for m in kb.milestones.values()],
             "runbook_count": len(runbooks),
-            "latest_status": status_docs[0].__dict__ if status_docs else None,
+            "latest_status": _latest_status(status_docs),
             "lint_problems": lint_problems[:20],
             "lint_count": len(lint_problems),
         },
     )
+
+
+def _latest_status(status_docs: list[StatusDoc]) -> dict[str, str] | None:
+    """The newest status document for the home page's link. Its title is whatever a
+    docs/status file's front matter or first heading says: text, never markup."""
+    if not status_docs:
+        return None
+    return {"title": md(status_docs[0].title), "uri": status_docs[0].uri}
 
 
 __all__ = [
