@@ -45,6 +45,8 @@ MAX_ARG = 4_096
 MAX_VALUE = 20_000  # characters of a proposed value, as JSON
 MAX_FIELD = 10_000  # characters of a proposed title, statement, note, ...
 MAX_OBSERVED = 2_000  # characters of an observed value returned to the client
+MAX_ID = 200  # characters of a fact id (the server's schema says the same)
+MAX_TAGS = 50
 DEFAULT_VERIFY_TIMEOUT = 60.0
 STATEMENT_SNIPPET = 300
 _GLOB = re.compile(r"[a-z0-9_.*?\[\]-]{1,200}")
@@ -58,10 +60,10 @@ def _bounded(text: Any, limit: int, what: str) -> str:
     return text
 
 
-def _limit(limit: int | None, default: int) -> int:
+def _limit(limit: Any, default: int) -> int:
     if limit is None:
         return default
-    if not 1 <= limit <= MAX_LIMIT:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise UsageError(f"limit must be between 1 and {MAX_LIMIT}")
     return limit
 
@@ -77,10 +79,32 @@ def _budget(budget: Any) -> None:
 
 
 def _fact_id(value: Any) -> str:
+    """A fact id, bounded before it is matched or named in an error: a 1 MB id came back whole
+    in `no fact with id '...'`, and propose_fact wrote one into facts/."""
+    if isinstance(value, str) and len(value) > MAX_ID:
+        raise UsageError(f"fact id is {len(value):,} characters; at most {MAX_ID}")
     problem = name_problem("fact id", value)
     if problem:
         raise UsageError(problem)
     return str(value)
+
+
+def _mapping(value: Any, what: str) -> dict[str, Any]:
+    """An object argument (fields): a mapping with string keys, or None as {}."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise UsageError(f"{what} must be an object with string keys")
+    return value
+
+
+def _strings(value: Any, limit: int, what: str) -> list[str]:
+    """A list-of-strings argument (tags): a string is not a list of its characters."""
+    if not isinstance(value, list):
+        raise UsageError(f"{what} must be a list of strings")
+    if len(value) > limit:
+        raise UsageError(f"{what} has {len(value):,} items; at most {limit}")
+    return [_bounded(item, 100, f"each of {what}") for item in value]
 
 
 def _short(value: Any, limit: int = MAX_OBSERVED) -> Any:
@@ -198,9 +222,9 @@ class Toolbox:
         if not query.strip():
             raise UsageError("query is empty: say what you are looking for")
         count = _limit(limit, 10)
-        if category is not None and category not in CATEGORIES:
+        if category is not None and _bounded(category, 100, "category") not in CATEGORIES:
             raise UsageError(f"unknown category '{category[:60]}' (known: {', '.join(CATEGORIES)})")
-        if status is not None and status not in STATUSES:
+        if status is not None and _bounded(status, 100, "status") not in STATUSES:
             raise UsageError(f"unknown status '{status[:60]}' (known: {', '.join(STATUSES)})")
         if tag is not None:
             _bounded(tag, 100, "tag")
@@ -463,7 +487,7 @@ class Toolbox:
     ) -> dict[str, Any]:
         from factbook.dumps.capture.review import NewFact
 
-        fact: dict[str, Any] = {"id": _fact_id(id), "category": category}
+        fact: dict[str, Any] = {"id": _fact_id(id), "category": _bounded(category, 100, "category")}
         for key, text in (("title", title), ("statement", statement), ("reason", reason)):
             _bounded(text, MAX_FIELD, key)
             if not text.strip():
@@ -473,15 +497,15 @@ class Toolbox:
             fact["value"] = self._value(value)
         if unit is not None:
             fact["unit"] = _bounded(unit, 100, "unit")
-        for key, extra in (fields or {}).items():
+        for key, extra in _mapping(fields, "fields").items():
             if key in ("id", "category", "title", "statement", "status", "sources", "history"):
                 raise UsageError(f"fields: '{str(key)[:40]}' has its own argument")
             fact[str(key)[:100]] = self._value(extra)
-        fact["status"] = status
+        fact["status"] = _bounded(status, 100, "status")
         if target is not None:
             fact["target"] = _bounded(target, 100, "target")
-        if tags:
-            fact["tags"] = [_bounded(t, 100, "each tag") for t in tags[:50]]
+        if tags is not None and (listed := _strings(tags, MAX_TAGS, "tags")):
+            fact["tags"] = listed
         if since is not None:
             fact["since"] = _bounded(since, 100, "since")
         fact["sources"] = [self._source(reason)]
@@ -514,12 +538,12 @@ class Toolbox:
             changes["value"] = self._value(value)
         if unit is not None:
             changes["unit"] = _bounded(unit, 100, "unit")
-        for key, extra in (fields or {}).items():
+        for key, extra in _mapping(fields, "fields").items():
             if key in ("id", "category", "title", "statement", "status", "history", "sources"):
                 raise UsageError(f"fields: '{str(key)[:40]}' cannot be changed this way")
             changes[str(key)[:100]] = self._value(extra)
         if status is not None:
-            if status not in STATUSES:
+            if _bounded(status, 100, "status") not in STATUSES:
                 raise UsageError(f"unknown status '{status[:40]}' (known: {', '.join(STATUSES)})")
             changes["status"] = status
             at = self._milestone(kb, milestone) if milestone else kb.latest_milestone()
@@ -537,6 +561,8 @@ class Toolbox:
             text = json.dumps(value)
         except (TypeError, ValueError):
             raise UsageError("value is not JSON") from None
+        except RecursionError:  # nested past what json.dumps walks; lint allows 40 levels
+            raise UsageError("a value is nested too deeply") from None
         if len(text) > MAX_VALUE:
             raise UsageError(f"a value is {len(text):,} characters of JSON; at most {MAX_VALUE:,}")
         return value
