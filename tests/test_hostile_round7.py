@@ -9,7 +9,9 @@ AttributeError from deep inside, and never an error line that quotes a megabyte 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -69,3 +71,50 @@ def test_mcp_tool_arguments_are_checked(
     assert fragment in message, message
     assert "\n" not in message and len(message) < 500, message[:300]
     assert not list((box.root / "proposals").glob("*.yaml")), "a proposal was written"
+
+
+FISH_TAGS = ["$(touch PWN1)", "`touch PWN2`", "a;touch PWN3", "*", "{a,b}", "~", "a b"]
+
+
+def test_fish_completion_runs_and_globs_no_hostile_tag(tmp_path: Path) -> None:
+    """The generated fish function, sourced in a real fish and asked as fish asks it
+    (`complete -C`), in a folder with files: each hostile tag comes back as itself (fish
+    escapes it when inserting), `*` not the file names, and no command in a tag runs."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    from factbook.integrations.completion import SCRIPTS
+
+    fish = shutil.which("fish")
+    if fish is None:
+        pytest.skip("fish is not installed")
+    root = tmp_path / "kb"
+    (root / "facts").mkdir(parents=True)
+    fact = {"id": "hw.x", "category": "hardware", "title": "t", "statement": "s."}
+    fact |= {"status": "assumed", "sources": [{"note": "x"}], "tags": FISH_TAGS}
+    (root / "facts" / "hardware.yaml").write_text(json.dumps({"facts": [fact]}))
+    work = tmp_path / "cwd"
+    work.mkdir()
+    for name in ("FILE-ONE", "FILE-TWO"):
+        (work / name).write_text("x")
+    shim = tmp_path / "bin" / "factbook"  # `command factbook` as installed: this tree's CLI
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m factbook "$@"\n')
+    shim.chmod(0o755)
+    script = tmp_path / "factbook.fish"
+    script.write_text(SCRIPTS["fish"])
+    program = f"source {script}; complete -C 'factbook --root {root} verify --tag '"
+    env = {
+        **os.environ,
+        "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    proc = subprocess.run(
+        [fish, "--no-config", "-c", program],
+        capture_output=True, text=True, env=env, cwd=work, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(proc.stdout.splitlines()) == sorted(FISH_TAGS), proc.stdout
+    assert not [p for p in tmp_path.rglob("PWN*")], "a command in a tag ran"
