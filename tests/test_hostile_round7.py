@@ -118,3 +118,21 @@ def test_fish_completion_runs_and_globs_no_hostile_tag(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert sorted(proc.stdout.splitlines()) == sorted(FISH_TAGS), proc.stdout
     assert not [p for p in tmp_path.rglob("PWN*")], "a command in a tag ran"
+
+
+def test_a_fact_id_is_at_most_200_characters(tmp_path: Path) -> None:
+    """The fact id pattern had no bound: a 100,000-character id passed lint and went on into
+    file names, HTML ids and metric labels. Lint now says how long it is, in one short line."""
+    from helpers import cli, fact, make_kb
+
+    long_id = "hw." + "a" * 100_000
+    kb = make_kb(tmp_path / "kb", [fact(long_id, "cpu.threads", {"ge": 1}, target="local")])
+    code, out, err = cli(kb, "lint")
+    assert code == 2, (out, err)
+    text = out + err
+    assert "100003 characters; at most 200" in text
+    assert max(len(line) for line in text.splitlines()) < 1_000
+    kb = make_kb(
+        tmp_path / "ok", [fact("hw." + "a" * 197, "cpu.threads", {"ge": 1}, target="local")]
+    )
+    assert cli(kb, "lint")[0] == 0

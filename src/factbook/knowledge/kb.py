@@ -395,7 +395,10 @@ def _parse_fact_file(text: str, display: str) -> _FactFile:
         if bad_id and not fact_problems:
             fact_problems = [doc.problem(("facts", index, "id"), bad_id)]
         if fact_problems:
-            label = f"fact '{fact_id}': " if isinstance(fact_id, str) else ""
+            shown = fact_id if isinstance(fact_id, str) and len(fact_id) <= 80 else None
+            if shown is None and isinstance(fact_id, str):
+                shown = fact_id[:80] + "..."  # a 100,000-character id: its head names it
+            label = f"fact '{shown}': " if shown is not None else ""
             problems += [Problem(p.file, p.line, label + p.message) for p in fact_problems]
         # Only conformed values reach a Fact: a wrong-typed key is dropped (and reported
         # above), so status and the handbook can still render the rest of the fact. A

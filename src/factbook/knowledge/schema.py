@@ -79,7 +79,7 @@ FACT_SCHEMA = {
     "additionalProperties": False,
     "required": ["id", "category", "title", "statement", "status", "sources"],
     "properties": {
-        "id": {"type": "string", "pattern": ID_PATTERN},
+        "id": {"type": "string", "pattern": ID_PATTERN, "maxLength": 200},
         "category": {"type": "string", "enum": CATEGORIES},
         "title": _STR,
         "statement": _STR,
@@ -264,7 +264,7 @@ def _is_num(value: Any) -> bool:
 # rather than silently ignored, so the published schema can never promise more than lint checks.
 KEYWORDS = frozenset(
     {
-        *("type", "enum", "pattern", "minimum", "maximum", "exclusiveMinimum"),
+        *("type", "enum", "pattern", "maxLength", "minimum", "maximum", "exclusiveMinimum"),
         *("properties", "required", "additionalProperties", "minItems", "items"),
     }
 )
@@ -335,8 +335,12 @@ def _problems(
     if "enum" in schema and not any(_json_equal(value, c) for c in schema["enum"]):
         choices = ", ".join(str(c) for c in schema["enum"])
         problems.append(doc.problem(path, f"{pre}{value!r} is not one of: {choices}"))
-    if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
-        problems.append(doc.problem(path, f"{pre}{value!r} does not match {schema['pattern']}"))
+    longest = schema.get("maxLength")
+    if longest is not None and isinstance(value, str) and len(value) > longest:
+        problems.append(doc.problem(path, f"{pre}{len(value)} characters; at most {longest}"))
+    elif "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
+        shown = repr(value) if len(value) <= 80 else repr(value[:80]) + "..."
+        problems.append(doc.problem(path, f"{pre}{shown} does not match {schema['pattern']}"))
     if "minimum" in schema and _type_ok(value, "number") and value < schema["minimum"]:
         problems.append(doc.problem(path, f"{pre}must be >= {schema['minimum']}"))
     if "maximum" in schema and _type_ok(value, "number") and value > schema["maximum"]:
@@ -399,6 +403,7 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
     free = _free_form(schema)
     has_enum, choices = "enum" in schema, schema.get("enum")
     pattern = re.compile(schema["pattern"]) if "pattern" in schema else None
+    longest = schema.get("maxLength")
     minimum = schema.get("minimum", _UNBOUNDED)
     maximum = schema.get("maximum", _UNBOUNDED)
     above = schema.get("exclusiveMinimum")  # null: no bound, as `_problems` reads it
@@ -446,6 +451,7 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
             return (
                 str_ok
                 and (str_choices is None or value in str_choices)
+                and (longest is None or len(value) <= longest)
                 and (pattern is None or pattern.search(value) is not None)
             )
         if kind is dict and simple:
@@ -461,6 +467,8 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
         if free and not _json_ok(value):
             return False
         if has_enum and not any(_json_equal(value, c) for c in choices):
+            return False
+        if longest is not None and isinstance(value, str) and len(value) > longest:
             return False
         if pattern is not None and isinstance(value, str) and not pattern.search(value):
             return False
