@@ -687,25 +687,38 @@ def test_file_read_is_capped_on_the_box_whatever_lint_allowed() -> None:
         file_read("/dev/zero", -1)  # read(-1) would read all of it
 
 
-def test_bash_completion_neither_globs_nor_splits_a_hostile_tag(tmp_path: Path) -> None:
-    """The generated bash function, sourced in a real bash and called as bash calls it
-    (COMP_WORDS, COMP_CWORD), in a folder with files: a tag `*` completes as the literal `\\*`
-    (not the file names), `x y` as one word, and a tag holding a newline adds no candidate."""
+def completion_shell(tmp_path: Path, shell: str) -> tuple[Path, Path, dict[str, str]]:
+    """For a completion test in a real shell: a folder holding files (what a glob would
+    expand to), the generated script for `shell`, and an environment whose `factbook` is
+    this tree's CLI, as `command factbook` finds it once installed."""
     from factbook.integrations.completion import SCRIPTS
 
-    root, out = tmp_path / "kb", tmp_path / "outside"
-    make_outside(out)
-    plant(root, out, HOSTILE_TAGS)
     work = tmp_path / "cwd"
     work.mkdir()
     for name in ("FILE-ONE", "FILE-TWO"):
         (work / name).write_text("x")
-    shim = tmp_path / "bin" / "factbook"  # `command factbook` as installed: this tree's CLI
+    shim = tmp_path / "bin" / "factbook"
     shim.parent.mkdir()
     shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m factbook "$@"\n')
     shim.chmod(0o755)
-    script = tmp_path / "factbook.bash"
-    script.write_text(SCRIPTS["bash"])
+    script = tmp_path / f"factbook.{shell}"
+    script.write_text(SCRIPTS[shell])
+    env = {
+        **os.environ,
+        "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    return work, script, env
+
+
+def test_bash_completion_neither_globs_nor_splits_a_hostile_tag(tmp_path: Path) -> None:
+    """The generated bash function, sourced in a real bash and called as bash calls it
+    (COMP_WORDS, COMP_CWORD), in a folder with files: a tag `*` completes as the literal `\\*`
+    (not the file names), `x y` as one word, and a tag holding a newline adds no candidate."""
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, HOSTILE_TAGS)
+    work, script, env = completion_shell(tmp_path, "bash")
     program = f"""
 source {script}
 COMP_WORDS=(factbook --root {root} verify --tag '')
@@ -713,11 +726,6 @@ COMP_CWORD=5
 _factbook_complete
 printf '<%s>\\n' "${{COMPREPLY[@]}}"
 """
-    env = {
-        **os.environ,
-        "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-    }
     proc = subprocess.run(
         ["bash", "--norc", "--noprofile", "-c", program],
         capture_output=True, text=True, env=env, cwd=work, timeout=60,

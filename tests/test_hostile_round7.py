@@ -9,7 +9,6 @@ AttributeError from deep inside, and never an error line that quotes a megabyte 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -83,9 +82,8 @@ def test_fish_completion_runs_and_globs_no_hostile_tag(tmp_path: Path) -> None:
     import json
     import shutil
     import subprocess
-    import sys
 
-    from factbook.integrations.completion import SCRIPTS
+    from test_hostile_kb import completion_shell
 
     fish = shutil.which("fish")
     if fish is None:
@@ -95,22 +93,8 @@ def test_fish_completion_runs_and_globs_no_hostile_tag(tmp_path: Path) -> None:
     fact = {"id": "hw.x", "category": "hardware", "title": "t", "statement": "s."}
     fact |= {"status": "assumed", "sources": [{"note": "x"}], "tags": FISH_TAGS}
     (root / "facts" / "hardware.yaml").write_text(json.dumps({"facts": [fact]}))
-    work = tmp_path / "cwd"
-    work.mkdir()
-    for name in ("FILE-ONE", "FILE-TWO"):
-        (work / name).write_text("x")
-    shim = tmp_path / "bin" / "factbook"  # `command factbook` as installed: this tree's CLI
-    shim.parent.mkdir()
-    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m factbook "$@"\n')
-    shim.chmod(0o755)
-    script = tmp_path / "factbook.fish"
-    script.write_text(SCRIPTS["fish"])
+    work, script, env = completion_shell(tmp_path, "fish")
     program = f"source {script}; complete -C 'factbook --root {root} verify --tag '"
-    env = {
-        **os.environ,
-        "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-    }
     proc = subprocess.run(
         [fish, "--no-config", "-c", program],
         capture_output=True, text=True, env=env, cwd=work, timeout=60,
