@@ -83,11 +83,12 @@ def test_fish_completion_runs_and_globs_no_hostile_tag(tmp_path: Path) -> None:
     import shutil
     import subprocess
 
+    from helpers import require
     from test_hostile_kb import completion_shell
 
     fish = shutil.which("fish")
-    if fish is None:
-        pytest.skip("fish is not installed")
+    require(None if fish else "fish is not installed (Debian's fish; scripts/test installs it)")
+    assert fish is not None
     root = tmp_path / "kb"
     (root / "facts").mkdir(parents=True)
     fact = {"id": "hw.x", "category": "hardware", "title": "t", "statement": "s."}
