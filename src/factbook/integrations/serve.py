@@ -294,7 +294,10 @@ class MetricsServer(HTTPServer):
 
     def _accept(self, selector: selectors.BaseSelector) -> None:
         self.socket.setblocking(False)
-        for _ in range(self.request_queue_size):  # every connection ready now
+        # at most max_pending at a time: between two rounds the selector reads what the
+        # connections taken so far have sent (a burst of 1,000 reconnecting idle sockets in
+        # one round evicted a scraper whose request had already arrived, unread)
+        for _ in range(min(self.request_queue_size, self.max_pending)):
             try:
                 conn, address = self.socket.accept()
             except OSError:
@@ -309,10 +312,15 @@ class MetricsServer(HTTPServer):
         self.pending[conn] = _Pending(address, now, now)
         selector.register(conn, selectors.EVENT_READ)
         self._read(selector, conn)
-        if conn in self.pending and len(self.pending) > self.max_pending:
-            # the one silent longest goes (a fresh connection has just been heard from)
+        while len(self.pending) > self.max_pending:
+            # the one silent longest goes (a fresh connection has just been heard from), once
+            # a last read shows it has sent nothing since: a request that arrived meanwhile
+            # is served, a head still coming in is heard from, and another one is picked
             idle = min(self.pending, key=lambda c: self.pending[c].heard)
-            self._drop(selector, idle, f"dropped: more than {self.max_pending} waiting")
+            heard = self.pending[idle].heard
+            self._read(selector, idle)
+            if idle in self.pending and self.pending[idle].heard == heard:
+                self._drop(selector, idle, f"dropped: more than {self.max_pending} waiting")
 
     def _read(self, selector: selectors.BaseSelector, conn: socket.socket) -> None:
         state = self.pending.get(conn)
