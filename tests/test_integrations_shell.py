@@ -155,3 +155,44 @@ def test_auto_colours_a_terminal_unless_no_color(kb: Path) -> None:
     assert "\x1b[" not in _on_a_tty(kb, NO_COLOR="1", TERM="xterm")
     assert "\x1b[" not in _on_a_tty(kb, NO_COLOR="", TERM="dumb")
     assert "\x1b[31;1mFAIL" in _on_a_tty(kb, "--color", "always", NO_COLOR="1")
+
+
+ZPTY_DRIVE = """
+zmodload zsh/zpty
+zpty z 'PATH={bin}:$PATH zsh -f -i'
+zpty -w z '{setup}; PS1="> "'
+sleep 0.5
+zpty -w -n z $'factbook ver\\t'
+sleep 1.5
+zpty -r z out || true
+zpty -d z
+"""
+
+
+@pytest.mark.parametrize("how", ["fpath", "source"])
+def test_zsh_completes_on_the_first_tab(tmp_path: Path, how: str) -> None:
+    """A real interactive zsh (zpty) presses Tab once after `factbook ver`. Installed into
+    $fpath (`factbook completion install zsh`), the file is _factbook's body: it used to only
+    define the function and register it on that first Tab, asking factbook nothing."""
+    from tests.helpers import require
+
+    zsh = shutil.which("zsh")
+    require(None if zsh else "zsh is not installed (Debian's zsh; scripts/test installs it)")
+    assert zsh is not None
+    folder, bin_ = tmp_path / "functions", tmp_path / "bin"
+    folder.mkdir()
+    bin_.mkdir()
+    (folder / "_factbook").write_text(SCRIPTS["zsh"])
+    calls = tmp_path / "calls"
+    shim = bin_ / "factbook"  # records what completion asks, answers two candidates
+    shim.write_text(f'#!/bin/sh\necho "$@" >> {calls}\necho alpha\necho beta\n')
+    shim.chmod(0o755)
+    init = "autoload -U compinit; compinit -u"
+    setup = {
+        "fpath": f"fpath=({folder} $fpath); {init}",
+        "source": f"{init}; source {folder}/_factbook",
+    }
+    drive = tmp_path / "drive.zsh"
+    drive.write_text(ZPTY_DRIVE.format(bin=bin_, setup=setup[how]))
+    subprocess.run([zsh, "-f", str(drive)], capture_output=True, timeout=60)
+    assert calls.exists() and "__complete 1 factbook ver" in calls.read_text(), how

@@ -210,7 +210,13 @@ _factbook() {
         _files
     fi
 }
-compdef _factbook factbook verify-facts
+# sourced: register it; autoloaded from $fpath (`completion install zsh`), this file is the
+# body of _factbook itself, run on the first Tab: complete then, not only define
+if [[ "${funcstack[1]}" == _factbook ]]; then
+    _factbook "$@"
+else
+    compdef _factbook factbook verify-facts
+fi
 """
 
 FISH = """\
