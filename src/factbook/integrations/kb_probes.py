@@ -60,15 +60,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from factbook.errors import UsageError
-from factbook.judging.outcomes import ERROR, OUTCOMES
+from factbook.judging.outcomes import OUTCOMES
 from factbook.judging.sanitize import for_terminal
 from factbook.knowledge.kb import CHECKS_DIR, KnowledgeBase
 from factbook.knowledge.kbfiles import confined
 from factbook.knowledge.model import Target
 from factbook.probes.catalog import builtin_catalog
 from factbook.probes.scan import custom_modules, scan_file
-from factbook.store.results import ResultRecord, load_latest, write_run
-from factbook.store.stamps import now_iso
+from factbook.store.results import load_latest, write_run
+from factbook.verification.engine import error_record
 from factbook.verification.run import VerifyRun, VerifySettings
 from factbook.verification.targets import Plan, PlannedCheck
 
@@ -371,21 +371,6 @@ def withhold_kb_probes(
     return replace(plan, checks=kept), withheld
 
 
-def withheld_record(check: PlannedCheck, reason: str, run_id: str) -> ResultRecord:
-    """The error a withheld check is reported as, like any check that could not run."""
-    assert check.fact.check is not None
-    return ResultRecord(
-        fact=check.fact.id,
-        target=check.target,
-        outcome=ERROR,
-        reason=f"{reason} [{check.fact.location}]",
-        time=now_iso(),
-        run=run_id,
-        probe=check.fact.check.probe,
-        extra={"location": check.fact.location},
-    )
-
-
 def run_guarded(
     kb: KnowledgeBase,
     plan: Plan,
@@ -407,7 +392,7 @@ def run_guarded(
     if settings.save:
         load_latest(kb.root)  # an unreadable latest.json stops the run before any check
     done = run(kept, replace(settings, save=False))
-    done.records += [withheld_record(check, why, done.id) for check, why in withheld]
+    done.records += [error_record(check, why, done.id) for check, why in withheld]
     done.header["summary"] = {k: sum(r.outcome == k for r in done.records) for k in OUTCOMES}
     done.header["targets"] = sorted({c.target for c in plan.checks})
     if settings.save and done.records:

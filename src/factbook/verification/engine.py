@@ -70,6 +70,22 @@ class VerifyOptions:
         return root / "checks" if self.kb_probes else None
 
 
+def error_record(check: PlannedCheck, message: str, run_id: str, attempts: int = 1) -> ResultRecord:
+    """The error a check that could not run is recorded as, naming the fact's line."""
+    assert check.fact.check is not None
+    return ResultRecord(
+        fact=check.fact.id,
+        target=check.target,
+        outcome=ERROR,
+        reason=f"{message} [{check.fact.location}]",
+        time=now_iso(),
+        run=run_id,
+        probe=check.fact.check.probe,
+        attempts=attempts,
+        extra={"location": check.fact.location},
+    )
+
+
 def default_forks() -> int:
     """Targets worked on at once: the boxes do the work and the client mostly waits on the
     network, so several per core; bounded so a 500-node inventory does not open 500 sessions."""
@@ -230,18 +246,7 @@ class Engine:
             ) from exc
 
     def error_record(self, check: PlannedCheck, message: str, attempts: int = 1) -> ResultRecord:
-        assert check.fact.check is not None
-        return ResultRecord(
-            fact=check.fact.id,
-            target=check.target,
-            outcome=ERROR,
-            reason=f"{message} [{check.fact.location}]",
-            time=now_iso(),
-            run=self.run_id,
-            probe=check.fact.check.probe,
-            attempts=attempts,
-            extra={"location": check.fact.location},
-        )
+        return error_record(check, message, self.run_id, attempts)
 
     def _pass(
         self,
