@@ -96,9 +96,9 @@ def _ansible(path: Path, tmp_path: Path) -> dict[str, Any]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=300,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 
 

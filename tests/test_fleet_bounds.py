@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 from helpers import cli, fact, make_kb
+from test_fleet_ansible import _ansible  # ansible-inventory --list, as ansible-core reads it
 
 from factbook.errors import InputError, UsageError
 from factbook.knowledge.fleet import ansible as fleet_ansible
@@ -28,26 +28,6 @@ from factbook.knowledge.fleet.load import read_source
 from factbook.knowledge.fleet.patterns import match
 from factbook.knowledge.kbfiles import confined
 from factbook.verification.transports import sshconfig
-
-ANSIBLE_INVENTORY = shutil.which("ansible-inventory") or str(
-    Path(sys.executable).with_name("ansible-inventory")
-)
-
-
-def _ansible(path: Path, tmp_path: Path) -> dict[str, Any]:
-    """`ansible-inventory -i PATH --list`, as ansible-core reads the inventory."""
-    if not os.path.exists(ANSIBLE_INVENTORY):
-        pytest.fail("ansible-core is a test dependency: pip install -e '.[test]'")
-    env = {**os.environ, "ANSIBLE_HOME": str(tmp_path / "ansible-home"), "ANSIBLE_CONFIG": ""}
-    done = subprocess.run(
-        [ANSIBLE_INVENTORY, "-i", str(path), "--list"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
 
 
 def _same_as_ansible(path: Path, tmp_path: Path) -> None:
