@@ -62,7 +62,7 @@ def for_document(text: Any) -> str:
 
 
 def json_hidden_escaped(text: str) -> str:
-    """JSON text with each hidden character (`first_hidden`'s) written as a `\\uXXXX` escape:
+    """JSON text with each character `first_hidden` finds written as a `\\uXXXX` escape:
     the same JSON when parsed, and nothing raw in the document that carries it."""
     return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
