@@ -14,12 +14,16 @@ Use them in any test that needs a remote target (mark it `@pytest.mark.ssh`):
     ssh_options  factbook TransportOptions using ssh_home's known_hosts and config.
     ssh_targets  {"jump": Target, "box": Target(jump=("jump",))} for transport_for().
     kb_copy      a per-test copy of the shipped knowledge base (facts, checks, targets, milestones).
+    cluster      a real Slurm cluster (tests/slurm.py: munged, slurmctld, slurmd n1..n4), one per
+                 test module that asks for it (about 3 s to start and stop).
+    slurm_env    cluster, with SLURM_CONF naming it in this test's environment (srun, sinfo).
 
 Plain helpers (a throwaway knowledge base, the CLI in-process, free ports, live pids) are in
 tests/helpers.py; runbook and handbook helpers in tests/runbook_kit.py and handbook_support.py.
 
 The lab starts once per session (about 0.3 s). Without /usr/sbin/sshd these fixtures skip,
-except under CI (CI=true), where a missing sshd is a failure: scripts/test installs it.
+except under CI (CI=true), where a missing sshd is a failure: scripts/test installs it. The
+Slurm fixtures do the same without slurm-wlm and munge, or without root.
 
 No process the suite starts may outlive it: the session puts FACTBOOK_TEST_SESSION=<uuid> in
 the environment every child inherits, and at its end fails (and ends them) if any process
@@ -41,6 +45,7 @@ from build_cache import cached_wheel
 from helpers import REPO, pids_with_environ, require
 from helpers import kb_copy as copy_shipped_kb
 from precompile import precompile
+from slurm import Cluster, slurm_missing_reason, start_cluster
 from sshd import Lab, SSHDInstance, sshd_missing_reason, start_lab
 from transport_lab import container_missing_reason, local_container
 
@@ -212,6 +217,23 @@ def ssh_targets(ssh_lab: Lab, ssh_home: Path) -> dict:
 def kb_copy(tmp_path: Path) -> Path:
     """A copy of the shipped knowledge base's facts, checks, targets and milestones."""
     return copy_shipped_kb(tmp_path / "kb", ("facts", "checks"))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    require(slurm_missing_reason())
+    c = start_cluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        yield c
+    finally:
+        # jobs are cancelled before the daemons stop, so no slurmstepd is left to kill
+        assert c.stop() == [], "slurmstepd survived its slurmd (tests/slurm.py: Cluster.stop)"
+
+
+@pytest.fixture
+def slurm_env(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Cluster:
+    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
+    return cluster
 
 
 @pytest.fixture

@@ -60,6 +60,11 @@ class Cluster:
         out = self.run("sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()
         return out.splitlines()[0] if out else ""
 
+    def jobs_started(self) -> int:
+        """How many jobs (one per srun) slurmctld has allocated so far."""
+        log = (self.workdir / "log" / "slurmctld.log").read_text()
+        return log.count("sched: _slurm_rpc_allocate_resources JobId=")
+
     def resume(self, node: str) -> None:
         self.run("scontrol", "update", f"nodename={node}", "state=resume")
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from slurm import Cluster
 
 from factbook.integrations.kb_probes import FLAG, withhold_kb_probes
 from factbook.integrations.serve import ServeSettings, verify_snapshot
@@ -164,7 +165,8 @@ def test_a_jump_hosts_ssh_config_match_exec(tmp_path: Path) -> None:
 
 def test_srun_prolog_and_epilog_are_withheld(tmp_path: Path) -> None:
     """srun runs --prolog/--epilog on the submitting host, --task-* on the nodes (which share
-    its files); getopt takes an unambiguous prefix. Only the withholding half: no cluster."""
+    its files); getopt takes an unambiguous prefix. The withholding half, no cluster needed;
+    the running half is the next test."""
     marker = tmp_path / "prolog-ran"
     prolog = _executable(tmp_path / "kb" / "prolog.sh", f"#!/bin/sh\ntouch {marker}\n")
     for arg in (f"--prolog={prolog}", "--epilog=/bin/true", "--task-pro=/bin/true", "--ep"):
@@ -174,6 +176,29 @@ def test_srun_prolog_and_epilog_are_withheld(tmp_path: Path) -> None:
     assert not marker.exists()
     box = {"transport": "slurm", "nodes": "n1", "env": {"SLURM_TASK_PROLOG": "/bin/true"}}
     _withheld(_record(_kb(tmp_path, {"targets": {"box": box}}), allow=False), "SLURM_TASK_PROLOG")
+
+
+@pytest.mark.parametrize("hook", ["prolog", "epilog"])
+def test_srun_prolog_and_epilog_run_with_the_flag(
+    slurm_env: Cluster, tmp_path: Path, hook: str
+) -> None:
+    """Through the real test cluster (conftest.py's slurm_env): srun runs the knowledge
+    base's --prolog (before the step) or --epilog (after it) here, as this user, and the
+    check on n1 passes; without the flag the same knowledge base starts no srun at all."""
+    marker = tmp_path / f"{hook}-ran"  # absolute: the script runs in srun's folder, not the kb
+    script = _executable(tmp_path / "kb" / f"{hook}.sh", f"#!/bin/sh\ntouch {marker}\n")
+    srun_args = ["--immediate=30", f"--{hook}={script}"]
+    kb = _kb(
+        tmp_path,
+        {"targets": {"box": {"transport": "slurm", "nodes": "n1", "srun_args": srun_args}}},
+    )
+    jobs = slurm_env.jobs_started()
+    _withheld(_record(kb, allow=False), "target 'box'", f"srun_args --{hook}")
+    assert not marker.exists() and slurm_env.jobs_started() == jobs
+    record = _record(kb, allow=True)
+    assert (record.outcome, record.target) == ("pass", "box.n1"), record  # one per node
+    assert marker.exists()
+    assert slurm_env.jobs_started() == jobs + 1
 
 
 def test_mcp_verify_facts_withholds_the_same(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""transport: slurm against a real slurmctld + four slurmd (n1..n4) + munged on this machine."""
+"""transport: slurm against a real slurmctld + four slurmd (n1..n4) + munged on this machine
+(conftest.py's `slurm_env`)."""
 
 from __future__ import annotations
 
@@ -10,43 +11,20 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import cli, fact, make_kb, pids_with_cmdline, require
-from slurm import Cluster, slurm_missing_reason, start_cluster
+from helpers import cli, fact, make_kb, pids_with_cmdline
+from slurm import Cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 OK = {"path": "exit_code", "eq": 0}
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    require(slurm_missing_reason())
-    c = start_cluster(tmp_path_factory.mktemp("slurm"))
-    try:
-        yield c
-    finally:
-        # jobs are cancelled before the daemons stop, so no slurmstepd is left to kill
-        assert c.stop() == [], "slurmstepd survived its slurmd (tests/slurm.py: Cluster.stop)"
-
-
-@pytest.fixture
-def slurm_env(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Cluster:
-    monkeypatch.setenv("SLURM_CONF", str(cluster.conf))
-    return cluster
 
 
 def _verify(root: Path, target: str) -> tuple[int, list[dict]]:
     code, out, err = cli(root, "verify", "--target", target, "--format", "json", "--no-save")
     assert out, err
     return code, json.loads(out)["results"]
-
-
-def _jobs_started(cluster: Cluster) -> int:
-    log = (cluster.workdir / "log" / "slurmctld.log").read_text()
-    return log.count("sched: _slurm_rpc_allocate_resources JobId=")
 
 
 @pytest.mark.parametrize("where", [{"nodes": "n[1-4]"}, {"partition": "gpu"}])
@@ -58,7 +36,7 @@ def test_one_step_checks_every_node(slurm_env: Cluster, tmp_path: Path, where: d
     ]
     targets = {"targets": {"cluster": {"transport": "slurm", **where}}}
     root = make_kb(tmp_path / "kb", facts, targets=targets)
-    jobs = _jobs_started(slurm_env)
+    jobs = slurm_env.jobs_started()
     code, results = _verify(root, "cluster")
     assert code == 1
     got = {(r["fact"], r["target"]): r["outcome"] for r in results}
@@ -69,7 +47,7 @@ def test_one_step_checks_every_node(slurm_env: Cluster, tmp_path: Path, where: d
     }
     observed = {r["target"]: r["observed"] for r in results if r["fact"] == "t.node"}
     assert observed == {n: n.split(".")[1] for n in nodes}
-    assert _jobs_started(slurm_env) == jobs + 1  # one srun step, not one per node
+    assert slurm_env.jobs_started() == jobs + 1  # one srun step, not one per node
 
 
 def test_hung_check_is_killed_on_every_node(slurm_env: Cluster, tmp_path: Path) -> None:
