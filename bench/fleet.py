@@ -16,13 +16,16 @@ values in JSON files, environment variables; expected values computed here) targ
   ansible    `ansible all -i INVENTORY -m setup -f F`: ansible-core's fact gathering on the same
              boxes, through the same jump (`-J`), with the same forks; it checks nothing
 
-and reports, for each: wall time; the boxes' CPU seconds (every box sshd's own and reaped
-children's CPU, from /proc) divided by this machine's cores, the floor any tool meets when all
-boxes share these cores; the client's own CPU seconds (the tool's process tree); and how many
-connections and logins the jump logged. Ratios printed: factbook wall / floor, factbook wall /
-ansible wall, client CPU growth per added box, jump connections. For each factbook run it
-also says where the machine's core-seconds went (boxes, client, jump, idle, other processes)
-and the wall that the work alone allows ((boxes + client + jump) / cores): the client shares
+and reports, for each: wall time; the boxes' CPU seconds divided by this machine's cores, the
+floor any tool meets when all boxes share these cores; the client's own CPU seconds (the
+tool's process tree); and how many connections and logins the jump logged. CPU seconds come
+from a cpuacct cgroup per side (boxes, jump, client) where the bench can make them (root),
+else from /proc (each sshd's own and reaped children's CPU, the client's rusage), which
+misses what no parent waits for: 0.7 of the boxes' 13.7 core-seconds at N = 64. Ratios
+printed: factbook wall / floor, factbook wall / ansible wall, client CPU growth per added
+box, jump connections. For each factbook run it also says where the machine's core-seconds
+went (boxes, client, jump, the kernel's interrupt work, steal, idle, other processes) and the
+wall that the work alone allows ((boxes + client + jump) / cores): the client shares
 the boxes' cores here, so the wall / floor ratio can never be below that bound / floor.
 """
 
@@ -114,9 +117,80 @@ def _boxes_cpu(boxes: list[SSHDInstance]) -> float:
 
 def _machine_cpu() -> tuple[float, float]:
     """(idle, all) core-seconds this machine has spent since boot (/proc/stat's cpu line)."""
-    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    fields = _stat_fields()
     tick = os.sysconf("SC_CLK_TCK")
     return (fields[3] + fields[4]) / tick, sum(fields[:8]) / tick
+
+
+def _kernel_cpu() -> tuple[float, float]:
+    """(irq + softirq, steal) core-seconds since boot: the kernel's own packet work (the
+    boxes', the jump's and the client's TCP and veth traffic is processed there, charged to
+    no process) and the time the hypervisor gave these cores to someone else."""
+    fields = _stat_fields()
+    tick = os.sysconf("SC_CLK_TCK")
+    return (fields[5] + fields[6]) / tick, fields[7] / tick
+
+
+def _stat_fields() -> list[int]:
+    return [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+
+
+class CpuGroups:
+    """CPU accounting groups (cgroup v1 cpuacct, or v2) for the boxes, the jump and the
+    client: every CPU second a process in one spends is counted, including its descendants
+    that no parent waits for (which /proc's reaped-children figures miss: 0.6-0.7 of the
+    0.85 core-seconds the bench once called "other" at N = 64 were inside its own process
+    tree). None of this where no cgroup file system can be written (not root): the
+    /proc figures then."""
+
+    def __init__(self) -> None:
+        v1 = Path("/sys/fs/cgroup/cpuacct")
+        v2 = Path("/sys/fs/cgroup")
+        self.base: Path | None = None
+        self.v2 = False
+        for base, v2_layout in ((v1, False), (v2, True)):
+            if v2_layout and not (v2 / "cgroup.controllers").exists():
+                continue
+            if not base.is_dir():
+                continue
+            group = base / f"factbook-fleet-bench-{os.getpid()}"
+            try:
+                group.mkdir()
+                for name in ("boxes", "jump", "client"):
+                    (group / name).mkdir()
+            except OSError:
+                continue
+            self.base, self.v2 = group, v2_layout
+            break
+
+    def join(self, name: str, pid: int) -> bool:
+        """Move `pid` into group `name` (the processes it starts later follow)."""
+        if self.base is None:
+            return False
+        try:
+            (self.base / name / "cgroup.procs").write_text(str(pid))
+        except OSError:
+            return False
+        return True
+
+    def seconds(self, name: str) -> float | None:
+        if self.base is None:
+            return None
+        if self.v2:
+            stat = (self.base / name / "cpu.stat").read_text().split()
+            return int(stat[stat.index("usage_usec") + 1]) / 1e6
+        return int((self.base / name / "cpuacct.usage").read_text()) / 1e9
+
+    def remove(self) -> None:
+        """Empty groups only (every process has left by now)."""
+        if self.base is None:
+            return
+        for name in ("boxes", "jump", "client", ""):
+            with contextlib.suppress(OSError):
+                (self.base / name).rmdir()
+
+
+GROUPS: list[CpuGroups] = []  # main's, when the bench made them
 
 
 def _children_cpu() -> float:
@@ -124,7 +198,9 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _run_sampled(argv: list[str], env: dict[str, str], every: float) -> tuple[Any, list[Any]]:
+def _run_sampled(
+    argv: list[str], env: dict[str, str], every: float, join: Any = None
+) -> tuple[Any, list[Any]]:
     """Run argv as subprocess.run would, sampling every `every` s: (seconds, the client's CPU
     seconds, the machine's idle core-seconds, the seconds the client's threads waited
     runnable (schedstat: ready to run, no core given))."""
@@ -132,7 +208,7 @@ def _run_sampled(argv: list[str], env: dict[str, str], every: float) -> tuple[An
     waits: dict[str, int] = {}
     samples = []
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err)
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err, preexec_fn=join)
         started, idle0 = time.monotonic(), _machine_cpu()[0]
         while proc.poll() is None:
             time.sleep(every)
@@ -165,29 +241,54 @@ def timed(
     """Run argv; wall, client CPU, box CPU, jump connections and logins it caused (and with
     `timeline`, samples of the client and the machine every that many seconds)."""
     log_at = len(lab.jump.log_text())
+    groups = GROUPS[0] if GROUPS and GROUPS[0].base is not None else None
     box_cpu, client_cpu = _boxes_cpu(boxes), _children_cpu()
     jump_cpu = _boxes_cpu([lab.jump])
+    reaped = (box_cpu, client_cpu, jump_cpu)  # /proc's figures, shown beside the groups'
+    if groups is not None:  # whole groups: box_cpu counts every box, not only the first n
+        box_cpu, jump_cpu = groups.seconds("boxes") or 0.0, groups.seconds("jump") or 0.0
+        client_cpu = groups.seconds("client") or 0.0
     idle, every = _machine_cpu()
+    irq, steal = _kernel_cpu()
     started = time.monotonic()
     samples: list[Any] = []
+    join = (lambda: groups.join("client", os.getpid())) if groups is not None else None
     if timeline > 0:
-        done, samples = _run_sampled(argv, env, timeline)
+        done, samples = _run_sampled(argv, env, timeline, join)
     else:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
+        done = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=1800, preexec_fn=join
+        )
     wall = time.monotonic() - started
     idle_after, every_after = _machine_cpu()
+    irq_after, steal_after = _kernel_cpu()
     time.sleep(0.5)  # sshd session processes are reaped just after the client leaves
     jump_log = lab.jump.log_text()[log_at:]
+    by_proc = (
+        _boxes_cpu(boxes) - reaped[0],
+        _children_cpu() - reaped[1],
+        _boxes_cpu([lab.jump]) - reaped[2],
+    )
+    boxes_s, client_s, jump_s = by_proc
+    if groups is not None:
+        boxes_s = (groups.seconds("boxes") or 0.0) - box_cpu
+        client_s = (groups.seconds("client") or 0.0) - client_cpu
+        jump_s = (groups.seconds("jump") or 0.0) - jump_cpu
     return {
         "rc": done.returncode,
         "wall_s": round(wall, 3),
-        "client_cpu_s": round(_children_cpu() - client_cpu, 3),
-        "boxes_cpu_s": round(_boxes_cpu(boxes) - box_cpu, 3),
-        "jump_cpu_s": round(_boxes_cpu([lab.jump]) - jump_cpu, 3),
+        "accounting": "cgroup" if groups is not None else "proc",
+        "client_cpu_s": round(client_s, 3),
+        "boxes_cpu_s": round(boxes_s, 3),
+        "jump_cpu_s": round(jump_s, 3),
+        # /proc's figures (each tree's reaped children), which miss what no parent waits for
+        "proc_boxes_client_jump_s": [round(x, 3) for x in by_proc],
         # every core-second of the machine during the run: idle ones, and all of them (what
         # neither the boxes, the client nor the jump used went to other processes)
         "idle_core_s": round(idle_after - idle, 2),
         "machine_core_s": round(every_after - every, 2),
+        "irq_core_s": round(irq_after - irq, 2),
+        "steal_core_s": round(steal_after - steal, 2),
         "jump_connections": jump_log.count("Connection from"),
         "jump_logins": jump_log.count("Accepted publickey"),
         "stdout": done.stdout,
@@ -323,7 +424,10 @@ def report(rows: list[dict[str, Any]], cores: int) -> str:
                 f"wall/floor {o['wall_s'] / max(floor, 1e-9):.2f}, client cpu "
                 f"{o['client_cpu_s']:.2f} s, {o['summary']}"
             )
-    lines.append("where the cores went (core-seconds; other = processes outside the bench):")
+    lines.append(
+        "where the cores went (core-seconds; irq = the kernel's interrupt and packet work, "
+        "charged to no process; other = processes outside the bench):"
+    )
     for row in rows:
         for key, name in (("factbook", "this tree"), ("against", "--against")):
             if key in row:
@@ -337,13 +441,18 @@ def _cores(run: dict[str, Any], cores: int) -> str:
     client and the jump share the same cores, so even without an idle core the wall is at
     least their CPU / cores."""
     work = run["boxes_cpu_s"] + run["client_cpu_s"] + run["jump_cpu_s"]
-    other = run["machine_core_s"] - run["idle_core_s"] - work
+    irq, steal = run.get("irq_core_s", 0.0), run.get("steal_core_s", 0.0)
+    other = run["machine_core_s"] - run["idle_core_s"] - work - irq - steal
     bound = work / cores
+    with_irq = (work + irq) / cores
+    floor = run["boxes_cpu_s"] / cores
     return (
         f"boxes {run['boxes_cpu_s']:.2f}, client {run['client_cpu_s']:.2f}, jump "
-        f"{run['jump_cpu_s']:.2f}, idle {run['idle_core_s']:.2f}, other {max(other, 0):.2f} "
-        f"of {run['machine_core_s']:.2f}; (boxes + client + jump) / {cores} = {bound:.2f} s, "
-        f"wall / that {run['wall_s'] / max(bound, 1e-9):.2f}"
+        f"{run['jump_cpu_s']:.2f}, irq {irq:.2f}, steal {steal:.2f}, idle "
+        f"{run['idle_core_s']:.2f}, other {max(other, 0):.2f} of {run['machine_core_s']:.2f}; "
+        f"(boxes + client + jump) / {cores} = {bound:.2f} s, wall / that "
+        f"{run['wall_s'] / max(bound, 1e-9):.2f}; with irq {with_irq:.2f} s "
+        f"({with_irq / max(floor, 1e-9):.2f}x the floor)"
     )
 
 
@@ -372,10 +481,23 @@ def main() -> int:
     lab = start_lab(work / "lab")
     extra: list[SSHDInstance] = []
     rows = []
+    groups = CpuGroups()
+    GROUPS[:] = [groups]
     try:
         extra = add_boxes(lab, max(sizes) - 1)
         boxes = [lab.box, *extra]
-        print(f"{len(boxes)} boxes behind one jump (isolated={lab.isolated}), {cores} cores")
+        grouped = (
+            all(groups.join("boxes", b.proc.pid) for b in boxes if b.proc is not None)
+            and lab.jump.proc is not None
+            and groups.join("jump", lab.jump.proc.pid)
+        )
+        if not grouped:
+            groups.base = None  # partly moved: the /proc figures for every run instead
+        how = "cgroups" if grouped else "/proc: reaped children only"
+        print(
+            f"{len(boxes)} boxes behind one jump (isolated={lab.isolated}), {cores} cores; "
+            f"CPU accounted by {how}"
+        )
         for n in sizes:
             sampled = args.timeline if n == max(sizes) else 0.0
             row = run_size(n, args.forks or n, lab, boxes, work, ansible, args.against, sampled)
@@ -396,6 +518,7 @@ def main() -> int:
     finally:
         stop_boxes(extra)
         lab.stop()
+        groups.remove()
         shutil.rmtree(work, ignore_errors=True)
     print(report(rows, cores))
     if rows and rows[-1]["factbook"]["timeline"]:
