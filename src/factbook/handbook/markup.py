@@ -2,7 +2,9 @@
 
 Fact text comes from YAML written by people: `layers.0.*`, `a|b`, `<think>` must reach the page
 as typed, not as emphasis, table cells or tags. Python-Markdown still parses Markdown between
-inline HTML tags, so code spans escape Markdown's characters as entities too.
+inline HTML tags, so code spans escape Markdown's characters as entities too. Text that would
+need more escapes than Python-Markdown renders in linear time is one Markdown code span
+instead (nesting.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import json
 import posixpath
 import re
 from typing import Any
+
+from factbook.handbook.nesting import MAX_MATCHES, code_span
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}#|!])")
 # Markdown's characters as numeric entities (a newline folds to a space: code stays on one line)
@@ -27,8 +31,16 @@ def md(text: Any) -> str:
     value = " ".join(str(text).split())
     if not value:
         return ""
-    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", value)
+    escaped = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _literal(_MD_SPECIAL.sub(r"\\\1", escaped), value)
+
+
+def _literal(escaped: str, value: str) -> str:
+    """`escaped`, unless its escapes (each an inline match Python-Markdown pays for with a
+    copy of the whole text: nesting.py) are too many: then `value` as one code span."""
+    if escaped.count("\\") + escaped.count("&") > MAX_MATCHES:
+        return code_span(value)
+    return escaped
 
 
 _CODE_SPAN = re.compile(r"`([^`]+)`")
@@ -44,14 +56,16 @@ def prose(text: Any) -> str:
         parts.append(md(value[last : match.start()]) + code(match[1]))
         last = match.end()
     parts.append(md(value[last:]))
-    return "".join(parts)
+    return _literal("".join(parts), value)
 
 
 def code(value: Any) -> str:
     """An inline `<code>` span for any value (YAML scalars as typed, mappings as JSON)."""
     text = value_text(value)
-    escaped = html.escape(text, quote=False)
-    return "<code>" + escaped.translate(_CODE_TABLE) + "</code>"
+    escaped = html.escape(text, quote=False).translate(_CODE_TABLE)
+    if escaped.count("&") > MAX_MATCHES:  # entities: one inline match each
+        return code_span(" ".join(text.split()))
+    return "<code>" + escaped + "</code>"
 
 
 def attr(text: Any) -> str:

@@ -16,6 +16,8 @@ import re
 import unicodedata
 from collections.abc import Callable
 
+from factbook.handbook.nesting import bounded
+
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _INVISIBLE = re.compile(r"[\x00-\x20\x7f-\x9f\u200b-\u200f\u2028\u2029\ufeff]")
@@ -146,12 +148,13 @@ _ATTR_LIST = re.compile(r"\{(?=\s*[:#.]|[^{}\n]*=)")
 
 def safe_markdown(text: str) -> str:
     """Markdown that renders no HTML of its own: outside code spans, tags are shown as text,
-    attribute lists are inert and links to unsafe schemes lose their target.
+    attribute lists are inert and links to unsafe schemes lose their target; and nested no
+    deeper than Python-Markdown can render (nesting.py).
 
     For documents assembled from facts and results (status documents): every field is
     escaped as it is filled in, and this pass over the whole text catches a field that was not.
     """
-    return outside_code_spans(text, _prose_pass)
+    return outside_code_spans(bounded(text, code_spans(text)), _prose_pass)
 
 
 def between_matches(pattern: re.Pattern[str], text: str, func: Callable[[str], str]) -> str:
