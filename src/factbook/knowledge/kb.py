@@ -23,7 +23,7 @@ from factbook.knowledge.kbfiles import confined, escapes, outside_problem
 from factbook.knowledge.limits import PROBE_ARG_MAX
 from factbook.knowledge.locate import FACTS_DIR, find_root
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
-from factbook.knowledge.names import name_problem
+from factbook.knowledge.names import name_problem, shown
 from factbook.knowledge.parsememo import TextMemo
 from factbook.knowledge.yamlsrc import (
     LocatedDoc,
@@ -395,10 +395,8 @@ def _parse_fact_file(text: str, display: str) -> _FactFile:
         if bad_id and not fact_problems:
             fact_problems = [doc.problem(("facts", index, "id"), bad_id)]
         if fact_problems:
-            shown = fact_id if isinstance(fact_id, str) and len(fact_id) <= 80 else None
-            if shown is None and isinstance(fact_id, str):
-                shown = fact_id[:80] + "..."  # a 100,000-character id: its head names it
-            label = f"fact '{shown}': " if shown is not None else ""
+            # a 100,000-character id: its head names it
+            label = f"fact '{shown(fact_id)}': " if isinstance(fact_id, str) else ""
             problems += [Problem(p.file, p.line, label + p.message) for p in fact_problems]
         # Only conformed values reach a Fact: a wrong-typed key is dropped (and reported
         # above), so status and the handbook can still render the rest of the fact. A
@@ -481,7 +479,8 @@ def _cross_check(
     for key in ("since", "until"):
         ref = raw.get(key)
         if ref is not None and str(ref) not in kb.milestones:
-            add((key,), f"unknown milestone '{ref}' (known: {', '.join(kb.milestones)})")
+            known = ", ".join(kb.milestones)
+            add((key,), f"unknown milestone '{shown(str(ref))}' (known: {known})")
             setattr(fact, key, None)  # reported; as-of queries must not trip over it
     if (
         fact.since in kb.milestones
@@ -491,7 +490,7 @@ def _cross_check(
         add(("until",), f"until '{fact.until}' is not after since '{fact.since}'")
     for i, entry in enumerate(raw.get("history") or []):
         if str(entry["at"]) not in kb.milestones:
-            add(("history", i, "at"), f"unknown milestone '{entry['at']}'")
+            add(("history", i, "at"), f"unknown milestone '{shown(str(entry['at']))}'")
     fact.history = [h for h in fact.history if h.at in kb.milestones]
     for path, name in (
         (("target",), raw.get("target")),
@@ -500,14 +499,15 @@ def _cross_check(
         if name is not None and name not in kb.targets and name not in kb.groups:
             known = ", ".join([*kb.targets, *(f"@{g}" for g in kb.groups)])
             what = "target or group" if kb.groups else "target"
-            add(path, f"unknown {what} '{name}' (known: {known})")
+            add(path, f"unknown {what} '{shown(name)}' (known: {known})")
     machine = raw.get("machine")
     if fact.category == "inventory" and machine is not None and machine not in kb.targets:
-        add(("machine",), f"unknown target '{machine}' (known: {', '.join(kb.targets)})")
+        add(("machine",), f"unknown target '{shown(machine)}' (known: {', '.join(kb.targets)})")
     for relation, ids in (raw.get("links") or {}).items():
         for i, other in enumerate(ids):
             if other not in kb.facts:
-                add(("links", relation, i), f"link {relation} -> '{other}': no such fact")
+                link = f"link {shown(relation)} -> '{shown(other)}'"
+                add(("links", relation, i), f"{link}: no such fact")
     if fact.check is not None:
         out += _check_problems(kb, fact, doc, (*at, "check"))
     return out
@@ -524,7 +524,7 @@ def _check_problems(
         hint = f" (known in that group: {', '.join(close)})" if close else ""
         out.append(
             doc.problem(
-                (*at, "probe"), f"fact '{fact.id}': unknown probe '{fact.check.probe}'{hint}"
+                (*at, "probe"), f"fact '{fact.id}': unknown probe '{shown(fact.check.probe)}'{hint}"
             )
         )
     else:

@@ -52,10 +52,20 @@ def name_problem(kind: str, value: object) -> str | None:
     """Why `value` is not a valid name of `kind`, or None when it is."""
     longest = LONGEST.get(kind)
     if isinstance(value, str) and longest is not None and len(value) > longest:
-        return f"bad {kind} {value[:80]!r}... ({len(value)} characters; at most {longest})"
+        head = value[:SHOWN_AT_MOST]
+        return f"bad {kind} {head!r}... ({len(value)} characters; at most {longest})"
     if isinstance(value, str) and PATTERNS[kind].fullmatch(value):
         return None
-    return f"bad {kind} {str(value)[:80]!r} (use {HINTS[kind]})"
+    return f"bad {kind} {str(value)[:SHOWN_AT_MOST]!r} (use {HINTS[kind]})"
+
+
+SHOWN_AT_MOST = 80  # characters of a name quoted in a message
+
+
+def shown(name: str) -> str:
+    """A name as a message quotes it: its head when it is long (a 6 kB reference to a fact
+    that does not exist was printed whole, once per line that named it)."""
+    return name if len(name) <= SHOWN_AT_MOST else name[:SHOWN_AT_MOST] + "..."
 
 
 def check_name(kind: str, value: object) -> str:

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from factbook.knowledge.kb import KnowledgeBase
-from factbook.store.results import latest_for
+from factbook.knowledge.names import shown
 from factbook.runbooks.api import FactView
 from factbook.runbooks.format import Runbook, Step
+from factbook.store.results import latest_for
 
 FACT_FUNCTIONS = ("fact", "env_from", "flags_from")
 
@@ -97,7 +98,7 @@ def resolve(kb: KnowledgeBase, use: FactUse) -> FactUse:
     from factbook.runbooks import api
 
     if use.fact_id not in kb.facts:
-        use.error = f"no fact '{use.fact_id}'"
+        use.error = f"no fact '{shown(use.fact_id)}'"
         return use
     view = FactView(kb.facts[use.fact_id])
     names = {

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from factbook.errors import LintFailed, Problem, UsageError
 from factbook.knowledge.kb import KnowledgeBase
+from factbook.knowledge.names import shown
 from factbook.runbooks.dryrun import fact_uses
 from factbook.runbooks.format import Runbook, load_runbook, runbook_paths
 
@@ -58,13 +59,11 @@ def lint_runbook(kb: KnowledgeBase, runbook: Runbook) -> list[Problem]:
         if fact is None:
             close = [i for i in kb.facts if fact_id.split(".")[-1] in i][:3]
             hint = f" (did you mean: {', '.join(close)})" if close else ""
-            out.append(Problem(where, line, f"{what}: no fact '{fact_id}'{hint}"))
+            out.append(Problem(where, line, f"{what}: no fact '{shown(fact_id)}'{hint}"))
         elif category and fact.category != category:
-            out.append(
-                Problem(
-                    where, line, f"{what}: '{fact_id}' is a {fact.category} fact, not {category}"
-                )
-            )
+            named = shown(fact_id)
+            message = f"{what}: '{named}' is a {fact.category} fact, not {category}"
+            out.append(Problem(where, line, message))
 
     def need_target(name: str | None, line: int, what: str) -> None:
         if name is not None and name not in kb.targets:
