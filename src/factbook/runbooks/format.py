@@ -7,17 +7,18 @@ a typo (`destuctive: true`) is an error instead of a silently ignored safety swi
 
 from __future__ import annotations
 
-import os
-
+import bisect
 import math
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from factbook.errors import LintFailed, Problem, UsageError
-from factbook.knowledge.names import name_problem
 from factbook.knowledge.kbfiles import confined
+from factbook.knowledge.names import name_problem, shown
 from factbook.knowledge.yamlsrc import read_text_bounded, refusal
 
 RUNBOOKS_DIR = "runbooks"
@@ -55,6 +56,12 @@ CODE_FENCE = re.compile(r"^(`{3,}|~{3,})\{code-cell\}", re.MULTILINE)
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*$", re.MULTILINE | re.DOTALL)
 # A code cell's options: `:key: value` lines, or a YAML block between `---` lines.
 CELL_OPTIONS = re.compile(r"\n((?::[^\n]*\n)+|---[ \t]*\n.*?\n---[ \t]*\n)", re.DOTALL)
+FENCE_CLOSE = re.compile(r"^(`{3,}|~{3,})[ \t]*$", re.MULTILINE)
+MARKDOWN_BREAK = re.compile(r"^\+\+\+", re.MULTILINE)  # MyST's cell separator
+# cells one runbook may hold: jupytext validates each with nbformat's JSON schema and reads
+# its options with PyYAML, ~0.5 ms a cell here (a 1 MiB runbook of 35,000 tiny cells: ~15 s);
+# the shipped runbooks hold at most 30
+MAX_CELLS = 1000
 
 
 @dataclass
@@ -132,10 +139,15 @@ def load_runbook(path: Path, root: Path | None = None) -> Runbook:
         text, unreadable = read_text_bounded(path, display)
     if unreadable is not None:
         raise LintFailed([unreadable])
-    problems = _unsafe_yaml(text, display)
+    fences = list(CODE_FENCE.finditer(text))
+    line_at = _lines(text)
+    too_many = _too_many_cells(text, fences, line_at, display)
+    if too_many is not None:  # refused before jupytext reads every cell
+        raise LintFailed([too_many])
+    problems = _unsafe_yaml(text, display, fences, line_at)
     if problems:  # jupytext would expand an alias bomb: never hand it such YAML
         raise LintFailed(problems)
-    problems = _unclosed_fences(text, display)
+    problems = _unclosed_fences(text, display, fences, line_at)
     try:
         notebook = jupytext.reads(text, fmt="md:myst")
     except Exception as exc:  # jupytext raises plain Exceptions on bad YAML front matter
@@ -143,7 +155,7 @@ def load_runbook(path: Path, root: Path | None = None) -> Runbook:
         raise LintFailed(
             [*problems, Problem(display, 1, f"cannot parse as a MyST notebook: {first}")]
         ) from None
-    fence_lines = [text.count("\n", 0, m.start()) + 1 for m in CODE_FENCE.finditer(text)]
+    fence_lines = [line_at(m.start()) for m in fences]
     meta_line = _key_line(text, "factbook")
     meta = notebook.metadata.get("factbook") or {}
     if not isinstance(meta, dict):
@@ -216,7 +228,9 @@ def _step(
     meta = dict(cell.metadata)
     name = meta.get("name")
     if not isinstance(name, str) or not STEP_NAME.fullmatch(name):
-        what = "has no 'name'" if name is None else f"has a bad name {name!r} ([a-z0-9_-]+)"
+        what = (
+            "has no 'name'" if name is None else f"has a bad name {shown(repr(name))} ([a-z0-9_-]+)"
+        )
         problems.append(Problem(display, line, f"code cell {what}"))
         name = f"cell-{index}"
     for key in meta:
@@ -225,7 +239,8 @@ def _step(
                 Problem(
                     display,
                     line,
-                    f"step '{name}': unknown key '{key}' (known: {', '.join(STEP_KEYS)})",
+                    f"step '{name}': unknown key '{shown(str(key))}' "
+                    f"(known: {', '.join(STEP_KEYS)})",
                 )
             )
     for key in ("destructive", "setup"):
@@ -276,15 +291,42 @@ def _id_list(raw: Any, display: str, line: int, what: str, problems: list[Proble
     return list(raw)
 
 
-def _unsafe_yaml(text: str, display: str) -> list[Problem]:
+def _lines(text: str) -> Callable[[int], int]:
+    """The 1-based line of an offset in `text`: counting the newlines before each of a
+    runbook's thousand cells again was quadratic."""
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    return lambda offset: bisect.bisect_left(newlines, offset) + 1
+
+
+def _too_many_cells(
+    text: str, fences: list[re.Match[str]], line_at: Callable[[int], int], display: str
+) -> Problem | None:
+    """One line when the runbook holds more than MAX_CELLS cells (code fences and `+++`)."""
+    breaks = list(MARKDOWN_BREAK.finditer(text))
+    if len(fences) + len(breaks) <= MAX_CELLS:
+        return None
+    starts = sorted(m.start() for m in [*fences, *breaks])
+    return Problem(
+        display,
+        line_at(starts[MAX_CELLS]),
+        f"{len(starts)} cells; at most {MAX_CELLS} in one runbook (split it into several)",
+    )
+
+
+def _unsafe_yaml(
+    text: str, display: str, fences: list[re.Match[str]], line_at: Callable[[int], int]
+) -> list[Problem]:
     """Aliases, bombs and forbidden characters in the front matter and cell options."""
     regions = []
     front = FRONT_MATTER.match(text)
     if front:
         regions.append((front.group(1), 2))
-    for fence in CODE_FENCE.finditer(text):
+    for n, fence in enumerate(fences):
         end = text.find("\n", fence.end())
-        options = CELL_OPTIONS.match(text, end) if end >= 0 else None
+        # a cell's options lie inside it: an unclosed `---` block is not looked for past
+        # the next cell (each search to the end of the file was quadratic)
+        stop = fences[n + 1].start() if n + 1 < len(fences) else len(text)
+        options = CELL_OPTIONS.match(text, end, stop) if 0 <= end < stop else None
         if options:
             block = options.group(1)
             body = "\n".join(
@@ -292,23 +334,34 @@ def _unsafe_yaml(text: str, display: str) -> list[Problem]:
                 for line in block.splitlines()
                 if line.strip() != "---"
             )
-            line = text.count("\n", 0, end) + 2 + (1 if block.startswith("---") else 0)
+            line = line_at(end) + 1 + (1 if block.startswith("---") else 0)
             regions.append((body, line))
     found = [refusal(body, display, first_line=line) for body, line in regions]
     return [p for p in found if p is not None]
 
 
-def _unclosed_fences(text: str, display: str) -> list[Problem]:
-    """A code cell whose fence is never closed swallows the rest of the file into one step."""
+def _unclosed_fences(
+    text: str, display: str, fences: list[re.Match[str]], line_at: Callable[[int], int]
+) -> list[Problem]:
+    """A code cell whose fence is never closed swallows the rest of the file into one step:
+    one whose character, at least as long, closes no line after it. One pass from the end,
+    keeping the longest closing run of each character seen (a search per cell was
+    quadratic)."""
+    closers = [(m.start(), m.group(1)) for m in FENCE_CLOSE.finditer(text)]
+    longest = {"`": 0, "~": 0}
     out = []
-    for fence in CODE_FENCE.finditer(text):
+    at = len(closers)
+    for fence in reversed(fences):
         opener = fence.group(1)
-        closer = re.compile(rf"^{re.escape(opener[0])}{{{len(opener)},}}[ \t]*$", re.MULTILINE)
         start = text.find("\n", fence.end())
-        if start < 0 or not closer.search(text, start):
-            line = text.count("\n", 0, fence.start()) + 1
+        while at > 0 and start >= 0 and closers[at - 1][0] > start:
+            at -= 1
+            char, length = closers[at][1][0], len(closers[at][1])
+            longest[char] = max(longest[char], length)
+        if start < 0 or longest[opener[0]] < len(opener):
+            line = line_at(fence.start())
             out.append(Problem(display, line, f"code cell fence {opener} is never closed"))
-    return out
+    return out[::-1]
 
 
 def _key_line(text: str, key: str) -> int:
