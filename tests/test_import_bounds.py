@@ -221,3 +221,30 @@ def test_more_targets_than_targets_yaml_may_hold_say_so(tmp_path: Path) -> None:
     assert "over the 1048576 bytes factbook reads; not written" in out, (code, err[-500:])
     assert "unknown target" not in out
     assert (kb / "targets.yaml").read_bytes() == before
+
+
+def test_a_long_statement_like_a_long_fact_is_compared_by_its_head(tmp_path: Path) -> None:
+    """difflib's ratio is quadratic in what it compares: an 88 kB dump line like an 88 kB
+    statement of the knowledge base (words of 189 distinct letters, none common enough for
+    difflib's junk rule) took 20 s of CPU. Only the first COMPARED characters of each are
+    compared now: the line is recognised as the fact it restates, at once."""
+    rng = random.Random(2)
+    letters = [chr(c) for c in range(0xC0, 0x17F) if chr(c).isalpha()]
+    vocab = ["".join(rng.choice(letters) for _ in range(rng.randrange(3, 8))) for _ in range(400)]
+    said = [rng.choice(vocab) for _ in range(15000)]
+    restated = list(said)
+    for _ in range(50):
+        restated[rng.randrange(len(restated))] = rng.choice(vocab)
+    fact = {
+        "id": "hw.long", "category": "hardware", "title": "long", "statement": " ".join(said),
+        "status": "assumed", "sources": [{"seed": "x"}],
+    }  # fmt: skip
+    root = make_kb(tmp_path / "kb", [fact])
+    (root / "milestones.yaml").write_text("milestones:\n  - {id: '1', title: first}\n")
+    dump = tmp_path / "dump.md"
+    dump.write_text("# Status\n\n## Hardware\n\n- " + " ".join(restated) + "\n", encoding="utf-8")
+    started = time.perf_counter()
+    code, out, err = cli(root, "import", str(dump), "--milestone", "1", "--quiet")
+    assert time.perf_counter() - started < 10
+    assert code == 0, err
+    assert "1 unchanged" in out

@@ -34,6 +34,11 @@ except ImportError:  # pragma: no cover - an install without it matches as befor
     from difflib import SequenceMatcher
 
 SIMILAR = 0.9
+# characters of two statements that difflib compares: its ratio is quadratic in them (two
+# 88 kB statements, a dump line and a fact's, took 20 s; 2,000 characters ~1.5 ms, 1,000
+# ~1 ms at worst). Two statements whose lengths allow a ratio of SIMILAR are within 18% of
+# each other, and the longest shipped statement has 518: real ones are compared whole.
+COMPARED = 1000
 _OVERLAP = 0.6  # words two statements share (Jaccard) before they are compared closely
 assert _OVERLAP == 3 / 5  # find's size filter compares in whole numbers: 5 x small < 3 x large
 _WORD = re.compile(r"[a-z0-9]+(?:[.,/+-][a-z0-9]+)*")
@@ -80,7 +85,8 @@ class Index:
         self.word_sets: list[tuple[set[str], Fact]] = []
         # topic -> its facts with their phrases and words (_in_scope), on demand
         self.scopes: dict[str, list[tuple[Fact, list[str], set[str]]]] = {}
-        self.statements_n: list[str] = []  # word_sets' statements, normalised once
+        # word_sets' statements, normalised once, their first COMPARED characters
+        self.statements_n: list[str] = []
         self.counts: dict[int, Counter[str]] = {}  # their characters, counted when needed
         self.matchers: dict[int, SequenceMatcher] = {}
         # by_key's facts by box, and their values' indexes (per key and box), on demand
@@ -96,7 +102,7 @@ class Index:
             self.by_statement.setdefault(norm(fact.statement), fact)
             self.by_title.setdefault(norm(fact.title), []).append(fact)
             self.word_sets.append((words(fact.statement), fact))
-            self.statements_n.append(norm(fact.statement))
+            self.statements_n.append(norm(fact.statement)[:COMPARED])
         self._index_quotes()
         self.word_set_sizes = [len(theirs) for theirs, _ in self.word_sets]
         self.by_word: dict[str, list[int]] = {}  # statement word -> word_sets positions
@@ -206,6 +212,7 @@ class Index:
         if statement_n in self.by_statement:
             return Found(self.by_statement[statement_n], "statement")
         mine = words(statement)
+        statement_n = statement_n[:COMPARED]
         best: tuple[float, Fact | None] = (0.0, None)
         mine_counts: Counter[str] | None = None
         size = len(mine)
