@@ -39,6 +39,12 @@ SIMILAR = 0.9
 # ~1 ms at worst). Two statements whose lengths allow a ratio of SIMILAR are within 18% of
 # each other, and the longest shipped statement has 518: real ones are compared whole.
 COMPARED = 1000
+# a word more known statements hold than this finds no candidates for a line (the, box, on),
+# and a line is compared with at most CANDIDATES_AT_MOST of them (those holding the most of
+# its rarest words); the shipped knowledge base's commonest statement word, 'the', is in
+# 200 of its 359 statements
+COMMON_WORD = 256
+CANDIDATES_AT_MOST = 256
 _OVERLAP = 0.6  # words two statements share (Jaccard) before they are compared closely
 assert _OVERLAP == 3 / 5  # find's size filter compares in whole numbers: 5 x small < 3 x large
 _WORD = re.compile(r"[a-z0-9]+(?:[.,/+-][a-z0-9]+)*")
@@ -160,9 +166,13 @@ class Index:
         return sorted(found)
 
     def _word_candidates(self, mine: set[str]) -> list[int]:
-        """Positions in self.word_sets that may overlap `mine` by 0.6 or more (a superset):
-        such a set holds at least ceil(0.6 x |mine|) of its words, so at least one of any
-        |mine| - that + 1 of them; the rarest ones are taken (prefix filtering)."""
+        """Positions in self.word_sets that may overlap `mine` by 0.6 or more: such a set
+        holds at least ceil(0.6 x |mine|) of its words, so at least one of any |mine| - that
+        + 1 of them; the rarest ones are taken (prefix filtering). Bounded, so that each line
+        costs the same whatever the knowledge base: a word more than COMMON_WORD statements
+        hold finds no candidates, and of more than CANDIDATES_AT_MOST candidates those holding
+        the most of the words taken are kept (3,500 statements sharing five words with each
+        of 3,500 lines were 12 million comparisons: 8 s, quadratic)."""
         need = math.ceil(_OVERLAP * len(mine) - 1e-9)
         # rarest first: a word no statement holds (none; it adds nothing), then by how many
         # hold it (the order sorting all of them by that count gives, ties as in `mine`)
@@ -170,11 +180,17 @@ class Index:
         if take <= 0:
             return []
         counts = self.word_counts
-        rarest = sorted([w for w in mine if w in counts], key=counts.__getitem__)
-        found: set[int] = set()
-        for word in rarest[:take]:
-            found.update(self.by_word[word])
-        return sorted(found)
+        rarest = sorted([w for w in mine if w in counts], key=counts.__getitem__)[:take]
+        lists = [self.by_word[word] for word in rarest if counts[word] <= COMMON_WORD]
+        if sum(map(len, lists)) <= CANDIDATES_AT_MOST:
+            found: set[int] = set()
+            for positions in lists:
+                found.update(positions)
+            return sorted(found)
+        hits: Counter[int] = Counter()
+        for positions in lists:
+            hits.update(positions)
+        return sorted(n for n, _ in hits.most_common(CANDIDATES_AT_MOST))
 
     def find(
         self,
