@@ -27,11 +27,15 @@ from factbook.dumps.capture import article, boxes
 from factbook.dumps.capture.article import parse_article
 from factbook.dumps.capture.boxes import Box, Boxes, find_boxes
 from factbook.dumps.capture.entry import Entry
-from factbook.dumps.capture.match import Index, words
+from factbook.dumps.capture.match import _WORD, Index, _said, norm, words
+from factbook.dumps.capture.match import _Topic as Topic
 from factbook.dumps.capture.propose import targets_needed
 from factbook.knowledge.kb import load_kb
 
 MB = 1_000_000
+
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def cpu_seconds(work: Callable[[], Any]) -> float:
@@ -291,3 +295,62 @@ def test_lines_sharing_common_words_with_thousands_of_facts_match_in_linear_time
     assert time.process_time() - started < 4.0
     assert code == 0, err
     assert f"{n} unchanged" in out
+
+
+def old_in_scope(said: list[Any], text: str) -> Any:
+    """The replaced comparison of a group line's part with every fact of its topic (`said`:
+    `_said` of each), word for word (the oracle)."""
+    mine_n, mine = f" {' '.join(_WORD.findall(norm(text)))} ", words(text)
+    best: tuple[int, float, Any] = (0, 0.0, None)
+    for fact, phrases, theirs in said:
+        inside = max((len(p) for p in phrases if f" {p} " in mine_n), default=0)
+        shared = len(mine & theirs) / max(len(mine), 1)
+        if (inside, shared) > best[:2]:
+            best = (inside, shared, fact)
+    return best[2] if best[0] or best[1] else None
+
+
+def test_a_group_lines_parts_find_the_facts_they_found_before() -> None:
+    """Every topic of the shipped knowledge base, 20,000 parts: its facts' titles and
+    statements whole, cut, run together and mixed with other words."""
+    kb = load_kb(REPO)
+    topics: dict[str, list[Any]] = {}
+    for fact in kb.facts.values():
+        parts = fact.id.split(".")
+        for depth in range(1, len(parts)):
+            topics.setdefault(".".join(parts[:depth]), [])
+    for scope in topics:
+        topics[scope] = [f for f in kb.facts.values() if f.id.startswith(scope + ".")]
+    indexed = {scope: (Topic(facts), [_said(f) for f in facts]) for scope, facts in topics.items()}
+    rng = random.Random(29)
+    said = [w for f in kb.facts.values() for w in _WORD.findall(norm(f.title + " " + f.statement))]
+    for _ in range(20_000):
+        scope = rng.choice(sorted(topics))
+        fact = rng.choice(topics[scope])
+        pieces = _WORD.findall(norm(rng.choice([fact.title, fact.statement])))
+        cut = pieces[rng.randrange(len(pieces) + 1) :][: rng.randrange(1, 12)]
+        text = " ".join(rng.sample(said, rng.randrange(0, 4)) + cut + [rng.choice(said)])
+        topic, oracle = indexed[scope]
+        assert topic.best(text) is old_in_scope(oracle, text), (scope, text)
+
+
+def test_a_part_under_a_topic_of_thousands_is_looked_up() -> None:
+    """A budgeted dump's group line of 1,091 parts under a topic of 3,000 facts took 2 s
+    (each part compared with each fact); looked up, the same facts at once. A part of
+    words only thousands of facts hold (`GPU property`) selects none now."""
+    facts = [
+        SimpleNamespace(
+            id=f"hw.gpu.f{i}",
+            title=f"GPU property {i}",
+            statement=f"GPU property {i} holds value {i * 7}",
+            sources=[],
+        )
+        for i in range(3000)
+    ]
+    topic, said = Topic(facts), [_said(f) for f in facts]
+    started = time.process_time()
+    found = [topic.best(str(i)) for i in range(3000)]
+    assert time.process_time() - started < 2.0
+    assert found[::30] == [old_in_scope(said, str(i)) for i in range(0, 3000, 30)]
+    assert topic.best("GPU property 17") is facts[17] is old_in_scope(said, "GPU property 17")
+    assert topic.best("gpu property") is None  # the old comparison: facts[0], by 2 words
