@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pty
+import shlex
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from factbook.commands.cli import build_parser
 from factbook.integrations.completion import SCRIPTS, candidates
 from factbook.runbooks.format import load_runbook
 from tests.helpers import REPO, cli, fact, make_kb
+from tests.test_hostile_kb import HOSTILE_TAGS, completion_shell, make_outside, plant
 
 BIN = Path(sys.executable).parent
 RUNBOOK = "gpu-cleanup"
@@ -196,3 +198,38 @@ def test_zsh_completes_on_the_first_tab(tmp_path: Path, how: str) -> None:
     drive.write_text(ZPTY_DRIVE.format(bin=bin_, setup=setup[how]))
     subprocess.run([zsh, "-f", str(drive)], capture_output=True, timeout=60)
     assert calls.exists() and "__complete 1 factbook ver" in calls.read_text(), how
+
+
+@pytest.mark.parametrize(
+    ("typed", "completed"),
+    [
+        ("'", ["\\*", "ok", "x\\ y"]),  # a quote opened, nothing typed in it yet
+        ("\\*", ["\\*"]),  # the tag `*`, escaped as bash escapes it
+        ("x\\ ", ["x\\ y"]),
+        ("'x ", ["x\\ y"]),
+        ('"x', ["x\\ y"]),
+        ("o", ["ok"]),
+    ],
+)
+def test_bash_completes_a_prefix_typed_with_quotes_or_backslashes(
+    tmp_path: Path, typed: str, completed: list[str]
+) -> None:
+    """bash hands the word over as typed: `\\*` or `'x ` matched nothing, as no tag starts
+    with a backslash or a quote. Dequoted first, as the shell will pass it on."""
+    root, outside = tmp_path / "kb", tmp_path / "outside"
+    make_outside(outside)
+    plant(root, outside, HOSTILE_TAGS)
+    work, script, env = completion_shell(tmp_path, "bash")
+    program = f"""
+source {script}
+COMP_WORDS=(factbook --root {root} verify --tag {shlex.quote(typed)})
+COMP_CWORD=5
+_factbook_complete
+printf '<%s>\\n' "${{COMPREPLY[@]}}"
+"""
+    proc = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", program],
+        capture_output=True, text=True, env=env, cwd=work, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [f"<{c}>" for c in completed], proc.stdout

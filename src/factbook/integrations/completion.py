@@ -54,7 +54,9 @@ def candidates(
     words = list(words) + [""] * (index + 1 - len(words))
     if Path(words[0]).name == "verify-facts":
         words, index = ["factbook", "verify", *words[1:]], index + 1
-    current, before = words[index], words[1:index]
+    # the words as typed (bash and zsh hand them over with their quotes and backslashes):
+    # `\$x` and `'x y` name $x and x y
+    current, before = _dequoted(words[index]), [_dequoted(w) for w in words[1:index]]
     root = Path(env.get("FACTBOOK_ROOT", "."))
     chain = [parser]
     positionals_seen = 0
@@ -99,6 +101,32 @@ def candidates(
         return _filter(_kind(_POSITIONAL_KINDS[positional.dest], root, words), current)
     plain = [a for a in parser._actions if not a.option_strings and a.choices and not subs]
     return _filter(plain[0].choices, current) if plain else []
+
+
+def _dequoted(word: str) -> str:
+    """A word as the shell will pass it on: backslash escapes and quotes removed, a quote
+    still open at the end (being typed) taken as closed."""
+    out: list[str] = []
+    quote = ""
+    at = 0
+    while at < len(word):
+        char = word[at]
+        escaped = word[at + 1] if at + 1 < len(word) else ""
+        if quote == "'":
+            quote = "" if char == "'" else quote
+            out.append(char if quote else "")
+        elif char == "\\" and (quote == "" or escaped in '"\\$`'):
+            out.append(escaped)
+            at += 1
+        elif quote == '"':
+            quote = "" if char == '"' else quote
+            out.append(char if quote else "")
+        elif char in "'\"":
+            quote = char
+        else:
+            out.append(char)
+        at += 1
+    return "".join(out)
 
 
 def _option(parser: argparse.ArgumentParser, word: str) -> argparse.Action | None:
