@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import os
 import resource
+import shlex
 import shutil
 import signal
 import subprocess
@@ -718,10 +719,17 @@ def test_bash_completion_neither_globs_nor_splits_a_hostile_tag(tmp_path: Path) 
     root, out = tmp_path / "kb", tmp_path / "outside"
     make_outside(out)
     plant(root, out, HOSTILE_TAGS)
+    assert bash_completes(tmp_path, root, "") == ["\\*", "ok", "x\\ y"]
+
+
+def bash_completes(tmp_path: Path, root: Path, typed: str) -> list[str]:
+    """What the generated bash function offers for `factbook --root ROOT verify --tag
+    TYPED` (TYPED as the user typed it), sourced in a real bash and called as bash calls
+    it (COMP_WORDS, COMP_CWORD), in a folder holding files a glob would expand to."""
     work, script, env = completion_shell(tmp_path, "bash")
     program = f"""
 source {script}
-COMP_WORDS=(factbook --root {root} verify --tag '')
+COMP_WORDS=(factbook --root {shlex.quote(str(root))} verify --tag {shlex.quote(typed)})
 COMP_CWORD=5
 _factbook_complete
 printf '<%s>\\n' "${{COMPREPLY[@]}}"
@@ -731,4 +739,4 @@ printf '<%s>\\n' "${{COMPREPLY[@]}}"
         capture_output=True, text=True, env=env, cwd=work, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["<\\*>", "<ok>", "<x\\ y>"], proc.stdout
+    return [line[1:-1] for line in proc.stdout.splitlines()]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import pty
-import shlex
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from factbook.commands.cli import build_parser
 from factbook.integrations.completion import SCRIPTS, candidates
 from factbook.runbooks.format import load_runbook
 from tests.helpers import REPO, cli, fact, make_kb
-from tests.test_hostile_kb import HOSTILE_TAGS, completion_shell, make_outside, plant
+from tests.test_hostile_kb import HOSTILE_TAGS, bash_completes, make_outside, plant
 
 BIN = Path(sys.executable).parent
 RUNBOOK = "gpu-cleanup"
@@ -219,17 +218,4 @@ def test_bash_completes_a_prefix_typed_with_quotes_or_backslashes(
     root, outside = tmp_path / "kb", tmp_path / "outside"
     make_outside(outside)
     plant(root, outside, HOSTILE_TAGS)
-    work, script, env = completion_shell(tmp_path, "bash")
-    program = f"""
-source {script}
-COMP_WORDS=(factbook --root {root} verify --tag {shlex.quote(typed)})
-COMP_CWORD=5
-_factbook_complete
-printf '<%s>\\n' "${{COMPREPLY[@]}}"
-"""
-    proc = subprocess.run(
-        ["bash", "--norc", "--noprofile", "-c", program],
-        capture_output=True, text=True, env=env, cwd=work, timeout=60,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == [f"<{c}>" for c in completed], proc.stdout
+    assert bash_completes(tmp_path, root, typed) == completed
