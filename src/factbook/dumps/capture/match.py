@@ -17,6 +17,7 @@ struck-through line): the old fact is refuted and `replaced_by` the new one.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import re
@@ -140,6 +141,14 @@ class Index:
         # inside the entry is asked first, and only those of 20 characters or more can hold it
         self.shorts = [self.quotes[n][0] for n in self.short_quotes]
         self.long_shorts = [known for known in self.shorts if len(known) >= 20]
+        # every quote in one text, for the first holding an entry whose tokens index nothing
+        # useful (no inner token, or only common ones): one search in C, not K in Python
+        self.all_quotes = "\n".join(known for known, _ in self.quotes)  # norm() leaves no \n
+        self.quote_starts: list[int] = []
+        at = 0
+        for known, _ in self.quotes:
+            self.quote_starts.append(at)
+            at += len(known) + 1
 
     def _short_may_match(self, quote_n: str) -> bool:
         """Whether a short quote can match `quote_n` (one inside the other, as `find` asks)."""
@@ -155,14 +164,21 @@ class Index:
             found.update(self.quote_keys.get(token, ()))
         if len(quote_n) >= 20:  # quote_n inside a known quote: its inner tokens are in it
             inner = tokens[1:-1]
-            if inner:
-                by_token = self.quote_tokens
-                # a token no known quote holds is the rarest (none): nothing to add
-                if all(t in by_token for t in inner):
-                    rare = min(inner, key=lambda t: len(by_token[t]))
+            by_token = self.quote_tokens
+            # a token no known quote holds is the rarest (none): nothing to add
+            if inner and all(t in by_token for t in inner):
+                rare = min(inner, key=lambda t: len(by_token[t]))
+                if len(by_token[rare]) <= CANDIDATES_AT_MOST:
                     found.update(by_token[rare])
-            else:
-                found.update(range(len(self.quotes)))
+                    return sorted(found)
+            if not inner or all(t in by_token for t in inner):
+                # no inner token, or only common ones: `find` takes the first candidate that
+                # holds the entry, so the first known quote holding it is the one to add
+                # (adding every quote, or every quote with a common token, made each such
+                # line cost the whole knowledge base: quadratic)
+                first = self.all_quotes.find(quote_n)
+                if first >= 0:
+                    found.add(bisect.bisect_right(self.quote_starts, first) - 1)
         return sorted(found)
 
     def _word_candidates(self, mine: set[str]) -> list[int]:
