@@ -187,3 +187,13 @@ def test_mkdocs_build_of_a_hostile_knowledge_base(tmp_path: Path) -> None:
     pages = "\n".join(p.read_text() for p in (tmp_path / "site").rglob("*.html"))
     assert "[a](b) [a](b)" in pages  # the links statement, shown as text
     assert 'box.run(["uname"' in pages.replace("&quot;", '"')  # the runbook's step
+
+
+def test_front_matter_is_data_and_left_as_it_is() -> None:
+    """A budgeted status document opens with YAML front matter, which MkDocs reads as data:
+    however heavy a value in it, it is not turned into code (that would end the YAML)."""
+    heavy = "*a " * 300
+    text = f'---\ntitle: "{heavy}"\n---\n# H\n\n{heavy}\n'
+    lines = bounded(text, code_spans(text)).split("\n")
+    assert lines[:3] == ["---", f'title: "{heavy}"', "---"]
+    assert lines[5] == code_span(heavy)

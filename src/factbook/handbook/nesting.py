@@ -17,8 +17,8 @@ that reach generated pages through `safe_markdown` showed it: a statement of 4,0
   indentation) and opens at most `MAX_NEST` quotes and list items (`> - > - x`: the markers
   past them are shown as code).
 
-Prose as people write it stays far below these bounds and passes unchanged; code spans and
-fenced blocks are never touched. Linear in the text.
+Prose as people write it stays far below these bounds and passes unchanged; code spans,
+fenced blocks and a document's YAML front matter are never touched. Linear in the text.
 """
 
 from __future__ import annotations
@@ -96,14 +96,19 @@ def _heavy(text: str, prose: list[tuple[int, int]], start: int, end: int, known:
 
 
 def _blocks(text: str) -> Iterator[tuple[int, int, list[tuple[int, int]]]]:
-    """(start, end, its lines' (start, end)) of each block outside fenced code: lines up to
-    a blank line or a line that starts another block (a list item, heading, quote, row)."""
+    """(start, end, its lines' (start, end)) of each block outside fenced code and front
+    matter: lines up to a blank line or a line that starts another block (a list item,
+    heading, quote, row)."""
     block: list[tuple[int, int]] = []
     fence: str | None = None
+    front = text.startswith("---\n")  # YAML front matter: MkDocs reads it as data, not text
     offset = 0
     for raw in text.split("\n"):
         start, end = offset, offset + len(raw)
         offset = end + 1
+        if front:
+            front = start == 0 or raw.rstrip() not in ("---", "...")
+            continue
         blank = not raw or raw.isspace()
         opening = _FENCE.match(raw) if raw[:1] in _MAY_FENCE else None
         if fence is not None:  # inside fenced code: no block, nothing bounded
