@@ -197,3 +197,29 @@ def test_front_matter_is_data_and_left_as_it_is() -> None:
     lines = bounded(text, code_spans(text)).split("\n")
     assert lines[:3] == ["---", f'title: "{heavy}"', "---"]
     assert lines[5] == code_span(heavy)
+
+
+def test_a_heavy_status_line_keeps_its_import_hint_outside_the_code(tmp_path: Path) -> None:
+    """`factbook status` writes each item's import hint after the document is made safe, in
+    a placeholder at the end of its line: a heavy line shown as code keeps it outside the
+    code span, so the hint stays a comment and `import` reads the item back as unchanged."""
+    root = tmp_path / "kb"
+    (root / "facts").mkdir(parents=True)
+    (root / "targets.yaml").write_text("targets:\n  here: {transport: local}\n")
+    (root / "milestones.yaml").write_text("milestones:\n  - {id: '1', title: first}\n")
+    fact = {
+        "id": "hw.x",
+        "category": "hardware",
+        "title": "x",
+        "statement": INLINE["star words"],
+        "status": "assumed",
+        "since": "1",
+        "sources": [{"seed": "a"}],
+    }
+    (root / "facts" / "a.yaml").write_text(yaml.safe_dump({"facts": [fact]}, width=10**9))
+    out = tmp_path / "status.md"
+    assert cli(["--root", str(root), "status", "--as-of", "1", "--out", str(out)]) == 0
+    [line] = [x for x in out.read_text().splitlines() if "hw.x" in x]
+    assert line.endswith('` <!-- fb {"id": "hw.x", "since": "1"} -->'), line[-80:]
+    assert line.startswith("- `")
+    assert cli(["--root", str(root), "import", str(out), "--milestone", "1", "--quiet"]) == 0

@@ -156,11 +156,24 @@ def _as_code(line: str) -> str:
     each as code."""
     head = _STRUCTURE.match(line)
     prefix = head[0] if head else ""
-    rest = line[len(prefix) :]
+    rest, slots = _placeholders_off(line[len(prefix) :])
     if rest.startswith("|"):
         cells = _CELL_BORDER.split(rest)
-        return prefix + "|".join(f" {code_span(c)} " if c.strip() else c for c in cells)
-    return prefix + code_span(rest)
+        return prefix + "|".join(f" {code_span(c)} " if c.strip() else c for c in cells) + slots
+    return prefix + code_span(rest) + slots
+
+
+def _placeholders_off(text: str) -> tuple[str, str]:
+    """`text` without the placeholders that end it (`\ue000...\ue001`, private-use marks a
+    caller puts in and replaces afterwards, as `factbook status` does its import hints),
+    and those placeholders: they stay outside the code span, as what replaces them must."""
+    last = end = len(text.rstrip())
+    while end and text[end - 1] == "\ue001":
+        start = text.rfind("\ue000", 0, end)
+        if start < 0 or "\ue001" in text[start : end - 1]:
+            break
+        end = len(text[:start].rstrip())
+    return (text[:end], text[end:]) if end < last else (text, "")
 
 
 def code_span(text: str) -> str:
