@@ -157,7 +157,8 @@ class Index:
         return len(quote_n) >= 20 and any(quote_n in known for known in self.long_shorts)
 
     def _quote_candidates(self, quote_n: str) -> list[int]:
-        """Positions in self.quotes that may match `quote_n` (a superset), in order."""
+        """Positions in self.quotes that may match `quote_n`, in order: every one a known quote
+        inside it can be at, and the first of those it lies inside (what `find` takes)."""
         tokens = quote_n.split(" ")
         found: set[int] = set(self.short_quotes) if self._short_may_match(quote_n) else set()
         for token in set(tokens):
