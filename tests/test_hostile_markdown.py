@@ -23,7 +23,7 @@ import yaml
 from handbook_support import mkdocs_build
 
 from factbook.commands.cli import run as cli
-from factbook.handbook.markup import code, md, prose
+from factbook.handbook.markup import PARTS_SHOWN, code, md, prose
 from factbook.handbook.nesting import MAX_INDENT, MAX_NEST, bounded, code_span
 from factbook.handbook.safehtml import code_spans, safe_markdown
 
@@ -223,3 +223,49 @@ def test_a_heavy_status_line_keeps_its_import_hint_outside_the_code(tmp_path: Pa
     assert line.endswith('` <!-- fb {"id": "hw.x", "since": "1"} -->'), line[-80:]
     assert line.startswith("- `")
     assert cli(["--root", str(root), "import", str(out), "--milestone", "1", "--quiet"]) == 0
+
+
+def test_lists_a_fact_card_shows_are_capped_and_the_tag_cloud_is_split(tmp_path: Path) -> None:
+    """One table cell is one text for Python-Markdown: a fact's 3,000 tags, the 1,000 facts
+    linking to one fact and a history of 300 entries each made one cell of thousands of
+    links (12 facts of 10,000 tags: `mkdocs build` still running after 10 minutes). A cell
+    shows PARTS_SHOWN of them and counts the rest; the tag index keeps every tag, in
+    paragraphs of PARAGRAPH_PARTS."""
+    root = tmp_path / "kb"
+    assert cli(["init", str(root)]) == 0
+    milestones = [{"id": f"m{i}", "title": f"m{i}"} for i in range(300)]
+    (root / "milestones.yaml").write_text(yaml.safe_dump({"milestones": milestones}))
+    hub = {
+        "id": "hw.hub",
+        "category": "hardware",
+        "title": "hub",
+        "statement": "the hub",
+        "status": "assumed",
+        "tags": [f"t{i}" for i in range(3000)],
+        "history": [{"at": f"m{i}", "status": "assumed"} for i in range(300)],
+        "sources": [{"seed": "a"}],
+    }
+    spokes = [
+        {
+            "id": f"hw.s{i}",
+            "category": "hardware",
+            "title": f"s{i}",
+            "statement": f"spoke {i}",
+            "status": "assumed",
+            "links": {"see_also": ["hw.hub"]},
+            "sources": [{"seed": "a"}],
+        }
+        for i in range(1000)
+    ]
+    (root / "facts" / "hub.yaml").write_text(yaml.safe_dump({"facts": [hub, *spokes]}))
+    assert cli(["--root", str(root), "lint"]) == 0
+    started = time.perf_counter()
+    proc = mkdocs_build(root, "-d", str(tmp_path / "site"), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert time.perf_counter() - started < 120
+    card = "".join(p.read_text() for p in (tmp_path / "site" / "facts").glob("hardware*.html"))
+    assert f"… {3000 - PARTS_SHOWN:,} more" in card  # the tags
+    assert f"… {1000 - PARTS_SHOWN:,} more" in card  # linked from
+    assert f"… {300 - PARTS_SHOWN:,} earlier" in card  # the history, its last entries
+    tags = (tmp_path / "site" / "tags.html").read_text()
+    assert tags.count('class="fb-tag"') >= 3000  # every tag in the cloud

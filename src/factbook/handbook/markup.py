@@ -109,6 +109,33 @@ def shorten(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+PARTS_SHOWN = 40  # links or values in one table cell or paragraph (~5 inline matches each)
+
+
+def capped(parts: list[str], sep: str, *, last: bool = False) -> str:
+    """`parts` joined with `sep`, at most PARTS_SHOWN of them (the last ones with `last`),
+    the rest counted: one cell is one text for Python-Markdown, which pays a copy of it per
+    inline match (a fact's 10,000 tags, or the 10,000 facts linking to one, never ended).
+    Where every part matters (the tag index), `paragraphs` keeps them all."""
+    if len(parts) <= PARTS_SHOWN:
+        return sep.join(parts)
+    left = len(parts) - PARTS_SHOWN
+    if last:
+        return f"… {left:,} earlier{sep}" + sep.join(parts[-PARTS_SHOWN:])
+    return sep.join(parts[:PARTS_SHOWN]) + f"{sep}… {left:,} more"
+
+
+PARAGRAPH_PARTS = 100  # links in one paragraph of a list that shows them all (the tag cloud)
+
+
+def paragraphs(parts: list[str], sep: str = " ") -> str:
+    """Every part, PARAGRAPH_PARTS to a paragraph: each paragraph is a text of its own, so
+    10,000 tags cost 100 paragraphs of 100 links, not one of 10,000 (which never ended)."""
+    return "\n\n".join(
+        sep.join(parts[at : at + PARAGRAPH_PARTS]) for at in range(0, len(parts), PARAGRAPH_PARTS)
+    )
+
+
 def rel_link(from_uri: str, to_uri: str, anchor: str = "") -> str:
     """A link from page `from_uri` to `to_uri` (both docs-relative .md paths)."""
     target = "" if to_uri == from_uri else _relpath(to_uri, posixpath.dirname(from_uri) or ".")

@@ -12,7 +12,7 @@ from typing import Any
 from factbook.handbook import prerender, special
 from factbook.handbook.fleet_view import FLEET, fleet_context, has_fleet
 from factbook.handbook.home import glance_rows, run_header
-from factbook.handbook.markup import md, rel_link
+from factbook.handbook.markup import md, paragraphs, rel_link
 from factbook.handbook.runbook_view import RunbookPage, runbook_context, runbooks_context
 from factbook.handbook.sources import StatusDoc
 from factbook.handbook.views import (
@@ -191,7 +191,7 @@ def _tags(kb: KnowledgeBase, views: ViewBuilder, html_parts: bool) -> PageSpec:
         }
         for tag in order
     ]
-    cloud = " ".join(f"{views.tag_link(TAGS, tag)}&nbsp;{len(by_tag[tag])}" for tag in order)
+    cloud = paragraphs([f"{views.tag_link(TAGS, tag)}&nbsp;{len(by_tag[tag])}" for tag in order])
     context = {"tags": tags, "cloud": cloud}
     if not html_parts:
         return PageSpec(TAGS, "Tags", "tags.md.j2", context)

@@ -12,7 +12,7 @@ from typing import Any
 from factbook.handbook import prerender
 from factbook.handbook.badges import FactState, fact_state
 from factbook.handbook.editlinks import EditLinks, location_text
-from factbook.handbook.markup import code, expect_text, md, prose, rel_link, time_text
+from factbook.handbook.markup import capped, code, expect_text, md, prose, rel_link, time_text
 from factbook.handbook.measured import figure_text, is_measured, measured_rows
 from factbook.handbook.safehtml import slug
 from factbook.judging.outcomes import DRIFT, PASS
@@ -195,7 +195,7 @@ class ViewBuilder:
             if key in ("path", "token"):
                 extra[key] = code(raw)
             elif key == "config" and isinstance(raw, dict):
-                extra[key] = ", ".join(f"{md(k)}={code(v)}" for k, v in raw.items())
+                extra[key] = capped([f"{md(k)}={code(v)}" for k, v in raw.items()], ", ")
             elif key in PROSE_KEYS or isinstance(raw, str):
                 extra[key] = prose(raw)
             else:
@@ -211,7 +211,7 @@ class ViewBuilder:
             rows += measured_rows(fact, self.history.get(fact.id) or state.results)
         rows += self._time_rows(fact)
         if fact.tags:
-            rows.append(("Tags", " ".join(self.tag_link(page, t) for t in fact.tags)))
+            rows.append(("Tags", capped([self.tag_link(page, t) for t in fact.tags], " ")))
         for source in fact.sources:
             quote = f" — “{md(source.quote)}”" if source.quote else ""
             text = _source_text(source)
@@ -220,15 +220,18 @@ class ViewBuilder:
             rows.append(("Source", (text or "unknown") + quote))
         for relation, ids in fact.links.items():
             label = RELATION_LABELS.get(relation, relation)
-            rows.append((label, ", ".join(self.link(page, i) for i in ids)))
+            rows.append((label, capped([self.link(page, i) for i in ids], ", ")))
         inbound = self.inbound.get(fact.id, [])
         if inbound:
             rows.append(
                 (
                     "Linked from",
-                    ", ".join(
-                        f"{self.link(page, other)} ({md(relation.replace('_', ' '))})"
-                        for relation, other in inbound
+                    capped(
+                        [
+                            f"{self.link(page, other)} ({md(relation.replace('_', ' '))})"
+                            for relation, other in inbound
+                        ],
+                        ", ",
                     ),
                 )
             )
@@ -292,9 +295,13 @@ class ViewBuilder:
             rows.append(
                 (
                     "History",
-                    " → ".join(
-                        f"{md(h.at)}: {md(h.status)}" + (f" ({md(h.note)})" if h.note else "")
-                        for h in fact.history
+                    capped(
+                        [
+                            f"{md(h.at)}: {md(h.status)}" + (f" ({md(h.note)})" if h.note else "")
+                            for h in fact.history
+                        ],
+                        " → ",
+                        last=True,
                     ),
                 )
             )
