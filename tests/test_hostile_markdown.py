@@ -23,7 +23,7 @@ import yaml
 from handbook_support import mkdocs_build
 
 from factbook.commands.cli import run as cli
-from factbook.handbook.markup import PARTS_SHOWN, code, md, prose
+from factbook.handbook.markup import PARTS_SHOWN, capped, code, md, prose
 from factbook.handbook.nesting import MAX_INDENT, MAX_NEST, bounded, code_span
 from factbook.handbook.safehtml import code_spans, safe_markdown
 
@@ -269,3 +269,10 @@ def test_lists_a_fact_card_shows_are_capped_and_the_tag_cloud_is_split(tmp_path:
     assert f"… {300 - PARTS_SHOWN:,} earlier" in card  # the history, its last entries
     tags = (tmp_path / "site" / "tags.html").read_text()
     assert tags.count('class="fb-tag"') >= 3000  # every tag in the cloud
+
+
+def test_capped_counts_what_it_leaves_out() -> None:
+    parts = [str(n) for n in range(PARTS_SHOWN + 5)]
+    assert capped(parts[:3], ", ") == "0, 1, 2"
+    assert capped(parts, ", ").endswith(f"{PARTS_SHOWN - 1}, … 5 more")
+    assert capped(parts, " → ", last=True).startswith("… 5 earlier → 5 → 6")

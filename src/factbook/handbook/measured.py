@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from factbook.handbook.markup import md, time_text
+from factbook.handbook.markup import capped, md, time_text
 from factbook.judging.expectations import PathMissing, get_path
 from factbook.knowledge.kbfiles import read_text
 from factbook.knowledge.limits import RUN_MAX_BYTES
@@ -82,7 +82,7 @@ def figure_text(fact: Fact, observed: Any) -> str:
         text += f" = {value / limit:.0%} of {limit:g}"
     per = observed.get("values") if isinstance(observed, dict) else None
     if isinstance(per, dict) and len(per) > 1:
-        text += " (" + ", ".join(f"{md(k)} {v:g}" for k, v in per.items()) + ")"
+        text += " (" + capped([f"{md(k)} {v:g}" for k, v in per.items()], ", ") + ")"
     return text
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.handbook.marks import badge
-from factbook.handbook.markup import code, md, rel_link, scroll_table, time_text
+from factbook.handbook.markup import capped, code, md, rel_link, scroll_table, time_text
 from factbook.handbook.safehtml import safe_markdown, slug
 from factbook.handbook.sources import Run, Runbook
 from factbook.handbook.views import ViewBuilder
@@ -154,7 +154,7 @@ def runbook_context(entry: RunbookPage, views: ViewBuilder) -> dict[str, Any]:
         "target": md(book.target),
         "intro": md(book.intro),
         "problem": md(book.problem),
-        "related": ", ".join(views.link(page, i) for i in [*book.pitfalls, *book.facts]),
+        "related": capped([views.link(page, i) for i in [*book.pitfalls, *book.facts]], ", "),
         "overview": rel_link(page, "runbook-runs.md", "runbook-" + slug(book.name)),
         "runs": _runs_table(entry, views, page, recorded=True),
         "steps": steps,
@@ -163,7 +163,7 @@ def runbook_context(entry: RunbookPage, views: ViewBuilder) -> dict[str, Any]:
 
 
 def _links(views: ViewBuilder, page: str, ids: Any) -> str:
-    return ", ".join(views.link(page, str(i)) for i in _as_list(ids))
+    return capped([views.link(page, str(i)) for i in _as_list(ids)], ", ")
 
 
 def _meta_line(meta: dict[str, Any], default_target: str) -> str:
@@ -205,7 +205,7 @@ def _recorded(run: Run, views: ViewBuilder, page: str) -> str:
                 unit = f" {md(item['unit'])}" if item.get("unit") else ""
                 fact = views.link(page, str(item["fact"]))
                 values.append(f"{fact} = {code(item.get('value'))}{unit}")
-    return "<br>".join(values) or "—"
+    return capped(values, "<br>") or "—"
 
 
 def _notebook_link(entry: RunbookPage, run: Run, page: str) -> str:

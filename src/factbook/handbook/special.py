@@ -8,6 +8,7 @@ from typing import Any
 
 from factbook.handbook.charts import Bar, bar_chart, numa_diagram
 from factbook.handbook.markup import (
+    capped,
     code,
     expect_text,
     md,
@@ -244,7 +245,7 @@ def pitfalls(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, p
                 views.link(page, fact.id, fact.title),
                 prose(shorten(str(fact.get("symptom")))),
                 prose(shorten(str(fact.get("fix")))),
-                ", ".join(checks) or "—",
+                capped(checks, ", ") or "—",
                 _badges(views, fact),
             ]
         )
@@ -313,7 +314,7 @@ def benchmarks(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any,
 
 def _config_text(config: Any) -> str:
     if isinstance(config, dict):
-        return ", ".join(f"{md(k)}={code(v)}" for k, v in config.items())
+        return capped([f"{md(k)}={code(v)}" for k, v in config.items()], ", ")
     return code(config) if config is not None else ""
 
 
@@ -346,7 +347,7 @@ def decisions(kb: KnowledgeBase, views: ViewBuilder, facts: list[Fact], _: Any, 
             [
                 views.link(page, fact.id, fact.title),
                 prose(shorten(str(fact.get("rationale")), 200)),
-                ", ".join(linked) or "—",
+                capped(linked, ", ") or "—",
                 _badges(views, fact),
             ]
         )
