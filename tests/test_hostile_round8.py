@@ -20,7 +20,7 @@ from test_hostile_kb import BASE
 
 from factbook.commands.cli import run as cli
 from factbook.errors import LintFailed
-from factbook.knowledge.names import SHOWN_AT_MOST, shown
+from factbook.knowledge.names import KNOWN_SHOWN, SHOWN_AT_MOST, shown
 from factbook.runbooks import format as runbook_format
 from factbook.runbooks.format import CODE_FENCE, MAX_CELLS, load_runbook
 
@@ -162,3 +162,32 @@ def test_unclosed_fences_match_the_search_they_replace() -> None:
         fences = list(CODE_FENCE.finditer(text))
         found = runbook_format._unclosed_fences(text, "r.md", fences, runbook_format._lines(text))
         assert [p.line for p in found] == _unclosed_by_search(text), text
+
+
+def test_messages_list_what_is_known_by_its_head(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fleet's 5,000 targets made each `unknown target` line 40 kB (and listed its groups
+    as `@fleet`, the command line's spelling, which a fact's `target:` does not take)."""
+    root = tmp_path / "kb"
+    names = [f"box{i}" for i in range(5000)]
+    targets = "targets:\n" + "".join(f"  {n}: {{host: h{n}, user: u}}\n" for n in names)
+    targets += f"groups:\n  fleet:\n    targets: [{', '.join(names)}]\n"
+    fact = (
+        "facts:\n"
+        "  - id: hw.a\n    category: hardware\n    title: a\n    statement: a\n"
+        "    status: assumed\n    target: '@fleet'\n    sources: [{seed: a}]\n"
+        "  - id: hw.b\n    category: hardware\n    title: b\n    statement: b\n"
+        "    status: assumed\n    target: nowhere\n    since: m9\n    sources: [{seed: a}]\n"
+    )
+    files = {**BASE, "targets.yaml": targets, "facts/a.yaml": fact}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    assert cli(["--root", str(root), "lint"]) == 2
+    said = capsys.readouterr()
+    lines = (said.out + said.err).splitlines()
+    assert any("a fact names group 'fleet' without '@' (target: fleet)" in x for x in lines)
+    [unknown] = [x for x in lines if "unknown target or group 'nowhere'" in x]
+    assert f"box{KNOWN_SHOWN - 1}, … {5000 - KNOWN_SHOWN:,} more; groups: fleet)" in unknown
+    assert max(len(x) for x in lines) < 400

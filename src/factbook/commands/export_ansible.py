@@ -37,6 +37,7 @@ def handle(args: argparse.Namespace) -> int:
     from factbook.errors import UsageError
     from factbook.integrations.ansible_facts import local_facts
     from factbook.knowledge.kb import load_kb
+    from factbook.knowledge.names import known_names
     from factbook.store.atomic import write_output
     from factbook.store.results import load_latest
 
@@ -46,7 +47,7 @@ def handle(args: argparse.Namespace) -> int:
         known = set(kb.targets) | {t for by in latest.values() for t in by}
         if args.target not in known:
             raise UsageError(
-                f"unknown target '{args.target}' (known: {', '.join(sorted(known)) or 'none'})"
+                f"unknown target '{args.target}' (known: {known_names(sorted(known))})"
             )
     text = json.dumps(local_facts(kb, latest, args.target), indent=1, allow_nan=False) + "\n"
     if not args.output:

@@ -23,7 +23,7 @@ from factbook.knowledge.kbfiles import confined, escapes, outside_problem
 from factbook.knowledge.limits import PROBE_ARG_MAX
 from factbook.knowledge.locate import FACTS_DIR, find_root
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
-from factbook.knowledge.names import name_problem, shown
+from factbook.knowledge.names import known_names, name_problem, shown
 from factbook.knowledge.parsememo import TextMemo
 from factbook.knowledge.yamlsrc import (
     LocatedDoc,
@@ -122,8 +122,8 @@ class KnowledgeBase:
             return None
         key = str(ref)
         if key not in self.milestones:
-            known = ", ".join(self.milestones)
-            raise UsageError(f"unknown milestone '{key}' (known: {known})")
+            known = known_names(self.milestones)
+            raise UsageError(f"unknown milestone '{shown(key)}' (known: {known})")
         return self.milestones[key]
 
     def latest_milestone(self) -> Milestone | None:
@@ -190,7 +190,8 @@ class KnowledgeBase:
             elif name in self.groups or is_pattern(name):
                 chosen.update(match(self.inventory, name))
             else:
-                raise UsageError(f"unknown target '{name}' (known: {', '.join(self.targets)})")
+                known = known_names(self.targets)
+                raise UsageError(f"unknown target '{shown(name)}' (known: {known})")
         out = []
         for fact in self.facts.values():
             if not include_past and not self.visible(fact, as_of):
@@ -479,7 +480,7 @@ def _cross_check(
     for key in ("since", "until"):
         ref = raw.get(key)
         if ref is not None and str(ref) not in kb.milestones:
-            known = ", ".join(kb.milestones)
+            known = known_names(kb.milestones)
             add((key,), f"unknown milestone '{shown(str(ref))}' (known: {known})")
             setattr(fact, key, None)  # reported; as-of queries must not trip over it
     if (
@@ -497,12 +498,18 @@ def _cross_check(
         (("check", "target"), fact.check.target if fact.check else None),
     ):
         if name is not None and name not in kb.targets and name not in kb.groups:
-            known = ", ".join([*kb.targets, *(f"@{g}" for g in kb.groups)])
+            if name.startswith("@") and name[1:] in kb.groups:  # the command line's spelling
+                add(path, f"a fact names group '{name[1:]}' without '@' (target: {name[1:]})")
+                continue
+            known = f"known: {known_names(kb.targets)}"
+            if kb.groups:  # a fact names a group as it is, `@` is the command line's
+                known = f"targets: {known_names(kb.targets)}; groups: {known_names(kb.groups)}"
             what = "target or group" if kb.groups else "target"
-            add(path, f"unknown {what} '{shown(name)}' (known: {known})")
+            add(path, f"unknown {what} '{shown(name)}' ({known})")
     machine = raw.get("machine")
     if fact.category == "inventory" and machine is not None and machine not in kb.targets:
-        add(("machine",), f"unknown target '{shown(machine)}' (known: {', '.join(kb.targets)})")
+        known = known_names(kb.targets)
+        add(("machine",), f"unknown target '{shown(machine)}' (known: {known})")
     for relation, ids in (raw.get("links") or {}).items():
         for i, other in enumerate(ids):
             if other not in kb.facts:

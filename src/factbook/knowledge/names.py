@@ -16,7 +16,9 @@ used raw; `--target` patterns keep an IPv6 address whole (fleet/patterns.py).
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterable, Sized
 from pathlib import Path
 
 from factbook.errors import InputError
@@ -66,6 +68,20 @@ def shown(name: str) -> str:
     """A name as a message quotes it: its head when it is long (a 6 kB reference to a fact
     that does not exist was printed whole, once per line that named it)."""
     return name if len(name) <= SHOWN_AT_MOST else name[:SHOWN_AT_MOST] + "..."
+
+
+KNOWN_SHOWN = 20  # names a message lists of what is known
+
+
+def known_names(names: Iterable[object]) -> str:
+    """What a message lists as known: at most KNOWN_SHOWN names and how many there are (a
+    fleet's 5,000 targets made each `unknown target` line 40 kB)."""
+    listed = [shown(str(name)) for name in itertools.islice(names, KNOWN_SHOWN + 1)]
+    if len(listed) <= KNOWN_SHOWN:
+        return ", ".join(listed) or "none"
+    total = len(names) if isinstance(names, Sized) else None
+    more = f"{total - KNOWN_SHOWN:,} more" if total is not None else "more"
+    return ", ".join(listed[:KNOWN_SHOWN]) + f", … {more}"
 
 
 def check_name(kind: str, value: object) -> str:

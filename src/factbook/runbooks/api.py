@@ -26,6 +26,7 @@ from typing import Any
 from factbook.errors import FactbookError, UsageError
 from factbook.knowledge.kb import KnowledgeBase, load_kb
 from factbook.knowledge.model import Fact, Target
+from factbook.knowledge.names import known_names
 from factbook.runbooks import servers as _servers
 from factbook.runbooks.remote import BoxClient, CommandResult
 
@@ -182,7 +183,7 @@ def _client(name: str | None = None) -> BoxClient:
     if chosen not in _STATE.boxes:
         targets: dict[str, Target] = _STATE.kb.targets
         if chosen not in targets:
-            raise UsageError(f"unknown target '{chosen}' (known: {', '.join(targets)})")
+            raise UsageError(f"unknown target '{chosen}' (known: {known_names(targets)})")
         _STATE.boxes[chosen] = BoxClient(targets[chosen], targets)
     return _STATE.boxes[chosen]
 

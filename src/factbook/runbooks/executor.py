@@ -30,6 +30,7 @@ from factbook.errors import (
     UsageError,
 )
 from factbook.knowledge.kb import KnowledgeBase
+from factbook.knowledge.names import known_names
 from factbook.judging.outcomes import FAILED, INTERRUPTED, OK, RUNNING
 from factbook.runbooks import reclaim
 from factbook.runbooks import record as rec
@@ -84,7 +85,7 @@ class Executor:
         """The steps to run (and the run being resumed), or a UsageError."""
         if self.target is not None and self.target not in self.kb.targets:
             raise UsageError(
-                f"unknown target '{self.target}' (known: {', '.join(self.kb.targets)})"
+                f"unknown target '{self.target}' (known: {known_names(self.kb.targets)})"
             )
         previous = None
         after = None

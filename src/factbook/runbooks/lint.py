@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from factbook.errors import LintFailed, Problem, UsageError
 from factbook.knowledge.kb import KnowledgeBase
-from factbook.knowledge.names import shown
+from factbook.knowledge.names import known_names, shown
 from factbook.runbooks.dryrun import fact_uses
 from factbook.runbooks.format import Runbook, load_runbook, runbook_paths
 
@@ -69,7 +69,7 @@ def lint_runbook(kb: KnowledgeBase, runbook: Runbook) -> list[Problem]:
         if name is not None and name not in kb.targets:
             out.append(
                 Problem(
-                    where, line, f"{what}: unknown target '{name}' (known: {', '.join(kb.targets)})"
+                    where, line, f"{what}: unknown target '{shown(name)}' (known: {known_names(kb.targets)})"
                 )
             )
 
