@@ -32,6 +32,16 @@ def test_shown_keeps_short_names_and_cuts_long_ones() -> None:
     assert shown(LONG) == LONG[:SHOWN_AT_MOST] + "..."
 
 
+def lint_lines(root: Path, files: dict[str, str], capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """`files` planted in a knowledge base at `root`, and the lines lint prints (exit 2)."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    assert cli(["--root", str(root), "lint"]) == 2
+    said = capsys.readouterr()
+    return (said.out + said.err).splitlines()
+
+
 def test_lint_quotes_long_references_by_their_head(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -49,12 +59,7 @@ def test_lint_quotes_long_references_by_their_head(
         "```{code-cell} ipython3\n---\nname: s\n---\nprint(1)\n```\n"
     )
     files = {**BASE, "facts/long.yaml": fact, "runbooks/r.md": runbook}
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
-    assert cli(["--root", str(root), "lint"]) == 2
-    said = capsys.readouterr()
-    lines = (said.out + said.err).splitlines()
+    lines = lint_lines(root, files, capsys)
     for needle in ("unknown target", "unknown milestone", "no such fact", "unknown probe"):
         assert any(needle in line for line in lines), needle
     assert any("no fact 'hw.xxx" in line for line in lines)
@@ -181,12 +186,7 @@ def test_messages_list_what_is_known_by_its_head(
         "    status: assumed\n    target: nowhere\n    since: m9\n    sources: [{seed: a}]\n"
     )
     files = {**BASE, "targets.yaml": targets, "facts/a.yaml": fact}
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
-    assert cli(["--root", str(root), "lint"]) == 2
-    said = capsys.readouterr()
-    lines = (said.out + said.err).splitlines()
+    lines = lint_lines(root, files, capsys)
     assert any("a fact names group 'fleet' without '@' (target: fleet)" in x for x in lines)
     [unknown] = [x for x in lines if "unknown target or group 'nowhere'" in x]
     assert f"box{KNOWN_SHOWN - 1}, … {5000 - KNOWN_SHOWN:,} more; groups: fleet)" in unknown
