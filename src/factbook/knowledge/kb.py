@@ -528,7 +528,7 @@ def _check_problems(
     spec = kb.probes.get(fact.check.probe)
     if spec is None:
         close = [p for p in kb.probes if p.split(".")[0] == fact.check.probe.split(".")[0]]
-        hint = f" (known in that group: {', '.join(close)})" if close else ""
+        hint = f" (known in that group: {known_names(close)})" if close else ""
         out.append(
             doc.problem(
                 (*at, "probe"), f"fact '{fact.id}': unknown probe '{shown(fact.check.probe)}'{hint}"

@@ -18,7 +18,7 @@ from typing import Any
 
 from factbook.errors import LintFailed, Problem, UsageError
 from factbook.knowledge.kbfiles import confined
-from factbook.knowledge.names import name_problem, shown
+from factbook.knowledge.names import known_names, name_problem, shown
 from factbook.knowledge.yamlsrc import read_text_bounded, refusal
 
 RUNBOOKS_DIR = "runbooks"
@@ -122,8 +122,8 @@ def find_runbook(root: Path, ref: str) -> Path:
     by_name = Path(root) / RUNBOOKS_DIR / f"{ref}.md"
     if by_name.exists():
         return by_name.resolve()
-    known = ", ".join(p.stem for p in runbook_paths(root)) or "none"
-    raise UsageError(f"no runbook '{ref}' (known: {known})")
+    known = known_names([p.stem for p in runbook_paths(root)])
+    raise UsageError(f"no runbook '{shown(ref)}' (known: {known})")
 
 
 def load_runbook(path: Path, root: Path | None = None) -> Runbook:

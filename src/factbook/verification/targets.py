@@ -26,7 +26,7 @@ from factbook.knowledge.fleet.inventory import Inventory
 from factbook.knowledge.fleet.patterns import is_pattern, match, split_terms
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Fact, Target
-from factbook.knowledge.names import name_problem
+from factbook.knowledge.names import known_names, name_problem, shown
 
 
 @dataclass
@@ -215,7 +215,7 @@ def resolve_targets(
         elif is_pattern(spec) or spec in kb.groups:
             words.append(spec)
         else:
-            raise UsageError(f"unknown target '{spec}' (known: {', '.join(kb.targets)})")
+            raise UsageError(f"unknown target '{shown(spec)}' (known: {known_names(kb.targets)})")
     if words:
         names += match(kb.inventory, ",".join(words))
     keep = _filter(kb, limit, exclude)
