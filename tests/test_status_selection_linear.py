@@ -2,7 +2,8 @@
 
 `choose` rescanned every pitfall per pitfall claimed and every chosen line per line shown
 (`_drop_covered`): 5,000 facts at a 100,000-token budget took 47 s of CPU. The plain loop is
-kept here, verbatim, as the oracle: the indexed one must choose the same lines, as fully, in
+kept here, verbatim, as the oracle (with the module's own claim order and coverage test,
+which it did not change): the indexed one must choose the same lines, as fully, in
 the same order, on the shipped knowledge base (read only), a small one with every rank, and
 synthetic ones of 1,500 and 5,000 facts whose grouped lines cover each other.
 """
@@ -27,14 +28,14 @@ from factbook.dumps.status.grouping import GROUPED_SECTIONS, SOLO_GROUPS, assign
 from factbook.dumps.status.quotes import use_quotes
 from factbook.dumps.status.render import StatusOptions, prepare
 from factbook.dumps.status.selection import (
-    _BARE_NUMBER,
     FULL_BONUS,
     FULL_RANKS,
     ITEM_BONUS,
     PITFALL_SHARE,
-    REPLACED,
     STRICT_RANKS,
     WHOLE_REASONS,
+    _claim_order,
+    _covered,
     _gain,
     _heading_costs,
     _open,
@@ -165,30 +166,6 @@ def old_choose(
                     heapq.heappush(heap, (-follow, order[fid], fid, True))
         room += _drop_covered(by_id, chosen, info, ln, said)
     return chosen
-
-
-def _claim_order(offer: tuple[tuple[float, int, bool], Line]) -> tuple[bool, int, float]:
-    """Which pitfall takes the claim next: one that replaced an assumption refuted since the
-    previous dump, then the one learned last (the likeliest to bite the next session), then
-    the best value per character."""
-    (score, _, _), line = offer
-    learned = -line.order[0] if line.order else 0
-    return line.reason == REPLACED, learned, score
-
-
-def _covered(part: dict[str, float], by: dict[str, float]) -> bool:
-    """Whether a line says nothing `by` does not: every name, number and setting of it is in
-    `by`, and at most one plain word is not. A bare number must also stand next to one of
-    the words it stands next to in the line (`128 threads` is not said by `VM 128`)."""
-    strong = [k for k, v in part.items() if v >= 0.5]
-    rest = sum(v for k, v in part.items() if k not in by)
-    if not (strong and all(k in by for k in strong) and rest <= 0.3):
-        return False
-    for number in (k for k in strong if _BARE_NUMBER.fullmatch(k)):
-        pairs = [k for k in part if k.startswith(number + "~")]
-        if pairs and not any(k in by for k in pairs):
-            return False
-    return True
 
 
 def _drop_covered(
