@@ -54,8 +54,9 @@ _CELL_BORDER = re.compile(r"(?<!\\)\|")
 
 
 def bounded(text: str, code: list[tuple[int, int]]) -> str:
-    """`text` made cheap to render (see the module docstring); `code` holds the (start, end)
-    offsets of its code spans, which stay as typed."""
+    """`text` made cheap to render (see the module docstring), `text` itself when nothing
+    needed to change; `code` holds the (start, end) offsets of its code spans, which stay as
+    typed."""
     out: list[str] = []
     last = first_code = 0
     for start, end, lines in _blocks(text):
@@ -72,6 +73,8 @@ def bounded(text: str, code: list[tuple[int, int]]) -> str:
             if changed != line:
                 out += [text[last:line_start], changed]
                 last = line_end
+    if not out:
+        return text  # unchanged, as it nearly always is: the caller's code spans still hold
     out.append(text[last:])
     return "".join(out)
 

@@ -154,7 +154,9 @@ def safe_markdown(text: str) -> str:
     For documents assembled from facts and results (status documents): every field is
     escaped as it is filled in, and this pass over the whole text catches a field that was not.
     """
-    return outside_code_spans(bounded(text, code_spans(text)), _prose_pass)
+    spans = code_spans(text)
+    safe = bounded(text, spans)
+    return outside_code_spans(safe, _prose_pass, spans if safe is text else None)
 
 
 def between_matches(pattern: re.Pattern[str], text: str, func: Callable[[str], str]) -> str:
@@ -169,10 +171,13 @@ def between_matches(pattern: re.Pattern[str], text: str, func: Callable[[str], s
     return "".join(out)
 
 
-def outside_code_spans(text: str, func: Callable[[str], str]) -> str:
-    """`func` applied to Markdown outside its code spans; the spans stay as typed."""
+def outside_code_spans(
+    text: str, func: Callable[[str], str], spans: list[tuple[int, int]] | None = None
+) -> str:
+    """`func` applied to Markdown outside its code spans (`spans`, when the caller found them
+    already); the spans stay as typed."""
     out, last = [], 0
-    for start, end in code_spans(text):
+    for start, end in code_spans(text) if spans is None else spans:
         out += [func(text[last:start]), text[start:end]]
         last = end
     out.append(func(text[last:]))
