@@ -167,19 +167,20 @@ class Index:
             inner = tokens[1:-1]
             by_token = self.quote_tokens
             # a token no known quote holds is the rarest (none): nothing to add
-            if inner and all(t in by_token for t in inner):
+            if not all(t in by_token for t in inner):
+                return sorted(found)
+            if inner:
                 rare = min(inner, key=lambda t: len(by_token[t]))
                 if len(by_token[rare]) <= CANDIDATES_AT_MOST:
                     found.update(by_token[rare])
                     return sorted(found)
-            if not inner or all(t in by_token for t in inner):
-                # no inner token, or only common ones: `find` takes the first candidate that
-                # holds the entry, so the first known quote holding it is the one to add
-                # (adding every quote, or every quote with a common token, made each such
-                # line cost the whole knowledge base: quadratic)
-                first = self.all_quotes.find(quote_n)
-                if first >= 0:
-                    found.add(bisect.bisect_right(self.quote_starts, first) - 1)
+            # no inner token, or only common ones: `find` takes the first candidate that holds
+            # the entry, so the first known quote holding it is the one to add (adding every
+            # quote, or every quote with a common token, made each such line cost the whole
+            # knowledge base: quadratic)
+            first = self.all_quotes.find(quote_n)
+            if first >= 0:
+                found.add(bisect.bisect_right(self.quote_starts, first) - 1)
         return sorted(found)
 
     def _word_candidates(self, mine: set[str]) -> list[int]:
