@@ -38,7 +38,7 @@ MAX_NEST = 32  # quote and list markers opening one line
 # attribute lists and critic marks, emoji and magic links (`:`), smart symbols (`(c)`)
 _TRIGGERS = "\\`[&<*_~^=:{(!"
 _LONG_RUN = re.compile(r"[*_~^]{4,}|={4,}")
-_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+TAG_START = re.compile(r"<(?=[A-Za-z/!?])")  # where an HTML parser sees a tag begin
 _BLOCK_START = re.compile(r"^ {0,3}(?:[-*+][ \t]|\d{1,9}[.)][ \t]|#{1,6}(?:[ \t]|$)|>|\|)")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # the markers a line opens its nesting with: quotes and list items, in any mix (`> - > 1. `)
@@ -49,7 +49,7 @@ _MARKER = re.compile(r">[ ]?|(?:[-*+]|\d{1,9}[.)])[ \t]+")
 _STRUCTURE = re.compile(
     r"^[ \t]*(?:(?:>[ ]?)+[ \t]*)?(?:(?:[-*+]|\d{1,9}[.)])[ \t]+|#{1,6}[ \t]+)?"
 )
-_BACKTICK_RUN = re.compile(r"`+")
+BACKTICK_RUN = re.compile(r"`+")
 _CELL_BORDER = re.compile(r"(?<!\\)\|")
 
 
@@ -87,7 +87,7 @@ def _heavy(text: str, prose: list[tuple[int, int]], start: int, end: int, known:
     above: `known` (its code spans and hard line breaks), and every character of its prose
     that can start one), holds a long delimiter run, or would send Python's HTMLParser
     scanning quadratically."""
-    tags = len(_TAG_START.findall(text, start, end))
+    tags = len(TAG_START.findall(text, start, end))
     if tags * (end - start) > MAX_TAG_SCAN:
         return True
     matches = known
@@ -183,10 +183,10 @@ def code_span(text: str) -> str:
     """`text` as one code span: delimited by a backtick run longer than any inside it,
     padded where it starts or ends with a backtick (Markdown strips the padding); a `<`
     that could open a tag is shown as `‹`, which no HTML parser scans from."""
-    text = _TAG_START.sub("\u2039", text.strip())
+    text = TAG_START.sub("\u2039", text.strip())
     if not text:
         return text
-    fence = "`" * (max((len(m) for m in _BACKTICK_RUN.findall(text)), default=0) + 1)
+    fence = "`" * (max((len(m) for m in BACKTICK_RUN.findall(text)), default=0) + 1)
     pad = " " if text[0] == "`" or text[-1] == "`" else ""
     return f"{fence}{pad}{text}{pad}{fence}"
 

@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-from factbook.handbook.nesting import bounded
+from factbook.handbook.nesting import BACKTICK_RUN, TAG_START, bounded
 
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
@@ -139,8 +139,6 @@ def _inline_links(text: str, keep: Callable[[str, str, str], str]) -> str:
     return "".join(out)
 
 
-_BACKTICKS = re.compile(r"`+")
-_TAGLIKE = re.compile(r"<(?=[A-Za-z/!?])")
 # An attr_list (`{#id}`, `{.class}`, `{: key=value}`, `{onclick=x}`) sets HTML attributes;
 # a brace group of prose (`awk '{print $2}'`) does not look like one and stays as typed.
 _ATTR_LIST = re.compile(r"\{(?=\s*[:#.]|[^{}\n]*=)")
@@ -207,7 +205,7 @@ def code_spans(text: str) -> list[tuple[int, int]]:
 
 def _line_code_spans(line: str) -> tuple[list[tuple[int, int]], bool]:
     """The line's code spans, and whether every opening run closed on it."""
-    runs = [(m.start(), m.end() - m.start()) for m in _BACKTICKS.finditer(line)]
+    runs = [(m.start(), m.end() - m.start()) for m in BACKTICK_RUN.finditer(line)]
     by_length: dict[int, list[int]] = {}
     for index, (_, length) in enumerate(runs):
         by_length.setdefault(length, []).append(index)
@@ -234,7 +232,7 @@ def _line_code_spans(line: str) -> tuple[list[tuple[int, int]], bool]:
 
 
 def _prose_pass(text: str) -> str:
-    text = _TAGLIKE.sub("&lt;", text)
+    text = TAG_START.sub("&lt;", text)
     text = _ATTR_LIST.sub(r"\\{", text)
     return safe_markdown_links(text)
 
