@@ -70,20 +70,26 @@ class VerifyOptions:
         return root / "checks" if self.kb_probes else None
 
 
-def error_record(check: PlannedCheck, message: str, run_id: str, attempts: int = 1) -> ResultRecord:
-    """The error a check that could not run is recorded as, naming the fact's line."""
-    assert check.fact.check is not None
+def check_record(
+    check: PlannedCheck, outcome: str, reason: str, run_id: str, attempts: int = 1
+) -> ResultRecord:
+    """The record of a planned check that did not run its probe (an error, or skipped)."""
     return ResultRecord(
         fact=check.fact.id,
         target=check.target,
-        outcome=ERROR,
-        reason=f"{message} [{check.fact.location}]",
+        outcome=outcome,
+        reason=reason,
         time=now_iso(),
         run=run_id,
-        probe=check.fact.check.probe,
+        probe=check.fact.check.probe if check.fact.check else "",
         attempts=attempts,
         extra={"location": check.fact.location},
     )
+
+
+def error_record(check: PlannedCheck, message: str, run_id: str, attempts: int = 1) -> ResultRecord:
+    """The error a check that could not run is recorded as, naming the fact's line."""
+    return check_record(check, ERROR, f"{message} [{check.fact.location}]", run_id, attempts)
 
 
 def default_forks() -> int:

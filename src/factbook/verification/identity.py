@@ -26,8 +26,7 @@ from factbook.judging.outcomes import DRIFT, PASS, SKIPPED
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Check, Fact, Target
 from factbook.store.results import ResultRecord
-from factbook.store.stamps import now_iso
-from factbook.verification.engine import VerifyOptions
+from factbook.verification.engine import VerifyOptions, check_record
 from factbook.verification.run import VerifySettings, run_verify
 from factbook.verification.targets import Plan, PlannedCheck
 
@@ -143,15 +142,8 @@ def skip_elsewhere(
         return plan, []
     kept = [c for c in plan.checks if c.target not in failed]
     skipped = [
-        ResultRecord(
-            fact=c.fact.id,
-            target=c.target,
-            outcome=SKIPPED,
-            reason=f"this machine is not {c.target}: {'; '.join(failed[c.target])}",
-            time=now_iso(),
-            run=run_id,
-            probe=c.fact.check.probe if c.fact.check else "",
-            extra={"location": c.fact.location},
+        check_record(
+            c, SKIPPED, f"this machine is not {c.target}: {'; '.join(failed[c.target])}", run_id
         )
         for c in plan.checks
         if c.target in failed
