@@ -1,4 +1,9 @@
-"""`factbook proposals list|show|accept|reject`: review what an assistant proposed over MCP."""
+"""`factbook proposals list|show|accept|reject`: review what an assistant proposed over MCP.
+
+A proposal file is written by whoever can write proposals/ (an assistant, anyone with write
+access to the knowledge base): every field of it printed here goes through `_field`, so a
+summary or reason cannot repaint the terminal or start a line of its own (`::error::` in CI).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from factbook.commands.cli_options import add_json_option
+from factbook.judging.sanitize import for_terminal
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,6 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     reject.set_defaults(handler=handle_reject)
 
 
+def _field(value: Any, limit: int = 4000) -> str:
+    """A field of a proposal file for one terminal line: controls, line breaks and bidi
+    characters shown escaped, at most `limit` characters."""
+    return for_terminal(value, limit=limit)
+
+
 def handle_list(args: argparse.Namespace) -> int:
     from factbook.dumps.capture.review import pending
 
@@ -50,8 +63,9 @@ def handle_list(args: argparse.Namespace) -> int:
         return 0
     for proposal in found:
         reason = " ".join(str(proposal.data.get("reason", "")).split())
-        reason = reason if len(reason) <= 70 else reason[:67] + "..."
-        print(f"{proposal.pid}  {proposal.summary}  ({proposal.data.get('origin')}: {reason})")
+        reason = _field(reason if len(reason) <= 70 else reason[:67] + "...")
+        origin = _field(proposal.data.get("origin"), 100)
+        print(f"{_field(proposal.pid, 100)}  {_field(proposal.summary)}  ({origin}: {reason})")
     print(f"({len(found)} pending)")
     return 0
 
@@ -60,10 +74,10 @@ def handle_show(args: argparse.Namespace) -> int:
     from factbook.dumps.capture.review import plan, read
 
     found = read(Path(args.root), args.pid)
-    print(f"{found.pid}: {found.summary}")
+    print(f"{_field(found.pid, 100)}: {_field(found.summary)}")
     for key in ("created", "origin", "reason"):
         if found.data.get(key):
-            print(f"  {key}: {found.data[key]}")
+            print(f"  {key}: {_field(found.data[key])}")
     applied, _ = plan(Path(args.root), found.item, found.pid)  # the diff it makes today
     sys.stdout.write("\n" + applied.diff)
     return 0
@@ -75,7 +89,7 @@ def handle_accept(args: argparse.Namespace) -> int:
     for pid in args.pids:
         found, written, _ = accept(Path(args.root), pid)
         files = ", ".join(str(p.relative_to(Path(args.root).resolve())) for p in written)
-        print(f"accepted {found.pid}: {found.summary} -> {files}")
+        print(f"accepted {_field(found.pid, 100)}: {_field(found.summary)} -> {files}")
     return 0
 
 
@@ -84,5 +98,5 @@ def handle_reject(args: argparse.Namespace) -> int:
 
     for pid in args.pids:
         found = reject(Path(args.root), pid, args.why)
-        print(f"rejected {found.pid}: {found.summary}")
+        print(f"rejected {_field(found.pid, 100)}: {_field(found.summary)}")
     return 0
