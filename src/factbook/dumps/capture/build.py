@@ -110,7 +110,7 @@ def build(
     """The fact an entry proposes (its id is provisional: propose.py makes ids unique)."""
     category = section.category
     hint = entry.hint or {}
-    if entry.kind == "row" and _figures_table(entry, category):
+    if entry.kind == "row" and figures_table(entry, category):
         found = table_row(entry.header, entry.cells, category)
         if found.key and found.key[0] == "train":
             category = "training"
@@ -193,7 +193,7 @@ def build(
     return Built(fact, found, problems, str(hinted) if hinted else None, notes, missing)
 
 
-def _figures_table(entry: Entry, category: str) -> bool:
+def figures_table(entry: Entry, category: str) -> bool:
     """A table of figures (benchmarks, training epochs, factbook's own) rather than rows of
     things each stated on its row (`| torch | 2.5.1 |`)."""
     header = [h.lower() for h in entry.header]

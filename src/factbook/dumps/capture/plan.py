@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from factbook.dumps.capture.boxes import Boxes, find_boxes
-from factbook.dumps.capture.build import PREFIXES, Built, build, make_id
+from factbook.dumps.capture.build import PREFIXES, Built, build, figures_table, make_id
 from factbook.dumps.capture.checks import known_distributions, version_mentions
 from factbook.dumps.capture.classify import place
 from factbook.dumps.capture.entry import Entry
@@ -328,13 +328,15 @@ def _evaluator(
 
 def _marker(entry: Entry, section: Section, said: str) -> str | None:
     """The duplicate marker `build` would give the entry, known before building it: its
-    hinted id, else its category and words (a table row's category can change in build:
-    None). A duplicate is not built; building one only matters for the first box bound,
-    a placeholder the dump creates, which the caller checks."""
+    hinted id, else its category and words (a row of a table of figures can change its
+    category in build: None). A duplicate is not built; building one only matters for the
+    first box bound, a placeholder the dump creates, which the caller checks."""
     hinted = (entry.hint or {}).get("id") or entry.fields.get("id")
     if hinted:
         return str(hinted)
-    return None if entry.kind == "row" else f"{section.category}|{said}"
+    if entry.kind == "row" and figures_table(entry, section.category):
+        return None
+    return f"{section.category}|{said}"
 
 
 def split_versions(entry: Entry, section: Section, known: frozenset[str]) -> list[Entry]:
