@@ -11,11 +11,25 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_kb import PID, Case, run_case
+from test_hostile_kb import BASE, BENCH_FACT, PID, RUN, RUNBOOK, Case, run_case
 
 RAW = ("\x1b", "\u202e", "\n::error::")  # a raw ESC or bidi control, a workflow command's line
 PROPOSAL = f"id: {PID}\ncreated: '2026-01-01T00:00:00Z'\norigin: ORIGIN\nsummary: SUMMARY\nreason: REASON\nitem:\n  change: {{id: hw.gpu.count, set: {{value: 3}}}}\n"
 INJECT = '"x\\e[31m\\u202e\\n::error::pwned"'  # YAML escapes: ESC, RLO, a line break
+BIG = "1" + "0" * 400  # an integer Python parses and prints, and no float holds
+GOOD = BASE["facts/good.yaml"]
+DOCS = ["docs", "--out", "_site_md"]
+
+
+def record(**fields: str) -> dict[str, str | bytes]:
+    """RUNBOOK and one run record of it with `fields` added as raw JSON text."""
+    extra = "".join(f', "{key}": {value}' for key, value in fields.items())
+    text = (
+        '{"run_id": "20260101T000000Z-here", "runbook": "rb", "target": "here", "status": "ok", "steps": []'
+        + extra
+        + "}"
+    )
+    return {"runbooks/rb.md": RUNBOOK, f"{RUN}/record.json": text}
 
 
 def proposal(**fields: str) -> dict[str, str | bytes]:
@@ -35,6 +49,21 @@ CASES: list[Case] = [
     Case("proposals show: reason with ESC, RLO and a line break", proposal(reason=INJECT), ["proposals", "show", PID], 0, "reason: x\\x1b[31m\\u202e ::error::pwned", absent=RAW),
     Case("proposals show: summary with ESC, RLO and a line break", proposal(summary=INJECT), ["proposals", "show", PID], 0, f"{PID}: x\\x1b[31m", absent=RAW),
     Case("proposals reject: summary with ESC, RLO and a line break", proposal(summary=INJECT), ["proposals", "reject", PID], 0, f"rejected {PID}: x\\x1b[31m", absent=RAW),
+    # a run record's status went raw into `run --list`
+    Case("run --list: record status with ESC, RLO and a line break", record(status='"ok\\u001b[31m\\u202e\\n::error::pwned"'), ["run", "--list"], 0, "ok\\x1b[31m\\u202e ::error::pwned", absent=RAW),
+    # numbers no float holds: JSON's Infinity/NaN and a 400-digit integer in a run record stopped `docs` with an OverflowError
+    Case("docs: run record duration Infinity", record(duration_s="Infinity"), DOCS, 0, "pages generated"),
+    Case("docs: run record duration NaN", record(duration_s="NaN"), DOCS, 0, "pages generated"),
+    Case("docs: run record duration of 400 digits", record(duration_s=BIG), DOCS, 0, "pages generated"),
+    Case("docs: run record step duration Infinity", record(steps='[{"name": "hello", "status": "ok", "duration_s": Infinity}]'), DOCS, 0, "pages generated"),
+    Case("docs: run record step duration of 400 digits", record(steps='[{"name": "hello", "status": "ok", "duration_s": ' + BIG + "}]"), DOCS, 0, "pages generated"),
+    # ... and a 400-digit integer in the knowledge base's YAML passed lint, then stopped what used it as a float
+    Case("lint: runbook step timeout of 400 digits", {"runbooks/rb.md": RUNBOOK.replace(":name: hello", ":name: hello\n:timeout: " + BIG)}, "lint", 2, "runbooks/rb.md:8: step 'hello': timeout must be a positive number of seconds"),
+    Case("lint: benchmark value of 400 digits", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + BIG)}, "lint", 2, "facts/b.yaml:7: invalid value: Exceeds the limit of a number"),
+    Case("docs: benchmark value of 400 digits", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + BIG)}, DOCS, 0, "facts/b.yaml:7: invalid value: Exceeds the limit of a number"),
+    Case("lint: benchmark value 0x + 256 hex digits", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: 0x" + "f" * 256)}, "lint", 2, "facts/b.yaml:7: invalid value: Exceeds the limit of a number"),
+    Case("verify: check timeout of 400 digits", {"facts/good.yaml": GOOD.replace("expect: {exists: true}", "expect: {exists: true}, timeout: " + BIG)}, ["verify", "hw.gpu.count"], 2, "facts/good.yaml:10: invalid value: Exceeds the limit of a number"),
+    Case("lint: the largest float is a number", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + str(int(1.7976931348623157e308)))}, "lint", 0, "ok: 2 facts"),
 ]
 # fmt: on
 

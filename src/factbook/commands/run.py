@@ -109,6 +109,10 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _list(kb: object) -> int:
+    """One line per runbook; a run record is anyone's file, so its status and run id (and
+    the runbook's title and target) are shown escaped: an ESC or a line break in a record
+    repainted the terminal or started a line of its own (`::error::` in CI)."""
+    from factbook.judging.sanitize import for_terminal
     from factbook.runbooks.format import load_runbook, runbook_paths
     from factbook.runbooks.record import list_runs
 
@@ -117,8 +121,9 @@ def _list(kb: object) -> int:
         runbook = load_runbook(path, root)
         runs = list_runs(root, runbook.name)
         last = f"{runs[0].status} {runs[0].run_id}" if runs else "never run"
+        target = for_terminal(runbook.target or "-", limit=200)
         print(
-            f"{runbook.name:28} {len(runbook.steps):2} steps  {runbook.target or '-':10} "
-            f"{last:40} {runbook.title}"
+            f"{for_terminal(runbook.name, limit=200):28} {len(runbook.steps):2} steps  "
+            f"{target:10} {for_terminal(last, limit=200):40} {for_terminal(runbook.title)}"
         )
     return EXIT_OK

@@ -22,7 +22,7 @@ from typing import Any
 from factbook.handbook.marks import badge
 from factbook.handbook.markup import capped, code, md, rel_link, scroll_table, time_text
 from factbook.handbook.safehtml import safe_markdown, slug
-from factbook.handbook.sources import Run, Runbook
+from factbook.handbook.sources import Run, Runbook, finite_seconds
 from factbook.handbook.views import ViewBuilder
 
 RUNBOOK_DIR = "runbooks"
@@ -284,8 +284,7 @@ def run_badge(status: str) -> str:
 
 
 def _step_status(step: dict[str, Any]) -> str:
-    duration = step.get("duration_s")
-    seconds = float(duration) if isinstance(duration, (int, float)) else None
+    seconds = finite_seconds(step.get("duration_s"))
     mark = run_badge(str(step.get("status", "unknown")))
     return mark + (f" ({took(seconds)})" if seconds is not None else "")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -254,7 +255,6 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
             continue
         steps = data.get("steps") if isinstance(data.get("steps"), list) else []
         notebook, refused = _notebook(path, root) if path.name == "record.json" else (None, "")
-        duration = data.get("duration_s")
         runs.append(
             Run(
                 id=str(data.get("run_id") or data.get("id") or run_id),
@@ -262,9 +262,7 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
                 started=str(data.get("started") or ""),
                 finished=str(data.get("finished") or ""),
                 steps=[s for s in steps if isinstance(s, dict)],
-                duration_s=float(duration)
-                if isinstance(duration, (int, float)) and not isinstance(duration, bool)
-                else None,
+                duration_s=finite_seconds(data.get("duration_s")),
                 target=str(data.get("target") or ""),
                 error=str(data.get("error") or ""),
                 notebook=notebook,
@@ -273,6 +271,19 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
         )
     runs.sort(key=lambda r: (r.started, r.id), reverse=True)
     return runs[:MAX_RUNS]
+
+
+def finite_seconds(value: Any) -> float | None:
+    """A duration from a record as a finite float, else None: a record is anyone's file, and
+    `Infinity`, `NaN` or a 400-digit integer (all valid JSON to Python) stopped `docs` with
+    an OverflowError where a page shows how long a run or step took."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return seconds if math.isfinite(seconds) else None
 
 
 def _notebook(record: Path, root: Path) -> tuple[Path | None, str]:

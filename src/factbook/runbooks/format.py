@@ -8,6 +8,7 @@ a typo (`destuctive: true`) is an error instead of a silently ignored safety swi
 from __future__ import annotations
 
 import bisect
+import contextlib
 import math
 import os
 import re
@@ -272,12 +273,18 @@ def _step(
 def _number(
     raw: Any, default: float | None, display: str, line: int, what: str, problems: list[Problem]
 ) -> float | None:
+    """A positive, finite number of seconds; a problem otherwise. An integer too large for a
+    float (`timeout: 1000...0`, 400 digits) is refused here, not an OverflowError later."""
     if raw is None:
         return default
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0 < raw < math.inf:
+    seconds = math.nan
+    if not isinstance(raw, bool) and isinstance(raw, (int, float)):
+        with contextlib.suppress(OverflowError):
+            seconds = float(raw)
+    if not 0 < seconds < math.inf:
         problems.append(Problem(display, line, f"{what} must be a positive number of seconds"))
         return default
-    return float(raw)
+    return seconds
 
 
 def _id_list(raw: Any, display: str, line: int, what: str, problems: list[Problem]) -> list[str]:
