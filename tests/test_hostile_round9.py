@@ -11,7 +11,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_kb import BASE, BENCH_FACT, PID, RUN, RUNBOOK, Case, run_case
+from test_hostile_kb import (
+    BASE,
+    BENCH_FACT,
+    BENCH_IMPORT,
+    PID,
+    RUN,
+    RUNBOOK,
+    Case,
+    bench_line,
+    run_case,
+)
 
 RAW = ("\x1b", "\u202e", "\n::error::")  # a raw ESC or bidi control, a workflow command's line
 PROPOSAL = f"id: {PID}\ncreated: '2026-01-01T00:00:00Z'\norigin: ORIGIN\nsummary: SUMMARY\nreason: REASON\nitem:\n  change: {{id: hw.gpu.count, set: {{value: 3}}}}\n"
@@ -19,6 +29,7 @@ INJECT = '"x\\e[31m\\u202e\\n::error::pwned"'  # YAML escapes: ESC, RLO, a line 
 BIG = "1" + "0" * 400  # an integer Python parses and prints, and no float holds
 GOOD = BASE["facts/good.yaml"]
 DOCS = ["docs", "--out", "_site_md"]
+HINTED = '# Status as of 2026-12-07\n\n## Discoveries\n\n### Engine notes\n\n- torch 2.5.1 is installed. <!-- fb {"id": "sw.x", "value": VALUE} -->\n'
 
 
 def record(**fields: str) -> dict[str, str | bytes]:
@@ -63,6 +74,11 @@ CASES: list[Case] = [
     Case("docs: benchmark value of 400 digits", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + BIG)}, DOCS, 0, "facts/b.yaml:7: invalid value: Exceeds the limit of a number"),
     Case("lint: benchmark value 0x + 256 hex digits", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: 0x" + "f" * 256)}, "lint", 2, "facts/b.yaml:7: invalid value: Exceeds the limit of a number"),
     Case("verify: check timeout of 400 digits", {"facts/good.yaml": GOOD.replace("expect: {exists: true}", "expect: {exists: true}, timeout: " + BIG)}, ["verify", "hw.gpu.count"], 2, "facts/good.yaml:10: invalid value: Exceeds the limit of a number"),
+    # ... so every writer refuses such an integer before writing, as the reader would (no self-lockout)
+    Case("import --write: a hint's value of 400 digits", {"dump.md": HINTED.replace("VALUE", BIG)}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 0, "facts/software.yaml:8: would be refused when read back: invalid value: Exceeds the limit of a number", then="lint"),
+    Case("bench import --record: a concurrency of 400 digits", {"facts/b.yaml": BENCH_FACT, "run.jsonl": bench_line(max_concurrency=int(BIG))}, BENCH_IMPORT, 2, "would be refused when read back: invalid value: Exceeds the limit of a number", then="lint"),
+    # a benchmark file's figure of 400 digits: math.isfinite() of it was an OverflowError
+    Case("bench import --record: a throughput of 400 digits", {"facts/b.yaml": BENCH_FACT, "run.jsonl": bench_line(output_throughput=int(BIG))}, BENCH_IMPORT, 2, "has no figure 'output_throughput'", then="lint"),
     Case("lint: the largest float is a number", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + str(int(1.7976931348623157e308)))}, "lint", 0, "ok: 2 facts"),
 ]
 # fmt: on

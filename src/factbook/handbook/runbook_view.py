@@ -22,8 +22,9 @@ from typing import Any
 from factbook.handbook.marks import badge
 from factbook.handbook.markup import capped, code, md, rel_link, scroll_table, time_text
 from factbook.handbook.safehtml import safe_markdown, slug
-from factbook.handbook.sources import Run, Runbook, finite_seconds
+from factbook.handbook.sources import Run, Runbook
 from factbook.handbook.views import ViewBuilder
+from factbook.judging.sanitize import finite_number
 
 RUNBOOK_DIR = "runbooks"
 NOTEBOOK_LIMIT = 8 << 20  # bytes of one executed notebook copied into the site
@@ -284,7 +285,7 @@ def run_badge(status: str) -> str:
 
 
 def _step_status(step: dict[str, Any]) -> str:
-    seconds = finite_seconds(step.get("duration_s"))
+    seconds = finite_number(step.get("duration_s"))
     mark = run_badge(str(step.get("status", "unknown")))
     return mark + (f" ({took(seconds)})" if seconds is not None else "")
 

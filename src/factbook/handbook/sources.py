@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.handbook.runbookcache import RunbookCache, digest
+from factbook.judging.sanitize import finite_number
 from factbook.knowledge.kbfiles import Refused, check_readable, read_bytes, read_text
 from factbook.knowledge.yamlsrc import parse_located
 
@@ -262,7 +262,7 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
                 started=str(data.get("started") or ""),
                 finished=str(data.get("finished") or ""),
                 steps=[s for s in steps if isinstance(s, dict)],
-                duration_s=finite_seconds(data.get("duration_s")),
+                duration_s=finite_number(data.get("duration_s")),
                 target=str(data.get("target") or ""),
                 error=str(data.get("error") or ""),
                 notebook=notebook,
@@ -271,19 +271,6 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
         )
     runs.sort(key=lambda r: (r.started, r.id), reverse=True)
     return runs[:MAX_RUNS]
-
-
-def finite_seconds(value: Any) -> float | None:
-    """A duration from a record as a finite float, else None: a record is anyone's file, and
-    `Infinity`, `NaN` or a 400-digit integer (all valid JSON to Python) stopped `docs` with
-    an OverflowError where a page shows how long a run or step took."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        seconds = float(value)
-    except OverflowError:
-        return None
-    return seconds if math.isfinite(seconds) else None
 
 
 def _notebook(record: Path, root: Path) -> tuple[Path | None, str]:

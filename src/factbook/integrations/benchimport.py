@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.errors import InputError
+from factbook.judging.sanitize import finite_number
 from factbook.knowledge.limits import RECORDED_VALUE_MAX_BYTES, RECORDED_VALUE_MAX_DEPTH, preview
 from factbook.knowledge.yamlsrc import read_text_bounded
 
@@ -100,17 +101,13 @@ class BenchImport:
         key = name
         if self.tool == VLLM:
             key = _VLLM_ALIASES.get(name, name.replace("e2e_latency", "e2el"))
-        value = self.data.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None
-        return float(value) if math.isfinite(value) else None
+        return finite_number(self.data.get(key))
 
     @property
     def accept_length(self) -> float | None:
         key = "accept_length" if self.tool == SGLANG else "spec_decode_acceptance_length"
-        value = self.data.get(key)
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return float(value) if ok and math.isfinite(value) and value > 0 else None
+        value = finite_number(self.data.get(key))
+        return value if value is not None and value > 0 else None
 
 
 # vllm's --save-detailed result holds per-request arrays: tens of MB for long runs

@@ -113,6 +113,19 @@ MAX_DEPTH = 64
 _MAX_INT_BITS = 4000 * 3
 
 
+def finite_number(value: Any) -> float | None:
+    """A number read from someone's file (a record, a benchmark's JSON) as a finite float,
+    else None: JSON as Python reads it holds `Infinity`, `NaN` and integers of up to 4300
+    digits, and float() of a 400-digit one, or math.isfinite() of it, is an OverflowError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def json_safe(value: Any, *, _depth: int = 0) -> Any:
     """A value any strict JSON parser reads back: no NaN, no lone surrogate, bounded depth.
 

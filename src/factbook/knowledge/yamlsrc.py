@@ -52,6 +52,10 @@ _NAMES = {0: "NUL", 0x1B: "ESC", 0x7F: "DEL"}
 # with an OverflowError. (0x/0o/0b forms get past the parser's own 4300-digit limit; a
 # decimal form Python refuses to write crashed every reader before.)
 MAX_INT_BITS = 1024  # below 2**1023 every integer is a float
+BEYOND_FLOAT = "invalid value: Exceeds the limit of a number (1.8e308)"
+# a run of digits as long as the shortest such integer (309 decimal, 256 hex digits): only a
+# text holding one can hold such an integer, so only it is parsed by unreadable_if_written
+_LONG_DIGITS = re.compile("[0-9a-fA-F]{256}")
 
 
 def _beyond_float(value: int) -> bool:
@@ -210,9 +214,7 @@ def _scalar(
         # in tables kept for aliases, which are refused before this point
         value = known(ctor, node) if known is not None else ctor.construct_object(node, deep=True)
         if isinstance(value, int) and _beyond_float(value):  # 400 digits, 0x + 4000
-            problems.append(
-                Problem(doc.file, line, "invalid value: Exceeds the limit of a number (1.8e308)")
-            )
+            problems.append(Problem(doc.file, line, BEYOND_FLOAT))
             return None
         return value
     except yaml.MarkedYAMLError as exc:
@@ -345,10 +347,21 @@ def unreadable_if_written(text: str, display: str, *, limit: int = MAX_BYTES) ->
         return Problem(display, line, f"U+{code:04X} cannot be written as UTF-8")
     if size > limit:
         return Problem(display, 1, f"would be {size} bytes, over the {limit} bytes factbook reads")
-    found = refusal(text, display)
+    found = refusal(text, display) or _beyond_float_in(text, display)
     if found is None:
         return None
     return Problem(found.file, found.line, f"would be refused when read back: {found.message}")
+
+
+def _beyond_float_in(text: str, display: str) -> Problem | None:
+    """The first integer of `text` that no float holds, which the reader reports at its
+    line: a writer refuses it too (an import hint, a box or a benchmark file can hand over a
+    400-digit integer, which lint would then refuse in the fact file written)."""
+    if not _LONG_DIGITS.search(text):
+        return None
+    _, problems, _ = located_answer(text)
+    found = next((p for p in problems if p.message == BEYOND_FLOAT), None)
+    return None if found is None else Problem(display, found.line, found.message)
 
 
 def load_located(path: Path, display: str) -> tuple[LocatedDoc, list[Problem]]:

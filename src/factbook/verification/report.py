@@ -8,7 +8,6 @@ with the fact's file:line on failures), so CI systems and people read the same v
 from __future__ import annotations
 
 import json
-import math
 import re
 import shutil
 import sys
@@ -22,6 +21,7 @@ from factbook.errors import EXIT_ERRORED, EXIT_FAILED, EXIT_OK
 from factbook.judging.outcomes import DRIFT, ERROR, OUTCOMES, PASS, SKIPPED
 from factbook.judging.sanitize import (
     dumps_safe,
+    finite_number,
     for_line,
     for_markdown_cell,
     for_terminal,
@@ -276,11 +276,8 @@ def to_junit(records: list[ResultRecord], header: dict[str, Any]) -> str:
 
 def _duration(r: ResultRecord) -> float:
     """A duration JUnit's xs:decimal accepts (a record read from disk may hold anything)."""
-    try:
-        value = float(r.duration_s)
-    except (TypeError, ValueError):
-        return 0.0
-    return value if math.isfinite(value) and value >= 0 else 0.0
+    value = finite_number(r.duration_s)
+    return value if value is not None and value >= 0 else 0.0
 
 
 def _xml_timestamp(value: Any) -> str:
