@@ -31,6 +31,13 @@ GOOD = BASE["facts/good.yaml"]
 DOCS = ["docs", "--out", "_site_md"]
 HINTED = '# Status as of 2026-12-07\n\n## Discoveries\n\n### Engine notes\n\n- torch 2.5.1 is installed. <!-- fb {"id": "sw.x", "value": VALUE} -->\n'
 
+INVENTORY = "inventory: FILE\ntargets:\n  here: {transport: local}\n"
+FLAGS_RUNBOOK = RUNBOOK.replace(
+    "print('hi')",
+    "from factbook.runbooks.api import box, flags_from\nargv = [box.python, '-m', 'sglang.launch_server', '--model-path', 'm', *flags_from('sw.flags')]",
+)
+FLAGS_FACT = "facts:\n  - id: sw.flags\n    category: software\n    title: F\n    statement: S.\n    status: assumed\n    value: {flags: FLAGS}\n    sources: [{seed: a.txt}]\n"
+
 
 def record(**fields: str) -> dict[str, str | bytes]:
     """RUNBOOK and one run record of it with `fields` added as raw JSON text."""
@@ -79,6 +86,16 @@ CASES: list[Case] = [
     Case("bench import --record: a concurrency of 400 digits", {"facts/b.yaml": BENCH_FACT, "run.jsonl": bench_line(max_concurrency=int(BIG))}, BENCH_IMPORT, 2, "would be refused when read back: invalid value: Exceeds the limit of a number", then="lint"),
     # a benchmark file's figure of 400 digits: math.isfinite() of it was an OverflowError
     Case("bench import --record: a throughput of 400 digits", {"facts/b.yaml": BENCH_FACT, "run.jsonl": bench_line(output_throughput=int(BIG))}, BENCH_IMPORT, 2, "has no figure 'output_throughput'", then="lint"),
+    # shlex builds a word a character at a time: a long word in what factbook splits like a shell took the square of its length
+    Case("lint: an inventory host line of one 2 MB word", {"inv": "[g]\nn1 x=" + "a" * 2_000_000 + "\n", "targets.yaml": INVENTORY.replace("FILE", "inv")}, "lint", 2, "inv:2: cannot split host line: 2,000,005 characters to split; at most 65,536"),
+    Case("lint: ansible_ssh_common_args of one 900 kB word", {"inv.yml": "all:\n  hosts:\n    n1:\n      ansible_host: 10.0.0.1\n      ansible_ssh_common_args: '-o" + "a" * 900_000 + "'\n", "targets.yaml": INVENTORY.replace("FILE", "inv.yml")}, "lint", 2, "ansible_ssh_common_args cannot be split into words: 900,002 characters to split"),
+    Case("lint: a fact's flags of one 900 kB word, used by a runbook", {"runbooks/rb.md": FLAGS_RUNBOOK, "facts/f.yaml": FLAGS_FACT.replace("FLAGS", "'--x " + "a" * 900_000 + "'")}, "lint", 0, "ok: 2 facts"),
+    # a fact's flags with an unclosed quote, used by a runbook: lint's constant propagation split them unguarded
+    Case("lint: a fact's flags with an unclosed quote, used by a runbook", {"runbooks/rb.md": FLAGS_RUNBOOK, "facts/f.yaml": FLAGS_FACT.replace("FLAGS", "'\"--tp 8'")}, "lint", 0, "ok: 2 facts"),
+    Case("lint: a fact's flags list with an unclosed quote, used by a runbook", {"runbooks/rb.md": FLAGS_RUNBOOK, "facts/f.yaml": FLAGS_FACT.replace("FLAGS", "['\"--tp']")}, "lint", 0, "ok: 2 facts"),
+    Case("run --dry-run: a fact's flags of one 900 kB word", {"runbooks/rb.md": FLAGS_RUNBOOK, "facts/f.yaml": FLAGS_FACT.replace("FLAGS", "'--x " + "a" * 900_000 + "'")}, ["run", "rb", "--dry-run"], 2, "fact sw.flags: flags cannot be split into words: 900,004 characters to split"),
+    # an ssh config's Host line of 20,000 names was matched name by name for each of them (80 s)
+    Case("lint: an ssh config Host line of 20,000 names", {"ssh_config": "Host " + " ".join(f"h{i}" for i in range(20_000)) + "\n  User ops\nHost n1 !h1\n  HostName 10.0.0.1\n", "targets.yaml": INVENTORY.replace("FILE", "ssh_config")}, ["list", "--target", "h19999"], 0, "(0 facts)"),
     Case("lint: the largest float is a number", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + str(int(1.7976931348623157e308)))}, "lint", 0, "ok: 2 facts"),
 ]
 # fmt: on

@@ -9,6 +9,7 @@ previews (`preview`), and refuses before writing what still would not fit.
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
 # --- YAML a knowledge base is made of (yamlsrc reads; write-back, proposals write) ---
@@ -32,6 +33,11 @@ RECORDED_VALUE_MAX_DEPTH = 16  # nested in facts/N/config/KEY: well inside YAML_
 # --- probe arguments that size what the agent reads on the box: lint refuses more, and the
 # probe itself caps them (probes/files.py READ_MAX_BYTES: stdlib only, kept equal by a test)
 PROBE_ARG_MAX = {"max_bytes": 1 << 20}
+
+# --- text split into words like a shell (an inventory's host line, ssh arguments, a fact's
+# flags): shlex builds each word a character at a time, so its time grows with the square of
+# a word's length (a host line of one 5 MB word took minutes); a real one is under 1 KiB
+WORDS_MAX_CHARS = 64 << 10
 
 # --- other files factbook writes and reads back ---
 KB_FILE_MAX_BYTES = 8 << 20  # kbfiles.read_bytes' default: runbook records, pages
@@ -75,3 +81,10 @@ def nesting(value: Any) -> int:
             deepest = max(deepest, level + 1)
             stack.extend((child, level + 1) for child in item)
     return deepest
+
+
+def split_words(text: str, *, comments: bool = False) -> list[str]:
+    """shlex.split of `text`; ValueError (as for an unclosed quote) past WORDS_MAX_CHARS."""
+    if len(text) > WORDS_MAX_CHARS:
+        raise ValueError(f"{len(text):,} characters to split; at most {WORDS_MAX_CHARS:,}")
+    return shlex.split(text, comments=comments)

@@ -25,6 +25,7 @@ from typing import Any
 
 from factbook.errors import FactbookError, UsageError
 from factbook.knowledge.kb import KnowledgeBase, load_kb
+from factbook.knowledge.limits import split_words
 from factbook.knowledge.model import Fact, Target
 from factbook.knowledge.names import known_names
 from factbook.runbooks import servers as _servers
@@ -160,10 +161,13 @@ def flags_from(fact_id: str) -> list[str]:
     """Command-line flags held by a fact: its value's `flags` list, or the value as a string."""
     value = fact(fact_id).value
     flags = value.get("flags") if isinstance(value, dict) else value
-    if isinstance(flags, str):
-        return shlex.split(flags)
-    if isinstance(flags, list):
-        return [part for item in flags for part in shlex.split(str(item))]
+    try:
+        if isinstance(flags, str):
+            return split_words(flags)
+        if isinstance(flags, list):
+            return [part for item in flags for part in split_words(str(item))]
+    except ValueError as exc:
+        raise FactbookError(f"fact {fact_id}: flags cannot be split into words: {exc}") from None
     raise FactbookError(f"fact {fact_id}: value holds no flags")
 
 

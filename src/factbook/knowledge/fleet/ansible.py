@@ -30,7 +30,6 @@ import ast
 import json
 import os
 import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from factbook.knowledge.fleet import ansibleyaml
 from factbook.knowledge.fleet.hostpattern import PatternError, parse_host
 from factbook.knowledge.fleet.inventory import ALL, Group, Inventory
 from factbook.knowledge.kbfiles import outside_problem
+from factbook.knowledge.limits import split_words
 from factbook.knowledge.model import Target
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.yamlsrc import read_text_bounded, refusal
@@ -433,7 +433,7 @@ def _declared(builder: _Builder, group: str, pending: dict[str, dict[str, Any]],
 
 def _ini_hosts(builder: _Builder, group: str, line: str, at: str) -> None:
     try:
-        words = shlex.split(line, comments=True)
+        words = split_words(line, comments=True)
     except ValueError as exc:
         raise InputError(f"{at}: cannot split host line: {exc}") from None
     if not words:
@@ -443,7 +443,7 @@ def _ini_hosts(builder: _Builder, group: str, line: str, at: str) -> None:
     for word in words[1:]:
         key, sep, value = word.partition("=")
         if not sep:
-            raise InputError(f"{at}: expected key=value host variable, got {word!r}")
+            raise InputError(f"{at}: expected key=value host variable, got {word[:80]!r}")
         variables[key] = ini_value(value)
     for name in names:
         builder.add_host(name, group, port, at)

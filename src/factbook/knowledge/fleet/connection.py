@@ -41,6 +41,7 @@ from typing import Any
 
 from factbook.knowledge.fleet.ansibleyaml import Unsafe, Vaulted
 from factbook.knowledge.kbfiles import escapes
+from factbook.knowledge.limits import split_words
 from factbook.knowledge.model import Target
 
 # ssh(1)'s getopt string: the letters that take an argument
@@ -118,7 +119,7 @@ def _words(value: Any, key: str, options: SSHOptions) -> list[str]:
     if not isinstance(value, str) or not value.strip():
         return []
     try:
-        return shlex.split(value)
+        return split_words(value)
     except ValueError as exc:
         options.refuse(f"{key} cannot be split into words: {exc}")
         return []
@@ -273,7 +274,7 @@ def _as_proxy_command(command: str, options: SSHOptions) -> str | None:
     """paramiko runs the command's shlex words without a shell; ssh runs a ProxyCommand with
     `sh -c` after expanding %-tokens: the words quoted and `%` doubled run the same argv."""
     try:
-        words = shlex.split(command)
+        words = split_words(command)
     except ValueError as exc:
         options.refuse(f"ansible_paramiko_proxy_command cannot be split into words: {exc}")
         return None

@@ -15,12 +15,13 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from factbook.knowledge.limits import split_words
 
 OPTIONS_VERSION = "0.5.23"
 LAUNCH_MARKERS = ("sglang.launch_server", "sglang serve")
@@ -80,7 +81,7 @@ def launch_argv(cmdline: str | Sequence[str]) -> list[str] | None:
     """The flags after `-m sglang.launch_server` / `sglang serve`; None if not a launch."""
     if isinstance(cmdline, str):
         try:
-            tokens = shlex.split(cmdline.replace("\\\n", " "), comments=True)
+            tokens = split_words(cmdline.replace("\\\n", " "), comments=True)
         except ValueError:
             return None
     else:

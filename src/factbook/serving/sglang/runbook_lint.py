@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import ast
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
 from factbook.errors import Problem
+from factbook.knowledge.limits import split_words
 from factbook.serving.sglang.flags import LAUNCH_MARKERS, UNKNOWN, launch_argv
 from factbook.serving.sglang.launch import check_command, local_exists, read_local_config
 
@@ -105,10 +105,13 @@ class CellEvaluator:
                 env = value.get("env") if isinstance(value, dict) else None
                 return dict(env) if isinstance(env, dict) else UNKNOWN
             flags = value.get("flags") if isinstance(value, dict) else value
-            if isinstance(flags, str):
-                return shlex.split(flags)
-            if isinstance(flags, list):
-                return [part for item in flags for part in shlex.split(str(item))]
+            try:  # flags that cannot be split: `run` says so; here they are unknown
+                if isinstance(flags, str):
+                    return split_words(flags)
+                if isinstance(flags, list):
+                    return [part for item in flags for part in split_words(str(item))]
+            except ValueError:
+                return UNKNOWN
             return UNKNOWN
         if (
             isinstance(func, ast.Attribute)
