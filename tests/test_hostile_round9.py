@@ -39,6 +39,21 @@ FLAGS_RUNBOOK = RUNBOOK.replace(
 FLAGS_FACT = "facts:\n  - id: sw.flags\n    category: software\n    title: F\n    statement: S.\n    status: assumed\n    value: {flags: FLAGS}\n    sources: [{seed: a.txt}]\n"
 
 
+def cell(code: str) -> dict[str, str | bytes]:
+    """RUNBOOK with its one cell's code replaced by `code` (target `here`, a local one)."""
+    return {"runbooks/rb.md": RUNBOOK.replace("print('hi')", code)}
+
+
+LAUNCH = "argv = ['python', '-m', 'sglang.launch_server', '--model-path', MODEL, '--tp', '8']"
+EAGLE = "argv = ['python', '-m', 'sglang.launch_server', '--model-path', '{kb}/tgt', '--speculative-algorithm', 'EAGLE3', '--speculative-draft-model-path', '{kb}/draft', '--tp', '8']"
+TARGET_CONFIG = '{"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 61}'
+
+
+def draft(config: str, target: str = TARGET_CONFIG) -> dict[str, str | bytes]:
+    """A runbook launching an EAGLE-3 draft whose config.json is `config` (JSON text)."""
+    return {**cell(EAGLE), "draft/config.json": config, "tgt/config.json": target}
+
+
 def record(**fields: str) -> dict[str, str | bytes]:
     """RUNBOOK and one run record of it with `fields` added as raw JSON text."""
     extra = "".join(f', "{key}": {value}' for key, value in fields.items())
@@ -96,6 +111,22 @@ CASES: list[Case] = [
     Case("run --dry-run: a fact's flags of one 900 kB word", {"runbooks/rb.md": FLAGS_RUNBOOK, "facts/f.yaml": FLAGS_FACT.replace("FLAGS", "'--x " + "a" * 900_000 + "'")}, ["run", "rb", "--dry-run"], 2, "fact sw.flags: flags cannot be split into words: 900,004 characters to split"),
     # an ssh config's Host line of 20,000 names was matched name by name for each of them (80 s)
     Case("lint: an ssh config Host line of 20,000 names", {"ssh_config": "Host " + " ".join(f"h{i}" for i in range(20_000)) + "\n  User ops\nHost n1 !h1\n  HostName 10.0.0.1\n", "targets.yaml": INVENTORY.replace("FILE", "ssh_config")}, ["list", "--target", "h19999"], 0, "(0 facts)"),
+    # lint's constant propagation over runbook cells: any list holding a non-string, deep nesting, or values that double
+    Case("lint: a cell assigning a list of numbers", cell("x = [1, 2]"), "lint", 0, "ok: 1 facts"),
+    Case("lint: a launch with a number among its flags", cell("argv = ['python', '-m', 'sglang.launch_server', '--model-path', 'm', '--tp', 8]"), "lint", 0, "ok: 1 facts"),
+    Case("lint: a string doubled 40 times", cell("a = 'xx'\n" + "a = a + a\n" * 40), "lint", 0, "ok: 1 facts", max_rss_mb=300, isolated=True),
+    Case("lint: a list doubled 40 times by unpacking", cell("a = [1, 2]\n" + "a = [*a, *a]\n" * 40), "lint", 0, "ok: 1 facts", max_rss_mb=300, isolated=True),
+    Case("lint: a list comprehension over a list comprehension", cell("a = ['x'] * 2\na = " + " + ".join(["['a', 'b']"] * 100) + "\n" + "a = a + a\n" * 9 + "b = [[y for y in a] for x in a]"), "lint", 0, "ok: 1 facts"),
+    Case("lint: 50,000 chained +", cell("a = " + " + ".join(["'x'"] * 50_000)), "lint", 2, "runbooks/rb.md:8: step 'hello': nested too deeply to compile"),
+    Case("run --dry-run: 50,000 chained +", cell("a = " + " + ".join(["'x'"] * 50_000)), ["run", "rb", "--dry-run"], 2, "step 'hello': nested too deeply to compile"),
+    # ... and the model folders a local launch names: paths no filesystem call takes, config.json files of any shape
+    Case("lint: a local launch's model path too long for a file name", cell(LAUNCH.replace("MODEL", repr("/" + "x" * 300))), "lint", 0, "ok: 1 facts"),
+    Case("lint: a local launch's model path of an unknown ~user", cell(LAUNCH.replace("MODEL", "'~nosuchuser-r9/m'")), "lint", 0, "ok: 1 facts"),
+    Case("lint: a draft config's layer ids that are no numbers", draft('{"architectures": ["LlamaForCausalLMEagle3"], "eagle_config": {"eagle_aux_hidden_state_layer_ids": ["a", null]}}'), "lint", 2, "has no eagle_aux_hidden_state_layer_ids"),
+    Case("lint: a draft config of 100,000 layer ids", draft('{"architectures": ["LlamaForCausalLMEagle3"], "eagle_aux_hidden_state_layer_ids": [' + ", ".join(map(str, range(100_000))) + "]}"), "lint", 2, "has no eagle_aux_hidden_state_layer_ids", absent=("99999",)),
+    Case("lint: a draft config whose architectures is a number", draft('{"architectures": 5}'), "lint", 2, "has no eagle_aux_hidden_state_layer_ids"),
+    Case("lint: a target config whose text_config is a list", draft('{"architectures": ["LlamaForCausalLMEagle3"]}', '{"architectures": ["X"], "text_config": [1]}'), "lint", 0, "ok: 1 facts"),
+    Case("lint: a draft config nested 100,000 deep", draft("[" * 100_000 + "]" * 100_000), "lint", 0, "ok: 1 facts"),
     Case("lint: the largest float is a number", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + str(int(1.7976931348623157e308)))}, "lint", 0, "ok: 2 facts"),
 ]
 # fmt: on

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.names import shown
 from factbook.runbooks.api import FactView
-from factbook.runbooks.format import Runbook, Step
+from factbook.runbooks.format import Runbook, Step, parse_cell
 from factbook.store.results import latest_for
 
 FACT_FUNCTIONS = ("fact", "env_from", "flags_from")
@@ -34,9 +34,8 @@ class FactUse:
 
 def fact_uses(source: str) -> list[FactUse]:
     """Fact accesses in a cell's source, in order, without duplicates (unresolved)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parse_cell(source)
+    if tree is None:
         return []
     found: dict[str, FactUse] = {}
     where: dict[str, tuple[int, int]] = {}
@@ -57,7 +56,10 @@ def fact_uses(source: str) -> list[FactUse]:
         outer: ast.AST = node
         if node.func.id == "fact":
             outer = _climb(node, parents)
-        expression = ast.unparse(outer)
+        try:
+            expression = ast.unparse(outer)
+        except RecursionError:  # a chain of thousands of `.value`: no constant to show
+            continue
         if expression not in found:
             found[expression] = FactUse(expression, node.args[0].value)
             where[expression] = (node.lineno, node.col_offset)

@@ -7,6 +7,7 @@ a typo (`destuctive: true`) is an error instead of a silently ignored safety swi
 
 from __future__ import annotations
 
+import ast
 import bisect
 import contextlib
 import math
@@ -268,6 +269,16 @@ def _step(
         records=_id_list(meta.get("records"), display, line, f"step '{name}': records", problems),
         setup=meta.get("setup") is True,
     )
+
+
+def parse_cell(source: str) -> ast.Module | None:
+    """A code cell's syntax tree, or None when Python cannot parse it: a syntax error, a NUL
+    byte, or nesting past its parser's recursion (50,000 chained `+` raised a RecursionError
+    out of `lint`). Every reader of a cell's code parses it here."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _number(

@@ -17,7 +17,7 @@ from factbook.errors import LintFailed, Problem, UsageError
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.names import known_names, shown
 from factbook.runbooks.dryrun import fact_uses
-from factbook.runbooks.format import Runbook, load_runbook, runbook_paths
+from factbook.runbooks.format import Runbook, load_runbook, parse_cell, runbook_paths
 
 
 def runbooks_unchecked(kb: KnowledgeBase) -> int:
@@ -69,7 +69,9 @@ def lint_runbook(kb: KnowledgeBase, runbook: Runbook) -> list[Problem]:
         if name is not None and name not in kb.targets:
             out.append(
                 Problem(
-                    where, line, f"{what}: unknown target '{shown(name)}' (known: {known_names(kb.targets)})"
+                    where,
+                    line,
+                    f"{what}: unknown target '{shown(name)}' (known: {known_names(kb.targets)})",
                 )
             )
 
@@ -125,13 +127,15 @@ def lint_runbook(kb: KnowledgeBase, runbook: Runbook) -> list[Problem]:
                         f"{label}: syntax error at line {exc.lineno} of the cell: {exc.msg}",
                     )
                 )
+        except (ValueError, RecursionError, MemoryError) as exc:  # a NUL, deep nesting
+            why = "nested too deeply to compile" if not isinstance(exc, ValueError) else exc
+            out.append(Problem(where, step.line, f"{label}: {why}"))
     return out
 
 
 def _recorded_ids(source: str) -> list[str]:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parse_cell(source)
+    if tree is None:
         return []
     return [
         node.args[0].value

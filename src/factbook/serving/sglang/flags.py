@@ -84,8 +84,8 @@ def launch_argv(cmdline: str | Sequence[str]) -> list[str] | None:
             tokens = split_words(cmdline.replace("\\\n", " "), comments=True)
         except ValueError:
             return None
-    else:
-        tokens = list(cmdline)
+    else:  # a value other than a string (`"--tp", 8` in a cell) is unknown to the linter
+        tokens = [tok if isinstance(tok, str) else UNKNOWN for tok in cmdline]
     for i, tok in enumerate(tokens):
         if tok is UNKNOWN:
             continue

@@ -55,46 +55,68 @@ class LaunchReport:
         return [f for f in self.findings if f.severity == "error"]
 
 
+MAX_CONFIG_BYTES = 8 << 20  # a model's config.json is a few kB; a larger one is not read
+MAX_LAYER_IDS = 256  # a draft captures a handful of layers
+
+
 def read_local_config(path: Any) -> dict[str, Any] | None:
-    """config.json of a local model folder, or None when not checkable here."""
+    """config.json of a local model folder, or None when not checkable here. The path comes
+    from a runbook or a command line: a name too long for the filesystem, a NUL, `~nobody`,
+    a config of gigabytes or nested past Python's recursion is None, never an exception."""
     if not isinstance(path, str):
         return None
-    candidate = Path(path).expanduser()
-    cfg = candidate / "config.json" if candidate.is_dir() else candidate
-    if cfg.name != "config.json" or not cfg.is_file():
-        return None
     try:
-        data = json.loads(cfg.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        candidate = Path(path).expanduser()
+        cfg = candidate / "config.json" if candidate.is_dir() else candidate
+        if cfg.name != "config.json" or not cfg.is_file():
+            return None
+        with cfg.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
+    except (OSError, ValueError, RuntimeError, RecursionError):  # RuntimeError: ~nobody
         return None
     return data if isinstance(data, dict) else None
 
 
 def local_exists(path: Any) -> bool | None:
-    """Whether a path exists here; None for a hub id or a value known only at run time."""
+    """Whether a path exists here; None for a hub id or a value known only at run time (or
+    a path no filesystem call can take: too long, a NUL, an unknown `~user`)."""
     if not isinstance(path, str):
         return None
     if not path.startswith(("/", "~", ".")):
         return None  # "org/name" is a hub repository id, not a local folder
-    return Path(path).expanduser().exists()
+    try:
+        return Path(path).expanduser().exists()
+    except (OSError, ValueError, RuntimeError):
+        return None
 
 
 def _archs(config: dict[str, Any] | None) -> list[str]:
-    return [str(a) for a in (config or {}).get("architectures") or []]
+    archs = (config or {}).get("architectures")
+    return [str(a)[:200] for a in archs[:MAX_LAYER_IDS]] if isinstance(archs, list) else []
 
 
 def _layer_ids(draft_config: dict[str, Any] | None) -> list[int] | None:
+    """The draft's capture layer ids: a short list of whole numbers, else None (a config is
+    someone's file: `["a"]` was a ValueError, 100,000 ids a 100,000-id message)."""
     eagle = (draft_config or {}).get("eagle_config") or {}
     ids = eagle.get("eagle_aux_hidden_state_layer_ids") if isinstance(eagle, dict) else None
     if ids is None:
         ids = (draft_config or {}).get("eagle_aux_hidden_state_layer_ids")
-    return [int(v) for v in ids] if isinstance(ids, list) else None
+    if not isinstance(ids, list) or len(ids) > MAX_LAYER_IDS:
+        return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) and abs(v) < 1 << 20 for v in ids):
+        return None
+    return ids
 
 
 def _num_layers(target_config: dict[str, Any] | None) -> int | None:
     cfg = target_config or {}
-    n = cfg.get("num_hidden_layers") or (cfg.get("text_config") or {}).get("num_hidden_layers")
-    return int(n) if isinstance(n, int) else None
+    text = cfg.get("text_config")
+    n = cfg.get("num_hidden_layers") or (
+        text.get("num_hidden_layers") if isinstance(text, dict) else None
+    )
+    return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n < 1 << 20 else None
 
 
 def _name(index: int) -> str:

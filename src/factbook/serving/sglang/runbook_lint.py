@@ -14,10 +14,35 @@ from typing import Any
 
 from factbook.errors import Problem
 from factbook.knowledge.limits import split_words
+from factbook.runbooks.format import parse_cell
 from factbook.serving.sglang.flags import LAUNCH_MARKERS, UNKNOWN, launch_argv
 from factbook.serving.sglang.launch import check_command, local_exists, read_local_config
 
 _SHELL_LINE = re.compile(r"^\s*!(.*)$", re.MULTILINE)
+# What the evaluator may build and do for one runbook: `a = a + a` forty times asked for a
+# terabyte (a MemoryError out of lint), `[[y for y in a] for x in a]` for billions of steps.
+MAX_BUILT = 1 << 16  # characters and items in one value, nested ones counted as often as used
+MAX_STEPS = 200_000  # expressions evaluated; past either bound a value is UNKNOWN
+
+
+class _Exhausted(Exception):
+    """The runbook used up MAX_STEPS: what is evaluated from here on is UNKNOWN."""
+
+
+def _too_big(value: Any) -> bool:
+    """Whether `value` holds more than MAX_BUILT characters and items (walked with a stack,
+    stopping as soon as it is over: a list holding itself 2**40 times costs MAX_BUILT)."""
+    budget, stack = MAX_BUILT, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            budget -= len(item)
+            stack.extend(item)
+        else:
+            budget -= len(item) if isinstance(item, str) else 1
+        if budget < 0:
+            return True
+    return False
 
 
 class CellEvaluator:
@@ -32,6 +57,7 @@ class CellEvaluator:
     def __init__(self, kb: Any = None):
         self.kb = kb
         self.names: dict[str, Any] = {}
+        self.steps = 0
 
     def _fact(self, node: ast.AST) -> Any:
         if (
@@ -45,7 +71,21 @@ class CellEvaluator:
             return self.kb.facts.get(node.args[0].value)
         return None
 
+    def evaluated(self, node: ast.AST) -> Any:
+        """`value(node)`, UNKNOWN past the evaluator's bounds or Python's recursion."""
+        try:
+            return self.value(node)
+        except (_Exhausted, RecursionError):
+            return UNKNOWN
+
     def value(self, node: ast.AST, local: dict[str, Any] | None = None) -> Any:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise _Exhausted
+        built = self._value(node, local)
+        return UNKNOWN if isinstance(built, (str, list)) and _too_big(built) else built
+
+    def _value(self, node: ast.AST, local: dict[str, Any] | None = None) -> Any:
         names = {**self.names, **(local or {})}
         if isinstance(node, ast.Constant):
             return node.value
@@ -135,16 +175,15 @@ class CellEvaluator:
             if any(k in body for k in LAUNCH_MARKERS):
                 found.append((2, body))
             return found
-        try:
-            tree = ast.parse(_SHELL_LINE.sub("", source))
-        except SyntaxError:
+        tree = parse_cell(_SHELL_LINE.sub("", source))
+        if tree is None:
             return found
         seen: set[int] = set()
         for stmt in tree.body:
             for node in ast.walk(stmt):
                 if isinstance(node, ast.List) and id(node) not in seen:
-                    items = self.value(node)
-                    if launch_argv(items) is not None:
+                    items = self.evaluated(node)
+                    if isinstance(items, list) and launch_argv(items) is not None:
                         found.append((node.lineno, items))
                         seen.update(id(n) for n in ast.walk(node))
                 elif (
@@ -157,7 +196,7 @@ class CellEvaluator:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 target = stmt.targets[0]
                 if isinstance(target, ast.Name):
-                    self.names[target.id] = self.value(stmt.value)
+                    self.names[target.id] = self.evaluated(stmt.value)
         return sorted(found, key=lambda item: item[0])
 
 
