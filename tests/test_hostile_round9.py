@@ -127,6 +127,9 @@ CASES: list[Case] = [
     Case("lint: a draft config whose architectures is a number", draft('{"architectures": 5}'), "lint", 2, "has no eagle_aux_hidden_state_layer_ids"),
     Case("lint: a target config whose text_config is a list", draft('{"architectures": ["LlamaForCausalLMEagle3"]}', '{"architectures": ["X"], "text_config": [1]}'), "lint", 0, "ok: 1 facts"),
     Case("lint: a draft config nested 100,000 deep", draft("[" * 100_000 + "]" * 100_000), "lint", 0, "ok: 1 facts"),
+    # init into a folder no filesystem call takes: OSError and RecursionError tracebacks
+    Case("init: a folder name too long for the filesystem", {}, ["init", "--no-discover", "{kb}/new/" + "d" * 300], 2, "cannot create it (File name too long)"),
+    Case("init: a folder 2,000 levels deep", {}, ["init", "--no-discover", "{kb}/new/" + "/".join(["d"] * 2000)], 2, "too many folders to create at once"),
     Case("lint: the largest float is a number", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + str(int(1.7976931348623157e308)))}, "lint", 0, "ok: 2 facts"),
 ]
 # fmt: on

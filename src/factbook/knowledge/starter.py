@@ -31,6 +31,7 @@ from factbook.knowledge.install_source import (
     from_index,
     local_only,
 )
+from factbook.knowledge.names import shown
 
 TEMPLATE = Path(__file__).with_name("init_template")
 # template file -> where it lands (dotfiles are not shipped as dotfiles in a wheel's data)
@@ -59,8 +60,7 @@ def create_kb(
 
     `install`: how its CI installs factbook (default: as this copy was installed)."""
     root = Path(dest).resolve()
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise UsageError(f"{root}: exists and is not empty; factbook init writes a new folder")
+    _new_folder(root)
     name = name or root.name
     if first_hidden(name) or "\n" in name or len(name) > 100:
         raise UsageError(
@@ -112,6 +112,21 @@ def create_kb(
         started.discovered, notes = _discover_local(root)
         started.notes[:0] = notes
     return started
+
+
+def _new_folder(root: Path) -> None:
+    """`root` created (with its parents), or refused in one line: not empty, a name too long
+    for the filesystem, a path thousands of folders deep (pathlib's mkdir recurses once per
+    missing parent), no permission. Both ended `factbook init` in a traceback."""
+    where = shown(str(root))
+    try:
+        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+            raise UsageError(f"{where}: exists and is not empty; factbook init writes a new folder")
+        root.mkdir(parents=True, exist_ok=True)
+    except RecursionError:
+        raise UsageError(f"{where}: too many folders to create at once") from None
+    except OSError as exc:
+        raise UsageError(f"{where}: cannot create it ({exc.strerror or exc})") from None
 
 
 def this_hostname() -> str:
