@@ -130,6 +130,11 @@ CASES: list[Case] = [
     # init into a folder no filesystem call takes: OSError and RecursionError tracebacks
     Case("init: a folder name too long for the filesystem", {}, ["init", "--no-discover", "{kb}/new/" + "d" * 300], 2, "cannot create it (File name too long)"),
     Case("init: a folder 2,000 levels deep", {}, ["init", "--no-discover", "{kb}/new/" + "/".join(["d"] * 2000)], 2, "too many folders to create at once"),
+    # a draft config handed to `eagle3`: read whole and unguarded
+    Case("eagle3 summary: a config nested 100,000 deep", {"deep.json": "[" * 100_000 + "]" * 100_000}, ["eagle3", "summary", "{kb}/deep.json"], 2, "deep.json:1: invalid JSON: nested too deeply"),
+    Case("eagle3 summary: a folder", {"draft/config.json": "{}"}, ["eagle3", "summary", "{kb}/draft"], 2, "draft:1: is a folder, not a file"),
+    Case("eagle3 summary: /dev/zero", {}, ["eagle3", "summary", "/dev/zero"], 2, "/dev/zero:1: not a regular file", isolated=True, max_s=30),
+    Case("eagle3 capture: a config nested 100,000 deep", {"deep.json": "[" * 100_000 + "]" * 100_000}, ["eagle3", "capture", "{kb}/deep.json"], 2, "deep.json:1: invalid JSON: nested too deeply"),
     Case("lint: the largest float is a number", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + str(int(1.7976931348623157e308)))}, "lint", 0, "ok: 2 facts"),
 ]
 # fmt: on

@@ -39,6 +39,9 @@ PROBE_ARG_MAX = {"max_bytes": 1 << 20}
 # a word's length (a host line of one 5 MB word took minutes); a real one is under 1 KiB
 WORDS_MAX_CHARS = 64 << 10
 
+# --- a model's or draft's config.json (launch-lint, eagle3): a few kB in practice ---
+CONFIG_MAX_BYTES = 8 << 20
+
 # --- other files factbook writes and reads back ---
 KB_FILE_MAX_BYTES = 8 << 20  # kbfiles.read_bytes' default: runbook records, pages
 DUMP_MAX_BYTES = 32 << 20  # `factbook import` (30x the largest hand-written dump in seeds/)

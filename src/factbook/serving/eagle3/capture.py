@@ -18,11 +18,14 @@ The seeds' trap: training concatenated [embed, 3, 31] (indices 0, 3, 31) while t
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from factbook.errors import InputError, UsageError
+from factbook.knowledge.limits import CONFIG_MAX_BYTES
+from factbook.knowledge.yamlsrc import read_text_bounded
 
 LAYER_ID_KEYS = (
     ("eagle_config", "eagle_aux_hidden_state_layer_ids"),  # SGLang / EAGLE reference
@@ -33,14 +36,22 @@ EMBED_NAMES = {"embed", "embedding", "embeddings", "emb", "e"}
 
 
 def load_json(path: Path | str) -> dict[str, Any]:
-    """A JSON object from a file; errors name the file and line."""
+    """A JSON object from a file; errors name the file and line. Read as every file handed
+    over is (read_text_bounded): a folder, /dev/zero, a FIFO or a file over CONFIG_MAX_BYTES
+    is one line, as is JSON nested past Python's recursion (each was a traceback)."""
     path = Path(path)
+    if not os.path.lexists(path):
+        raise InputError(f"{path}: no such file")
+    text, problem = read_text_bounded(path, str(path), limit=CONFIG_MAX_BYTES)
+    if problem is not None:
+        raise InputError(f"{problem.file}:{problem.line}: {problem.message}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except (RecursionError, ValueError) as exc:  # nested too deeply, a 5,000-digit number
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        raise InputError(f"{path}:1: invalid JSON: {why}") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}:1: expected a JSON object")
     return data

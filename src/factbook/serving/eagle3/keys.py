@@ -149,14 +149,17 @@ def inspect_keys(path: Path | str, config: dict[str, Any] | None = None) -> KeyR
 
 
 def _folder_config(root: Path) -> dict[str, Any] | None:
+    from factbook.serving.eagle3.capture import load_json
+
     config = root / "config.json"
     if not config.is_file():
         return None
     try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{config}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-    return data if isinstance(data, dict) else None
+        return load_json(config)
+    except InputError as exc:
+        if "expected a JSON object" in str(exc):
+            return None
+        raise
 
 
 @dataclass

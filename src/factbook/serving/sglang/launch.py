@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.errors import LaunchRefused, Problem
+from factbook.knowledge.limits import CONFIG_MAX_BYTES
 from factbook.serving.sglang.flags import UNKNOWN, Finding, launch_argv, parse_flags, similar_flags
 from factbook.serving.sglang.reference import resolve_with_sglang
 from factbook.serving.sglang.rules import (
@@ -55,7 +56,6 @@ class LaunchReport:
         return [f for f in self.findings if f.severity == "error"]
 
 
-MAX_CONFIG_BYTES = 8 << 20  # a model's config.json is a few kB; a larger one is not read
 MAX_LAYER_IDS = 256  # a draft captures a handful of layers
 
 
@@ -71,8 +71,8 @@ def read_local_config(path: Any) -> dict[str, Any] | None:
         if cfg.name != "config.json" or not cfg.is_file():
             return None
         with cfg.open("rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MAX_CONFIG_BYTES else None
+            raw = handle.read(CONFIG_MAX_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= CONFIG_MAX_BYTES else None
     except (OSError, ValueError, RuntimeError, RecursionError):  # RuntimeError: ~nobody
         return None
     return data if isinstance(data, dict) else None
