@@ -8,6 +8,7 @@ where a property needs its own driver.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,44 @@ def test_hostile_input_round9(case: Case, tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_cases_named_once() -> None:
     assert len({c.name for c in CASES}) == len(CASES)
+
+
+def _npy(array: object) -> bytes:
+    """`array` saved as .npy (pickled when it holds objects, as a hostile file would be)."""
+    import io
+
+    import numpy
+
+    buffer = io.BytesIO()
+    numpy.save(buffer, array, allow_pickle=True)
+    return buffer.getvalue()
+
+
+VOCAB_MAP = ["eagle3", "vocab-map", "--target-vocab", "100", "--draft-vocab", "10"]
+
+
+def test_token_id_files_handed_to_eagle3_are_one_line_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`eagle3 vocab-map` read a .npy with numpy.load (an object array, a broken header:
+    ValueError tracebacks; a header claiming 10**12 ids: a 7 TiB MemoryError) and a .jsonl
+    line by line unguarded (nested 100,000 deep: RecursionError; a string or float id:
+    TypeError/RuntimeError out of torch). Each is one line naming the file now."""
+    if importlib.util.find_spec("torch") is None or importlib.util.find_spec("numpy") is None:
+        pytest.skip("the ml extra (torch, numpy) is not installed")
+    import numpy
+
+    ok = _npy(numpy.array([1, 2, 3]))
+    cases = [
+        ("deep.jsonl", "[" * 100_000 + "]" * 100_000 + "\n", "deep.jsonl:1: invalid JSON: nested too deeply"),
+        ("ids.jsonl", '{"input_ids": [1, "a", 2.5]}\n', "ids.jsonl:1: 'input_ids' holds a value that is no token id"),
+        ("neg.jsonl", '{"input_ids": [1, -5]}\n', "neg.jsonl:1: 'input_ids' holds a value that is no token id"),
+        ("obj.npy", _npy(numpy.array([{"a": 1}], dtype=object)), "obj.npy: cannot read as .npy"),
+        ("garbage.npy", b"\x93NUMPY garbage", "garbage.npy: cannot read as .npy"),
+        ("huge.npy", ok.replace(b"(3,)", b"(999999999999,)"), "huge.npy: cannot read as .npy"),
+        ("float.npy", _npy(numpy.array([1.5, 2.0])), "float.npy: float64 values, not integer token ids"),
+    ]  # fmt: skip
+    for name, content, fragment in cases:
+        files = {name: content}
+        case = Case(f"vocab-map {name}", files, [*VOCAB_MAP, "{kb}/" + name], 2, fragment, max_rss_mb=400, isolated=True, max_s=60)  # fmt: skip
+        run_case(case, tmp_path / name, monkeypatch)

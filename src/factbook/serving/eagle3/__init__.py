@@ -45,6 +45,17 @@ def torch_load(path: Any) -> Any:
         ) from None
 
 
+def numpy_load(path: Any) -> Any:
+    """A .npy array, mapped rather than read (a header may claim terabytes: numpy allocated
+    them), never unpickled; an unreadable file, an object array or a shape larger than the
+    file is reported by path, not a ValueError or MemoryError traceback."""
+    numpy = require("numpy")
+    try:
+        return numpy.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError, MemoryError) as exc:
+        raise InputError(f"{path}: cannot read as .npy ({type(exc).__name__}: {exc})") from None
+
+
 def safetensors_load(path: Any) -> dict[str, Any]:
     """All tensors of a .safetensors file, unreadable files reported by path."""
     load_file = require("safetensors.torch").load_file

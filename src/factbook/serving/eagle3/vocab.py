@@ -12,12 +12,19 @@ with the lowest unseen ids when the data has fewer distinct tokens, then sorted 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from factbook.errors import InputError
-from factbook.serving.eagle3 import check_device, require, safetensors_load, torch_load
+from factbook.serving.eagle3 import (
+    check_device,
+    numpy_load,
+    require,
+    safetensors_load,
+    torch_load,
+)
 
 
 @dataclass
@@ -65,8 +72,10 @@ def load_token_ids(path: Path | str, *, key: str = "input_ids", use_loss_mask: b
         return torch.cat(parts)
     suffix = path.suffix
     if suffix == ".npy":
-        numpy = require("numpy")
-        return torch.from_numpy(numpy.load(path).astype("int64").reshape(-1))
+        array = numpy_load(path)
+        if array.dtype.kind not in "iu":
+            raise InputError(f"{path}: {array.dtype} values, not integer token ids")
+        return torch.from_numpy(array.astype("int64").reshape(-1))
     if suffix == ".safetensors":
         data = safetensors_load(path)
         chosen = (
@@ -84,24 +93,56 @@ def load_token_ids(path: Path | str, *, key: str = "input_ids", use_loss_mask: b
     raise InputError(f"{path}: unknown data format {suffix!r} (.npy .safetensors .jsonl .pt)")
 
 
+MAX_JSONL_LINE = 64 << 20  # characters of one sample; a whole file may be any size
+MAX_TOKEN_ID = 1 << 31
+
+
 def _jsonl_ids(path: Path, key: str, use_loss_mask: bool, torch: Any) -> Any:
+    """The token ids of a .jsonl of samples; a line that is no sample (nested past Python's
+    recursion, over MAX_JSONL_LINE, ids that are no token ids, not UTF-8) is one line naming
+    file:line (each was a traceback)."""
     ids: list[int] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
-            if not isinstance(row, dict) or not isinstance(row.get(key), list):
-                raise InputError(f"{path}:{number}: no list field {key!r}")
-            values = row[key]
-            mask = row.get("loss_mask") if use_loss_mask else None
-            if isinstance(mask, list) and len(mask) == len(values):
-                values = [v for v, m in zip(values, mask, strict=True) if m]
-            ids.extend(values)
+    for number, line in _jsonl_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{number}: invalid JSON: {exc.msg}") from None
+        except (RecursionError, ValueError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+            raise InputError(f"{path}:{number}: invalid JSON: {why}") from None
+        if not isinstance(row, dict) or not isinstance(row.get(key), list):
+            raise InputError(f"{path}:{number}: no list field {key!r}")
+        values = row[key]
+        if not all(type(v) is int and 0 <= v < MAX_TOKEN_ID for v in values):
+            raise InputError(f"{path}:{number}: {key!r} holds a value that is no token id")
+        mask = row.get("loss_mask") if use_loss_mask else None
+        if isinstance(mask, list) and len(mask) == len(values):
+            values = [v for v, m in zip(values, mask, strict=True) if m]
+        ids.extend(values)
     return torch.tensor(ids, dtype=torch.long)
+
+
+def _jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(number, line) of a regular UTF-8 file, each line at most MAX_JSONL_LINE characters."""
+    if not path.is_file():  # a FIFO would block, /dev/zero never end a line
+        raise InputError(f"{path}: not a regular file")
+    with path.open(encoding="utf-8") as handle:
+        number = 0
+        while True:
+            number += 1
+            try:
+                line = handle.readline(MAX_JSONL_LINE + 1)
+            except UnicodeDecodeError as exc:
+                raise InputError(
+                    f"{path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x})"
+                ) from None
+            if not line:
+                return
+            if len(line) > MAX_JSONL_LINE:
+                raise InputError(f"{path}:{number}: a line over {MAX_JSONL_LINE:,} characters")
+            yield number, line
 
 
 def _pt_ids(obj: Any, path: Path, key: str, use_loss_mask: bool, torch: Any) -> Any:
@@ -325,8 +366,7 @@ def load_tensor(path: Path | str, name: str | None = None) -> Any:
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     if path.suffix == ".npy":
-        numpy = require("numpy")
-        return torch.from_numpy(numpy.load(path))
+        return torch.from_numpy(numpy_load(path).copy())
     data = safetensors_load(path) if path.suffix == ".safetensors" else torch_load(path)
     if isinstance(data, torch.Tensor):
         return data
