@@ -122,6 +122,7 @@ CASES: list[Case] = [
     Case("lint: a list comprehension over a list comprehension", cell("a = ['x'] * 2\na = " + " + ".join(["['a', 'b']"] * 100) + "\n" + "a = a + a\n" * 9 + "b = [[y for y in a] for x in a]"), "lint", 0, "ok: 1 facts"),
     Case("lint: 50,000 chained +", cell("a = " + " + ".join(["'x'"] * 50_000)), "lint", 2, "runbooks/rb.md:8: step 'hello': nested too deeply to compile"),
     Case("run --dry-run: 50,000 chained +", cell("a = " + " + ".join(["'x'"] * 50_000)), ["run", "rb", "--dry-run"], 2, "step 'hello': nested too deeply to compile"),
+    Case("lint: 15,000 launches in one cell", {"runbooks/rb.md": RUNBOOK.replace("print('hi')", "a = ['python', '-m', 'sglang.launch_server', '--tp', '8']\n" * 15_000)}, "lint", 2, "runbooks/rb.md:15009: step 'hello': sglang launch error", max_s=15),
     # ... and the model folders a local launch names: paths no filesystem call takes, config.json files of any shape
     Case("lint: a local launch's model path too long for a file name", cell(LAUNCH.replace("MODEL", repr("/" + "x" * 300))), "lint", 0, "ok: 1 facts"),
     Case("lint: a local launch's model path of an unknown ~user", cell(LAUNCH.replace("MODEL", "'~nosuchuser-r9/m'")), "lint", 0, "ok: 1 facts"),
