@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,29 @@ TARGET_CONFIG = '{"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers
 def draft(config: str, target: str = TARGET_CONFIG) -> dict[str, str | bytes]:
     """A runbook launching an EAGLE-3 draft whose config.json is `config` (JSON text)."""
     return {**cell(EAGLE), "draft/config.json": config, "tgt/config.json": target}
+
+
+DEAD = "results/runbooks/rb/20250101T000000Z-here-1"  # a run whose executor died
+DEAD_RECORD = {
+    "run_id": "20250101T000000Z-here-1",
+    "runbook": "rb",
+    "target": "here",
+    "status": "running",
+    "steps": [],
+    "executor": {"pid": 4_000_000, "started": "1", "host": socket.gethostname()},
+}
+
+
+def dead_run(registry: str | bytes | None = None, **fields: object) -> dict[str, str | bytes]:
+    """RUNBOOK and a `running` record of it whose executor is gone (every `run` reclaims it),
+    with `fields` over the record and `registry` as its servers.jsonl."""
+    files: dict[str, str | bytes] = {
+        "runbooks/rb.md": RUNBOOK,
+        f"{DEAD}/record.json": json.dumps({**DEAD_RECORD, **fields}),
+    }
+    if registry is not None:
+        files[f"{DEAD}/servers.jsonl"] = registry
+    return files
 
 
 def record(**fields: str) -> dict[str, str | bytes]:
@@ -139,6 +163,16 @@ CASES: list[Case] = [
     Case("eagle3 summary: a folder", {"draft/config.json": "{}"}, ["eagle3", "summary", "{kb}/draft"], 2, "draft:1: is a folder, not a file"),
     Case("eagle3 summary: /dev/zero", {}, ["eagle3", "summary", "/dev/zero"], 2, "/dev/zero:1: not a regular file", isolated=True, max_s=30),
     Case("eagle3 capture: a config nested 100,000 deep", {"deep.json": "[" * 100_000 + "]" * 100_000}, ["eagle3", "capture", "{kb}/deep.json"], 2, "deep.json:1: invalid JSON: nested too deeply"),
+    # a dead run's record and server registry, read by every `run` to reclaim it: one planted file stopped every run
+    Case("run: a dead run's registry line nested 100,000 deep", dead_run("[" * 100_000 + "]" * 100_000 + "\n"), ["run", "rb", "--yes"], 0, "hello: ok"),
+    Case("run: a dead run's registry line that is a list", dead_run("[1, 2]\n"), ["run", "rb", "--yes"], 0, "hello: ok"),
+    Case("run: a dead run's server named by a list", dead_run('{"event": "start", "name": [1], "target": "here"}\n'), ["run", "rb", "--yes"], 0, "hello: ok"),
+    Case("run: a dead run's server of pid 'abc'", dead_run('{"event": "start", "name": "s", "target": "here", "pid": "abc", "started": null, "log": "l", "pidfile": null, "step": "hello"}\n'), ["run", "rb", "--yes"], 0, "hello: ok", absent=("Traceback",)),
+    Case("run: a dead run's registry not UTF-8", dead_run(b"\xff\xfe\n"), ["run", "rb", "--yes"], 0, "hello: ok"),
+    Case("run: a record.json that is no JSON", {"runbooks/rb.md": RUNBOOK, f"{DEAD}/record.json": "{half"}, ["run", "rb", "--yes"], 0, "hello: ok"),
+    Case("run --resume: a record whose resumed_from is a list", dead_run(status="failed", resumed_from=[1]), ["run", "rb", "--resume"], 2, "no unfinished run to resume"),
+    Case("run --resume ID: a record whose resumed_from is a list", dead_run(status="failed", resumed_from=[1]), ["run", "rb", "--resume", "20250101T000000Z-here-1"], 2, "unreadable run record (resumed_from must be a string)"),
+    Case("run --resume: a record naming a target targets.yaml lacks", dead_run(status="failed", target="../../x"), ["run", "rb", "--resume", "--yes"], 2, "unknown target '../../x'"),
     Case("lint: the largest float is a number", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + str(int(1.7976931348623157e308)))}, "lint", 0, "ok: 2 facts"),
 ]
 # fmt: on
@@ -250,3 +284,27 @@ def test_a_dump_line_of_20000_hint_openers_is_read_in_linear_time() -> None:
     started = time.monotonic()
     assert split_hint(line) == (line, None)
     assert time.monotonic() - started < 1.0
+
+
+def test_a_planted_dead_run_kills_no_process_that_is_not_its_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `running` record whose executor is gone names a kernel by pid and start time; the
+    next `factbook run` of any runbook SIGKILLed it. A record is a file of the knowledge base:
+    naming a live process that is no kernel of that run (here a `sleep`) had it killed."""
+    import subprocess
+    import time
+
+    from factbook.runbooks.reclaim import identity
+
+    victim = subprocess.Popen(["sleep", "120"])
+    try:
+        kernel = identity(victim.pid)
+        executor = {**DEAD_RECORD["executor"], "kernel": kernel}  # type: ignore[dict-item]
+        case = Case("run: a dead run naming a live process as its kernel", dead_run(executor=executor), ["run", "rb", "--yes"], 0, "cleaned up")  # fmt: skip
+        run_case(case, tmp_path, monkeypatch)
+        time.sleep(0.2)
+        assert victim.poll() is None, "the process the planted record named was killed"
+    finally:
+        victim.kill()
+        victim.wait(10)

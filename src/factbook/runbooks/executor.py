@@ -29,9 +29,9 @@ from factbook.errors import (
     FactbookError,
     UsageError,
 )
-from factbook.knowledge.kb import KnowledgeBase
-from factbook.knowledge.names import known_names
 from factbook.judging.outcomes import FAILED, INTERRUPTED, OK, RUNNING
+from factbook.knowledge.kb import KnowledgeBase
+from factbook.knowledge.names import known_names, shown
 from factbook.runbooks import reclaim
 from factbook.runbooks import record as rec
 from factbook.runbooks.api import CONTEXT_ENV
@@ -82,11 +82,9 @@ class Executor:
     # ---- public -------------------------------------------------------------------------
 
     def plan(self) -> tuple[list[Step], rec.RunRecord | None]:
-        """The steps to run (and the run being resumed), or a UsageError."""
-        if self.target is not None and self.target not in self.kb.targets:
-            raise UsageError(
-                f"unknown target '{self.target}' (known: {known_names(self.kb.targets)})"
-            )
+        """The steps to run (and the run being resumed), or a UsageError. The target is
+        checked after a resume has taken the previous run's: a record naming a target that
+        targets.yaml does not have is refused like --target of one."""
         previous = None
         after = None
         if self.options.resume is not None:
@@ -94,6 +92,10 @@ class Executor:
             after = previous.last_ok_step
             if self.options.target is None:
                 self.target = previous.target
+        if self.target is not None and self.target not in self.kb.targets:
+            raise UsageError(
+                f"unknown target '{shown(self.target)}' (known: {known_names(self.kb.targets)})"
+            )
         steps = select_steps(
             self.runbook,
             only=self.options.steps,

@@ -21,10 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from factbook.knowledge.kb import KnowledgeBase
+from factbook.errors import FactbookError
 from factbook.judging.outcomes import INTERRUPTED, RUNNING
+from factbook.knowledge.kb import KnowledgeBase
 from factbook.runbooks import record as rec
 from factbook.runbooks import servers
+from factbook.runbooks.api import CONTEXT_ENV
 from factbook.runbooks.remote import BoxClient
 from factbook.runbooks.runlog import server_entry
 
@@ -70,14 +72,35 @@ def kill_local(ident: dict[str, Any] | None, sig: int = signal.SIGKILL) -> bool:
     return False
 
 
+def _started_for(folder: Path, ident: Any) -> bool:
+    """Whether the process `ident` names was started for the run in `folder`: the executor
+    gives its kernel the run folder in FACTBOOK_RUN_DIR. A record is a file of the knowledge
+    base; without this, a planted `running` record naming any process of this host by pid
+    and start time (a daemon started at boot has a guessable one) had it SIGKILLed by the
+    next `factbook run` of any runbook."""
+    try:
+        environ = Path(f"/proc/{int(ident['pid'])}/environ").read_bytes()
+    except (KeyError, TypeError, ValueError, OSError):
+        return False
+    prefix = f"{CONTEXT_ENV}=".encode()
+    for entry in environ.split(b"\0"):
+        if entry.startswith(prefix):
+            named = Path(os.fsdecode(entry[len(prefix) :]))
+            return named.resolve() == Path(folder).resolve()
+    return False
+
+
 def dead_runs(root: Path) -> list[Path]:
     """Run folders (any runbook) whose record says running while their executor is gone."""
     out = []
     for path in sorted(rec.runs_root(root).glob(f"*/*/{rec.RECORD_FILE}")):
         try:
             record = rec.load(path.parent)
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
-            continue  # an unreadable record is lint's business, not a reason to stop a run
+        except (FactbookError, OSError, ValueError, TypeError, KeyError, AttributeError):
+            # an unreadable record is lint's business, not a reason to stop a run: load
+            # raises InputError for one, so a merge conflict in any record.json (or one
+            # planted) stopped every `factbook run` of the knowledge base
+            continue
         if record.status == RUNNING and is_alive(record.executor) is False:
             out.append(path.parent)
     return out
@@ -88,7 +111,7 @@ def reclaim_run(kb: KnowledgeBase, folder: Path, why: str) -> list[str]:
     record = rec.load(folder)
     said: list[str] = []
     kernel = record.executor.get("kernel") if isinstance(record.executor, dict) else None
-    if kill_local(kernel):
+    if _started_for(folder, kernel) and kill_local(kernel):
         said.append(f"killed its kernel (pid {kernel['pid']})")  # type: ignore[index]
     boxes: dict[str, BoxClient] = {}
     try:

@@ -17,15 +17,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from factbook.store import stamps
-from factbook.store.atomic import write_text_atomic
 from factbook.errors import InputError, UsageError
+from factbook.handbook.safehtml import slug
+from factbook.judging.outcomes import OK, PENDING, RUNNING
 from factbook.knowledge.kbfiles import Refused, read_text
 from factbook.knowledge.limits import KB_FILE_MAX_BYTES, PREVIEW_MIN_CHARS, preview
 from factbook.knowledge.names import inside
-from factbook.judging.outcomes import OK, PENDING, RUNNING
+from factbook.store import stamps
+from factbook.store.atomic import write_text_atomic
 from factbook.store.results import results_dir
-from factbook.handbook.safehtml import slug
 
 RUNS_SUBDIR = "runbooks"
 RECORD_FILE = "record.json"
@@ -165,7 +165,31 @@ def load(folder: Path, root: Path | None = None) -> RunRecord:
         raise InputError(f"{path}: unreadable run record ({type(exc).__name__})") from None
     if not isinstance(record.run_id, str) or not isinstance(record.status, str):
         raise InputError(f"{path}: unreadable run record (run_id and status must be strings)")
+    wrong = _wrong_field(record)
+    if wrong is not None:
+        raise InputError(f"{path}: unreadable run record ({wrong})")
     return record
+
+
+# fields a resume, `run --list` and the reclaiming of dead runs read: what each must be
+_OPTIONAL_TEXT = ("target", "last_ok_step", "resumed_from", "finished", "error")
+
+
+def _wrong_field(record: RunRecord) -> str | None:
+    """What in a record read back is not what the runner writes (a record is a file of the
+    knowledge base: `resumed_from: [1]` ended `run --resume` in a TypeError)."""
+    for name in _OPTIONAL_TEXT:
+        if not isinstance(getattr(record, name), (str, type(None))):
+            return f"{name} must be a string"
+    if not isinstance(record.executor, (dict, type(None))):
+        return "executor must be a mapping"
+    if not isinstance(record.options, dict):
+        return "options must be a mapping"
+    if not isinstance(record.servers, list) or not all(isinstance(s, dict) for s in record.servers):
+        return "servers must be a list of mappings"
+    if not all(isinstance(step.name, str) for step in record.steps):
+        return "each step's name must be a string"
+    return None
 
 
 def list_runs(root: Path, runbook: str | None = None) -> list[RunRecord]:

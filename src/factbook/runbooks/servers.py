@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from factbook.errors import FactbookError, ServerNotReady, TargetError
+from factbook.knowledge.limits import KB_FILE_MAX_BYTES
 from factbook.knowledge.names import check_name
+from factbook.knowledge.yamlsrc import read_text_bounded
+from factbook.runbooks.remote import BoxClient
 from factbook.serving.sglang.launch import preflight
 from factbook.serving.sglang.reference import local_sglang_python
-from factbook.runbooks.remote import BoxClient
 
 REGISTRY = "servers.jsonl"
 REMOTE_RUNS = "/tmp/factbook-runs"
@@ -195,22 +197,57 @@ def registered(run_dir: Path, *, include_stopped: bool = False) -> list[ServerIn
     path = Path(run_dir) / REGISTRY
     if not path.exists():
         return []
+    text, problem = read_text_bounded(path, str(path), limit=KB_FILE_MAX_BYTES)
+    if problem is not None:
+        return []
     running: dict[tuple[str, str], ServerInfo] = {}
     everything: list[ServerInfo] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
+    for line in text.splitlines():
+        event = _event(line)
+        if event is None:
             continue
-        key = (event.get("name"), event.get("target"))
-        if event.get("event") == "start":
-            fields = {k: event.get(k) for k in ServerInfo.__dataclass_fields__}
-            info = ServerInfo(**fields)
+        key = (event["name"], event["target"])
+        if event["event"] == "start":
+            info = ServerInfo(**{k: event.get(k) for k in ServerInfo.__dataclass_fields__})
             running[key] = info
             everything.append(info)
-        elif event.get("event") == "stop":
+        else:
             running.pop(key, None)
     return everything if include_stopped else list(running.values())
+
+
+# what each field of a start event must be; an event written by anyone else is skipped
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "name": (str,),
+    "target": (str,),
+    "pid": (int,),
+    "started": (str, type(None)),
+    "log": (str,),
+    "pidfile": (str, type(None)),
+    "step": (str,),
+    "keep": (bool,),
+    "ready_after_s": (int, float, type(None)),
+    "url": (str, type(None)),
+}
+
+
+def _event(line: str) -> dict[str, Any] | None:
+    """One line of the registry as an event factbook writes, else None. The registry sits
+    in the knowledge base, and every `run` reads the registries of dead runs to stop their
+    servers: a line nested 100,000 deep, a list, a name that is a list or bytes that are not
+    UTF-8 ended every `factbook run` in a traceback, a pid `"abc"` reached the box."""
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(event, dict) or event.get("event") not in ("start", "stop"):
+        return None
+    wanted = _FIELD_TYPES if event["event"] == "start" else {"name": (str,), "target": (str,)}
+    for key, types in wanted.items():
+        value = event.get(key, False if key == "keep" else None)
+        if not isinstance(value, types) or (key == "pid" and (type(value) is not int or value < 1)):
+            return None
+    return event
 
 
 def _append(run_dir: Path, event: dict[str, Any]) -> None:
