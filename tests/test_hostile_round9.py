@@ -308,3 +308,24 @@ def test_a_planted_dead_run_kills_no_process_that_is_not_its_kernel(
     finally:
         victim.kill()
         victim.wait(10)
+
+
+def test_a_planted_server_of_a_dead_run_is_not_stopped_nor_its_files_touched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dead run's registry names a server with no start time (the box helper then signals
+    whatever process group has the pid) and a pidfile outside the run (the helper deleted
+    it, here a file outside the knowledge base, which run_case checks is unchanged)."""
+    import subprocess
+    import time
+
+    victim = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    try:
+        server = {"event": "start", "name": "s", "target": "here", "pid": victim.pid, "started": None, "log": "{out}/shadow", "pidfile": "{out}/shadow", "step": "hello"}  # fmt: skip
+        case = Case("run: a planted server of a dead run", dead_run(json.dumps(server) + "\n"), ["run", "rb", "--yes"], 0, "not stopped")  # fmt: skip
+        run_case(case, tmp_path, monkeypatch)
+        time.sleep(0.2)
+        assert victim.poll() is None, "the process group the planted registry named was killed"
+    finally:
+        victim.kill()
+        victim.wait(10)

@@ -191,7 +191,7 @@ def test_a_reused_pid_is_never_killed(tmp_path: Path) -> None:
             "target": "local",
             "pid": bystander.pid,
             "started": str(int(real_start) + 1),  # the server we started was another process
-            "log": str(folder / "web.log"),
+            "log": str(folder / "servers" / "web.log"),  # where the runner writes it
             "pidfile": None,
             "step": "serve",
         }

@@ -120,6 +120,8 @@ def reclaim_run(kb: KnowledgeBase, folder: Path, why: str) -> list[str]:
             target = kb.targets.get(info.target)
             if target is None:
                 entry["state"] = f"unknown target {info.target}: not stopped"
+            elif info.started is None:  # the box would signal whatever process has the pid
+                entry["state"] = "no start time recorded: not stopped"
             else:
                 box = boxes.setdefault(info.target, BoxClient(target, kb.targets))
                 try:

@@ -20,7 +20,7 @@ from typing import Any
 
 from factbook.errors import FactbookError, ServerNotReady, TargetError
 from factbook.knowledge.limits import KB_FILE_MAX_BYTES
-from factbook.knowledge.names import check_name
+from factbook.knowledge.names import check_name, name_problem
 from factbook.knowledge.yamlsrc import read_text_bounded
 from factbook.runbooks.remote import BoxClient
 from factbook.serving.sglang.launch import preflight
@@ -159,6 +159,7 @@ def start(
 
 def stop(box: BoxClient, info: ServerInfo, *, run_dir: Path, grace: float = 10) -> dict[str, Any]:
     """TERM then KILL the server's process group; copy a remote log into the run folder."""
+    _check_own_files(box, info, Path(run_dir))
     result = box.job(
         {
             "op": "stop",
@@ -190,6 +191,25 @@ def stop(box: BoxClient, info: ServerInfo, *, run_dir: Path, grace: float = 10) 
             f"{result['survivors']} survived SIGKILL"
         )
     return result
+
+
+def _check_own_files(box: BoxClient, info: ServerInfo, run_dir: Path) -> None:
+    """Refuse to stop a server whose log or pidfile is not where this run keeps them. The
+    registry is a file of the knowledge base, and the next `run` stops a dead run's servers:
+    a planted `log: ~/.ssh/id_ed25519` was copied from the box into the run folder (which
+    a team shares), a planted pidfile was deleted on the box."""
+    expected = log_path(box, run_dir, run_dir.parent.name, run_dir.name, info.name)
+    pidfile = expected[: -len(".log")] + ".pid"
+    if box.target.transport == "local":
+        same = [Path(info.log).resolve() == Path(expected).resolve()]
+        same.append(info.pidfile is None or Path(info.pidfile).resolve() == Path(pidfile).resolve())
+    else:
+        same = [info.log == expected, info.pidfile in (None, pidfile)]
+    if not all(same):
+        raise TargetError(
+            f"server '{info.name}' on {info.target}: its log or pidfile is not where this run "
+            "keeps them; not stopped"
+        )
 
 
 def registered(run_dir: Path, *, include_stopped: bool = False) -> list[ServerInfo]:
@@ -241,6 +261,8 @@ def _event(line: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     if not isinstance(event, dict) or event.get("event") not in ("start", "stop"):
+        return None
+    if name_problem("server name", event.get("name")):  # it becomes a file name
         return None
     wanted = _FIELD_TYPES if event["event"] == "start" else {"name": (str,), "target": (str,)}
     for key, types in wanted.items():
