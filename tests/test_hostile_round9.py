@@ -173,6 +173,8 @@ CASES: list[Case] = [
     Case("run --resume: a record whose resumed_from is a list", dead_run(status="failed", resumed_from=[1]), ["run", "rb", "--resume"], 2, "no unfinished run to resume"),
     Case("run --resume ID: a record whose resumed_from is a list", dead_run(status="failed", resumed_from=[1]), ["run", "rb", "--resume", "20250101T000000Z-here-1"], 2, "unreadable run record (resumed_from must be a string)"),
     Case("run --resume: a record naming a target targets.yaml lacks", dead_run(status="failed", target="../../x"), ["run", "rb", "--resume", "--yes"], 2, "unknown target '../../x'"),
+    # a box's value holding a hidden character was written by discover --write, and lint then refused the fact file
+    Case("discover --write: an observed value holding ESC", {}, ["discover", "--target", "here", "--write"], 0, "here:cuda.home: the observed value holds U+001B, which no fact may hold; not proposed", env={"CUDA_HOME": "/usr/local\x1b[31m\n::error::x"}, absent=RAW, then="lint", max_s=60),
     Case("lint: the largest float is a number", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + str(int(1.7976931348623157e308)))}, "lint", 0, "ok: 2 facts"),
 ]
 # fmt: on

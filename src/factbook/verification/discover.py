@@ -20,6 +20,7 @@ from typing import Any
 
 from factbook.judging.expectations import PathMissing, evaluate, get_path
 from factbook.judging.outcomes import ERROR, PASS
+from factbook.judging.sanitize import first_hidden
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Check, Fact, Source, Target
 from factbook.store.results import ResultRecord
@@ -386,6 +387,10 @@ def _propose(
     if value is None or value == []:
         base.kind, base.reason = "absent", "nothing observed (not installed or not present)"
         return base
+    hidden = _hidden_in(value)
+    if hidden is not None:  # written, it would be a fact file lint refuses
+        base.reason = f"the observed value holds {hidden}, which no fact may hold; not proposed"
+        return base
     existing = matches.get((obs.probe, _normal(_args(obs, target), target), obs.path))
     if existing is not None and existing.check is not None:
         base.fact_id, base.location = existing.id, existing.location
@@ -421,6 +426,26 @@ def _propose(
         "check": {"probe": obs.probe, "args": _args(obs, target), "expect": expect},
     }
     return base
+
+
+def _hidden_in(value: Any) -> str | None:
+    """The first hidden character (a control, bidi control or line separator) in any string
+    of an observed value, as `U+001B (ESC)`, or None. A box answers what it likes: an
+    environment variable holding an ESC was written into facts/ by `discover --write`, and
+    lint then refused the fact file it had written."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found = first_hidden(item)
+            if found is not None:
+                return f"U+{ord(found.group()):04X}"
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 def apply(root: Path, proposals: list[Proposal], run_id: str) -> list[str]:
