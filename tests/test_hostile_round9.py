@@ -176,6 +176,7 @@ CASES: list[Case] = [
     # a box's value holding a hidden character was written by discover --write, and lint then refused the fact file
     Case("discover --write: an observed value holding ESC", {}, ["discover", "--target", "here", "--write"], 0, "here:cuda.home: the observed value holds U+001B, which no fact may hold; not proposed", env={"CUDA_HOME": "/usr/local\x1b[31m\n::error::x"}, absent=RAW, then="lint", max_s=60),
     Case("bench import --record: a server version holding ESC and RLO", {"facts/b.yaml": BENCH_FACT, "run.jsonl": bench_line(server_info={"version": "0.5\x1b[31m\u202e"})}, BENCH_IMPORT, 0, "server_version: holds control or bidi characters; recorded with them shown escaped", absent=RAW, then="lint"),
+    Case("run: a cell records a value holding ESC and RLO", {"runbooks/rb.md": RUNBOOK.replace(":name: hello", ":name: hello\n:records: [hw.gpu.count]").replace("print('hi')", "from factbook.runbooks.api import record\nrecord('hw.gpu.count', 'x\\x1b[31m\\u202e\\n::error::y')")}, ["run", "rb", "--yes"], 0, "wrote hw.gpu.count = x\\x1b[31m\\u202e", then="lint"),
     Case("lint: the largest float is a number", {"facts/b.yaml": BENCH_FACT.replace("value: 1.0", "value: " + str(int(1.7976931348623157e308)))}, "lint", 0, "ok: 2 facts"),
 ]
 # fmt: on

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.errors import InputError
-from factbook.judging.sanitize import finite_number, for_document
+from factbook.judging.sanitize import finite_number, hidden_escaped
 from factbook.knowledge.limits import RECORDED_VALUE_MAX_BYTES, RECORDED_VALUE_MAX_DEPTH, preview
 from factbook.knowledge.yamlsrc import read_text_bounded
 
@@ -165,25 +165,13 @@ def _recordable(key: str, value: Any, run: BenchImport) -> Any:
             f"{run.source}: {key}: too large or too deeply nested for a fact file; "
             f"recorded as a {len(kept)}-character preview"
         )
-    shown = _shown(kept)
+    shown = hidden_escaped(kept)
     if shown != kept:  # lint refuses a hidden character in a fact file: it would lock it out
         run.notes.append(
             f"{run.source}: {key}: holds control or bidi characters; recorded with them "
             "shown escaped (\\x1b)"
         )
     return shown
-
-
-def _shown(value: Any) -> Any:
-    """`value` with each hidden character of its strings (keys too) written as an escape,
-    as lint asks; the value itself when it holds none (a preview is at most 16 deep)."""
-    if isinstance(value, str):
-        return for_document(value)
-    if isinstance(value, list):
-        return [_shown(item) for item in value]
-    if isinstance(value, dict):
-        return {_shown(k): _shown(v) for k, v in value.items()}
-    return value
 
 
 def _documents(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:

@@ -61,6 +61,19 @@ def for_document(text: Any) -> str:
     return _HIDDEN.sub(_escape_char, str(text))
 
 
+def hidden_escaped(value: Any) -> Any:
+    """`value` with each string in it (keys too) passed through for_document: what a writer
+    of facts/ stores of a value from a box or someone's file, since lint refuses a hidden
+    character in a fact file. Depth is the caller's bound (a preview, a recorded value)."""
+    if isinstance(value, str):
+        return for_document(value)
+    if isinstance(value, list):
+        return [hidden_escaped(item) for item in value]
+    if isinstance(value, dict):
+        return {hidden_escaped(k): hidden_escaped(v) for k, v in value.items()}
+    return value
+
+
 def json_hidden_escaped(text: str) -> str:
     """JSON text with each character `first_hidden` finds written as a `\\uXXXX` escape:
     the same JSON when parsed, and nothing raw in the document that carries it."""

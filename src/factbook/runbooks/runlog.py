@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from factbook.errors import FactbookError
-from factbook.knowledge.kb import KnowledgeBase
 from factbook.judging.outcomes import FAILED, INTERRUPTED, OK, PENDING, RUNNING, SKIPPED
+from factbook.judging.sanitize import hidden_escaped
+from factbook.knowledge.kb import KnowledgeBase
 from factbook.runbooks import record as rec
 from factbook.runbooks import servers
 from factbook.runbooks.api import RECORDS_FILE, RunContext
@@ -154,7 +155,9 @@ class RunLog:
             return []
         lines = path.read_text(encoding="utf-8").splitlines()
         fresh, self._records_seen = lines[self._records_seen :], len(lines)
-        entries = [json.loads(line) for line in fresh if line.strip()]
+        # a value a cell recorded is often a box's output: its hidden characters (an ESC)
+        # are stored escaped, as lint asks of a fact file (and never reach the terminal raw)
+        entries = [hidden_escaped(json.loads(line)) for line in fresh if line.strip()]
         applied = []
         if entries:
             from factbook.store.writeback import update_fact
