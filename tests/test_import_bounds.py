@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from helpers import cli, make_kb
 
-from factbook.dumps.capture import article, boxes, plan
+from factbook.dumps.capture import article, boxes, classify, extract, plan
 from factbook.dumps.capture.article import parse_article
 from factbook.dumps.capture.boxes import Box, Boxes, find_boxes
 from factbook.dumps.capture.entry import Entry
@@ -31,6 +31,7 @@ from factbook.dumps.capture.match import _WORD, CANDIDATES_AT_MOST, Index, _said
 from factbook.dumps.capture.match import _Topic as Topic
 from factbook.dumps.capture.propose import targets_needed
 from factbook.dumps.capture.sections import Section
+from factbook.judging.versions import LOOSE, Judgement, LooseVersion, judge, parse_specifier
 from factbook.knowledge.kb import load_kb
 
 MB = 1_000_000
@@ -442,3 +443,88 @@ def test_a_line_of_sixty_thousand_versions_is_cut_in_linear_time() -> None:
     assert len(pieces) == 60000 and pieces[-1].text == "torch: 2.5.59999"
     opened = "torch: 2.1.0 " + "(" * 500_000
     assert cpu_seconds(lambda: plan._parentheticals_dropped(opened)) < 0.5
+
+
+HUGE = "1" * 5000  # past the 4,300 digits Python reads as an int
+NUMBERS_IN_PLACES = [
+    f"{HUGE}. numbered item", f"1. first\n{HUGE}. second", f"ssh -p {HUGE} root@host1",
+    f"ssh root@host2:{HUGE}", f"{HUGE} GPUs", f"{HUGE} x NVIDIA H200", f"<|im_end|> = {HUGE}",
+    f"{HUGE} is <|im_end|>", f"{HUGE} ms latency", f"1,{'111,' * 1500}111 tok/s",
+    f"torch {HUGE}.2", f"torch 2.{HUGE}", f"CUDA {HUGE}.1", f"done (msg {HUGE})",
+    f"~~wrong~~ (refuted at msg {HUGE})", f"{HUGE} requests, {HUGE} prompts", f"lr={HUGE}",
+]  # fmt: skip
+
+
+def test_numbers_of_thousands_of_digits_are_read_as_text_not_tracebacks(tmp_path: Path) -> None:
+    """A dump is anyone's text: a list number, a port, a GPU count, a token id, a message
+    number, a version or a figure of 5,000 digits each stopped the import with a ValueError
+    (int() refuses over 4,300 digits; packaging reads versions with it), and a table row with
+    fewer cells than its header with an IndexError. Such a run is not that number (a list
+    marker has at most 9 digits, as CommonMark reads it; a count at most 18), a version
+    holding one is judged loosely, and a short row is padded as GitHub pads it."""
+    sections = ["Hardware", "Benchmarks", "Tokenizer", "Software", "Access", "Pitfalls"]
+    dump = tmp_path / "dump.md"
+    dump.write_text(
+        "# Status\n\n"
+        + "".join(
+            f"## {s}\n\n" + "".join(f"- {line}\n" for line in NUMBERS_IN_PLACES)
+            + "\n| Name | Value | Figure |\n|---|---|---|\n| short row |\n"
+            + f"| a | {HUGE} | {HUGE} ms |\n\n"
+            for s in sections
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    root = make_kb(tmp_path / "kb", [])
+    (root / "milestones.yaml").write_text("milestones:\n  - {id: m1, title: first}\n")
+    code, out, err = cli(root, "import", str(dump), "--milestone", "m1", "--write")
+    assert code == 0 and "Traceback" not in out + err, err[-2000:]
+    assert cli(root, "lint")[0] == 0
+    table = parse_article("| A | B | Figure |\n|---|---|---|\n| x |\n| a | b | c | d |\n")
+    assert [e.cells for e in table] == [["x", "", ""], ["a", "b", "c"]]
+
+
+def test_versions_holding_thousands_of_digits_are_judged_loosely() -> None:
+    """A box reporting `1111…` (5,000 digits) as a version, or a fact expecting one, was a
+    ValueError in packaging; the loose scheme orders digit runs without int()."""
+    assert judge(HUGE, "==1.0") == Judgement(False, LOOSE)
+    assert judge(HUGE + ".1", ">=" + HUGE).passed
+    assert not judge(HUGE, "<" + "9" * 4999).passed
+    assert parse_specifier("==" + HUGE) == [("==", HUGE)]
+    rng = random.Random(2)
+    for _ in range(5000):  # the loose key orders runs of digits as their numbers
+        a, b = (
+            "0" * rng.randint(0, 2) + str(rng.randint(0, 10 ** rng.randint(0, 25))) for _ in "ab"
+        )
+        assert (LooseVersion(a) < LooseVersion(b)) == (int(a) < int(b)), (a, b)
+        assert (LooseVersion(a) == LooseVersion(b)) == (int(a) == int(b)), (a, b)
+
+
+OLD_LABEL = re.compile(r"^\W*([A-Za-z][\w .+-]*?)\s*[:=]?\s*v?\d")
+OLD_FIGURE = re.compile(
+    r"(?<!\d)\d(?:[\d,.]*)\s*(?:tok(?:en)?s?/s|req/s|ms\b|TFLOP/s|GB/s)"
+    r"|\b(?:TTFT|TPOT|ITL|throughput|speeds? up|faster|slower)\b"
+    r"|tokens per (?:step|second)|accept(?:ance)? (?:rate|len(?:gth)?)",
+    re.I,
+)
+
+
+def test_a_label_and_a_figure_are_found_as_the_patterns_they_replace_found_them() -> None:
+    rng = random.Random(5)
+    pieces = ["a", "v", "1", "2", " ", "  ", "\t", ":", "=", ".", ",", "-", "+", "!", "ms",
+              "tok/s", " ms", "GB/s", "x", "TTFT", "é"]  # fmt: skip
+    for _ in range(50000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        old, new = OLD_LABEL.match(text), extract._LABEL.match(text)
+        assert (old.group(1) if old else None) == (new.group(1) if new else None), text
+        assert bool(OLD_FIGURE.search(text)) == bool(classify.FIGURE.search(text)), text
+
+
+@pytest.mark.parametrize(
+    "run", ["a" + " " * 200_000 + "b", "a" + "\t" * 200_000 + "b", "1." * 100_000, "1," * 100_000]
+)
+def test_long_runs_of_spaces_dots_and_commas_are_read_in_linear_time(run: str) -> None:
+    """Each ran past a minute in a 4 MB dump: `\\s*[:=]?\\s*` split every run of spaces every
+    way for each length of the label before it, and a figure was sought from every digit
+    after a dot or comma to the end of the run (8,000 characters: 1.2 and 1.8 s)."""
+    assert cpu_seconds(lambda: (extract._LABEL.match(run), classify.FIGURE.search(run))) < 0.5
+    assert cpu_seconds(lambda: extract.extract(run + " GPUs torch 2.1.0", "software")) < 1.0

@@ -25,8 +25,11 @@ from dataclasses import dataclass
 from functools import lru_cache, total_ordering
 from typing import TYPE_CHECKING
 
+from factbook.knowledge.limits import NUMBER_MAX_DIGITS
+
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
 
 # packaging is imported by the two functions that use it: ~15 ms that a run judging no
 # version never pays.
@@ -38,6 +41,16 @@ _OPERATORS = ("===", "==", "!=", "~=", ">=", "<=", ">", "<")
 _LOOSE_TEXT = re.compile(r"^[vV]?[0-9][0-9A-Za-z.+_\-*!:~]*$")
 _EPOCH = re.compile(r"^(\d+):")
 _PAD = (0, 0, "")
+# a run of digits no version's component has: packaging reads each with int(), which Python
+# refuses past 4,300 digits (a ValueError, not InvalidVersion), and a box or a knowledge base
+# may say anything; such a text is judged by the loose scheme, which never calls int()
+_LONG_NUMBER = re.compile(rf"\d{{{NUMBER_MAX_DIGITS + 1}}}")
+
+
+def _numeric(digits: str) -> tuple[int, str]:
+    """A run of digits as a key that orders as its number does (`007` = `7` < `10`)."""
+    stripped = digits.lstrip("0")
+    return len(stripped), stripped
 
 
 @dataclass(frozen=True)
@@ -61,23 +74,23 @@ class LooseVersion:
         body = self.text
         if body[:1] in ("v", "V") and body[1:2].isdigit():
             body = body[1:]
-        epoch = 0
+        epoch = _numeric("0")
         found = _EPOCH.match(body)
         if found:
-            epoch, body = int(found.group(1)), body[found.end() :]
+            epoch, body = _numeric(found.group(1)), body[found.end() :]
         self.epoch = epoch
         self.parts: tuple[tuple[int, int, str], ...] = tuple(
-            (0, int(part), "") if part.isdigit() else (-1, 0, part.lower())
+            (0, *_numeric(part)) if part.isdigit() else (-1, 0, part.lower())
             for part in re.findall(r"\d+|[A-Za-z]+", body.split("+")[0])
         )
 
-    def _key(self) -> tuple[int, tuple[tuple[int, int, str], ...]]:
+    def _key(self) -> tuple[tuple[int, str], tuple[tuple[int, int, str], ...]]:
         parts = list(self.parts)
         while parts and parts[-1] == _PAD:
             parts.pop()
         return self.epoch, tuple(parts)
 
-    def _padded(self, width: int) -> tuple[int, tuple[tuple[int, int, str], ...]]:
+    def _padded(self, width: int) -> tuple[tuple[int, str], tuple[tuple[int, int, str], ...]]:
         return self.epoch, self.parts + (_PAD,) * (width - len(self.parts))
 
     def __eq__(self, other: object) -> bool:
@@ -105,6 +118,8 @@ class LooseVersion:
 def _pep440_set(spec: str) -> SpecifierSet | None:
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+    if _LONG_NUMBER.search(spec):
+        return None
     try:
         return SpecifierSet(spec)
     except InvalidSpecifier:
@@ -161,13 +176,20 @@ def satisfies(observed: str, spec: str) -> bool:
 
 
 def _is_pep440(text: str) -> bool:
+    return pep440_version(text) is not None
+
+
+def pep440_version(text: str) -> Version | None:
+    """`text` as a PEP 440 version, or None when it is not one (or holds a number no
+    version component has, which packaging would fail on with a ValueError)."""
     from packaging.version import InvalidVersion, Version
 
+    if _LONG_NUMBER.search(text):
+        return None
     try:
-        Version(text)
+        return Version(text)
     except InvalidVersion:
-        return False
-    return True
+        return None
 
 
 def _loose_satisfies(have: LooseVersion, clauses: list[tuple[str, str]]) -> bool:

@@ -45,6 +45,12 @@ CONFIG_MAX_BYTES = 8 << 20
 # --- other files factbook writes and reads back ---
 KB_FILE_MAX_BYTES = 8 << 20  # kbfiles.read_bytes' default: runbook records, pages
 DUMP_MAX_BYTES = 32 << 20  # `factbook import` (30x the largest hand-written dump in seeds/)
+# A number a dump states (a count, a port, a list number, a token id, a message number) has
+# at most this many digits; a longer run is not such a number. Python refuses to read over
+# 4,300 digits as an int (ValueError), so a pattern reading one bounds its run by this.
+NUMBER_MAX_DIGITS = 18
+# a regex: such a number, and not the head of a longer run
+WHOLE_NUMBER = rf"\d{{1,{NUMBER_MAX_DIGITS}}}(?!\d)"
 PROPOSAL_MAX_BYTES = 4 << 20  # one pending proposal (its item and the diff it makes)
 
 

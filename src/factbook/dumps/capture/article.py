@@ -26,7 +26,7 @@ from factbook.dumps.capture.entry import SUBKEYS, Entry
 from factbook.dumps.capture.sections import resolve
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
-_NUMBERED = re.compile(r"^(\s*)(\d+)[.)]\s+(.*)$")
+_NUMBERED = re.compile(r"^(\s*)(\d{1,9})[.)]\s+(.*)$")  # CommonMark: 1-9 digits
 _BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
 _CHECKBOX = re.compile(r"^\[([ xX✓])\]\s+(.*)$")
 _LABEL = re.compile(r"^([A-Z][^:|]{0,60}):\s+-\s+(.*)$")
@@ -204,7 +204,8 @@ class _Reader:
             header = _cells(line)
             end = index + 2
             while end < len(self.lines) and self.lines[end].strip().startswith("|"):
-                cells = _cells(self.lines[end])
+                # as GitHub reads a table: a short row is padded, a long one cut at the header
+                cells = (_cells(self.lines[end]) + [""] * len(header))[: len(header)]
                 row = self.lines[end].strip()
                 entry = Entry(
                     end + 1, "row", cells[0], row, self.path(), header=header, cells=cells

@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from factbook.dumps.capture.quickre import starting_with
 from factbook.judging.expectations import problems_in
+from factbook.judging.versions import pep440_version
 from factbook.knowledge.kb import KnowledgeBase
 
 # What a dump calls a Python package → its distribution name on PyPI.
@@ -263,7 +262,7 @@ _TWO_NUMBERS = re.compile(r"\d+\.\d+")
 
 
 def _plausible_version(text: str) -> bool:
-    return not _TWO_NUMBERS.fullmatch(text) or int(text.split(".")[0]) < 1000
+    return not _TWO_NUMBERS.fullmatch(text) or len(text.split(".")[0].lstrip("0")) <= 3
 
 
 @lru_cache(maxsize=8192)
@@ -307,9 +306,8 @@ def version_check(name: str, version: str, known: frozenset[str] = frozenset()) 
 
 def _spec(version: str, *, strict: bool) -> str | None:
     """`==X` for a full version, `==X.*` for a release named by two numbers (`12.8`)."""
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
+    parsed = pep440_version(version)
+    if parsed is None:
         if strict or not re.fullmatch(r"v?\d[\w.+~:-]*", version):
             return None
         return f"=={version}"

@@ -44,9 +44,12 @@ TOKEN = starting_with(
     r"|(?<!\d)\d{4,}\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?<[^<>\s`]{1,40}>",
     re.I,
 )
+# A figure with its unit (`1,536 tok/s`), sought from the start of the run of digits, commas
+# and dots that holds it, which the unit must follow: sought from every digit after a comma
+# or a dot, each search scanned the rest of the run (a line of `1.1.1...` took minutes).
 FIGURE = starting_with(
-    r"afist\d",
-    r"(?<!\d)\d(?:[\d,.]*)\s*(?:tok(?:en)?s?/s|req/s|ms\b|TFLOP/s|GB/s)"
+    r"afist\d.,",
+    r"(?<![\d,.])[.,]*\d[\d,.]*\s*(?:tok(?:en)?s?/s|req/s|ms\b|TFLOP/s|GB/s)"
     r"|\b(?:TTFT|TPOT|ITL|throughput|speeds? up|faster|slower)\b"
     r"|tokens per (?:step|second)|accept(?:ance)? (?:rate|len(?:gth)?)",
     re.I,

@@ -31,6 +31,7 @@ from factbook.dumps.capture.checks import (
 )
 from factbook.dumps.capture.checks import paths as path_tokens
 from factbook.dumps.capture.quickre import starting_with
+from factbook.knowledge.limits import WHOLE_NUMBER
 
 PATH_CATEGORIES = ("inventory", "instructions", "hardware", "model", "software")
 UNITS = {
@@ -55,14 +56,14 @@ _NUMBER_UNIT = starting_with(
 )
 _GPU_COUNT = starting_with(
     r"\d",
-    r"(?<![\w.])(?P<n>\d+)\s?(?:x\s?)?(?:NVIDIA\s+)?(?:[\w-]+\s+){0,6}?GPUs?\b"
-    r"|(?<![\w.])(?P<n2>\d+)\s?[x×]\s?(?:NVIDIA|AMD|Intel)\b",
+    rf"(?<![\w.])(?P<n>{WHOLE_NUMBER})\s?(?:x\s?)?(?:NVIDIA\s+)?(?:[\w-]+\s+){{0,6}}?GPUs?\b"
+    rf"|(?<![\w.])(?P<n2>{WHOLE_NUMBER})\s?[x×]\s?(?:NVIDIA|AMD|Intel)\b",
 )
 _TOKEN = starting_with(
     r"<\d",
     r"(?P<tok><[^<>\s`]{1,40}>)`?\s*(?:(?:=|is|:)\s*(?:token\s*)?(?:id\s*)?(?P<id>\d{1,7})\b"
-    r"|(?:token\s*(?:id\s*)?)?(?P<id3>\d{4,}))"
-    r"|(?P<id2>\d{4,})\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?(?P<tok2><[^<>\s`]{1,40}>)",
+    r"|(?:token\s*(?:id\s*)?)?(?P<id3>\d{4,18}(?!\d)))"
+    r"|(?P<id2>\d{4,18}(?!\d))\s*(?:=|is)\s*(?:the\s+)?(?:REAL\s+)?(?P<tok2><[^<>\s`]{1,40}>)",
 )
 _PAIR = re.compile(
     r"(?<![\w-])(?P<key>[a-z][a-z0-9_]*[a-z0-9])=(?P<val>\[[^\]]*\]|\d{1,3}(?:,\d{3})+(?!\d)|[^\s,;()]+)"
@@ -88,11 +89,15 @@ def slug(text: str, limit: int = 40) -> str:
     return _SLUG.sub("_", text.lower()).strip("_")[:limit].strip("_")
 
 
+_FLOAT_DIGITS = 308  # a longer whole number is beyond what a float, and so every reader, holds
+
+
 def number(text: str) -> int | float | None:
     """`1,536` → 1536, `82.5` → 82.5, anything else → None."""
     text = text.strip().lstrip("~")
     if re.fullmatch(r"\d{1,3}(?:,\d{3})+|\d+", text):
-        return int(text.replace(",", ""))
+        digits = text.replace(",", "")
+        return int(digits) if len(digits) <= _FLOAT_DIGITS else None
     if re.fullmatch(r"\d+\.\d+", text):
         return float(text)
     return None
@@ -202,11 +207,19 @@ def extract(text: str, category: str, known: frozenset[str] = frozenset()) -> Ex
     return out
 
 
+# The label a line's first version follows (`speculators: 0.3.0 ...`). Written as
+# `\s*[:=]?\s*` the pattern tried every split of a run of spaces between its two `\s*`, for
+# every length of the label: a line of spaces took minutes. The same matches: the label is
+# compared with a name of at most 80 characters (version_mentions), so it is sought no
+# further, and the spaces after it are one run, never given back.
+_LABEL = re.compile(r"^\W*([A-Za-z][\w .+-]{0,80}?)\s*+(?:[:=]\s*+)?v?\d")
+
+
 def _versions(
     out: Extracted, mentions: list[tuple[str, str, bool]], known: frozenset[str], text: str = ""
 ) -> Extracted:
     named = [m for m in mentions if m[2]] or mentions
-    lead = re.match(r"^\W*([A-Za-z][\w .+-]*?)\s*[:=]?\s*v?\d", text)
+    lead = _LABEL.match(text)
     if lead and len(named) > 1 and named[0][0].lower() == lead.group(1).strip().lower():
         named = named[:1]  # `speculators: 0.3.0 (with 9 patches for vLLM 0.16)`: the label's
     if len(named) > 1:

@@ -29,7 +29,7 @@ from factbook.dumps.status.hint import split_hint
 from factbook.dumps.status.kinds import PLURAL, SAID_STATE
 from factbook.errors import InputError
 from factbook.judging.sanitize import first_hidden, for_document
-from factbook.knowledge.limits import DUMP_MAX_BYTES
+from factbook.knowledge.limits import DUMP_MAX_BYTES, WHOLE_NUMBER
 from factbook.knowledge.yamlsrc import read_text_bounded
 
 MARK_SYMBOLS = {"✅": "verified", "◻": "assumed", "⚠️": "assumed", "❌": "assumed"}
@@ -44,7 +44,7 @@ _COMPACT_ID = re.compile(
 )
 SKIP_SECTIONS = ("changed since the previous status", "not in this dump", "left out")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
-_NUMBERED = re.compile(r"^(\s*)(\d+)\.\s+(.*)$")
+_NUMBERED = re.compile(r"^(\s*)(\d{1,9})\.\s+(.*)$")  # CommonMark: 1-9 digits
 _BOLD = re.compile(r"^\*\*(?P<title>.+?)\*\*(?: \((?P<flag>[A-Z_]+)\))?:? (?P<rest>.*)$")
 _REFUTED = re.compile(r"^~~(?P<text>.*)~~ \*\((?P<stamp>refuted.*)\)\*$")
 _MARKED = re.compile(
@@ -63,10 +63,11 @@ def _file_line(symbols: tuple[str, ...]) -> re.Pattern[str]:
 
 
 _STAMP = re.compile(
-    r"^(?:stale )?(?:msg (?P<msg>\d+)(?:, [\d-]+)?|(?P<date>\d{4}-\d\d-\d\d))?\s*(?P<where>[^:]*)"
+    rf"^(?:stale )?(?:msg (?P<msg>{WHOLE_NUMBER})(?:, [\d-]+)?"
+    r"|(?P<date>\d{4}-\d\d-\d\d))?\s*(?P<where>[^:]*)"
 )
 _REFUTED_STAMP = re.compile(
-    r"^refuted(?: msg (?P<msg>\d+)(?:, [\d-]+)?)?(?:: (?P<detail>.*?))?"
+    rf"^refuted(?: msg (?P<msg>{WHOLE_NUMBER})(?:, [\d-]+)?)?(?:: (?P<detail>.*?))?"
     r"(?:; replaced by (?P<by>.*))?$"
 )
 

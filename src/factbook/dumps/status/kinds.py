@@ -5,6 +5,8 @@ in a figure's configuration (`3 patches`), and a progress item's state said in i
 
 import re
 
+from factbook.knowledge.limits import WHOLE_NUMBER
+
 KIND_TITLES = {
     "script": "Scripts",
     "file": "Files",
@@ -19,7 +21,7 @@ KIND_TITLES = {
 # A plural noun (`patches`, `gpus`; not `status`, `bus`): `3 patches` in a configuration is
 # `patches: 3`, and a count fact titled `CPU cores` reads `64 cores`.
 PLURAL = re.compile(r"[a-z]+[^su]s")
-COUNT = re.compile(rf"(\d+) ({PLURAL.pattern})")
+COUNT = re.compile(rf"({WHOLE_NUMBER}) ({PLURAL.pattern})")
 # Work that did not get done, said in its own words (`vLLM EAGLE-3 testing (failed, ...)`):
 # the line then carries no `(FAILED)` tag, and import reads the state from the words.
 SAID_STATE = re.compile(r"\((failed|blocked)\b", re.I)
