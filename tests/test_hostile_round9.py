@@ -31,6 +31,7 @@ RAW = ("\x1b", "\u202e", "\n::error::")  # a raw ESC or bidi control, a workflow
 PROPOSAL = f"id: {PID}\ncreated: '2026-01-01T00:00:00Z'\norigin: ORIGIN\nsummary: SUMMARY\nreason: REASON\nitem:\n  change: {{id: hw.gpu.count, set: {{value: 3}}}}\n"
 INJECT = '"x\\e[31m\\u202e\\n::error::pwned"'  # YAML escapes: ESC, RLO, a line break
 BIG = "1" + "0" * 400  # an integer Python parses and prints, and no float holds
+HUGE_DIGITS = "1" * 5000  # more digits than Python's int() reads (4,300)
 GOOD = BASE["facts/good.yaml"]
 DOCS = ["docs", "--out", "_site_md"]
 HINTED = '# Status as of 2026-12-07\n\n## Discoveries\n\n### Engine notes\n\n- torch 2.5.1 is installed. <!-- fb {"id": "sw.x", "value": VALUE} -->\n'
@@ -138,6 +139,12 @@ CASES: list[Case] = [
     Case("run --dry-run: a fact's flags of one 900 kB word", {"runbooks/rb.md": FLAGS_RUNBOOK, "facts/f.yaml": FLAGS_FACT.replace("FLAGS", "'--x " + "a" * 900_000 + "'")}, ["run", "rb", "--dry-run"], 2, "fact sw.flags: flags cannot be split into words: 900,004 characters to split"),
     # an ssh config's Host line of 20,000 names was matched name by name for each of them (80 s)
     Case("lint: an ssh config Host line of 20,000 names", {"ssh_config": "Host " + " ".join(f"h{i}" for i in range(20_000)) + "\n  User ops\nHost n1 !h1\n  HostName 10.0.0.1\n", "targets.yaml": INVENTORY.replace("FILE", "ssh_config")}, ["list", "--target", "h19999"], 0, "(0 facts)"),
+    # numbers of 5,000 digits (Python's int() refuses over 4,300): a port, a range bound, an ssh option were ValueError tracebacks
+    Case("lint: an INI host:port of 5,000 digits", {"inv": f"[g]\nn1:{HUGE_DIGITS}\n", "targets.yaml": INVENTORY.replace("FILE", "inv")}, "lint", 2, "inv:2: host pattern 'n1:1111", absent=(HUGE_DIGITS,)),
+    Case("lint: ansible_port of 5,000 digits", {"inv": f"[g]\nn1 ansible_host=10.0.0.1 ansible_port={HUGE_DIGITS}\n", "targets.yaml": INVENTORY.replace("FILE", "inv")}, "lint", 2, "target 'n1': port '1111", absent=(HUGE_DIGITS,)),
+    Case("lint: a host range bound of 5,000 digits", {"inv": f"[g]\nn[1:{HUGE_DIGITS}]\n", "targets.yaml": INVENTORY.replace("FILE", "inv")}, "lint", 2, "a host range's bounds have at most 18 digits", absent=(HUGE_DIGITS,)),
+    Case("lint: an ssh config Port of 5,000 digits", {"ssh_config": f"Host n1\n  HostName 10.0.0.1\n  Port {HUGE_DIGITS}\n", "targets.yaml": INVENTORY.replace("FILE", "ssh_config")}, "lint", 2, "ssh_config:3: Bad port '1111", absent=(HUGE_DIGITS,)),
+    Case("list: an ssh config CanonicalizeMaxDots of 5,000 digits", {"ssh_config": f"Host n1\n  HostName a.b.c\n  CanonicalizeHostname yes\n  CanonicalDomains example.org\n  CanonicalizeMaxDots {HUGE_DIGITS}\n", "targets.yaml": INVENTORY.replace("FILE", "ssh_config")}, ["list", "--target", "n1"], 0, "(0 facts)"),
     # lint's constant propagation over runbook cells: any list holding a non-string, deep nesting, or values that double
     Case("lint: a cell assigning a list of numbers", cell("x = [1, 2]"), "lint", 0, "ok: 1 facts"),
     Case("lint: a launch with a number among its flags", cell("argv = ['python', '-m', 'sglang.launch_server', '--model-path', 'm', '--tp', 8]"), "lint", 0, "ok: 1 facts"),

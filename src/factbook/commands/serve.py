@@ -58,7 +58,7 @@ def parse_listen(text: str) -> tuple[str, int]:
         raise UsageError(f"--listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:9798")
     if not host.isprintable() or any(c.isspace() for c in host):
         raise UsageError(f"--listen {text!r}: no host name holds control or space characters")
-    if int(port) > 65535:
+    if len(port) > 5 or int(port) > 65535:  # int() refuses 4,300 digits
         raise UsageError(f"--listen {text!r}: the port must be from 0 to 65535")
     return host, int(port)
 

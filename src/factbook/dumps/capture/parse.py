@@ -71,6 +71,13 @@ _REFUTED_STAMP = re.compile(
     r"(?:; replaced by (?P<by>.*))?$"
 )
 
+# a status line's configuration, `[engine=vllm, 3 patches]`, and a message stamp in
+# parentheses, `(held at msg 3478)`, each at the end of the line. Each is sought from the
+# start of the spaces before it (`(?<!\s)`): from every space of a long run, each search
+# scanned the rest of the run (200,000 spaces: minutes). The leftmost match is the same.
+_CONFIG = re.compile(rf"(?<!\s)\s+\[(?P<kv>(?:[\w.-]+=|\d+ {PLURAL.pattern}\b).*)\]$")
+_HELD_AT = re.compile(r"(?<!\s)\s*\([^()]*\bmsg \d+[^()]*\)$")
+
 
 @dataclass
 class Document:
@@ -396,7 +403,7 @@ def _compact_tail(entry: Entry) -> None:
     if done_when:
         entry.fields["criterion"] = done_when.group(1).strip()
         entry.text = entry.text[: done_when.start()]
-    config = re.search(rf"\s+\[(?P<kv>(?:[\w.-]+=|\d+ {PLURAL.pattern}\b).*)\]$", entry.text)
+    config = _CONFIG.search(entry.text)
     if config:
         entry.fields["config"] = config.group("kv")
         entry.text = entry.text[: config.start()]
@@ -458,7 +465,7 @@ def _compact_mark(body: str, marks: dict[str, str]) -> tuple[Mark, str] | None:
         text, status = text[2 : text.index("~~", 2)], "refuted"
     elif status == "refuted" and " → " in text:
         text = text.split(" → ", 1)[0]  # what was believed; the rest is what replaced it
-    text = re.sub(r"\s*\([^()]*\bmsg \d+[^()]*\)$", "", text)  # `(held at msg 3478)`
+    text = _HELD_AT.sub("", text)  # `(held at msg 3478)`
     return Mark(status), unescape(text.strip())
 
 

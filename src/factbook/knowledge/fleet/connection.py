@@ -43,6 +43,7 @@ from factbook.knowledge.fleet.ansibleyaml import Unsafe, Vaulted
 from factbook.knowledge.kbfiles import escapes
 from factbook.knowledge.limits import split_words
 from factbook.knowledge.model import Target
+from factbook.knowledge.names import shown
 
 # ssh(1)'s getopt string: the letters that take an argument
 _SSH_FLAGS_WITH_ARG = set("BbcDEeFIiJLlmOoPpQRSWw")
@@ -285,7 +286,9 @@ def _as_proxy_command(command: str, options: SSHOptions) -> str | None:
 
 def _var_port(v: dict[str, Any], names: tuple[str, ...]) -> int | None:
     port = _first_set(v, names)
-    return int(port) if port is not None and str(port).isdigit() else None
+    text = str(port)
+    # a longer run is no port (field_problems says so) and int() refuses 4,300 digits
+    return int(text) if port is not None and text.isdigit() and len(text) <= 5 else None
 
 
 def connection_options(target: Target) -> SSHOptions:
@@ -335,6 +338,12 @@ def _config_path(config: str | None, kind: str | None) -> str | None:
     return os.devnull if config.lower() == "none" else config
 
 
+def is_port(text: str) -> bool:
+    """Whether `text` is a TCP port, 1 to 65535 (read as an int only when it has at most five
+    digits: Python refuses over 4,300, and an inventory may hold anything)."""
+    return text.isdigit() and len(text) <= 5 and 1 <= int(text) <= 65535
+
+
 def field_problems(target: Target) -> list[str]:
     """What a connection field must not be: a port outside 1-65535 (or not a number), a host
     or user that an ssh command line would read as an option or split, a Jinja2 template
@@ -345,11 +354,11 @@ def field_problems(target: Target) -> list[str]:
     names = _PARAMIKO_VARS if _kind(v) in _PARAMIKO else _SSH_VARS
     port = _first_set(v, names["port"])
     port = target.port if port is None else port
-    if port is not None and not (str(port).isdigit() and 1 <= int(port) <= 65535):
-        out.append(f"port {port!r} is not a number from 1 to 65535")
+    if port is not None and not is_port(str(port)):
+        out.append(f"port {shown(str(port))!r} is not a number from 1 to 65535")
     for field, value in (("host", target.host), ("user", target.user)):
         if value and (value.startswith("-") or not value.isprintable() or " " in value):
-            out.append(f"{field} {value!r} is not a host or user name")
+            out.append(f"{field} {shown(value)!r} is not a host or user name")
     for key in _CONNECTION_VARS:
         value = v.get(key)
         if isinstance(value, Vaulted):
@@ -359,8 +368,8 @@ def field_problems(target: Target) -> list[str]:
             out.append(f"{key} is a Jinja2 template, which factbook does not evaluate")
     kind = _kind(v)
     if kind is not None and kind not in (*_SSH_CONNECTIONS, "local"):
-        shown = v.get("ansible_connection")
-        out.append(f"ansible_connection={shown}: factbook connects over ssh or locally only")
+        kind = v.get("ansible_connection")
+        out.append(f"ansible_connection={kind}: factbook connects over ssh or locally only")
     if kind != "local" and any(k in v for k in _CONNECTION_VARS):
         found = connection_options(target)
         out += [found.problem] if found.problem else []

@@ -18,6 +18,9 @@ import re
 import string
 from collections.abc import Iterator, Sequence
 
+from factbook.knowledge.limits import NUMBER_MAX_DIGITS
+from factbook.knowledge.names import shown
+
 # What may stand where Ansible's host grammar allows a range (alphanumeric: one letter to one
 # letter, or digits to digits, with an optional numeric step).
 _ALNUM_RANGE = r"\[(?:[a-z]:[a-z]|[0-9]+:[0-9]+)(?::[0-9]+)?\]"
@@ -39,6 +42,7 @@ _IPV6 = re.compile(
 )
 _BRACKETED_PORT = re.compile(r"\[(.+)\]:([0-9]+)")
 _HOST_PORT = re.compile(r"((?:[^:\[\]]|\[[^\]]*\])*):([0-9]+)")
+_PORT_DIGITS = 5
 
 MAX_RANGE_HOSTS = 100_000  # one pattern's expansion; `n[1:99999999]` is a typo, not a fleet
 
@@ -58,6 +62,11 @@ def split_port(spec: str) -> tuple[str, int | None]:
     for pattern in (_BRACKETED_PORT, _HOST_PORT):  # both in turn, as Ansible applies them
         found = pattern.fullmatch(address)
         if found:
+            if len(found.group(2)) > _PORT_DIGITS:  # Ansible's int() fails on 4,300 digits
+                raise PatternError(
+                    f"host pattern {shown(spec)!r}: port {shown(found.group(2))} is not a "
+                    "number from 1 to 65535"
+                )
             address, port = found.group(1), int(found.group(2))
     if any(p.fullmatch(address) for p in (_IPV4, _IPV6, _HOSTNAME)):
         return address, port
@@ -153,4 +162,6 @@ def _values(pattern: str, body: str) -> Sequence[str]:
         return [v.zfill(width) if width else v for v in letters[first : last + 1 : step]]
     if not (begin.isdigit() and end.isdigit() and begin.isascii() and end.isascii()):
         raise PatternError(f"{pattern!r}: bad host range [{body}]")
+    if max(len(begin), len(end)) > NUMBER_MAX_DIGITS:  # int() refuses 4,300 digits
+        raise PatternError(f"{shown(pattern)!r}: a host range's bounds have at most 18 digits")
     return _Padded(range(int(begin), int(end) + 1, step), width)

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from factbook.errors import UsageError
 from factbook.knowledge.kbfiles import current_root, escapes, outside_problem
+from factbook.knowledge.names import shown
 from factbook.verification.transports.sshwords import (
     WordError,
     a2port,
@@ -331,7 +332,7 @@ def _split(text: str, where: str) -> tuple[str, tuple[str, ...], str] | None:
         i += 1
     key, rest = text[:i], text[i:]
     if not key.isascii() or not key.isalnum():  # `\v  HostName x`: no keyword ssh knows
-        raise UsageError(f"{where}: Bad configuration option: {key!r}")
+        raise UsageError(f"{where}: Bad configuration option: {shown(key)!r}")
     rest = rest.lstrip(" \t")
     if rest.startswith("="):
         rest = rest[1:].lstrip(" \t")
@@ -365,10 +366,10 @@ def _check_value(key: str, value: str, where: str) -> None:
     if key == "port":
         port = a2port(value)
         if not port:
-            raise UsageError(f"{where}: Bad port {value!r}")
+            raise UsageError(f"{where}: Bad port {shown(value)!r}")
     choices = CHOICES.get(key)
     if choices is not None and value.lower() not in choices:
-        raise UsageError(f"{where}: unsupported option {value!r} for {key}")
+        raise UsageError(f"{where}: unsupported option {shown(value)!r} for {key}")
 
 
 def _jump_text(value: str) -> str:
@@ -452,13 +453,15 @@ def _globbed(pattern: str, where: str) -> list[str]:
         return [pattern] if os.path.lexists(pattern) else []
     outside = outside_problem(folder, where)
     if outside is not None:
-        raise UsageError(f"{where}: Include {pattern}: {outside.message}")
+        raise UsageError(f"{where}: Include {shown(pattern)}: {outside.message}")
     found = [folder]
     for depth, part in enumerate(parts[fixed:], fixed + 1):
         last = depth == len(parts)
         found = [hit for base in found for hit in _matches(base, part, last, pattern, where)]
         if len(found) > MAX_INCLUDE_MATCHES:
-            raise UsageError(f"{where}: Include {pattern} names over {MAX_INCLUDE_MATCHES} files")
+            raise UsageError(
+                f"{where}: Include {shown(pattern)} names over {MAX_INCLUDE_MATCHES} files"
+            )
     return sorted(found)
 
 
@@ -619,7 +622,8 @@ class SSHConfigFile:
             return
         dots = name.rstrip(".").count(".")
         most = state.options.get("canonicalizemaxdots", "1")
-        if not name.endswith(".") and most.isdigit() and dots > int(most):
+        # (a bound of 19 digits or more: more dots than any name has, and int() refuses 4,300)
+        if not name.endswith(".") and most.isdigit() and len(most) <= 18 and dots > int(most):
             return
         if not name.endswith(".") and not state.options.get("canonicaldomains"):
             return
@@ -720,7 +724,7 @@ class SSHConfigFile:
                     continue  # ssh skips it (exec) or its outcome cannot matter
                 hit = state.decide(line, criterion, patterns)
             else:
-                raise UsageError(f"{line.where}: unknown Match criterion {criterion!r}")
+                raise UsageError(f"{line.where}: unknown Match criterion {shown(criterion)!r}")
             result = result and (hit != negate)
         return enabled and result
 
@@ -866,7 +870,7 @@ class _State:
         hostname = _normal(self.current_hostname())
         if not valid_hostname(hostname):
             where = self.where.get("hostname", f"host {self.original!r}")
-            raise UsageError(f"{where}: hostname {hostname!r} contains invalid characters")
+            raise UsageError(f"{where}: hostname {shown(hostname)!r} contains invalid characters")
         idents = self.multi.get("identityfile", [])
         return Resolved(
             host=self.original,
