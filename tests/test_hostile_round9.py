@@ -110,6 +110,14 @@ CASES: list[Case] = [
     Case("proposals show: reason with ESC, RLO and a line break", proposal(reason=INJECT), ["proposals", "show", PID], 0, "reason: x\\x1b[31m\\u202e ::error::pwned", absent=RAW),
     Case("proposals show: summary with ESC, RLO and a line break", proposal(summary=INJECT), ["proposals", "show", PID], 0, f"{PID}: x\\x1b[31m", absent=RAW),
     Case("proposals reject: summary with ESC, RLO and a line break", proposal(summary=INJECT), ["proposals", "reject", PID], 0, f"rejected {PID}: x\\x1b[31m", absent=RAW),
+    # a proposal's item of the wrong shape was a TypeError/ValueError traceback in show and accept; one unreadable file hid every other proposal
+    Case("proposals show: set is a list", {f"proposals/{PID}.yaml": PROPOSAL.replace("{value: 3}", "[1, 2]")}, ["proposals", "show", PID], 2, "item: change: set must map field names to values"),
+    Case("proposals accept: set is a string", {f"proposals/{PID}.yaml": PROPOSAL.replace("{value: 3}", "ab")}, ["proposals", "accept", PID], 2, "item: change: set must map field names to values"),
+    Case("proposals accept: set has a number as a key", {f"proposals/{PID}.yaml": PROPOSAL.replace("{value: 3}", "{1: 3}")}, ["proposals", "accept", PID], 2, "item: change: set must map field names to values"),
+    Case("proposals show: source is a list", {f"proposals/{PID}.yaml": PROPOSAL.replace("set: {value: 3}", "set: {value: 3}, source: [1]")}, ["proposals", "show", PID], 2, "item: change: source must be a mapping"),
+    Case("proposals accept: a new fact whose id is a list", {f"proposals/{PID}.yaml": PROPOSAL.replace("change: {id: hw.gpu.count, set: {value: 3}}", "new: {id: [1], category: hardware}")}, ["proposals", "accept", PID], 2, "item: new: id must be a string"),
+    Case("proposals show: a change naming a 100,000-character id", {f"proposals/{PID}.yaml": PROPOSAL.replace("id: hw.gpu.count", "id: " + "z" * 100_000)}, ["proposals", "show", PID], 2, "no fact with id 'zzzz", absent=("z" * 200,)),
+    Case("proposals list: one unreadable proposal among good ones", {**proposal(summary="the good one"), "proposals/20260101-000000-zzzzzz.yaml": "item: [\n"}, ["proposals", "list"], 0, "the good one"),
     # a run record's status went raw into `run --list`
     Case("run --list: record status with ESC, RLO and a line break", record(status='"ok\\u001b[31m\\u202e\\n::error::pwned"'), ["run", "--list"], 0, "ok\\x1b[31m\\u202e ::error::pwned", absent=RAW),
     # numbers no float holds: JSON's Infinity/NaN and a 400-digit integer in a run record stopped `docs` with an OverflowError

@@ -53,7 +53,10 @@ def _field(value: Any, limit: int = 4000) -> str:
 def handle_list(args: argparse.Namespace) -> int:
     from factbook.dumps.capture.review import pending
 
-    found = pending(Path(args.root))
+    unreadable: list[str] = []
+    found = pending(Path(args.root), unreadable)
+    for problem in unreadable:
+        print(f"warning: {_field(problem)}; passed over", file=sys.stderr)
     if args.json:
         rows = [
             {k: p.data.get(k) for k in ("id", "created", "origin", "summary", "reason")}

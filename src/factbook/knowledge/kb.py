@@ -115,7 +115,7 @@ class KnowledgeBase:
         except KeyError:
             close = [i for i in self.facts if fact_id in i][:5]
             hint = f" (did you mean: {', '.join(close)})" if close else ""
-            raise UsageError(f"no fact with id '{fact_id}'{hint}") from None
+            raise UsageError(f"no fact with id '{shown(fact_id)}'{hint}") from None
 
     def milestone(self, ref: str | int | None) -> Milestone | None:
         """The milestone named `ref` (None for 'now'); unknown names are a usage error."""

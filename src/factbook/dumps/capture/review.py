@@ -150,11 +150,22 @@ def _item_data(item: Item) -> dict[str, Any]:
 
 
 def _item_from(data: Any, where: str) -> Item:
-    if isinstance(data, dict) and isinstance(data.get("new"), dict):
-        return NewFact(data["new"])
+    """The item a proposal file holds, its shape checked: anyone who can write the knowledge
+    base can write a proposal, and a `set: [1, 2]` or an id that is a list was a traceback in
+    `proposals show` and `accept`."""
+    new = data.get("new") if isinstance(data, dict) else None
+    if isinstance(new, dict):
+        if not isinstance(new.get("id"), str):
+            raise InputError(f"{where}: item: new: id must be a string")
+        return NewFact(new)
     change = data.get("change") if isinstance(data, dict) else None
     if isinstance(change, dict) and isinstance(change.get("id"), str):
-        return FactChange(change["id"], dict(change.get("set") or {}), change.get("source"))
+        fields, source = change.get("set") or {}, change.get("source")
+        if not isinstance(fields, dict) or not all(isinstance(k, str) for k in fields):
+            raise InputError(f"{where}: item: change: set must map field names to values")
+        if source is not None and not isinstance(source, dict):
+            raise InputError(f"{where}: item: change: source must be a mapping")
+        return FactChange(change["id"], dict(fields), source)
     raise InputError(f"{where}: not a proposal (no 'item: new:' or 'item: change:')")
 
 
@@ -215,7 +226,7 @@ def read(root: Path, pid: str) -> Pending:
     """One pending proposal; UsageError naming the pending ones when it is not there."""
     path = _path(root, pid)
     if not path.is_file() and not path.is_symlink():  # a link out is refused by _load
-        known = ", ".join(p.pid for p in pending(root)[:10]) or "none"
+        known = ", ".join(p.pid for p in pending(root, [])[:10]) or "none"
         raise UsageError(f"no pending proposal '{pid}' (pending: {known})")
     return _load(path, root)
 
@@ -240,13 +251,23 @@ def _load(path: Path, root: Path) -> Pending:
     return Pending(path.stem, path, data)
 
 
-def pending(root: Path) -> list[Pending]:
-    """Proposals waiting for review, oldest first."""
+def pending(root: Path, unreadable: list[str] | None = None) -> list[Pending]:
+    """Proposals waiting for review, oldest first. A file that cannot be read is passed over
+    with its one-line reason added to `unreadable` when one is given (one bad file must not
+    hide every other proposal); without it, the first one raises InputError."""
     folder = Path(root) / PROPOSALS_DIR
     if not folder.is_dir():
         return []
     require_inside(folder, PROPOSALS_DIR, root)
-    return [_load(p, root) for p in sorted(folder.glob("*.yaml"))]
+    found = []
+    for path in sorted(folder.glob("*.yaml")):
+        try:
+            found.append(_load(path, root))
+        except InputError as exc:
+            if unreadable is None:
+                raise
+            unreadable.append(str(exc))
+    return found
 
 
 def accept(root: Path, pid: str) -> tuple[Pending, list[Path], str]:
