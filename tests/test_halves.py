@@ -19,8 +19,7 @@ import yaml
 from factbook.dumps.capture import plan
 from factbook.dumps.capture.plan import plan_import
 from factbook.knowledge import halves
-from factbook.knowledge import kb as kb_module
-from factbook.knowledge.kb import lint_problems, parse_kb_with_problems
+from factbook.knowledge.kb import parse_kb_with_problems
 from factbook.knowledge.yamlsrc import sharing
 from factbook.store.writeback import append_facts_to_files
 
@@ -320,53 +319,3 @@ def test_a_dump_naming_no_box_is_split_after_its_placeholder(
     assert any(b.placeholder for b in forked.boxes.proposed)
     assert forked.applied.diff.replace("/a/", "/b/") == serial.applied.diff.replace("/a/", "/b/")
     assert _reaped(forks)
-
-
-def _fact(fact_id: str, **more: str) -> str:
-    lines = [
-        f"  - id: {fact_id}",
-        "    category: hardware",
-        "    title: t",
-        "    statement: s",
-        "    status: assumed",
-        "    sources: [{seed: s.md}]",
-    ] + [f"    {key}: {value}" for key, value in more.items()]
-    return "\n".join(lines) + "\n"
-
-
-@needs_two
-def test_lint_problems_on_two_cores_are_the_full_lints_in_its_order(
-    tmp_path: Path, monkeypatch, forks: list[int]
-) -> None:
-    """An import lints its scratch copy with `lint_problems`: each fact checked on its own,
-    about half of them in a child, against the ids of all. Its problems must be the full
-    lint's, in the same order: duplicates across files (named by the first one's line), links
-    to a fact in the other half and to none, unknown milestones and targets, probe args."""
-    kb = tmp_path / "kb"
-    (kb / "facts").mkdir(parents=True)
-    shutil.copy(REPO / "milestones.yaml", kb)
-    shutil.copy(REPO / "targets.yaml", kb)
-    for name in ("a", "b", "c"):
-        facts = []
-        for i in range(40):
-            more = {}
-            if i % 7 == 0:
-                more["links"] = f"{{causes: [hw.c{39 - i}, hw.nowhere{i}]}}"
-            if i % 9 == 0:
-                more["since"] = f"'no-such-{i}'"
-            if i % 11 == 0:
-                more["target"] = f"box{i}"
-            if i % 13 == 0:
-                more["check"] = f"{{probe: gpu.count, args: {{bogus{i}: 1}}}}"
-            repeated = name == "b" and i % 5 == 0  # some of b's ids are a's
-            facts.append(_fact(f"hw.a{i}" if repeated else f"hw.{name}{i}", **more))
-        (kb / "facts" / f"{name}.yaml").write_text("facts:\n" + "".join(facts), encoding="utf-8")
-    monkeypatch.setattr(kb_module, "_LINT_PARALLEL_FROM", 2)
-    split = lint_problems(kb)
-    assert len(forks) == 1
-    _, whole = parse_kb_with_problems(kb)
-    assert [str(p) for p in split] == [str(p) for p in whole]
-    said = "\n".join(str(p) for p in whole)
-    for part in ("duplicate id 'hw.a0' (first defined at facts/a.yaml:2)", "hw.nowhere7",
-                 "unknown milestone 'no-such-9'", "unknown target 'box11'", "bogus13"):  # fmt: skip
-        assert part in said

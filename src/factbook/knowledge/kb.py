@@ -8,7 +8,7 @@ as of any milestone.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Container, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,6 @@ from factbook.knowledge import kbcache, schema
 from factbook.knowledge.fleet.inventory import Group, Inventory
 from factbook.knowledge.fleet.load import load_targets_file
 from factbook.knowledge.fleet.patterns import is_pattern, match
-from factbook.knowledge.halves import in_halves
 from factbook.knowledge.kbfiles import confined, escapes, outside_problem
 from factbook.knowledge.limits import PROBE_ARG_MAX
 from factbook.knowledge.locate import FACTS_DIR, find_root
@@ -278,31 +277,6 @@ def parse_kb_with_problems(root: Path) -> tuple[KnowledgeBase, list[Problem]]:
     return kb, problems
 
 
-def lint_problems(root: Path) -> list[Problem]:
-    """`parse_kb_with_problems(root)`'s problems, the same in the same order, for a caller
-    that wants no knowledge base (an import's lint of its scratch copy): each fact is built
-    and cross-checked on its own, about half of them on the machine's other core
-    (knowledge.halves). Only the ids of the others are needed to check a fact's links."""
-    root = root.resolve()
-    with confined(root):
-        kb, problems, docs = _read_files(root)
-        entries = list(_first_of_each_id(docs, problems))
-        ids = {raw["id"] for _, _, raw, _ in entries}
-
-        def check(part: Sequence[_Entry]) -> list[list[Problem]]:
-            out = []
-            for doc, index, raw, keys in part:
-                fact = _build_fact(raw, doc, index)
-                out.append(_cross_check(kb, fact, raw, keys, doc, ("facts", index), ids))
-            return out
-
-        for found in in_halves(check, entries, least=_LINT_PARALLEL_FROM):
-            problems += found
-    return problems
-
-
-_LINT_PARALLEL_FROM = 10_000  # facts: at 7,000 the fork cost what it saved (measured)
-
 # a fact file's entry: its parse, its index in `facts`, the conformed fact, its keys as written
 _Entry = tuple[LocatedDoc, int, dict[str, Any], set[Any]]
 
@@ -506,15 +480,12 @@ def _cross_check(
     keys: set[Any],
     doc: LocatedDoc,
     at: tuple[Any, ...],
-    ids: Container[str] | None = None,
 ) -> list[Problem]:
     """Rules across fields and files: category keys, milestones, targets, probes, links.
 
     `raw` is the conformed entry; `keys` the keys as written (a key dropped for its type is
-    still present, so it is not reported a second time as missing); `ids` the facts a link
-    may name (default: the knowledge base's).
+    still present, so it is not reported a second time as missing).
     """
-    ids = kb.facts if ids is None else ids
     out: list[Problem] = []
 
     def add(path: tuple[Any, ...], message: str) -> None:
@@ -562,7 +533,7 @@ def _cross_check(
         add(("machine",), f"unknown target '{shown(machine)}' (known: {known})")
     for relation, linked in (raw.get("links") or {}).items():
         for i, other in enumerate(linked):
-            if other not in ids:
+            if other not in kb.facts:
                 link = f"link {shown(relation)} -> '{shown(other)}'"
                 add(("links", relation, i), f"{link}: no such fact")
     if fact.check is not None:
