@@ -117,7 +117,7 @@ CASES: list[Case] = [
     Case("proposals show: source is a list", {f"proposals/{PID}.yaml": PROPOSAL.replace("set: {value: 3}", "set: {value: 3}, source: [1]")}, ["proposals", "show", PID], 2, "item: change: source must be a mapping"),
     Case("proposals accept: a new fact whose id is a list", {f"proposals/{PID}.yaml": PROPOSAL.replace("change: {id: hw.gpu.count, set: {value: 3}}", "new: {id: [1], category: hardware}")}, ["proposals", "accept", PID], 2, "item: new: id must be a string"),
     Case("proposals show: a change naming a 100,000-character id", {f"proposals/{PID}.yaml": PROPOSAL.replace("id: hw.gpu.count", "id: " + "z" * 100_000)}, ["proposals", "show", PID], 2, "no fact with id 'zzzz", absent=("z" * 200,)),
-    Case("proposals list: one unreadable proposal among good ones", {**proposal(summary="the good one"), "proposals/20260101-000000-zzzzzz.yaml": "item: [\n"}, ["proposals", "list"], 0, "the good one"),
+    Case("proposals list: one unreadable proposal among good ones", {**proposal(summary="the good one"), "proposals/20260101-000000-zzzzzz.yaml": "item: [\n"}, ["proposals", "list"], 2, "(1 pending, 1 unreadable)"),
     # a run record's status went raw into `run --list`
     Case("run --list: record status with ESC, RLO and a line break", record(status='"ok\\u001b[31m\\u202e\\n::error::pwned"'), ["run", "--list"], 0, "ok\\x1b[31m\\u202e ::error::pwned", absent=RAW),
     # numbers no float holds: JSON's Infinity/NaN and a 400-digit integer in a run record stopped `docs` with an OverflowError

@@ -53,24 +53,25 @@ def _field(value: Any, limit: int = 4000) -> str:
 def handle_list(args: argparse.Namespace) -> int:
     from factbook.dumps.capture.review import pending
 
-    unreadable: list[str] = []
+    unreadable: list[str] = []  # listed after the readable ones; the exit code says so
     found = pending(Path(args.root), unreadable)
+    code = 2 if unreadable else 0
     for problem in unreadable:
-        print(f"warning: {_field(problem)}; passed over", file=sys.stderr)
+        print(f"factbook: error: {_field(problem)}", file=sys.stderr)
     if args.json:
         rows = [
             {k: p.data.get(k) for k in ("id", "created", "origin", "summary", "reason")}
             for p in found
         ]
         print(json.dumps(rows, indent=1, default=str))
-        return 0
+        return code
     for proposal in found:
         reason = " ".join(str(proposal.data.get("reason", "")).split())
         reason = _field(reason if len(reason) <= 70 else reason[:67] + "...")
         origin = _field(proposal.data.get("origin"), 100)
         print(f"{_field(proposal.pid, 100)}  {_field(proposal.summary)}  ({origin}: {reason})")
-    print(f"({len(found)} pending)")
-    return 0
+    print(f"({len(found)} pending" + (f", {len(unreadable)} unreadable)" if unreadable else ")"))
+    return code
 
 
 def handle_show(args: argparse.Namespace) -> int:
