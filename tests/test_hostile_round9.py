@@ -12,6 +12,9 @@ import contextlib
 import importlib.util
 import json
 import socket
+import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -295,8 +298,6 @@ def test_hint_search_matches_the_regex_it_replaces() -> None:
 def test_a_dump_line_of_20000_hint_openers_is_read_in_linear_time() -> None:
     """`<!-- fb {} ` 20,000 times in one line (240 kB) took 55 s through `factbook import`:
     the regex tried each opener against the rest of the line."""
-    import time
-
     from factbook.dumps.status.hint import split_hint
 
     line = "- \u2705 torch is installed." + " <!-- fb {} " * 100_000 + " " * 100_000 + "<!-- fb "
@@ -305,28 +306,33 @@ def test_a_dump_line_of_20000_hint_openers_is_read_in_linear_time() -> None:
     assert time.monotonic() - started < 1.0
 
 
+@contextlib.contextmanager
+def bystander() -> Iterator[subprocess.Popen[bytes]]:
+    """A live process no run started (in its own session, as a server's group would be):
+    whatever the test plants must leave it running."""
+    victim = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    try:
+        yield victim
+        time.sleep(0.2)
+        assert victim.poll() is None, "a process the planted files named was killed"
+    finally:
+        victim.kill()
+        victim.wait(10)
+
+
 def test_a_planted_dead_run_kills_no_process_that_is_not_its_kernel(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A `running` record whose executor is gone names a kernel by pid and start time; the
     next `factbook run` of any runbook SIGKILLed it. A record is a file of the knowledge base:
     naming a live process that is no kernel of that run (here a `sleep`) had it killed."""
-    import subprocess
-    import time
-
     from factbook.runbooks.reclaim import identity
 
-    victim = subprocess.Popen(["sleep", "120"])
-    try:
+    with bystander() as victim:
         kernel = identity(victim.pid)
         executor = {**DEAD_RECORD["executor"], "kernel": kernel}  # type: ignore[dict-item]
         case = Case("run: a dead run naming a live process as its kernel", dead_run(executor=executor), ["run", "rb", "--yes"], 0, "cleaned up")  # fmt: skip
         run_case(case, tmp_path, monkeypatch)
-        time.sleep(0.2)
-        assert victim.poll() is None, "the process the planted record named was killed"
-    finally:
-        victim.kill()
-        victim.wait(10)
 
 
 def test_a_planted_server_of_a_dead_run_is_not_stopped_nor_its_files_touched(
@@ -335,16 +341,7 @@ def test_a_planted_server_of_a_dead_run_is_not_stopped_nor_its_files_touched(
     """A dead run's registry names a server with no start time (the box helper then signals
     whatever process group has the pid) and a pidfile outside the run (the helper deleted
     it, here a file outside the knowledge base, which run_case checks is unchanged)."""
-    import subprocess
-    import time
-
-    victim = subprocess.Popen(["sleep", "120"], start_new_session=True)
-    try:
+    with bystander() as victim:
         server = {"event": "start", "name": "s", "target": "here", "pid": victim.pid, "started": None, "log": "{out}/shadow", "pidfile": "{out}/shadow", "step": "hello"}  # fmt: skip
         case = Case("run: a planted server of a dead run", dead_run(json.dumps(server) + "\n"), ["run", "rb", "--yes"], 0, "not stopped")  # fmt: skip
         run_case(case, tmp_path, monkeypatch)
-        time.sleep(0.2)
-        assert victim.poll() is None, "the process group the planted registry named was killed"
-    finally:
-        victim.kill()
-        victim.wait(10)

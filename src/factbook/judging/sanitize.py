@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from json.encoder import encode_basestring_ascii
 from typing import Any
@@ -310,3 +311,19 @@ def hide_url_passwords(text: str) -> str:
     """`ssh://ops:PASS@host` -> `ssh://ops:***@host`: a command line stored in run files
     (their `argv`) keeps which target it named, never the password given in the URL."""
     return _URL_PASSWORD.sub(lambda m: f"{m['head']}:***@", text)
+
+
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string in a parsed JSON or YAML value, keys as well as values, walked with a
+    stack (no recursion, whatever the depth): for the checks that look at each string a
+    box or a client sent before it is kept or written."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)

@@ -20,7 +20,7 @@ from typing import Any
 
 from factbook.judging.expectations import PathMissing, evaluate, get_path
 from factbook.judging.outcomes import ERROR, PASS
-from factbook.judging.sanitize import first_hidden
+from factbook.judging.sanitize import first_hidden, strings_in
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.model import Check, Fact, Source, Target
 from factbook.store.results import ResultRecord
@@ -433,18 +433,10 @@ def _hidden_in(value: Any) -> str | None:
     of an observed value, as `U+001B (ESC)`, or None. A box answers what it likes: an
     environment variable holding an ESC was written into facts/ by `discover --write`, and
     lint then refused the fact file it had written."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            found = first_hidden(item)
-            if found is not None:
-                return f"U+{ord(found.group()):04X}"
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+    for text in strings_in(value):
+        found = first_hidden(text)
+        if found is not None:
+            return f"U+{ord(found.group()):04X}"
     return None
 
 

@@ -31,6 +31,8 @@ from mcp.server.stdio import stdio_server
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, jsonrpc_message_adapter
 from pydantic import ValidationError
 
+from factbook.judging.sanitize import strings_in
+
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
@@ -134,20 +136,8 @@ def _id(message: dict[str, Any]) -> int | str | None:
 
 
 def _has_lone_surrogate(value: Any) -> bool:
-    """Whether any string (key or value) in a parsed JSON value holds a lone surrogate;
-    walked with a stack, so depth costs no recursion."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if _SURROGATE.search(item):
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+    """Whether any string (key or value) in a parsed JSON value holds a lone surrogate."""
+    return any(_SURROGATE.search(text) for text in strings_in(value))
 
 
 class Wire:
