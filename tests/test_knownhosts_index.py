@@ -10,6 +10,9 @@ import base64
 import hashlib
 import hmac
 import random
+from pathlib import Path
+
+import pytest
 
 from factbook.verification.transports import knownhosts
 
@@ -47,3 +50,19 @@ def test_lookup_is_the_scan_in_file_order() -> None:
         for name in [*NAMES, "gpu-8", "other"]:
             scan = [e for e in lines if e.marker is None and e.matches(name)]
             assert index.lookup(name) == scan, name
+
+
+def test_a_known_hosts_file_past_the_bound_is_refused_not_read_whole(tmp_path: Path) -> None:
+    """Any file may be named as UserKnownHostsFile; one of gigabytes was read whole into
+    memory. Past KNOWN_HOSTS_MAX_BYTES it is an OSError (HostKeyError: `cannot read ...`)
+    after reading no more than the bound (a sparse file: nothing is written to disk)."""
+    from factbook.knowledge.limits import KNOWN_HOSTS_MAX_BYTES
+
+    huge = tmp_path / "known_hosts"
+    with huge.open("wb") as handle:
+        handle.truncate(KNOWN_HOSTS_MAX_BYTES + 1)
+    with pytest.raises(OSError, match=f"larger than {KNOWN_HOSTS_MAX_BYTES} bytes"):
+        knownhosts.load(huge)
+    at_bound = tmp_path / "at_bound"
+    at_bound.write_text(f"h1 ssh-ed25519 {KEY}\n")
+    assert len(knownhosts.load(at_bound)) == 1

@@ -44,6 +44,7 @@ CONFIG_MAX_BYTES = 8 << 20
 
 # --- other files factbook writes and reads back ---
 KB_FILE_MAX_BYTES = 8 << 20  # kbfiles.read_bytes' default: runbook records, pages
+KNOWN_HOSTS_MAX_BYTES = 64 << 20  # a known_hosts file: ~100,000 hosts' keys
 DUMP_MAX_BYTES = 32 << 20  # `factbook import` (30x the largest hand-written dump in seeds/)
 # A number a dump states (a count, a port, a list number, a token id, a message number) has
 # at most this many digits; a longer run is not such a number. Python refuses to read over

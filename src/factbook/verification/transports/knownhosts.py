@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
 import hmac
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from factbook.knowledge.limits import KNOWN_HOSTS_MAX_BYTES
 from factbook.verification.transports.sshwords import match_pattern_list
 
 MARKERS = ("@cert-authority", "@revoked")
@@ -154,8 +156,13 @@ def parse(text: str, source: str) -> list[HostLine]:
 
 
 def load(path: Path) -> list[HostLine]:
-    """A file's lines ([] when it does not exist); OSError when it cannot be read."""
+    """A file's lines ([] when it does not exist); OSError when it cannot be read, or is
+    larger than KNOWN_HOSTS_MAX_BYTES (any file may be named as one: it is read bounded)."""
     if not path.is_file():
         return []
     # bytes, not read_text: its universal newlines would make a lone \r a line break
-    return parse(path.read_bytes().decode("utf-8", errors="replace"), str(path))
+    with path.open("rb") as handle:
+        data = handle.read(KNOWN_HOSTS_MAX_BYTES + 1)
+    if len(data) > KNOWN_HOSTS_MAX_BYTES:
+        raise OSError(errno.EFBIG, f"larger than {KNOWN_HOSTS_MAX_BYTES} bytes; not read")
+    return parse(data.decode("utf-8", errors="replace"), str(path))
