@@ -231,3 +231,20 @@ def test_line_reader_bounds_each_line_across_chunks() -> None:
         ], size  # fmt: skip
         assert all(isinstance(x, (bytes, Refusal)) for x in out)
         assert len(reader.buffer) == 0
+
+
+def test_a_request_its_handler_refuses_is_one_escaped_log_line_not_a_traceback(wire) -> None:
+    """The SDK logs a handler's error with its traceback (rich's boxed frames on the client's
+    log) and the client's own text raw: an unknown prompt named with an ESC repainted the
+    terminal the log went to. One line now, escaped, and the server goes on."""
+    server = wire()
+    server.request(1, "prompts/get", {"name": "nope\x1b[31m"})
+    assert "Unknown prompt" in server.answer()["error"]["message"]
+    server.ping(2)
+    server.close()
+    assert server.proc.stderr is not None
+    said = server.proc.stderr.read().decode()
+    assert said.splitlines() == [
+        "factbook mcp: error: handler for 'prompts/get' raised: ValueError: Unknown prompt: "
+        "nope\\x1b[31m"
+    ], said

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -36,6 +37,7 @@ from factbook.integrations.mcp.settings import (
     McpSettings,
     load_settings,
 )
+from factbook.judging.sanitize import for_terminal
 from factbook.store.stamps import FACTBOOK_VERSION
 
 if TYPE_CHECKING:
@@ -210,10 +212,38 @@ def build_server(
         version=FACTBOOK_VERSION,
         log_level="WARNING",
     )
+    _one_line_logs()  # after the SDK's own logging set-up, which the server's creation runs
     _register_reading(server, box)
     _register_acting(server, box)
     _register_resources(server, box)
     return server
+
+
+class _OneLine(logging.Formatter):
+    """A log record as one line on stderr (the client's log): an exception by its type and
+    message. The SDK logs a request its handler refused (an unknown prompt, say) with its
+    traceback, which a client's bad request is not worth; its text, which the client
+    chose, is shown escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"factbook mcp: {record.levelname.lower()}: {record.getMessage()}"
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            text += f": {type(error).__name__}: {error}"
+        return for_terminal(text)
+
+
+def _one_line_logs() -> None:
+    """The SDK's rich handler on the root logger (it renders tracebacks itself) replaced by
+    one writing _OneLine to stderr; any other handler (a test's capture) is left alone."""
+    root = logging.getLogger()
+    rich = [h for h in root.handlers if type(h).__name__ == "RichHandler"]
+    for handler in rich:
+        root.removeHandler(handler)
+    if rich:
+        plain = logging.StreamHandler(sys.stderr)
+        plain.setFormatter(_OneLine())
+        root.addHandler(plain)
 
 
 Query = Annotated[
