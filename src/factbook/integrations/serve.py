@@ -14,7 +14,8 @@ request line and headers, however slowly it trickles them, and at most `max_pend
 connections wait for a head at once. A new connection is read the moment it is accepted, so
 a scraper that sends its request at once is handed to a worker before any eviction can reach
 it; over `max_pending`, the connection silent for longest is dropped (an idle socket, or a
-trickler between bytes), never one whose head is complete. So slow or idle sockets cannot
+trickler between bytes), never one whose head is complete, nor one accepted in the last
+quarter second while fewer than twice `max_pending` wait. So slow or idle sockets cannot
 keep a scraper out. Only complete requests reach the `threads` workers; a worker drops a
 client that stops reading for `client_timeout`. The request log is one line per event, never
 a traceback, with every character a client chose shown escaped (judging/sanitize.py).
@@ -199,6 +200,9 @@ class _Handler(BaseHTTPRequestHandler):
 MAX_HEAD_BYTES = 64 << 10
 
 
+_GRACE = 0.25  # seconds a new connection has to start its request before it can be dropped
+
+
 @dataclass
 class _Pending:
     """A connection whose request head is still arriving; `heard` is when it last sent."""
@@ -315,8 +319,15 @@ class MetricsServer(HTTPServer):
         while len(self.pending) > self.max_pending:
             # the one silent longest goes (a fresh connection has just been heard from), once
             # a last read shows it has sent nothing since: a request that arrived meanwhile
-            # is served, a head still coming in is heard from, and another one is picked
-            idle = min(self.pending, key=lambda c: self.pending[c].heard)
+            # is served, a head still coming in is heard from, and another one is picked.
+            # A connection taken in the last _GRACE seconds is spared while the waiting are
+            # under twice the bound: "silent longest" among connections a few microseconds
+            # old dropped a scraper before its request could arrive (a reconnecting flood
+            # on a loaded machine); the flood's older sockets go instead.
+            settled = [c for c in self.pending if now - self.pending[c].started >= _GRACE]
+            if not settled and len(self.pending) <= 2 * self.max_pending:
+                break
+            idle = min(settled or self.pending, key=lambda c: self.pending[c].heard)
             heard = self.pending[idle].heard
             self._read(selector, idle)
             if idle in self.pending and self.pending[idle].heard == heard:
