@@ -51,6 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def parse_listen(text: str) -> tuple[str, int]:
     """`HOST:PORT` (`[::1]:PORT` for IPv6) -> (host, port), or a UsageError saying why."""
     from factbook.errors import UsageError
+    from factbook.knowledge.limits import PORT_MAX_DIGITS
 
     host, sep, port = text.rpartition(":")
     host = host.strip("[]") if host.startswith("[") else host
@@ -58,7 +59,7 @@ def parse_listen(text: str) -> tuple[str, int]:
         raise UsageError(f"--listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:9798")
     if not host.isprintable() or any(c.isspace() for c in host):
         raise UsageError(f"--listen {text!r}: no host name holds control or space characters")
-    if len(port) > 5 or int(port) > 65535:  # int() refuses 4,300 digits
+    if len(port) > PORT_MAX_DIGITS or int(port) > 65535:  # int() refuses 4,300 digits
         raise UsageError(f"--listen {text!r}: the port must be from 0 to 65535")
     return host, int(port)
 

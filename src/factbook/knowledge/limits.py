@@ -50,6 +50,7 @@ DUMP_MAX_BYTES = 32 << 20  # `factbook import` (30x the largest hand-written dum
 # at most this many digits; a longer run is not such a number. Python refuses to read over
 # 4,300 digits as an int (ValueError), so a pattern reading one bounds its run by this.
 NUMBER_MAX_DIGITS = 18
+PORT_MAX_DIGITS = 5  # a TCP port (65535); a longer run of digits is no port
 # a regex: such a number, and not the head of a longer run
 WHOLE_NUMBER = rf"\d{{1,{NUMBER_MAX_DIGITS}}}(?!\d)"
 PROPOSAL_MAX_BYTES = 4 << 20  # one pending proposal (its item and the diff it makes)

@@ -36,6 +36,7 @@ from factbook.dumps.capture.boxindex import BoxIndex
 from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.quickre import starting_with
 from factbook.knowledge.kb import KnowledgeBase
+from factbook.knowledge.limits import PORT_MAX_DIGITS
 from factbook.knowledge.names import name_problem
 
 ROLES: list[tuple[str, str, tuple[str, ...]]] = [
@@ -155,7 +156,6 @@ _EXEC_ARGS = {
 }
 _EXEC_KEEP = {"-n", "--namespace", "-c", "--container", "--context", "-u", "--user"}
 _WITH_ARG = set("bcDEeFIiJLlmOoPpQRSWw")
-_PORT_DIGITS = 5  # a TCP port; a longer run of digits is not one
 _ONWORD = starting_with(
     "fiotv", r"\b(?:on|via|through|from|inside|in)\s+(?:the\s+)?`?([\w.-]+)`?", re.I
 )
@@ -525,7 +525,7 @@ def _ssh_into(box: Box, args: str) -> bool:
             value = rest or (tokens[i + 1] if i + 1 < len(tokens) else "")
             if flag in _WITH_ARG and not rest:
                 i += 1
-            if flag == "p" and value.isdigit() and len(value) <= _PORT_DIGITS:
+            if flag == "p" and value.isdigit() and len(value) <= PORT_MAX_DIGITS:
                 box.port = int(value)
             elif flag == "J":
                 box.jump = [j for j in value.split(",") if j]
@@ -543,7 +543,7 @@ def _ssh_into(box: Box, args: str) -> bool:
     dest = re.sub(r"^ssh://", "", dest)
     if "@" in dest:
         box.user, dest = dest.rsplit("@", 1)
-    port = re.match(r"^(.*?):(\d{1,5})$", dest)
+    port = re.match(rf"^(.*?):(\d{{1,{PORT_MAX_DIGITS}}})$", dest)
     if port and not dest.startswith("["):
         dest, box.port = port.group(1), int(port.group(2))
     if REDACTED.search(dest) or not re.fullmatch(r"[\w.-]+", dest):

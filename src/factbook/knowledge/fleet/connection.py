@@ -41,7 +41,7 @@ from typing import Any
 
 from factbook.knowledge.fleet.ansibleyaml import Unsafe, Vaulted
 from factbook.knowledge.kbfiles import escapes
-from factbook.knowledge.limits import split_words
+from factbook.knowledge.limits import PORT_MAX_DIGITS, split_words
 from factbook.knowledge.model import Target
 from factbook.knowledge.names import shown
 
@@ -288,7 +288,9 @@ def _var_port(v: dict[str, Any], names: tuple[str, ...]) -> int | None:
     port = _first_set(v, names)
     text = str(port)
     # a longer run is no port (field_problems says so) and int() refuses 4,300 digits
-    return int(text) if port is not None and text.isdigit() and len(text) <= 5 else None
+    if port is None or not text.isdigit() or len(text) > PORT_MAX_DIGITS:
+        return None
+    return int(text)
 
 
 def connection_options(target: Target) -> SSHOptions:
@@ -341,7 +343,7 @@ def _config_path(config: str | None, kind: str | None) -> str | None:
 def is_port(text: str) -> bool:
     """Whether `text` is a TCP port, 1 to 65535 (read as an int only when it has at most five
     digits: Python refuses over 4,300, and an inventory may hold anything)."""
-    return text.isdigit() and len(text) <= 5 and 1 <= int(text) <= 65535
+    return text.isdigit() and len(text) <= PORT_MAX_DIGITS and 1 <= int(text) <= 65535
 
 
 def field_problems(target: Target) -> list[str]:

@@ -18,7 +18,7 @@ import re
 import string
 from collections.abc import Iterator, Sequence
 
-from factbook.knowledge.limits import NUMBER_MAX_DIGITS
+from factbook.knowledge.limits import NUMBER_MAX_DIGITS, PORT_MAX_DIGITS
 from factbook.knowledge.names import shown
 
 # What may stand where Ansible's host grammar allows a range (alphanumeric: one letter to one
@@ -42,7 +42,6 @@ _IPV6 = re.compile(
 )
 _BRACKETED_PORT = re.compile(r"\[(.+)\]:([0-9]+)")
 _HOST_PORT = re.compile(r"((?:[^:\[\]]|\[[^\]]*\])*):([0-9]+)")
-_PORT_DIGITS = 5
 
 MAX_RANGE_HOSTS = 100_000  # one pattern's expansion; `n[1:99999999]` is a typo, not a fleet
 
@@ -62,7 +61,7 @@ def split_port(spec: str) -> tuple[str, int | None]:
     for pattern in (_BRACKETED_PORT, _HOST_PORT):  # both in turn, as Ansible applies them
         found = pattern.fullmatch(address)
         if found:
-            if len(found.group(2)) > _PORT_DIGITS:  # Ansible's int() fails on 4,300 digits
+            if len(found.group(2)) > PORT_MAX_DIGITS:  # Ansible's int() fails on 4,300 digits
                 raise PatternError(
                     f"host pattern {shown(spec)!r}: port {shown(found.group(2))} is not a "
                     "number from 1 to 65535"

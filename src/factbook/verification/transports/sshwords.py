@@ -23,6 +23,8 @@ import socket
 import string
 from collections.abc import Mapping
 
+from factbook.knowledge.limits import PORT_MAX_DIGITS
+
 _SHELLISH = set("'`\"$\\;&<>|(){}")
 
 
@@ -86,7 +88,7 @@ def a2port(text: str) -> int | None:
     number), else a service name from /etc/services; None when it names no port. Callers
     refuse 0 as ssh does (`<= 0`)."""
     if _STRTONUM.fullmatch(text):
-        if len(text.lstrip(" \t\n\v\f\r+-").lstrip("0")) > 5:  # past 65535, as strtonum says
+        if len(text.lstrip(" \t\n\v\f\r+-").lstrip("0")) > PORT_MAX_DIGITS:  # strtonum's range
             return None  # (and int() refuses 4,300 digits)
         value = int(text)
         return value if 0 <= value <= 65535 else None
