@@ -53,9 +53,21 @@ _NAMES = {0: "NUL", 0x1B: "ESC", 0x7F: "DEL"}
 # decimal form Python refuses to write crashed every reader before.)
 MAX_INT_BITS = 1024  # below 2**1023 every integer is a float
 BEYOND_FLOAT = "invalid value: Exceeds the limit of a number (1.8e308)"
-# a run of digits as long as the shortest such integer (309 decimal, 256 hex digits): only a
-# text holding one can hold such an integer, so only it is parsed by unreadable_if_written
-_LONG_DIGITS = re.compile("[0-9a-fA-F]{256}")
+# a run of digits as long as the shortest such integer (309 decimal, 256 hex digits; `_`
+# and the base-60 `:` may sit between them): only a text holding one can hold such an
+# integer, so only it is parsed by unreadable_if_written
+_LONG_DIGITS = re.compile("[0-9a-fA-F_:]{256}")
+_HALF_RUN = 128
+_HALF_DIGITS = re.compile(f"[0-9a-fA-F_:]{{{_HALF_RUN}}}")
+
+
+def _may_hold_long_digits(text: str) -> bool:
+    """Whether `text` may hold a `_LONG_DIGITS` run: a run of 256 covers at least one whole
+    window of 128 that starts at a multiple of 128, so only those windows are tried, one
+    failing at its first other character (the search itself started at every digit and
+    letter a-f: 8 ms a 770 KB fact file, against 0.9)."""
+    whole, starts = _HALF_DIGITS.fullmatch, range(0, len(text) - _HALF_RUN + 1, _HALF_RUN)
+    return any(whole(text, at, at + _HALF_RUN) for at in starts)
 
 
 def _beyond_float(value: int) -> bool:
@@ -357,7 +369,7 @@ def _beyond_float_in(text: str, display: str) -> Problem | None:
     """The first integer of `text` that no float holds, which the reader reports at its
     line: a writer refuses it too (an import hint, a box or a benchmark file can hand over a
     400-digit integer, which lint would then refuse in the fact file written)."""
-    if not _LONG_DIGITS.search(text):
+    if not _may_hold_long_digits(text) or not _LONG_DIGITS.search(text):
         return None
     _, problems, _ = located_answer(text)
     found = next((p for p in problems if p.message == BEYOND_FLOAT), None)
@@ -399,16 +411,24 @@ def _located(text: str, display: str) -> tuple[LocatedDoc, list[Problem], Proble
 # double-quoted scalars have escapes; `\t`, `\n`, `\\` and a regex's `\d` do not), a raw line
 # break YAML folds (CR, NEL) or a raw reordering character (_FORBIDDEN refuses the rest). A
 # text without any is not walked: most fact files hold a backslash, few hold one of these.
-_MAY_HIDE = re.compile(
-    r"\\[0abvfreNLPxuU]|[\r\x85\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+_ESCAPE_MAY_HIDE = re.compile(r"\\[0abvfreNLPxuU]")
+_RAW_MAY_HIDE = (  # CR, NEL, the Arabic letter mark, LRM, RLM, LS, PS and the bidi controls
+    "\r\x85\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
 _HIDDEN_NAMES = {0x07: "BEL", 0x08: "BS", 0x0D: "CR", 0x1B: "ESC", 0x85: "NEL"}
 
 
 def may_hide(text: str, start: int = 0) -> bool:
     """Whether `text[start:]` may decode to a string holding a hidden character: the cheap
-    test before `hides` (a walk of the values)."""
-    return _MAY_HIDE.search(text, start) is not None
+    test before `hides` (a walk of the values). A scan for each character (an ASCII text
+    can only hold CR), then the escapes' search, which starts only at a backslash: one
+    pattern for both tried every character of the text (7 ms a 770 KB fact file, against
+    0.02)."""
+    tail = text[start:] if start else text
+    raw = _RAW_MAY_HIDE[:1] if tail.isascii() else _RAW_MAY_HIDE  # ASCII: CR alone
+    if any(character in tail for character in raw):
+        return True
+    return "\\" in tail and _ESCAPE_MAY_HIDE.search(tail) is not None
 
 
 def hides(data: Any) -> bool:

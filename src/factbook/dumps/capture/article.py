@@ -34,6 +34,7 @@ _BOLD_LINE = re.compile(r"^\*\*(?P<title>[^*]{1,80}?)[.:]?\*\*[.:]?\s*(?P<rest>.
 _LABEL_LINE = re.compile(r"^(?P<title>[A-Z][^:|`]{0,60}):$")
 _SUBKEY = re.compile(r"^\**(?P<key>[A-Za-z ]{3,20}?)\**\s*:\s*\**\s*(?P<value>.+)$")
 _SEPARATOR = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z<`(\"'])")
 _TRAILING_PROSE = re.compile(r"(?<=[\w)%.])\s+(?=(?:This|These|The|It|Each|Such)\s+[a-z]+\s)")
 BOLD, LABEL, PARENT = 7, 8, 9
 
@@ -148,7 +149,7 @@ class _Reader:
         own paragraphs sit under title lines and are never facts.)"""
         if resolve(self.path()) is None:
             return []
-        parts = re.split(r"(?<=[.!?])\s+(?=[A-Z<`(\"'])", line)
+        parts = _SENTENCE_END.split(line)
         return [_entry(number, "sentence", p, self.path(), "", None) for p in parts if p.strip()]
 
     def item(self, index: int, bullet: re.Match[str] | None, numbered: re.Match[str] | None) -> int:

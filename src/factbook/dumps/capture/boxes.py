@@ -162,6 +162,7 @@ _ONWORD = starting_with(
 _HOSTY = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+$|^[a-z]+\d+[a-z0-9]*$")
 _USER = starting_with("(a", r"\((?:as\s+)?user\s+([\w.-]+)\)|\bas user\s+`?([\w.-]+)`?", re.I)
 _IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
+_BOX_LABEL = re.compile(r"^([^:]{1,60}):\s")  # `gpu-box: …`: the box an item is about
 
 
 @dataclass
@@ -338,7 +339,7 @@ class Boxes:
         """(the box an entry is about, how that was decided) — or (None, why not)."""
         if id(entry) in self.own:
             return self.own[id(entry)], "its access line"
-        label = re.match(r"^([^:]{1,60}):\s", entry.text)
+        label = _BOX_LABEL.match(entry.text)
         levels = [("its label", label.group(1) if label else "")]
         levels += [("its heading", h) for h in reversed(entry.headings)]
         levels += [("its text", entry.text)]

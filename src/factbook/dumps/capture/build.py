@@ -233,12 +233,15 @@ def _statement(entry: Entry, found: Extracted) -> str:
     return f"{entry.cells[0]}: " + "; ".join(pairs) + "."
 
 
+_TITLE_END = re.compile(r"(?<!\s)\s+[—–]\s+|: |\. |; ")
+
+
 def _title(entry: Entry) -> str:
     if entry.fields.get("title"):
         title = str(entry.fields["title"])
         return f"Epoch {title}" if entry.kind == "row" and title.isdigit() else title
     text = entry.fields.get("path") or entry.text
-    head = re.split(r"(?<!\s)\s+[—–]\s+|: |\. |; ", text, maxsplit=1)[0].strip()
+    head = _TITLE_END.split(text, maxsplit=1)[0].strip()
     words = head.split()
     if len(words) > 8:
         head = " ".join(words[:8]) + " …"
@@ -379,6 +382,9 @@ def _file_name(doc_name: str) -> str:
     return Path(doc_name).name
 
 
+_NOT_ID_WORD = re.compile(r"[^a-z0-9]+")
+
+
 def make_id(fact: dict[str, Any], taken: set[str], tried: dict[str, int] | None = None) -> str:
     """A readable id no other fact has: `<category prefix>.<words of the title>`.
 
@@ -387,7 +393,7 @@ def make_id(fact: dict[str, Any], taken: set[str], tried: dict[str, int] | None 
     repeating one title 10,000 times costs 10,000 steps, not 50 million.
     """
     prefix = PREFIXES.get(fact["category"], fact["category"])
-    words = [w for w in re.split(r"[^a-z0-9]+", str(fact["title"]).lower()) if w]
+    words = [w for w in _NOT_ID_WORD.split(str(fact["title"]).lower()) if w]
     words = [w for w in words if w not in STOPWORDS][:5] or ["item"]
     base = f"{prefix}." + "-".join(words)
     base = base[:48].rstrip("-")

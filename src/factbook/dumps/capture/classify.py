@@ -112,9 +112,12 @@ def by_content(text: str, fallback: Section, fields: dict[str, Any] | None = Non
     return fallback
 
 
+_ITEM_LABEL = re.compile(r"^`?([A-Za-z][\w /()+-]{0,40}?)`?:\s")
+
+
 def by_label(text: str) -> Section | None:
     """The section an item's own label names (`Tokenizer: …`, `Model file: …`), if any."""
-    found = re.match(r"^`?([A-Za-z][\w /()+-]{0,40}?)`?:\s", text)
+    found = _ITEM_LABEL.match(text)
     if not found:
         return None
     section = classify(found.group(1))
@@ -131,6 +134,9 @@ LABEL_NAMES = {
     "benchmark": "benchmarks",
     "goal": "goal",
 }
+
+
+_WORD_LABEL = re.compile(r"^([A-Za-z]+)s?:\s")
 
 
 def place(
@@ -161,7 +167,7 @@ def place(
         if entry.kind == "sentence" and section.prose:
             return Section(section.prose)
         return by_label(text) or by_content(text, Section(section.category), fields)
-    label = re.match(r"^([A-Za-z]+)s?:\s", text)
+    label = _WORD_LABEL.match(text)
     named = LABEL_NAMES.get(label.group(1).lower()) if label else None
     if named and named != section.category:
         return Section(named)

@@ -92,13 +92,17 @@ def slug(text: str, limit: int = 40) -> str:
 _FLOAT_DIGITS = 308  # a longer whole number is beyond what a float, and so every reader, holds
 
 
+_WHOLE = re.compile(r"\d{1,3}(?:,\d{3})+|\d+")
+_DECIMAL = re.compile(r"\d+\.\d+")
+
+
 def number(text: str) -> int | float | None:
     """`1,536` → 1536, `82.5` → 82.5, anything else → None."""
     text = text.strip().lstrip("~")
-    if re.fullmatch(r"\d{1,3}(?:,\d{3})+|\d+", text):
+    if _WHOLE.fullmatch(text):
         digits = text.replace(",", "")
         return int(digits) if len(digits) <= _FLOAT_DIGITS else None
-    if re.fullmatch(r"\d+\.\d+", text):
+    if _DECIMAL.fullmatch(text):
         return float(text)
     return None
 
@@ -144,6 +148,11 @@ def _loaded(text: str) -> Any:
     return loaded if isinstance(loaded, (bool, int, float, str, list)) else text
 
 
+_GPU_WORD = re.compile(r"GPU|NVIDIA|AMD|Instinct")
+_BENCH_LABEL = re.compile(r"^([A-Za-z][\w /+().-]{0,50}?):\s")
+_DIGIT_PATH = re.compile(r"/\d+(/\d+)*")
+
+
 def extract(text: str, category: str, known: frozenset[str] = frozenset()) -> Extracted:
     """The value, unit, keys and check an item of `category` states in `text` (`known`:
     distribution names the knowledge base already checks)."""
@@ -158,7 +167,7 @@ def extract(text: str, category: str, known: frozenset[str] = frozenset()) -> Ex
             return out
     if category == "hardware":
         found = _GPU_COUNT.search(text)
-        if found and re.search(r"GPU|NVIDIA|AMD|Instinct", text):
+        if found and _GPU_WORD.search(text):
             count = int(found.group("n") or found.group("n2"))
             out.value, out.key, out.kinds = count, ("probe", "gpu.count"), ["GPU count"]
             fit = gpu_count_check(count, text)
@@ -189,13 +198,13 @@ def extract(text: str, category: str, known: frozenset[str] = frozenset()) -> Ex
         out.value = number(figure.group("num"))
         out.unit = UNITS.get(figure.group("unit").lower(), figure.group("unit"))
         out.kinds = ["number with unit"]
-        label = re.match(r"^([A-Za-z][\w /+().-]{0,50}?):\s", text)
+        label = _BENCH_LABEL.match(text)
         if category == "benchmarks" and label:  # `Single-stream: 82.5 tok/s`: the row's name
             out.key = ("bench", slug(label.group(1)))
     elif len(flags) > 1:
         out.value = {flag: (scalar(arg) if arg else None) for flag, arg in flags}
         out.kinds = ["flags"]
-    paths = [p for p in path_tokens(text) if len(p) > 1 and not re.fullmatch(r"/\d+(/\d+)*", p)]
+    paths = [p for p in path_tokens(text) if len(p) > 1 and not _DIGIT_PATH.fullmatch(p)]
     if category == "inventory" and paths:
         out.keys["path"] = paths[0]
         out.key = ("path", paths[0].rstrip("/") or "/")

@@ -390,16 +390,20 @@ def _generated_item(
     return entry
 
 
+_FLAG_TAIL = re.compile(r"(?<!\s)\s*\((FAILED|BLOCKED)\)$")
+_DONE_WHEN_TAIL = re.compile(r"(?<!\s)\s*\(done when: (.*)\)$")
+
+
 def _compact_tail(entry: Entry) -> None:
     """What a compact line writes after its text: a progress item's state `(FAILED)`, a next
     step's `(done when: …)`, a figure's configuration `[engine=vllm, concurrency=128]`."""
-    flag = re.search(r"(?<!\s)\s*\((FAILED|BLOCKED)\)$", entry.text)
+    flag = _FLAG_TAIL.search(entry.text)
     if flag:
         entry.fields["flag"] = flag.group(1).lower()
         entry.text = entry.text[: flag.start()]
     elif said := SAID_STATE.search(entry.text):  # `Testing (failed, 15% acceptance)`
         entry.fields["flag"] = said.group(1).lower()
-    done_when = re.search(r"(?<!\s)\s*\(done when: (.*)\)$", entry.text)
+    done_when = _DONE_WHEN_TAIL.search(entry.text)
     if done_when:
         entry.fields["criterion"] = done_when.group(1).strip()
         entry.text = entry.text[: done_when.start()]
