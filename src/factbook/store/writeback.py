@@ -42,6 +42,7 @@ from factbook.knowledge.yamlsrc import (
     unreadable_if_written,
 )
 from factbook.store.atomic import exclusive_lock, write_text_atomic
+from factbook.store.blockyaml import fact_block
 from factbook.store.factlayout import append_layout, edit_prefix
 from factbook.store.yamlevents import C_DUMPER, Emitted, emit_counted, emit_plain
 
@@ -107,33 +108,51 @@ def _dumped_chunks(
     facts: list[dict[str, Any]], *, fast: bool
 ) -> Iterator[tuple[list[str], Emitted | None]]:
     """`dump_block([fact], fast=fast)` for each fact, in order, a chunk of facts at a time,
-    with what emit_counted counted in the chunk (None where it did not write it). One
-    emitter per chunk instead of one per fact (its set-up was a third of writing a fact): a
-    block list of mappings is written item after item, each the same as alone, every line
-    of an item but its first indented, so the chunk's text is cut where a line starts with
-    `- `. A chunk that is not plain data, or does not cut into one piece per fact, is
-    dumped fact by fact."""
+    with what the reader will count in the chunk (None where that is not known). A fact
+    blockyaml writes is written there; the chunk's others by `_libyaml_chunk`."""
     if _FAST_DUMPER is None or not fast:
         for fact in facts:
             yield [dump_block([fact], fast=fast)], None
         return
     for at in range(0, len(facts), _CHUNK):
         chunk = facts[at : at + _CHUNK]
-        emitted = None
-        if all(type(fact) is dict and fact for fact in chunk):
-            emitted = emit_counted(chunk, width=100, allow_unicode=True)
-        pieces = _indent_sequences(emitted.text).split("\n- ") if emitted is not None else []
-        if len(pieces) != len(chunk) or not pieces[0].startswith("- "):
-            yield [dump_block([fact]) for fact in chunk], None
+        blocks = [fact_block(fact) if type(fact) is dict and fact else None for fact in chunk]
+        rest = [fact for fact, block in zip(chunk, blocks, strict=True) if block is None]
+        texts, emitted = _libyaml_chunk(rest) if rest else ([], None)
+        known = iter(texts)
+        pieces = [block.text if block else next(known) for block in blocks]
+        if rest and emitted is None:
+            yield pieces, None
             continue
-        last = len(pieces) - 1
+        written = [block for block in blocks if block is not None]
         yield (
-            [
-                ("- " if n else "") + piece + ("\n" if n < last else "")
-                for n, piece in enumerate(pieces)
-            ],
-            emitted,
+            pieces,
+            Emitted(
+                "".join(pieces),
+                1 + sum(b.nodes for b in written) + (emitted.nodes - 1 if emitted else 0),
+                max([1 + b.depth for b in written] + [emitted.depth if emitted else 1]),
+                all(b.exact for b in written) and (emitted is None or emitted.exact),
+            ),
         )
+
+
+def _libyaml_chunk(chunk: list[dict[str, Any]]) -> tuple[list[str], Emitted | None]:
+    """Each fact's block as libyaml writes it, with what emit_counted counted (None where
+    it did not write them). One emitter per chunk instead of one per fact (its set-up was
+    a third of writing a fact): a block list of mappings is written item after item, each
+    the same as alone, every line of an item but its first indented, so the chunk's text is
+    cut where a line starts with `- `. A chunk that is not plain data, or does not cut into
+    one piece per fact, is dumped fact by fact."""
+    emitted = None
+    if all(type(fact) is dict and fact for fact in chunk):
+        emitted = emit_counted(chunk, width=100, allow_unicode=True)
+    pieces = _indent_sequences(emitted.text).split("\n- ") if emitted is not None else []
+    if len(pieces) != len(chunk) or not pieces[0].startswith("- "):
+        return [dump_block([fact]) for fact in chunk], None
+    last = len(pieces) - 1
+    return [
+        ("- " if n else "") + piece + ("\n" if n < last else "") for n, piece in enumerate(pieces)
+    ], emitted
 
 
 def _indent_sequences(text: str) -> str:

@@ -45,7 +45,7 @@ _SCALARS = (str, int, float, bool, type(None))
 C_DUMPER = getattr(yaml, "CSafeDumper", None)  # libyaml's; callers check it is there
 
 
-def _implied(text: str) -> str:
+def implied_tag(text: str) -> str:
     """The tag a plain scalar `text` reads back as (`1` int, `yes` bool, `x` str)."""
     tag = _PLAIN_TAG.get(text)
     if tag is None:
@@ -57,7 +57,7 @@ def _implied(text: str) -> str:
     return tag
 
 
-def _float_text(value: float) -> str:
+def float_text(value: float) -> str:
     """SafeRepresenter.represent_float's text."""
     if value != value:
         return ".nan"
@@ -118,7 +118,7 @@ class _Emitter:
             tag, text = _INT, str(value)
             self.exact = self.exact and value.bit_length() <= _INT_BITS_EXACT
         elif kind is float:
-            tag, text = _FLOAT, _float_text(value)
+            tag, text = _FLOAT, float_text(value)
             self.exact = self.exact and value == value
         elif value is None:
             tag, text = _NULL, "null"
@@ -128,7 +128,7 @@ class _Emitter:
         event = self.scalar
         # the serializer's implicit flags: (plain reads back as `tag`, quoted reads back as it)
         event.tag, event.value = tag, text
-        event.implicit = (_implied(text) == tag, tag is _STR)
+        event.implicit = (implied_tag(text) == tag, tag is _STR)
         self.emit(event)
 
     def collection(self, value: Any, kind: type) -> None:
@@ -147,7 +147,7 @@ class _Emitter:
                 if type(key) is str:  # `value`'s string case, inline: most keys and values
                     self.nodes += 1
                     event.tag, event.value = _STR, key
-                    event.implicit = ((tags.get(key) or _implied(key)) == _STR, True)
+                    event.implicit = ((tags.get(key) or implied_tag(key)) == _STR, True)
                     emit(event)
                 elif type(key) not in _SCALARS:
                     raise _NotPlain  # a collection as a key: the representer's business
@@ -156,7 +156,7 @@ class _Emitter:
                 if type(item) is str:
                     self.nodes += 1
                     event.tag, event.value = _STR, item
-                    event.implicit = ((tags.get(item) or _implied(item)) == _STR, True)
+                    event.implicit = ((tags.get(item) or implied_tag(item)) == _STR, True)
                     emit(event)
                 else:
                     self.value(item)
