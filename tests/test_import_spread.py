@@ -234,3 +234,21 @@ def test_a_line_about_one_box_matches_that_boxs_fact_of_the_key(tmp_path: Path, 
     assert found("box-b") == "sw.torch.box-b"
     assert found(None) == "sw.torch.box-b"  # no box: the fact holding the value
     assert found("box-c") == "sw.torch.box-b"  # a box with no fact of the key: the same
+
+
+def test_each_new_facts_size_counted_where_it_was_built_is_its_size_when_spread(
+    tmp_path: Path,
+) -> None:
+    """The repr's bytes of a new fact are counted on the core that built it (the id then
+    still ''): with its id, they are what `spread` would count of the fact itself, so the
+    files are split where they were. Dumps with non-ASCII text, hinted ids and table rows."""
+    dumps = sorted((REPO / "tests" / "data" / "dumps").glob("*.md"))
+    kb = _empty_kb(tmp_path / "kb")
+    seen = 0
+    for dump in [*dumps, _short_dump(tmp_path / "short.md", 60_000)]:
+        result = plan_import(kb, dump, "4504")
+        for proposal in result.proposals:
+            if proposal.verdict == "new":
+                assert proposal.repr_bytes == propose.repr_bytes(proposal.fact), proposal.fact
+                seen += 1
+    assert seen > 1000

@@ -34,6 +34,7 @@ from factbook.dumps.capture.propose import (
     apply,
     changed_edits,
     contradicted_edits,
+    repr_bytes,
     targets_needed,
 )
 from factbook.dumps.capture.sections import Section, resolve
@@ -193,6 +194,8 @@ def propose_all(
         taken.add(fact["id"])
         if name == "new":
             proposal.fact = fact
+            # the id's repr replaces the empty one's ('') in the repr counted when built
+            proposal.repr_bytes = answer.repr_bytes + repr_bytes(fact["id"]) - 2
             continue
         assert found is not None
         old = found.fact
@@ -229,6 +232,7 @@ class _Answer:
     verdict: str | None = None  # None: its marker was seen before in its run (a duplicate)
     found_id: str | None = None  # the known fact it matches (an id: the child's are copies)
     how: str = ""
+    repr_bytes: int = 0  # a new fact's repr, its id still "" (propose.spread's estimate)
 
 
 _NOT_SENT = Extracted()  # what the child sends for an extraction only evaluate reads
@@ -321,7 +325,10 @@ def _evaluator(
                 found, fact, built.extracted.key, entry.text, kb, milestone, compact=compact
             )
             found_id, how = (found.fact.id, found.how) if found else (None, "")
-            answers.append(_Answer(early, skippable, built, marker, name, found_id, how))
+            answer = _Answer(early, skippable, built, marker, name, found_id, how)
+            if name == "new":  # its size for `spread`, counted here on both cores
+                answer.repr_bytes = repr_bytes(fact)
+            answers.append(answer)
         return answers
 
     return evaluate

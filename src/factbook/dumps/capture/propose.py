@@ -73,6 +73,7 @@ class Proposal:
     notes: list[str] = field(default_factory=list)  # the review's remarks (target, no check)
     missing: list[str] = field(default_factory=list)  # keys the dump does not state
     file: str = ""  # where the new fact goes, relative to the knowledge base
+    repr_bytes: int | None = None  # of `fact` as proposed, counted where it was built
 
     @property
     def ids(self) -> list[str]:
@@ -192,6 +193,7 @@ def spread(
     path: Path,
     items: list[tuple[_T, dict[str, Any]]],
     taken: Callable[[Path], bool] | None = None,
+    measured: Callable[[_T], int | None] | None = None,
 ) -> list[tuple[Path, list[tuple[_T, dict[str, Any]]]]]:
     """A category's new facts over its file and, past what a fact file may hold, over the
     numbered files of its family after it (`software-2.yaml`, `software-3.yaml`, ...), each
@@ -199,7 +201,8 @@ def spread(
     one file may hold is imported whole instead of refused (`limits`: nothing factbook writes
     may be more than it reads). Files of the family that are already full are passed over,
     and so are the names `taken` says are not the import's to write (not plain files of the
-    real knowledge base: a folder, a FIFO, a symlink leaving it)."""
+    real knowledge base: a folder, a FIFO, a symlink leaving it). `measured(item)` is the
+    repr's bytes of the item's fact when they were counted already (None: count them)."""
     budget = limits.YAML_MAX_BYTES * SPREAD_FILL
     family = itertools.islice(_family(path), _FAMILY_MAX)
     files = (file for file in family if taken is None or not taken(file))
@@ -208,7 +211,7 @@ def spread(
     out: list[tuple[Path, list[tuple[_T, dict[str, Any]]]]] = []
     part: list[tuple[_T, dict[str, Any]]] = []
     for item in items:
-        cost = _block_bytes(item[1])
+        cost = _block_bytes(item[1], measured(item[0]) if measured else None)
         while size + cost > budget and (part or size > empty):
             if part:
                 out.append((current, part))
@@ -248,10 +251,16 @@ def _size(path: Path) -> tuple[int, int]:
         return header, header
 
 
-def _block_bytes(fact: dict[str, Any]) -> int:
-    """About the bytes `fact` takes as a YAML block in a fact file, from above."""
-    text = repr(fact)
-    return int(len(text if text.isascii() else text.encode("utf-8")) * 1.1) + 16
+def repr_bytes(value: Any) -> int:
+    """The UTF-8 bytes of `value`'s repr, from which `spread` estimates a fact's block."""
+    text = repr(value)
+    return len(text if text.isascii() else text.encode("utf-8"))
+
+
+def _block_bytes(fact: dict[str, Any], measured: int | None = None) -> int:
+    """About the bytes `fact` takes as a YAML block in a fact file, from above: its repr's
+    bytes and a tenth. `measured`: those bytes, counted where the fact was built."""
+    return int((repr_bytes(fact) if measured is None else measured) * 1.1) + 16
 
 
 @dataclass
@@ -374,7 +383,7 @@ def _apply_to(
 
     by_file: dict[Path, list[tuple[Proposal, dict[str, Any]]]] = {}
     for path, items in by_category.items():
-        for file, part in spread(path, items, taken):
+        for file, part in spread(path, items, taken, measured=lambda p: p.repr_bytes):
             by_file.setdefault(file, []).extend(part)
             for proposal, _ in part:
                 proposal.file = file.relative_to(scratch).as_posix()
