@@ -26,6 +26,7 @@ inference and training run", "all serving … run here"), or the only one that c
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ ROLES: list[tuple[str, str, tuple[str, ...]]] = [
     ),
     ("node", r"\bnode\b|server|\bbox\b|machine|\bhost\b", ("node", "gpu host", "server", "box")),
 ]
+_ROLE_PATTERNS = {role: re.compile(pattern, re.I) for role, pattern, _ in ROLES}  # in order
 REDACTED = re.compile(r"^\[.*\]$|^<.*>$|…|\.\.\.|^x{3,}$|\*{2,}|redacted|^host$|^hostname$", re.I)
 DESCRIBED = 2000  # characters of a target's description the role and work cues are read in
 
@@ -421,9 +423,9 @@ def _local_machine(boxes: Boxes, entries: list[Entry]) -> None:
     target for it those would be bound to the working box."""
     if any(b.role == "workstation" for b in boxes.boxes):
         return
-    pattern = next(p for role, p, _ in ROLES if role == "workstation")
+    pattern = _ROLE_PATTERNS["workstation"]
     for entry in entries:
-        if entry.hint is None and any(re.search(pattern, h, re.I) for h in entry.headings):
+        if entry.hint is None and any(_names_role(pattern, h) for h in entry.headings):
             box = Box(_unique(boxes, "workstation"), role="workstation", placeholder=True)
             box.line, box.unnamed = entry.line, "the dump's own local machine, no host given"
             box.aliases = {box.name}
@@ -449,10 +451,16 @@ def _known(name: str, target: Any) -> Box:
 
 
 def _role(text: str) -> str:
-    for role, pattern, _ in ROLES:
-        if re.search(pattern, text, re.I):
+    for role, pattern in _ROLE_PATTERNS.items():
+        if pattern.search(text):
             return role
     return "node"
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_role(pattern: re.Pattern[str], heading: str) -> bool:
+    """Whether a heading names the role: asked of every entry's headings, which repeat."""
+    return pattern.search(heading) is not None
 
 
 def _box(entry: Entry, command: re.Match[str]) -> Box | None:
