@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from factbook.knowledge.yamlsrc import BEYOND_FLOAT, MAX_INT_BITS
+
 MAX_EXPANDED = 2_000_000  # values after aliases: ten times the most a file may hold written out
 
 
@@ -52,6 +54,31 @@ class AliasBomb(ValueError):
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """PyYAML's safe loader with Ansible's two tags."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """A value PyYAML's scalar constructors cannot build is a YAMLError at its line:
+        they raise plain Python errors on a 5,000-digit integer (int()'s 4,300-digit
+        limit), `!!int ''` or `!!bool ''` (IndexError, KeyError) and `!!timestamp
+        2001-02-30` (ValueError), which reached the user as tracebacks. An integer no
+        float holds (`0x` and 5,000 hex digits, which int() takes) is refused as the
+        knowledge base's own files refuse it: str() of it raised where a port was read."""
+        try:
+            value = super().construct_object(node, deep=deep)
+        except (ValueError, IndexError, KeyError, TypeError, AttributeError) as exc:
+            if isinstance(exc, ValueError) and str(exc).strip():
+                reason = f"invalid value: {str(exc).split(';')[0]}"
+            else:
+                kind = str(node.tag).rsplit(":", 1)[-1]
+                reason = f"invalid value: {str(node.value)[:40]!r} is not a valid {kind}"
+            raise yaml.constructor.ConstructorError(None, None, reason, node.start_mark) from None
+        if type(value) is int and value.bit_length() >= MAX_INT_BITS:
+            try:
+                float(value)
+            except OverflowError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, BEYOND_FLOAT, node.start_mark
+                ) from None
+        return value
 
 
 def _vault(loader: yaml.SafeLoader, node: yaml.Node) -> Vaulted:

@@ -1,0 +1,54 @@
+# ruff: noqa: E501  (the corpus table keeps one case per line, so a new case is one line)
+"""Hostile input, round 10 (issue 25, "Hardening III"): new classes of input from whoever can
+write the knowledge base or hand a user a file (inventories, ssh configs, dumps, proposals,
+run records, benchmark files, MCP requests), in the table form of tests/test_hostile_kb.py and
+checked by its `run_case` (no traceback, no file outside touched, no payload run), plus plain
+tests where a property needs its own driver.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_hostile_kb import Case, run_case
+
+INVENTORY = "inventory: FILE\ntargets:\n  here: {transport: local}\n"
+
+
+def inventory_yaml(var: str, name: str = "inv.yml") -> dict[str, str | bytes]:
+    """A YAML inventory (or `.json`, read as YAML when JSON refuses it) whose one host has
+    the variable `x: VAR` (VAR as YAML text)."""
+    return {
+        name: f"all:\n  hosts:\n    n1:\n      {var}\n",
+        "targets.yaml": INVENTORY.replace("FILE", name),
+    }
+
+
+INV_LINT = "targets.yaml:1: inventory inv.yml: "
+
+# fmt: off
+CASES: list[Case] = [
+    # PyYAML's scalar constructors raise plain Python errors, not YAMLError: an inventory's value each was a traceback in every command reading targets
+    Case("inventory YAML: an integer of 5,000 digits", inventory_yaml("x: " + "9" * 5000), "lint", 2, "inv.yml:4: not valid YAML: invalid value: Exceeds the limit (4300 digits)", absent=("9" * 100,)),
+    Case("inventory JSON: an integer of 5,000 digits", {"inv.json": '{"all": {"hosts": {"n1": {"ansible_port": ' + "9" * 5000 + "}}}}", "targets.yaml": INVENTORY.replace("FILE", "inv.json")}, "lint", 2, "inv.json:1: not valid YAML: invalid value: Exceeds the limit (4300 digits)"),
+    Case("inventory YAML: !!int of nothing", inventory_yaml("x: !!int ''"), "lint", 2, "inv.yml:4: not valid YAML: invalid value: '' is not a valid int"),
+    Case("inventory YAML: !!float of nothing", inventory_yaml("x: !!float ''"), "lint", 2, "invalid value: '' is not a valid float"),
+    Case("inventory YAML: !!bool of nothing", inventory_yaml("x: !!bool"), "list", 0, "warning: 1 lint problem(s)"),
+    Case("inventory YAML: !!timestamp 2001-02-30", inventory_yaml("x: !!timestamp 2001-02-30"), "lint", 2, "invalid value: day is out of range for month"),
+    Case("inventory YAML: !!timestamp of month 99", inventory_yaml("x: !!timestamp 2001-99-01"), "verify-dry", 2, "invalid value: month must be in 1..12"),
+    # ... and an integer int() takes but no float holds (0x and 5,000 hex digits): str() of it as ansible_port raised
+    Case("inventory YAML: ansible_port of 0x and 5,000 hex digits", inventory_yaml("ansible_port: 0x" + "f" * 5000), "lint", 2, "inv.yml:4: not valid YAML: invalid value: Exceeds the limit of a number (1.8e308)", absent=("f" * 100,)),
+    Case("inventory YAML: a base-60 integer of 3,000 places", inventory_yaml("x: 1:" + "59:" * 3000 + "1"), "lint", 2, "Exceeds the limit of a number"),
+    Case("inventory YAML: the largest float's integer is a number", inventory_yaml("x: " + str(int(1.7976931348623157e308))), "lint", 0, "ok: 1 facts"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_hostile_input_round10(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_case(case, tmp_path, monkeypatch)
+
+
+def test_cases_named_once() -> None:
+    assert len({c.name for c in CASES}) == len(CASES)
