@@ -52,3 +52,57 @@ def test_hostile_input_round10(case: Case, tmp_path: Path, monkeypatch: pytest.M
 
 def test_cases_named_once() -> None:
     assert len({c.name for c in CASES}) == len(CASES)
+
+
+HIDDEN_YAML = '"T\\x1b[31m\\u202e\\u2028x"'  # ESC, a bidi override, a line separator
+HIDDEN_RAW = ("\x1b", "\u202e", "\u2028")
+
+
+def test_mcp_answers_carry_no_raw_control_or_bidi_character(tmp_path: Path) -> None:
+    """A fact file whose title, statement, value and tags hold ESC, U+202E and U+2028 (lint's
+    error, yet the fact loads) reached an MCP client raw: the SDK writes U+202E and U+2028 as
+    they are, in search_facts' answer, in resources/list's titles and in a tool error
+    quoting an argument. Each is shown escaped now, in the wire's JSON and in the text the
+    client reads out of it."""
+    import importlib.util
+    import json
+    import os
+    import select
+
+    if importlib.util.find_spec("mcp") is None:
+        pytest.skip("the mcp extra is not installed")
+    from test_hostile_kb import make_outside, plant
+    from test_mcp_stdio import Wire
+
+    fact = (
+        f"facts:\n  - id: x.one\n    category: hardware\n    title: {HIDDEN_YAML}\n"
+        f"    statement: {HIDDEN_YAML}\n    status: assumed\n    value: {HIDDEN_YAML}\n"
+        f"    tags: [{HIDDEN_YAML}]\n    sources: [{{seed: a.txt}}]\n"
+    )
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, {"facts/x.yaml": fact})
+    server = Wire(root)
+    try:
+        server.initialize()
+        calls = [
+            ("tools/call", {"name": "search_facts", "arguments": {"query": "T"}}),
+            ("tools/call", {"name": "show_fact", "arguments": {"id": "x.one"}}),
+            ("tools/call", {"name": "show_fact", "arguments": {"id": "zz\u202e\u2028"}}),
+            ("resources/list", None),
+        ]
+        for ident, (method, params) in enumerate(calls, 1):
+            server.request(ident, method, params)
+            fd = server.proc.stdout.fileno()  # type: ignore[union-attr]
+            while b"\n" not in server.pending:
+                assert select.select([fd], [], [], 30)[0], server.stderr_tail()
+                server.pending += os.read(fd, 1 << 16)
+            line, server.pending = server.pending.split(b"\n", 1)
+            text = line.decode()
+            assert not any(c in text for c in HIDDEN_RAW), (method, params, text[:2000])
+            shown = json.dumps(json.loads(text)["result"], ensure_ascii=False)
+            assert not any(c in shown for c in HIDDEN_RAW), (method, params, shown[:2000])
+            if ident < 3 or method == "resources/list":
+                assert "\\\\u202e" in shown, shown[:2000]  # shown escaped, not dropped
+    finally:
+        server.close()

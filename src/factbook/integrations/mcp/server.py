@@ -37,7 +37,7 @@ from factbook.integrations.mcp.settings import (
     McpSettings,
     load_settings,
 )
-from factbook.judging.sanitize import for_terminal
+from factbook.judging.sanitize import for_terminal, hidden_escaped
 from factbook.store.stamps import FACTBOOK_VERSION
 
 if TYPE_CHECKING:
@@ -59,7 +59,10 @@ READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    """An error as one line with every control and bidi character shown escaped: a message
+    quoting what a client or a fact file wrote (`unknown key '\u202e'`) reached the client
+    raw."""
+    return for_terminal(" ".join(str(text).split()))
 
 
 def _validation_line(name: str, error: ValidationError) -> str:
@@ -155,7 +158,7 @@ class FactbookMCP(MCPServer):
                 Resource(
                     uri=f"factbook://status/{milestone.id}",
                     name=f"status-{milestone.id}",
-                    title=f"Status as of {milestone.id}: {milestone.title}",
+                    title=for_terminal(f"Status as of {milestone.id}: {milestone.title}"),
                     mime_type="text/markdown",
                 )
             )
@@ -164,8 +167,8 @@ class FactbookMCP(MCPServer):
                 Resource(
                     uri=f"factbook://fact/{fact.id}",
                     name=fact.id,
-                    title=fact.title,
-                    description=f"{fact.category}, {fact.status}",
+                    title=for_terminal(fact.title),
+                    description=for_terminal(f"{fact.category}, {fact.status}"),
                     mime_type="application/json",
                 )
             )
@@ -173,9 +176,11 @@ class FactbookMCP(MCPServer):
 
 
 def _guard(name: str, call: Any) -> Any:
-    """Run one tool call; every failure becomes a one-line ToolError."""
+    """Run one tool call; every failure becomes a one-line ToolError. Its answer holds each
+    string with control and bidi characters shown escaped, as `show` prints them: a fact
+    file's title of `\u202e` (lint's error, yet loaded) reached the assistant raw."""
     try:
-        return call()
+        return hidden_escaped(call())
     except FactbookError as exc:
         raise ToolError(f"{name}: {_one_line(str(exc))}") from None
     except Exception as exc:  # a bug must not take the server down

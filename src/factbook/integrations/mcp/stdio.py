@@ -31,7 +31,7 @@ from mcp.server.stdio import stdio_server
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, jsonrpc_message_adapter
 from pydantic import ValidationError
 
-from factbook.judging.sanitize import strings_in
+from factbook.judging.sanitize import json_hidden_escaped, strings_in
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -195,7 +195,10 @@ class Outgoing:
         self.wire = wire
 
     async def write(self, text: str) -> None:
-        await anyio.to_thread.run_sync(self.wire.write, text)
+        """The SDK's JSON line with every control, bidi and line-separator character written
+        as a `\\uXXXX` escape: the same message when parsed, and none raw on the wire (the
+        SDK writes U+202E and U+2028 as they are)."""
+        await anyio.to_thread.run_sync(self.wire.write, json_hidden_escaped(text))
 
     async def flush(self) -> None:
         return None
