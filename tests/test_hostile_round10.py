@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_kb import Case, run_case
+from test_hostile_kb import RUN, RUNBOOK, Case, run_case
 
 INVENTORY = "inventory: FILE\ntargets:\n  here: {transport: local}\n"
 
@@ -25,7 +25,24 @@ def inventory_yaml(var: str, name: str = "inv.yml") -> dict[str, str | bytes]:
     }
 
 
-INV_LINT = "targets.yaml:1: inventory inv.yml: "
+DOCS = ["docs", "--out", "_site_md"]
+LONE = "\\ud800"  # JSON's spelling of a lone surrogate: valid JSON, no UTF-8 writer takes it
+
+
+def record(**fields: str) -> dict[str, str | bytes]:
+    """RUNBOOK and one run record of it with `fields` over a valid one (JSON text each)."""
+    extra = "".join(f', "{key}": {value}' for key, value in fields.items())
+    text = (
+        '{"run_id": "20260101T000000Z-here", "runbook": "rb", "target": "here", "status": "ok", "steps": []'
+        + extra
+        + "}"
+    )
+    return {"runbooks/rb.md": RUNBOOK, f"{RUN}/record.json": text}
+
+
+RUN_FILE = '{"run": {"id": "r1LONE", "started": "2026LONE", "argv": ["LONE"]}}\n{"fact": "hw.gpu.count", "target": "hereLONE", "outcome": "pass", "probe": "measure.xLONE", "observed": "LONE", "time": "LONE"}\n'.replace(
+    "LONE", LONE
+)
 
 # fmt: off
 CASES: list[Case] = [
@@ -40,6 +57,13 @@ CASES: list[Case] = [
     # ... and an integer int() takes but no float holds (0x and 5,000 hex digits): str() of it as ansible_port raised
     Case("inventory YAML: ansible_port of 0x and 5,000 hex digits", inventory_yaml("ansible_port: 0x" + "f" * 5000), "lint", 2, "inv.yml:4: not valid YAML: invalid value: Exceeds the limit of a number (1.8e308)", absent=("f" * 100,)),
     Case("inventory YAML: a base-60 integer of 3,000 places", inventory_yaml("x: 1:" + "59:" * 3000 + "1"), "lint", 2, "Exceeds the limit of a number"),
+    # a lone surrogate spelled in JSON (`"\\ud800"`) in a file of the knowledge base: `docs` wrote pages in UTF-8 and stopped with a UnicodeEncodeError
+    Case("docs: a run record's status of a lone surrogate", record(status=f'"ok{LONE}"'), DOCS, 0, "pages generated"),
+    Case("docs: a run record's key of a lone surrogate", record(**{f"x{LONE}": '"y"'}), DOCS, 0, "pages generated"),
+    Case("run --list: a run record's status of a lone surrogate", record(status=f'"ok{LONE}"'), ["run", "--list"], 0, "ok\\ud800"),
+    Case("docs: a run file holding lone surrogates", {"results/runs/r1.jsonl": RUN_FILE}, DOCS, 0, "pages generated"),
+    Case("docs: the page manifest naming a lone surrogate", {"_site_md/.factbook-pages.json": f'["facts/{LONE}.md"]'}, DOCS, 2, "lists 'facts/\\\\ud800.md', not a file of"),
+    Case("show: latest.json holding lone surrogates", {"results/latest.json": '{"hw.gpu.count": {"here": {"fact": "hw.gpu.count", "target": "here", "outcome": "pass", "reason": "rLONE", "observed": "LONE", "at": "2026-01-01T00:00:00Z", "run": "r1"}}}'.replace("LONE", LONE)}, ["show", "hw.gpu.count"], 0, "last verified on here: pass"),
     Case("inventory YAML: the largest float's integer is a number", inventory_yaml("x: " + str(int(1.7976931348623157e308))), "lint", 0, "ok: 1 facts"),
 ]
 # fmt: on

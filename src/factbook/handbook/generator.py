@@ -46,7 +46,7 @@ from factbook.handbook.sources import (
     load_status_docs,
 )
 from factbook.handbook.views import ViewBuilder, category_uri
-from factbook.judging.sanitize import for_document
+from factbook.judging.sanitize import for_document, loads_without_surrogates
 from factbook.knowledge.kb import load_kb_with_problems
 from factbook.knowledge.kbfiles import Refused, confined, escapes, read_bytes, read_text
 from factbook.store.atomic import write_bytes_atomic
@@ -394,7 +394,7 @@ def _manifest_entries(manifest: Path, out: Path) -> set[str]:
     """The uris the last run wrote, each checked to name a file inside `out`. A manifest
     that cannot be read (missing, a FIFO, a link out, not a JSON list) removes nothing."""
     try:
-        listed = json.loads(read_text(manifest, root=out, limit=MAX_MANIFEST_BYTES))
+        listed = loads_without_surrogates(read_text(manifest, root=out, limit=MAX_MANIFEST_BYTES))
     except (OSError, ValueError, RecursionError):  # kbfiles.Refused is an OSError
         return set()
     if not isinstance(listed, list):

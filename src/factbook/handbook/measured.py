@@ -9,12 +9,12 @@ first. A drift's reason comes from `near_median`/`share`, which name the GPU or 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from factbook.handbook.markup import capped, md, time_text
 from factbook.judging.expectations import PathMissing, get_path
+from factbook.judging.sanitize import loads_without_surrogates
 from factbook.knowledge.kbfiles import read_text
 from factbook.knowledge.limits import RUN_MAX_BYTES
 from factbook.knowledge.model import Fact
@@ -109,7 +109,7 @@ def _measured_record(line: str) -> dict[str, Any] | None:
     file like any other: a line `[1]`, `{"fact": [1], ...}` or 100,000 `[`s stopped the
     handbook with a traceback."""
     try:
-        record = json.loads(line)
+        record = loads_without_surrogates(line)
     except (ValueError, RecursionError):
         return None
     if not isinstance(record, dict) or not isinstance(record.get("fact"), str):

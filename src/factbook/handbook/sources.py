@@ -8,7 +8,6 @@ a failed build.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.handbook.runbookcache import RunbookCache, digest
-from factbook.judging.sanitize import finite_number
+from factbook.judging.sanitize import finite_number, loads_without_surrogates
 from factbook.knowledge.kbfiles import Refused, check_readable, read_bytes, read_text
 from factbook.knowledge.yamlsrc import parse_located
 
@@ -247,7 +246,7 @@ def load_runs(root: Path, runbook: str) -> list[Run]:
     for path in paths:
         run_id = path.parent.name if path.name == "record.json" else path.stem
         try:
-            data = json.loads(read_text(path, root=root))
+            data = loads_without_surrogates(read_text(path, root=root))
         except (OSError, ValueError, RecursionError):  # not UTF-8, not JSON, too deep, outside
             runs.append(Run(run_id, "unreadable", "", "", []))
             continue

@@ -12,6 +12,7 @@ reader still sees that they were there and which they were.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator
@@ -310,6 +311,34 @@ def escape_lone_surrogates(text: str) -> str:
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 _USER_END = re.compile(r"[\s/@:?#]")
 _PASSWORD_END = re.compile(r"[\s/?#]")
+
+
+def loads_without_surrogates(text: str | bytes) -> Any:
+    """`json.loads(text)` with every lone surrogate in a string or key shown escaped
+    (`\\ud800`), as escape_lone_surrogates shows it. JSON may spell one (`"\\ud800"`) and no
+    UTF-8 writer takes it: a run record, a run file or the handbook's manifest holding one
+    stopped `docs` with a UnicodeEncodeError. Walked with a stack, changed in place (a
+    parsed value is the caller's own); only text spelling a `\\u` escape is walked."""
+    value = json.loads(text)
+    if (b"\\u" if isinstance(text, bytes) else "\\u") not in text:
+        return value
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            for at, child in enumerate(item):
+                if isinstance(child, str):
+                    item[at] = escape_lone_surrogates(child)
+                else:
+                    stack.append(child)
+        elif isinstance(item, dict):
+            pairs = list(item.items())
+            item.clear()
+            for key, child in pairs:
+                key = escape_lone_surrogates(key) if isinstance(key, str) else key
+                item[key] = escape_lone_surrogates(child) if isinstance(child, str) else child
+                stack.append(child)
+    return escape_lone_surrogates(value) if isinstance(value, str) else value
 
 
 def hide_url_passwords(text: str) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 from factbook.errors import InputError, UsageError
 from factbook.handbook.safehtml import slug
 from factbook.judging.outcomes import OK, PENDING, RUNNING
+from factbook.judging.sanitize import loads_without_surrogates
 from factbook.knowledge.kbfiles import Refused, read_text
 from factbook.knowledge.limits import KB_FILE_MAX_BYTES, PREVIEW_MIN_CHARS, preview
 from factbook.knowledge.names import inside
@@ -160,7 +161,7 @@ def load(folder: Path, root: Path | None = None) -> RunRecord:
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: unreadable run record ({type(exc).__name__})") from None
     try:
-        record = RunRecord.from_dict(json.loads(text))
+        record = RunRecord.from_dict(loads_without_surrogates(text))
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise InputError(f"{path}: unreadable run record ({type(exc).__name__})") from None
     if not isinstance(record.run_id, str) or not isinstance(record.status, str):

@@ -18,6 +18,7 @@ from typing import Any
 
 from factbook.errors import Problem, ResultsTooLarge, ResultsUnreadable
 from factbook.judging import outcomes
+from factbook.judging.sanitize import loads_without_surrogates
 from factbook.knowledge.kbfiles import confined, escapes, require_inside
 from factbook.knowledge.limits import (
     PREVIEW_MIN_CHARS,
@@ -220,7 +221,7 @@ def load_latest(root: Path) -> dict[str, dict[str, dict[str, Any]]]:
     if problem is not None:
         raise ResultsUnreadable([problem])
     try:
-        data = json.loads(text)
+        data = loads_without_surrogates(text)
     except json.JSONDecodeError as exc:
         raise ResultsUnreadable(
             [Problem(display, exc.lineno, f"not valid JSON: {exc.msg}")]
@@ -290,7 +291,7 @@ def list_runs(root: Path) -> list[dict[str, Any]]:
         try:
             with path.open("rb") as handle:
                 first = handle.readline(RUN_HEADER_MAX_BYTES).decode("utf-8")
-            header = json.loads(first)["run"]
+            header = loads_without_surrogates(first)["run"]
         except (OSError, ValueError, RecursionError, KeyError, TypeError):
             continue  # one unreadable history file must not hide the others
         if isinstance(header, dict):
