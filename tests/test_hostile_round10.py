@@ -64,6 +64,16 @@ CASES: list[Case] = [
     Case("docs: a run file holding lone surrogates", {"results/runs/r1.jsonl": RUN_FILE}, DOCS, 0, "pages generated"),
     Case("docs: the page manifest naming a lone surrogate", {"_site_md/.factbook-pages.json": f'["facts/{LONE}.md"]'}, DOCS, 2, "lists 'facts/\\\\ud800.md', not a file of"),
     Case("show: latest.json holding lone surrogates", {"results/latest.json": '{"hw.gpu.count": {"here": {"fact": "hw.gpu.count", "target": "here", "outcome": "pass", "reason": "rLONE", "observed": "LONE", "at": "2026-01-01T00:00:00Z", "run": "r1"}}}'.replace("LONE", LONE)}, ["show", "hw.gpu.count"], 0, "last verified on here: pass"),
+    # `bench --config KEY=VALUE` was read with yaml.safe_load unguarded: a user's typo was a traceback
+    *[Case(f"bench --config {shown}", {}, ["bench", "--url", "http://127.0.0.1:1", "--record", "hw.gpu.count", "--config", "x=" + raw], 2, fragment) for shown, raw, fragment in (
+        ("unclosed flow", "[unclosed", "--config x: YAML syntax error"),
+        ("nested 5,000 deep", "[" * 5000, "--config x: nested deeper than 40 levels"),
+        ("of 5,000 digits", "9" * 5000, "--config x: invalid value: Exceeds the limit (4300 digits)"),
+        ("2001-02-30", "2001-02-30", "--config x: invalid value: day is out of range for month"),
+        ("!!int of nothing", "!!int", "--config x: invalid value: '' is not a valid int"),
+        ("a recursive alias", "&a [*a]", "--config x: YAML alias '*a' is not allowed here"),
+        ("holding ESC", '"a\\x1b"', "--config x: hidden character U+001B (ESC)"),
+    )],
     Case("inventory YAML: the largest float's integer is a number", inventory_yaml("x: " + str(int(1.7976931348623157e308))), "lint", 0, "ok: 1 facts"),
 ]
 # fmt: on

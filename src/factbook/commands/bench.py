@@ -105,14 +105,23 @@ def handle_import(args: argparse.Namespace) -> int:
 
 
 def _config_items(items: list[str]) -> dict[str, Any]:
-    import yaml
+    """`--config KEY=VALUE` pairs, each VALUE read as the fact file will read it back (the
+    same parser, bounds and hidden-character check): yaml.safe_load of `[unclosed`, 5,000
+    `[`, a 5,000-digit number or `2001-02-30` ended `bench` in a traceback."""
+    from factbook.knowledge.yamlsrc import parse_located
 
     out: dict[str, Any] = {}
     for item in items:
         key, eq, raw = item.partition("=")
         if not eq or not key:
             raise UsageError(f"--config wants KEY=VALUE, got '{item}'")
-        out[key] = yaml.safe_load(raw) if raw else ""
+        if not raw:
+            out[key] = ""
+            continue
+        doc, problems = parse_located(raw, f"--config {key}")
+        if problems:
+            raise UsageError(f"--config {key}: {problems[0].message}")
+        out[key] = doc.data
     return out
 
 
