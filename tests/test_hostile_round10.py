@@ -26,6 +26,7 @@ def inventory_yaml(var: str, name: str = "inv.yml") -> dict[str, str | bytes]:
 
 
 DOCS = ["docs", "--out", "_site_md"]
+CONFIG_FACT = "facts:\n  - id: sw.c\n    category: software\n    title: C\n    statement: S.\n    status: assumed\n    target: here\n    sources: [{seed: a.txt}]\n    check: {probe: config.value, args: {path: PATH}, expect: {exists: true}}\n"
 LONE = "\\ud800"  # JSON's spelling of a lone surrogate: valid JSON, no UTF-8 writer takes it
 
 
@@ -74,6 +75,9 @@ CASES: list[Case] = [
         ("a recursive alias", "&a [*a]", "--config x: YAML alias '*a' is not allowed here"),
         ("holding ESC", '"a\\x1b"', "--config x: hidden character U+001B (ESC)"),
     )],
+    # config.value (factbook's own probe, which serve and mcp run for whoever asks) read a whole file: /dev/zero grew the agent until the timeout killed it
+    Case("verify: config.value of /dev/zero", {"facts/c.yaml": CONFIG_FACT.replace("PATH", "/dev/zero")}, ["verify", "sw.c", "--timeout", "60"], 3, "/dev/zero: larger than 8388608 bytes; not read", isolated=True, max_s=30),
+    Case("verify: config.value of a config at the bound", {"facts/c.yaml": CONFIG_FACT.replace("PATH", "{kb}/c.json"), "c.json": '{"a": "' + "x" * ((8 << 20) - 20) + '"}'}, ["verify", "sw.c"], 0, "1 passed", isolated=True, max_s=30),
     Case("inventory YAML: the largest float's integer is a number", inventory_yaml("x: " + str(int(1.7976931348623157e308))), "lint", 0, "ok: 1 facts"),
 ]
 # fmt: on
@@ -140,3 +144,11 @@ def test_mcp_answers_carry_no_raw_control_or_bidi_character(tmp_path: Path) -> N
                 assert "\\\\u202e" in shown, shown[:2000]  # shown escaped, not dropped
     finally:
         server.close()
+
+
+def test_config_value_reads_what_launch_lint_reads() -> None:
+    """The probe's bound (it runs on the box, without factbook's limits module) is limits.py's."""
+    from factbook.knowledge.limits import CONFIG_MAX_BYTES
+    from factbook.probes.files import CONFIG_READ_MAX_BYTES
+
+    assert CONFIG_READ_MAX_BYTES == CONFIG_MAX_BYTES

@@ -89,11 +89,19 @@ def file_read(path: str, max_bytes: int = 65536) -> str:
     return data.decode("utf-8", "replace")
 
 
+# The most config.value reads of one file: factbook.knowledge.limits.CONFIG_MAX_BYTES, the
+# bound of a model's config.json, kept equal by a test. It read the whole file: /dev/zero
+# (or a log of gigabytes) grew the agent on the box until the check's timeout killed it.
+CONFIG_READ_MAX_BYTES = 8 << 20
+
+
 def _load_config(path: str) -> Any:
     full = _path(path)
     suffix = os.path.splitext(full)[1].lower()
     with open(full, "rb") as handle:
-        raw = handle.read()
+        raw = handle.read(CONFIG_READ_MAX_BYTES + 1)
+    if len(raw) > CONFIG_READ_MAX_BYTES:
+        raise RuntimeError(f"{path}: larger than {CONFIG_READ_MAX_BYTES} bytes; not read")
     text = raw.decode("utf-8", "replace")
     if suffix == ".json":
         return json.loads(text)
