@@ -78,6 +78,17 @@ CASES: list[Case] = [
     # config.value (factbook's own probe, which serve and mcp run for whoever asks) read a whole file: /dev/zero grew the agent until the timeout killed it
     Case("verify: config.value of /dev/zero", {"facts/c.yaml": CONFIG_FACT.replace("PATH", "/dev/zero")}, ["verify", "sw.c", "--timeout", "60"], 3, "/dev/zero: larger than 8388608 bytes; not read", isolated=True, max_s=30),
     Case("verify: config.value of a config at the bound", {"facts/c.yaml": CONFIG_FACT.replace("PATH", "{kb}/c.json"), "c.json": '{"a": "' + "x" * ((8 << 20) - 20) + '"}'}, ["verify", "sw.c"], 0, "1 passed", isolated=True, max_s=30),
+    # probed this round and already held (kept as guards): encodings, YAML features, ssh_config and inventory shapes
+    Case("lint: a fact file in UTF-16 with a BOM", {"facts/x.yaml": "facts: []\n".encode("utf-16")}, "lint", 2, "facts/x.yaml:1: not UTF-8 (byte 0xff)"),
+    Case("lint: an overlong UTF-8 dot", {"facts/x.yaml": b"facts: []\n# \xc0\xae\n"}, "lint", 2, "facts/x.yaml:2: not UTF-8 (byte 0xc0)"),
+    Case("lint: a merge key in a fact", {"facts/x.yaml": "base: &b {category: hardware}\nfacts:\n  - <<: *b\n    id: x.one\n"}, "lint", 2, "facts/x.yaml:3: YAML alias '*b' is not allowed here"),
+    Case("lint: a %TAG directive naming python/object/apply", {"facts/x.yaml": "%TAG ! tag:yaml.org,2002:python/object/apply:\n---\nfacts: [!os.system [x]]\n"}, "lint", 2, "could not determine a constructor"),
+    Case("lint: an ssh config that includes itself", {"ssh_config": "Include {kb}/ssh_config\nHost n1\n  HostName 10.0.0.1\n", "targets.yaml": INVENTORY.replace("FILE", "ssh_config")}, "lint", 0, "ok: 1 facts"),
+    Case("lint: an ssh config beginning with a BOM", {"ssh_config": "\ufeffHost n1\n  HostName 10.0.0.1\n", "targets.yaml": INVENTORY.replace("FILE", "ssh_config")}, "lint", 2, "Bad configuration option: '\\ufeffHost'"),
+    Case("lint: an INI group of 5,000 nested children", {"inv": "".join(f"[g{i}:children]\ng{i + 1}\n" for i in range(5000)) + "[g5000]\nn1\n", "targets.yaml": INVENTORY.replace("FILE", "inv")}, "lint", 0, "ok: 1 facts"),
+    Case("lint: an inventory JSON host of a lone surrogate", {"inv.json": '{"all": {"hosts": {"n\\ud800": {}}}}', "targets.yaml": INVENTORY.replace("FILE", "inv.json")}, "lint", 2, "bad inventory name 'n\\ud800'"),
+    Case("lint: an inventory YAML alias bomb", {"inv.yml": "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nall:\n  hosts:\n    n1:\n", "targets.yaml": INVENTORY.replace("FILE", "inv.yml")}, "lint", 2, "its aliases expand to more than 2000000 values"),
+    Case("import --write: a hint's key of 2,000 characters", {"dump.md": '# Status as of 2026-12-07\n\n## Discoveries\n\n### Engine notes\n\n- torch 2.5.1 is installed. <!-- fb {"id": "sw.x", "value": {"' + "k" * 2000 + '": 1}} -->\n'}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 0, "wrote 1 proposal(s)", then="lint"),
     Case("inventory YAML: the largest float's integer is a number", inventory_yaml("x: " + str(int(1.7976931348623157e308))), "lint", 0, "ok: 1 facts"),
 ]
 # fmt: on
