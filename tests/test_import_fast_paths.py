@@ -230,3 +230,33 @@ def test_scratch_writes_are_atomic_but_not_forced_to_disk(
     atomic.write_text_atomic(tmp_path / "real.yaml", "b: 2\n")
     assert len(synced) == 1 and (tmp_path / "real.yaml").read_text() == "b: 2\n"
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize(
+    ("top", "message"),
+    [
+        ("facts: 3\n", "facts: expected list, got integer"),
+        ("facts: []\nextra: 1\n", "unknown key 'extra'"),
+        ("[1, 2]\n", "expected mapping, got list"),
+    ],
+)
+def test_a_fact_files_top_level_is_checked_and_each_value_once(
+    tmp_path: Path, top: str, message: str
+) -> None:
+    """The top level's schema checks its shape but does not walk the facts for values JSON
+    cannot hold: each fact's own check names the fact, once per fact (the walk of the whole
+    list added the first such value again, without its id)."""
+    from factbook.knowledge.kb import _parse_fact_file
+
+    fact = "  - id: sw.{n}\n    category: software\n    title: T\n    statement: S.\n"
+    fact += "    status: assumed\n    value: {value}\n    sources: [{{seed: a.txt}}]\n"
+    text = "facts:\n" + "".join(
+        fact.format(n=n, value=v) for n, v in enumerate([".nan", "[1, .inf]", "2"])
+    )
+    problems = [p.message for p in _parse_fact_file(text, "facts/x.yaml").problems]
+    assert problems == [
+        "fact 'sw.0': value: unsupported value of type nan",
+        "fact 'sw.1': value: unsupported value of type inf",
+    ]
+    shape = [p.message for p in _parse_fact_file(top, "facts/y.yaml").problems]
+    assert any(message in m for m in shape), shape
