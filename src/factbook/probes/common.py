@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import struct
 import subprocess
 
@@ -56,6 +57,28 @@ def run_python(python: str, code: str, *args: str) -> Any:
     return result
 
 
+def read_bounded(path: str, limit: int, error: type[Exception] = RuntimeError) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes, else `error` in one line naming
+    the path. The size is checked before reading (a sparse file of terabytes is refused
+    unread), a FIFO or device is refused without waiting for a writer (opened non-blocking),
+    and at most `limit` + 1 bytes are read whatever the file grows to meanwhile: the probes
+    run on the box for whoever may run a check, so nothing may read without a bound."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise error(f"{path}: cannot read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{path}: not a regular file; not read")
+        if info.st_size > limit:
+            raise error(f"{path}: {info.st_size} bytes, larger than {limit}; not read")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise error(f"{path}: larger than {limit} bytes; not read")
+    return data
+
+
 # ---------------------------------------------------------------- safetensors
 # The one reader of safetensors checkpoints: the probes, checks/*.py on the box and
 # `factbook eagle3` (through factbook.serving.eagle3.safetensors_files) all use it.
@@ -63,6 +86,35 @@ def run_python(python: str, code: str, *args: str) -> Any:
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 SAFETENSORS_SINGLE = "model.safetensors"
 _MAX_HEADER = 100 * 1024 * 1024
+# The most a model.safetensors.index.json may hold: its weight_map names every tensor once
+# (~100 bytes each); DeepSeek-V3's 671B index is ~9 MB, and an INT4 MoE that stores a scale
+# and a shape beside each expert weight about three times that. 64 MiB leaves room for
+# twice as large a model and bounds what a hostile index makes the agent parse.
+INDEX_READ_MAX_BYTES = 64 << 20
+# Bits per element of the dtypes safetensors knows; a dtype not here (a newer format) is
+# kept as a name, its byte count left unchecked.
+_DTYPE_BITS = {
+    "BOOL": 8,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,
+    "F8_E4M3FNUZ": 8,
+    "F8_E5M2FNUZ": 8,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "C64": 64,
+    "F64": 64,
+    "I64": 64,
+    "U64": 64,
+    "F4": 4,
+}
 
 
 class SafetensorsError(RuntimeError):
@@ -73,25 +125,89 @@ def safetensors_header(path: str) -> tuple[dict[str, Any], dict[str, str], int]:
     """(tensor entries, `__metadata__`, byte offset of the data section) of one .safetensors
     file: an 8-byte little-endian header length, then that much JSON."""
     try:
-        with open(path, "rb") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO: refused, not waited on
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise SafetensorsError(f"{path}: not a regular file; not read")
             raw = handle.read(8)
             if len(raw) != 8:
                 raise SafetensorsError(f"{path}: not a safetensors file (too short)")
             (length,) = struct.unpack("<Q", raw)
-            if length > _MAX_HEADER:
-                raise SafetensorsError(f"{path}: not a safetensors file (header length {length})")
+            if length > min(_MAX_HEADER, info.st_size - 8):
+                raise SafetensorsError(
+                    f"{path}: not a safetensors file (header length {length}, "
+                    f"file size {info.st_size})"
+                )
             header = json.loads(handle.read(length).decode("utf-8"))
     except OSError as exc:
         raise SafetensorsError(f"{path}: cannot read ({exc.strerror})") from None
-    except ValueError as exc:  # bad UTF-8 or JSON
-        raise SafetensorsError(f"{path}: not a safetensors file (bad header: {exc})") from None
+    except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, JSON nested too deep
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SafetensorsError(f"{path}: not a safetensors file (bad header: {why})") from None
     if not isinstance(header, dict):
         raise SafetensorsError(f"{path}: not a safetensors file (header is not an object)")
     metadata = header.pop("__metadata__", None) or {}
+    if not isinstance(metadata, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()
+    ):
+        raise SafetensorsError(f"{path}: __metadata__ is not an object of strings")
+    _check_entries(path, header, info.st_size - 8 - length)
+    return header, dict(metadata), 8 + length
+
+
+def _check_entries(path: str, header: dict[str, Any], data_size: int) -> None:
+    """Each entry as the safetensors library checks it before loading: a dtype name, a shape
+    of whole numbers >= 0, data_offsets [begin, end] inside the data section, as many bytes
+    as the shape needs of a known dtype, and the entries tiling the data (no overlap, no
+    gap). What the library refuses (a SafetensorError traceback in `eagle3 fix-keys`) is one
+    line here, and a shape of 10**30 never reaches a caller that multiplies it out. An entry
+    without data_offsets (this reader never uses them) is passed, and the tiling with it."""
+    spans = []
     for name, entry in header.items():
         if not isinstance(entry, dict) or "dtype" not in entry or "shape" not in entry:
             raise SafetensorsError(f"{path}: tensor {name!r} has no dtype/shape in the header")
-    return header, dict(metadata), 8 + length
+        dtype, shape = entry["dtype"], entry["shape"]
+        if not isinstance(dtype, str) or not dtype.isascii() or not dtype.isprintable():
+            raise SafetensorsError(f"{path}: tensor {name!r}: dtype is not a name")
+        if not isinstance(shape, list) or not all(
+            type(n) is int and 0 <= n < 1 << 62 for n in shape
+        ):
+            raise SafetensorsError(f"{path}: tensor {name!r}: shape is not a list of sizes")
+        if "data_offsets" not in entry:
+            continue
+        offsets = entry["data_offsets"]
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(type(n) is int for n in offsets)
+            or not 0 <= offsets[0] <= offsets[1] <= data_size
+        ):
+            raise SafetensorsError(
+                f"{path}: tensor {name!r}: data_offsets outside the {data_size} bytes of data"
+            )
+        count = 1
+        for n in shape:
+            count = min(count * n, 1 << 64)
+        bits = _DTYPE_BITS.get(dtype)
+        if bits is not None and offsets[1] - offsets[0] != (count * bits + 7) // 8:
+            raise SafetensorsError(
+                f"{path}: tensor {name!r}: {offsets[1] - offsets[0]} bytes for {dtype} "
+                f"of shape {shape}"
+            )
+        spans.append((offsets[0], offsets[1], name))
+    if len(spans) < len(header):
+        return
+    spans.sort()
+    end, last = 0, None
+    for begin, stop, name in spans:
+        if begin != end:
+            where = f"after {last!r}" if last is not None else "at the start"
+            why = "overlaps" if begin < end else "leaves a gap"
+            raise SafetensorsError(f"{path}: tensor {name!r} {why} {where} of the data")
+        end, last = stop, name
+    if end != data_size:
+        raise SafetensorsError(f"{path}: {data_size - end} bytes after the last tensor")
 
 
 def read_safetensors_header(path: str) -> tuple[dict[str, Any], int]:
@@ -101,17 +217,22 @@ def read_safetensors_header(path: str) -> tuple[dict[str, Any], int]:
 
 
 def _index_files(folder: str, index: str) -> tuple[list[str], dict[str, Any]]:
+    raw = read_bounded(index, INDEX_READ_MAX_BYTES, SafetensorsError)
     try:
-        with open(index, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = json.loads(raw.decode("utf-8"))
     except json.JSONDecodeError as exc:
         raise SafetensorsError(f"{index}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-    except OSError as exc:
-        raise SafetensorsError(f"{index}: cannot read ({exc.strerror})") from None
+    except (ValueError, RecursionError) as exc:  # bad UTF-8, JSON nested too deep
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SafetensorsError(f"{index}: invalid JSON: {why}") from None
     weight_map = data.get("weight_map") if isinstance(data, dict) else None
     if not isinstance(weight_map, dict):
         raise SafetensorsError(f"{index}: no 'weight_map' object")
-    files = sorted({os.path.join(folder, str(name)) for name in weight_map.values()})
+    names = {str(name) for name in weight_map.values()}
+    for name in names:  # a shard is a file beside the index: "../x" or "/x" would read elsewhere
+        if not name or os.path.basename(name) != name or name in (".", ".."):
+            raise SafetensorsError(f"{index}: weight_map names {name[:200]!r}, not a file here")
+    files = sorted(os.path.join(folder, name) for name in names)
     for file in files:
         if not os.path.isfile(file):
             raise SafetensorsError(

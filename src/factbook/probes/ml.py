@@ -13,7 +13,7 @@ import json
 import os
 from typing import Any
 
-from .common import read_checkpoint, run_python
+from .common import read_bounded, read_checkpoint, run_python
 
 _TORCH_CODE = r"""
 def _torch_info():
@@ -96,6 +96,29 @@ def _bytes_to_unicode() -> dict[int, str]:
     return dict(zip(keep, (chr(c) for c in chars)))  # noqa: B905 - runs on Python 3.8+
 
 
+# The most a tokenizer file (tokenizer.json, tiktoken.model, tokenizer_config.json) may hold:
+# the largest in use are tens of MB (Gemma 3's tokenizer.json ~33 MB, its 262k pieces; a
+# tiktoken.model of 160k pieces ~2.8 MB), so 256 MiB leaves room for a vocabulary several
+# times larger while bounding what a hostile path (/dev/zero, a sparse file of terabytes)
+# makes the agent read on the box. No reader of factbook's own side shares this bound.
+TOKENIZER_READ_MAX_BYTES = 256 << 20
+
+
+def _json_file(full: str, raw: bytes | None = None) -> Any:
+    """A tokenizer JSON file (`raw`, its bytes if read already), bounded (read_bounded); bad
+    UTF-8 or JSON, or JSON nested past the parser's depth, is one line naming the file."""
+    if raw is None:
+        raw = read_bounded(full, TOKENIZER_READ_MAX_BYTES)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        why = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise RuntimeError(f"{full}: not a tokenizer JSON file ({why})") from None
+    if not isinstance(data, dict):
+        raise RuntimeError(f"{full}: not a tokenizer JSON file (not an object)")
+    return data
+
+
 class _Vocab:
     """token bytes/text <-> id for a tokenizer.json or a tiktoken model file."""
 
@@ -113,18 +136,16 @@ class _Vocab:
         self.special: dict[str, int] = {}
         self.pieces: dict[bytes, int] = {}
         self.byte_level = False
-        with open(full, "rb") as handle:
-            head = handle.read(1).lstrip()
-        if head == b"{":
-            self._load_json(full)
+        raw = read_bounded(full, TOKENIZER_READ_MAX_BYTES)  # before anything is read of it
+        if raw.lstrip()[:1] == b"{":
+            self._load_json(full, raw)
         else:
-            self._load_tiktoken(full)
+            self._load_tiktoken(full, raw)
         self.by_id: dict[int, bytes] = {i: b for b, i in self.pieces.items()}
         self.by_id.update({i: t.encode("utf-8") for t, i in self.special.items()})
 
-    def _load_json(self, full: str) -> None:
-        with open(full, encoding="utf-8") as handle:
-            data = json.load(handle)
+    def _load_json(self, full: str, raw: bytes) -> None:
+        data = _json_file(full, raw)
         for token in data.get("added_tokens") or []:
             self.special[token["content"]] = int(token["id"])
         model = data.get("model") or {}
@@ -144,16 +165,14 @@ class _Vocab:
                 raw = piece.replace("▁", " ").encode("utf-8")
             self.pieces.setdefault(raw, int(index))
 
-    def _load_tiktoken(self, full: str) -> None:
-        with open(full, "rb") as handle:
-            for line in handle:
-                parts = line.split()
-                if len(parts) == 2:
-                    self.pieces[base64.b64decode(parts[0])] = int(parts[1])
+    def _load_tiktoken(self, full: str, raw: bytes) -> None:
+        for line in raw.splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                self.pieces[base64.b64decode(parts[0])] = int(parts[1])
         config = os.path.join(os.path.dirname(full), "tokenizer_config.json")
         if os.path.exists(config):
-            with open(config, encoding="utf-8") as handle:
-                decoder = json.load(handle).get("added_tokens_decoder") or {}
+            decoder = _json_file(config).get("added_tokens_decoder") or {}
             for index, entry in decoder.items():
                 content = entry.get("content") if isinstance(entry, dict) else entry
                 self.special[str(content)] = int(index)

@@ -15,6 +15,8 @@ and the config-only checks (capture, summary) run without the ml extra.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from factbook.errors import InputError, MissingDependency, UsageError
@@ -54,6 +56,21 @@ def numpy_load(path: Any) -> Any:
         return numpy.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError, MemoryError) as exc:
         raise InputError(f"{path}: cannot read as .npy ({type(exc).__name__}: {exc})") from None
+
+
+@contextmanager
+def safetensors_open(path: Any) -> Iterator[Any]:
+    """`safetensors.safe_open(path, framework="pt")`, with what the library refuses (a dtype
+    it does not know, which the stdlib header reader keeps as a name; a file cut short) one
+    line naming the path: it was a SafetensorError traceback in fix-keys and validate-vocab."""
+    safetensors = require("safetensors")
+    error = getattr(safetensors, "SafetensorError", OSError)
+    try:
+        with safetensors.safe_open(str(path), framework="pt") as handle:
+            yield handle
+    except (error, OSError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"{path}: cannot read as safetensors ({first[:500]})") from None
 
 
 def safetensors_load(path: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.errors import InputError, UsageError
-from factbook.serving.eagle3 import require
+from factbook.serving.eagle3 import require, safetensors_open
 from factbook.serving.eagle3.safetensors_files import INDEX_NAME, Checkpoint, open_checkpoint
 
 _LAYER_KEY = re.compile(r"^(model\.)?layers\.(\d+)\.(.+)$")
@@ -243,11 +243,10 @@ def _stamp(file: Path) -> tuple[int, int]:
 def _write(
     ckpt: Checkpoint, mapping: dict[str, str], staging: Path, names: dict[Path, str]
 ) -> list[str]:
-    safe_open = require("safetensors").safe_open
     save_file = require("safetensors.torch").save_file
     written = []
     for file in ckpt.files:
-        with safe_open(str(file), framework="pt") as handle:
+        with safetensors_open(file) as handle:
             tensors = {mapping[k]: handle.get_tensor(k) for k in handle.keys()}  # noqa: SIM118
         save_file(tensors, str(staging / names[file]), metadata=ckpt.metadata.get(file) or None)
         written.append(names[file])
@@ -266,13 +265,12 @@ def _verify(
 ) -> int:
     """Every source tensor equals its renamed copy bit for bit (NaN-safe), and nothing else."""
     torch = require("torch")
-    safe_open = require("safetensors").safe_open
     verified = 0
     for file in ckpt.files:
         copy = staging / names[file]
         with (
-            safe_open(str(file), framework="pt") as src,
-            safe_open(str(copy), framework="pt") as dst,
+            safetensors_open(file) as src,
+            safetensors_open(copy) as dst,
         ):
             src_keys, dst_keys = set(src.keys()), set(dst.keys())
             if {mapping[k] for k in src_keys} != dst_keys:

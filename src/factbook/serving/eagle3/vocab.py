@@ -379,15 +379,15 @@ def load_tensor(path: Path | str, name: str | None = None) -> Any:
 
 def mapping_from_checkpoint(path: Path | str) -> tuple[Any, Any]:
     """(d2t, t2d) stored inside a draft checkpoint; either may be None."""
+    from factbook.serving.eagle3 import safetensors_open
     from factbook.serving.eagle3.safetensors_files import open_checkpoint
 
-    safe_open = require("safetensors").safe_open
     ckpt = open_checkpoint(path)
     found: dict[str, Any] = {}
     for name, info in ckpt.tensors.items():
         for wanted in ("d2t", "t2d"):
             if name == wanted or name.endswith("." + wanted):
-                with safe_open(str(info.file), framework="pt") as handle:
+                with safetensors_open(info.file) as handle:
                     found[wanted] = handle.get_tensor(name)
     if "d2t" not in found:
         raise InputError(f"{path}: no d2t tensor in the checkpoint")
