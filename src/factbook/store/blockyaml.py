@@ -226,35 +226,56 @@ class _Writer:
         empty one too): its members past the width start lines two past `indent` (the key's
         or the dash's column), their broken values four past it. False for a block one."""
         kind = type(value)
-        scalar = self.scalar
+        members: list[tuple[str, str]] = []  # (key and colon, or "" in a list; value)
         if kind is dict:
-            for k, v in value.items():
-                if type(k) not in _SCALARS or type(v) not in _SCALARS:
+            for k, v in value.items():  # written as checked: a block one stops at its first
+                if type(k) is str:
+                    written_key = _FLOW_KEY.get(k) or _string(k, True, True)
+                elif type(k) in _SCALARS:
+                    written_key = self.scalar(k, True, True)
+                else:
                     return False
-            self.enter(value, level, 2 * len(value))
-            written = [(scalar(k, True, True) + ":", scalar(v, True)) for k, v in value.items()]
-            opening, closing = " {", "}"
+                if type(v) is str:
+                    members.append(
+                        (written_key + ":", _FLOW_VALUE.get(v) or _string(v, True, False))
+                    )
+                elif type(v) in _SCALARS:
+                    members.append((written_key + ":", self.scalar(v, True)))
+                else:
+                    return False
+            opening, closing, count = " {", "}", 2 * len(value)
         elif kind is list:
             for item in value:
-                if type(item) not in _SCALARS:
+                if type(item) is str:
+                    members.append(("", _FLOW_VALUE.get(item) or _string(item, True, False)))
+                elif type(item) in _SCALARS:
+                    members.append(("", self.scalar(item, True)))
+                else:
                     return False
-            self.enter(value, level, len(value))
-            written = [("", scalar(item, True)) for item in value]
-            opening, closing = " [", "]"
+            opening, closing, count = " [", "]", len(value)
         else:
             raise _Unsure
-        joined = ", ".join([f"{k} {v}" if k else v for k, v in written])
+        self.enter(value, level, count)
+        joined = ", ".join([f"{k} {v}" if k else v for k, v in members])
         whole = line + opening + joined + closing
         if len(whole) - shift <= WIDTH:  # the common case: one line
             self.lines.append(whole)
             return True
+        self.lines += self.broken_flow(line + opening, members, closing, indent, shift)
+        return True
+
+    @staticmethod
+    def broken_flow(
+        line: str, members: list[tuple[str, str]], closing: str, indent: int, shift: int
+    ) -> list[str]:
+        """A flow collection's lines past the width: a member starts a new line two past
+        `indent` once the line is past it, a value breaks onto lines four past it."""
         member_indent = " " * (indent + 2)
         value_indent = " " * (indent + 4)
         out: list[str] = []
-        line += opening
         lead = ""  # after `{`, `[` or a break: no space before a member
-        for key_part, value_part in written:
-            if len(line) - shift > WIDTH:  # past the width: the member starts a new line
+        for key_part, value_part in members:
+            if len(line) - shift > WIDTH:
                 out.append(line)
                 line, lead = member_indent, ""
             if key_part:
@@ -264,12 +285,11 @@ class _Writer:
             out += done
             line += ","
             lead = " "
-        if written:
+        if members:
             line = line[:-1]  # the last member's comma
         out.append(line + closing)
         _check_broken(out)
-        self.lines += out
-        return True
+        return out
 
     def mapping(
         self, value: dict[Any, Any], indent: int, level: int, head: str, shift: int
@@ -288,7 +308,11 @@ class _Writer:
             if kind is str:
                 self.nodes += 1
                 written = _BLOCK_VALUE.get(item) or _string(item, False, False)
-                self.value(start, written, indent, shift)
+                whole = start + " " + written
+                if len(whole) - shift <= WIDTH:  # `value`'s common case, inline
+                    self.lines.append(whole)
+                else:
+                    self.value(start, written, indent, shift)
             elif kind in _SCALARS:
                 self.nodes += 1
                 self.value(start, self.scalar(item, False), indent, shift)
