@@ -386,17 +386,28 @@ _NOT_ID_WORD = re.compile(r"[^a-z0-9]+")
 
 
 def make_id(fact: dict[str, Any], taken: set[str], tried: dict[str, int] | None = None) -> str:
-    """A readable id no other fact has: `<category prefix>.<words of the title>`.
+    """A readable id no other fact has: `<category prefix>.<words of the title>`."""
+    return unique_id(id_base(fact), taken, tried)
+
+
+def id_base(fact: dict[str, Any]) -> str:
+    """The id a fact gets when no other fact has it: its category's prefix and the first
+    five words of its title that are not stop words. (An import works it out on both cores,
+    where the fact is built; only `unique_id` needs the ids taken so far.)"""
+    prefix = PREFIXES.get(fact["category"], fact["category"])
+    words = [w for w in _NOT_ID_WORD.split(str(fact["title"]).lower()) if w]
+    words = [w for w in words if w not in STOPWORDS][:5] or ["item"]
+    base = f"{prefix}." + "-".join(words)
+    return base[:48].rstrip("-")
+
+
+def unique_id(base: str, taken: set[str], tried: dict[str, int] | None = None) -> str:
+    """`base`, or `base-N` with the first N that no fact in `taken` has.
 
     `tried` (kept by the caller across calls with one growing `taken`) remembers where each
     base's search for a free `-N` stopped: the numbers below it are still taken, so a dump
     repeating one title 10,000 times costs 10,000 steps, not 50 million.
     """
-    prefix = PREFIXES.get(fact["category"], fact["category"])
-    words = [w for w in _NOT_ID_WORD.split(str(fact["title"]).lower()) if w]
-    words = [w for w in words if w not in STOPWORDS][:5] or ["item"]
-    base = f"{prefix}." + "-".join(words)
-    base = base[:48].rstrip("-")
     n = tried.get(base, 1) if tried is not None else 1
     candidate = base if n == 1 else f"{base}-{n}"
     while candidate in taken or not _ID_OK.match(candidate):

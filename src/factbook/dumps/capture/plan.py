@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from factbook.dumps.capture.boxes import Boxes, find_boxes
-from factbook.dumps.capture.build import PREFIXES, Built, build, figures_table, make_id
+from factbook.dumps.capture.build import PREFIXES, Built, build, figures_table, id_base, unique_id
 from factbook.dumps.capture.checks import known_distributions, version_mentions
 from factbook.dumps.capture.classify import place
 from factbook.dumps.capture.entry import Entry
@@ -123,7 +123,7 @@ def propose_all(
     """A proposal (with its verdict) for every placed entry; unplaced entries; duplicates."""
     index = Index(kb, milestone)
     taken = set(kb.facts)
-    tried: dict[str, int] = {}  # make_id's search, resumed per base
+    tried: dict[str, int] = {}  # unique_id's search, resumed per base
     seen: set[str] = set()
     proposals: list[Proposal] = []
     unplaced: list[Entry] = []
@@ -190,7 +190,8 @@ def propose_all(
         if name == "unchanged":
             continue
         hinted = built.hinted_id
-        fact["id"] = hinted if hinted and hinted not in taken else make_id(fact, taken, tried)
+        base = answer.id_base or id_base(fact)
+        fact["id"] = hinted if hinted and hinted not in taken else unique_id(base, taken, tried)
         taken.add(fact["id"])
         if name == "new":
             proposal.fact = fact
@@ -233,6 +234,7 @@ class _Answer:
     found_id: str | None = None  # the known fact it matches (an id: the child's are copies)
     how: str = ""
     repr_bytes: int = 0  # a new fact's repr, its id still "" (propose.spread's estimate)
+    id_base: str = ""  # the id it gets unless taken (build.id_base)
 
 
 _NOT_SENT = Extracted()  # what the child sends for an extraction only evaluate reads
@@ -328,6 +330,8 @@ def _evaluator(
             answer = _Answer(early, skippable, built, marker, name, found_id, how)
             if name == "new":  # its size for `spread`, counted here on both cores
                 answer.repr_bytes = repr_bytes(fact)
+            if name != "unchanged":  # its id's words, worked out here on both cores too
+                answer.id_base = id_base(fact)
             answers.append(answer)
         return answers
 
