@@ -15,7 +15,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from test_hostile_kb import FIFO, Case, run_case
+from test_hostile_kb import BENCH_FACT, BENCH_IMPORT, FIFO, PID, Case, bench_line, run_case
 
 
 def tok_fact(
@@ -45,6 +45,19 @@ KEYS = ["eagle3", "keys", "{kb}/ck"]
 D2T = ["eagle3", "validate-vocab", "--checkpoint", "{kb}/ck"]
 CHECKPOINT_FACT = "facts:\n  - id: tok.x\n    category: tokenizer\n    title: T\n    statement: S.\n    status: assumed\n    target: here\n    sources: [{seed: a.txt}]\n    check: {probe: safetensors.tensors, args: {path: '{kb}/ck'}, expect: {exists: true}}\n"
 VERIFY_TOK = ["verify", "tok.x", "--timeout", "60"]
+
+PROPOSAL = f"id: {PID}\ncreated: '2026-01-01T00:00:00Z'\norigin: mcp\nsummary: SUMMARY\nreason: r\nitem:\n  change: {{id: hw.gpu.count, set: {{value: 3}}}}\n"
+OTHER = "20260101-000000-bbbbbb"
+
+
+def proposal(text: str = PROPOSAL, name: str = PID, **replace: str) -> dict[str, str | bytes]:
+    """One pending proposal file proposals/NAME.yaml of `text` with `replace` applied."""
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    return {f"proposals/{name}.yaml": text}
+
+
+BENCH = {"facts/bench.yaml": BENCH_FACT}
 
 # fmt: off
 CASES: list[Case] = [
@@ -94,6 +107,44 @@ CASES: list[Case] = [
     Case("eagle3 validate-vocab: d2t of a dtype never seen", ckpt({"d2t": {"dtype": "Q7", "shape": [4], "data_offsets": [0, 32]}}, b"\0" * 32), D2T, 2, "cannot read as safetensors (Error while deserializing header"),
     Case("eagle3 keys: model.safetensors a FIFO", {"ck/model.safetensors": FIFO}, KEYS, 2, "model.safetensors: not a regular file; not read", isolated=True, max_s=30),
     Case("eagle3 keys: a FIFO named *.safetensors in a folder", {"ck/a.safetensors": FIFO}, KEYS, 2, "a.safetensors: not a regular file; not read", isolated=True, max_s=30),
+    # --- b. a proposal file's own id: was ignored, a file named by no id listed, a summary printed whole ---
+    Case("proposals list: id: [1]", proposal(**{f"id: {PID}": "id: [1]"}), ["proposals", "list"], 2, f"proposals/{PID}.yaml: its id: is [1], not {PID}; not a proposal of this name"),
+    Case("proposals accept: id: [1]", proposal(**{f"id: {PID}": "id: [1]"}), ["proposals", "accept", PID], 2, "its id: is [1], not"),
+    Case("proposals accept: id naming another proposal", proposal(**{f"id: {PID}": f"id: {OTHER}"}), ["proposals", "accept", PID], 2, f"its id: is {OTHER}, not {PID}"),
+    Case("proposals show: id naming another proposal", proposal(**{f"id: {PID}": f"id: {OTHER}"}), ["proposals", "show", PID], 2, f"its id: is {OTHER}, not {PID}"),
+    Case("proposals reject: id naming another proposal", proposal(**{f"id: {PID}": f"id: {OTHER}"}), ["proposals", "reject", PID], 2, f"its id: is {OTHER}, not {PID}"),
+    Case("proposals accept: no id at all", proposal(**{f"id: {PID}\n": ""}), ["proposals", "accept", PID], 2, f"its id: is None, not {PID}"),
+    Case("proposals accept: id of ESC and RLO", proposal(**{f"id: {PID}": 'id: "x\\e\\u202e"'}), ["proposals", "accept", PID], 2, "its id: is x\\x1b\\u202e, not", absent=("\x1b", "\u202e")),
+    Case("proposals list: a file whose name holds a newline", {**proposal(), **proposal(name="a\nb")}, ["proposals", "list"], 2, "proposals/a\\nb.yaml: not named by a proposal id (letters, digits and '-'); left out"),
+    Case("proposals list: a file named by ESC and RLO", {**proposal(), **proposal(name="a\x1b[31m\u202e")}, ["proposals", "list"], 2, "(1 pending, 1 unreadable)", absent=("\x1b", "\u202e")),
+    Case("proposals list --json: a file whose name holds a newline", proposal(name="a\nb"), ["proposals", "list", "--json"], 2, "[]"),
+    Case("proposals list: a 1 MB summary is one bounded line", proposal(SUMMARY="x" * 1_000_000), ["proposals", "list"], 0, "x" * 117 + "...  (mcp: r)", absent=("x" * 121,)),
+    Case("proposals list: a summary of 5,000 lines is one line", proposal(SUMMARY="'" + "a\n\n" * 5000 + "'"), ["proposals", "list"], 0, "a a a", absent=("\na",)),
+    Case("proposals list: a 1 MB origin", proposal(**{"origin: mcp": "origin: " + "o" * 1_000_000}), ["proposals", "list"], 0, "o" * 37 + "...: r)"),
+    Case("proposals list: a good one still listed", proposal(), ["proposals", "list"], 0, f"{PID}  SUMMARY  (mcp: r)"),
+    Case("proposals accept: a good one still accepted", proposal(), ["proposals", "accept", PID], 0, f"accepted {PID}", then="lint"),
+    # --- c. bench import recorded figures no run can measure ---
+    Case("bench import: output_throughput -1e308", {**BENCH, "run.jsonl": bench_line(output_throughput=-1e308)}, BENCH_IMPORT, 2, "output_throughput is -1e+308: a throughput, latency or count is a finite number of 0 or more; not recorded"),
+    Case("bench import: output_throughput -1", {**BENCH, "run.jsonl": bench_line(output_throughput=-1)}, BENCH_IMPORT, 2, "output_throughput is -1:"),
+    Case("bench import: output_throughput NaN", {**BENCH, "run.jsonl": bench_line(output_throughput=float("nan"))}, BENCH_IMPORT, 2, "output_throughput is nan:"),
+    Case("bench import: output_throughput Infinity", {**BENCH, "run.jsonl": bench_line(output_throughput=float("inf"))}, BENCH_IMPORT, 2, "output_throughput is inf:"),
+    Case("bench import: a negative median TTFT", {**BENCH, "run.jsonl": bench_line(median_ttft_ms=-5.0)}, BENCH_IMPORT, 2, "median_ttft_ms is -5.0:"),
+    Case("bench import: a NaN p99 e2e latency", {**BENCH, "run.jsonl": bench_line(p99_e2e_latency_ms=float("nan"))}, BENCH_IMPORT, 2, "p99_e2e_latency_ms is nan:"),
+    Case("bench import: a negative request throughput", {**BENCH, "run.jsonl": bench_line(request_throughput=-0.5)}, BENCH_IMPORT, 2, "request_throughput is -0.5:"),
+    Case("bench import: completed -3", {**BENCH, "run.jsonl": bench_line(completed=-3)}, BENCH_IMPORT, 2, "completed is -3:"),
+    Case("bench import: duration -Infinity", {**BENCH, "run.jsonl": bench_line(duration=float("-inf"))}, BENCH_IMPORT, 2, "duration is -inf:"),
+    Case("bench import: total_output_tokens -10**40", {**BENCH, "run.jsonl": bench_line(total_output_tokens=-(10**40))}, BENCH_IMPORT, 2, "total_output_tokens is <huge>:"),
+    Case("bench import: vLLM's negative mean e2el", {**BENCH, "run.jsonl": json.dumps({"endpoint_type": "openai", "output_throughput": 5.0, "mean_e2el_ms": -1.0})}, BENCH_IMPORT, 2, "mean_e2el_ms is -1.0:"),
+    Case("bench import: request_rate Infinity is sglang's all at once", {**BENCH, "run.jsonl": bench_line(request_rate=float("inf"))}, BENCH_IMPORT, 0, "recorded bench.x = 123.4 tok/s", then="lint"),
+    Case("bench import: accept_length 0 is none", {**BENCH, "run.jsonl": bench_line(accept_length=0)}, BENCH_IMPORT, 0, "recorded bench.x = 123.4 tok/s", then="lint"),
+    Case("bench import: zero throughput is a figure", {**BENCH, "run.jsonl": bench_line(output_throughput=0)}, BENCH_IMPORT, 0, "recorded bench.x = 0", then="lint"),
+    # --- new: a file-system refusal naming a path is one line, whatever command meets it ---
+    Case("export-ansible -o into a folder under a file", {"f": "x"}, ["export-ansible", "-o", "{kb}/f/sub/"], 2, "/f/sub: Not a directory"),
+    Case("export-ansible -o a folder in read-only /sys", {}, ["export-ansible", "-o", "/sys/factbook-round11/"], 2, "/sys/factbook-round11: "),
+    Case("status --out into a folder in read-only /sys", {}, ["status", "--out", "/sys/factbook-round11/s.md"], 2, "/sys/factbook-round11"),
+    Case("docs --out a folder in read-only /sys", {}, ["docs", "--out", "/sys/factbook-round11"], 2, "/sys/factbook-round11"),
+    Case("export-ansible -o a name too long", {}, ["export-ansible", "-o", "{kb}/" + "n" * 300 + "/"], 2, "File name too long"),
+    Case("export-ansible -o a folder with a newline in its name", {}, ["export-ansible", "-o", "{kb}/a\nb/"], 0, "factbook.fact"),
     Case("eagle3 keys: model.safetensors -> /dev/zero", {"ck/model.safetensors": b"", "ck/x": b""}, ["eagle3", "keys", "/dev/zero"], 2, "/dev/zero", isolated=True, max_s=30),
 ]
 # fmt: on
@@ -155,3 +206,64 @@ def test_real_safetensors_files_still_read(tmp_path: Path) -> None:
     save_file(tensors, str(tmp_path / "x.safetensors"), metadata={"format": "pt"})
     header, metadata, start = safetensors_header(str(tmp_path / "x.safetensors"))
     assert sorted(header) == sorted(tensors) and metadata == {"format": "pt"} and start > 8
+
+
+def test_read_only_knowledge_base_is_refused_in_one_line(tmp_path: Path) -> None:
+    """An immutable fact file, facts/, results/, docs/status/ and output folder (chattr +i:
+    read-only even to root): each write is one line naming the file, exit 2, nothing
+    half-written and no traceback."""
+    import shutil
+    import subprocess
+
+    from test_hostile_kb import ASSUMED, _in_process, make_outside, plant
+
+    if shutil.which("chattr") is None:
+        pytest.skip("no chattr")
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(
+        root,
+        out,
+        {"facts/good.yaml": ASSUMED, "dump.md": "# Status\n\n## Software\n\n- torch 2.5.1\n"},
+    )
+    for folder in ("results", "docs/status", "out"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    tries = [
+        ("results", ["verify", "hw.gpu.count"], "results/.latest.lock: cannot open the lock file"),
+        (
+            "facts/good.yaml",
+            ["verify", "hw.gpu.count", "--record"],
+            "facts/good.yaml: could not save",
+        ),
+        (
+            "facts",
+            ["import", str(root / "dump.md"), "--milestone", "1", "--write"],
+            "could not save",
+        ),
+        ("docs/status", ["status"], "could not save"),
+        (
+            "out",
+            ["export-ansible", "-o", str(root / "out" / "sub") + "/"],
+            "out/sub: Operation not permitted",
+        ),
+        ("out", ["docs", "--out", str(root / "out" / "site")], "out/site"),
+    ]
+    for locked, argv, fragment in tries:
+        if subprocess.run(["chattr", "+i", str(root / locked)], capture_output=True).returncode:
+            pytest.skip("chattr +i refused here")
+        try:
+            before = _snapshot(root / locked)
+            code, output, _ = _in_process(["--root", str(root), *argv], 30)
+        finally:
+            subprocess.run(["chattr", "-i", str(root / locked)], check=True)
+        assert code == 2 and "Traceback" not in output, (argv, code, output[-2000:])
+        assert fragment in output and len(output.strip().splitlines()[-1]) < 500, (
+            argv,
+            output[-2000:],
+        )
+        assert _snapshot(root / locked) == before, argv
+
+
+def _snapshot(path: Path) -> object:
+    """What a read-only file or folder holds: its bytes, or its entries' names."""
+    return path.read_bytes() if path.is_file() else sorted(str(p) for p in path.rglob("*"))

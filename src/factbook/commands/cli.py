@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from factbook.commands.extras import missing
-from factbook.errors import EXIT_INTERRUPTED, FactbookError, LintFailed, visible
+from factbook.errors import EXIT_INTERRUPTED, FactbookError, LintFailed, WriteFailed, visible
 from factbook.knowledge.locate import resolve_root
 from factbook.store.stamps import FACTBOOK_VERSION as __version__
 from factbook.verification import colour
@@ -179,6 +179,21 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        print(f"{prog}: error: {_refused(exc)}", file=sys.stderr)
+        return WriteFailed.exit_code
+
+
+def _refused(exc: OSError) -> str:
+    """One line for a file-system refusal that names a path, whichever command met it (a
+    read-only or immutable folder, a full disk, a name too long): `export-ansible -o DIR/`
+    into a read-only folder was a PermissionError traceback. Only a command's known writes
+    say more (WriteFailed); this is the floor under all of them."""
+    names = [exc.filename] + ([exc.filename2] if exc.filename2 is not None else [])
+    where = " -> ".join(visible(os.fsdecode(n) if isinstance(n, bytes) else str(n)) for n in names)
+    return f"{where}: {exc.strerror or type(exc).__name__}"
 
 
 def main() -> None:

@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from factbook.commands.cli_options import add_json_option
-from factbook.judging.sanitize import for_terminal
+from factbook.errors import InputError
+from factbook.judging.sanitize import for_line, for_terminal
+
+if TYPE_CHECKING:
+    from factbook.dumps.capture.review import Pending
+
+# A proposal id as `new_pid` makes one and `proposals show/accept` takes one: ASCII letters,
+# digits and '-'. A file named otherwise in proposals/ cannot be shown or accepted by name.
+_PID = re.compile(r"[A-Za-z0-9-]{1,100}")
+LIST_FIELD_CHARS = 120  # the most of a summary `proposals list` shows on its one line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,11 +60,50 @@ def _field(value: Any, limit: int = 4000) -> str:
     return for_terminal(value, limit=limit)
 
 
+def _not_the_named(proposal: Pending) -> str | None:
+    """Why a proposal file is not the proposal its name says, if it is not: a name that is
+    no proposal id (a newline in it was listed as a proposal of its own), or an `id:` of
+    another shape or naming another proposal (it was ignored: the file was shown and accepted
+    under its name whatever it said). factbook writes `id:` as the file's name, always."""
+    where = for_line(f"proposals/{proposal.path.name}", limit=200)
+    if _PID.fullmatch(proposal.pid) is None:
+        return f"{where}: not named by a proposal id (letters, digits and '-'); left out"
+    said = proposal.data.get("id")
+    if said != proposal.pid:
+        shown = for_terminal(repr(said) if not isinstance(said, str) else said, limit=100)
+        return f"{where}: its id: is {shown}, not {proposal.pid}; not a proposal of this name"
+    return None
+
+
+def _checked(root: Path, pid: str) -> Pending:
+    """The pending proposal `pid`, InputError when its file says it is another one."""
+    from factbook.dumps.capture.review import read
+
+    found = read(root, pid)
+    problem = _not_the_named(found)
+    if problem is not None:
+        raise InputError(problem)
+    return found
+
+
+def _one_line(value: Any, limit: int) -> str:
+    """`value` as at most `limit` characters of one line (runs of white space as one
+    space), then escaped for a terminal: `list` shows one bounded line per proposal."""
+    text = " ".join(str(value if value is not None else "").split())
+    return _field(text if len(text) <= limit else text[: limit - 3] + "...", limit + 400)
+
+
 def handle_list(args: argparse.Namespace) -> int:
     from factbook.dumps.capture.review import pending
 
     unreadable: list[str] = []  # listed after the readable ones; the exit code says so
-    found = pending(Path(args.root), unreadable)
+    found = []
+    for proposal in pending(Path(args.root), unreadable):
+        problem = _not_the_named(proposal)
+        if problem is None:
+            found.append(proposal)
+        else:
+            unreadable.append(problem)
     code = 2 if unreadable else 0
     for problem in unreadable:
         print(f"factbook: error: {_field(problem)}", file=sys.stderr)
@@ -66,18 +115,18 @@ def handle_list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1, default=str))
         return code
     for proposal in found:
-        reason = " ".join(str(proposal.data.get("reason", "")).split())
-        reason = _field(reason if len(reason) <= 70 else reason[:67] + "...")
-        origin = _field(proposal.data.get("origin"), 100)
-        print(f"{_field(proposal.pid, 100)}  {_field(proposal.summary)}  ({origin}: {reason})")
+        reason = _one_line(proposal.data.get("reason", ""), 70)
+        origin = _one_line(proposal.data.get("origin"), 40)
+        summary = _one_line(proposal.summary, LIST_FIELD_CHARS)
+        print(f"{proposal.pid}  {summary}  ({origin}: {reason})")
     print(f"({len(found)} pending" + (f", {len(unreadable)} unreadable)" if unreadable else ")"))
     return code
 
 
 def handle_show(args: argparse.Namespace) -> int:
-    from factbook.dumps.capture.review import plan, read
+    from factbook.dumps.capture.review import plan
 
-    found = read(Path(args.root), args.pid)
+    found = _checked(Path(args.root), args.pid)
     print(f"{_field(found.pid, 100)}: {_field(found.summary)}")
     for key in ("created", "origin", "reason"):
         if found.data.get(key):
@@ -91,6 +140,7 @@ def handle_accept(args: argparse.Namespace) -> int:
     from factbook.dumps.capture.review import accept
 
     for pid in args.pids:
+        _checked(Path(args.root), pid)
         found, written, _ = accept(Path(args.root), pid)
         files = ", ".join(str(p.relative_to(Path(args.root).resolve())) for p in written)
         print(f"accepted {_field(found.pid, 100)}: {_field(found.summary)} -> {files}")
@@ -101,6 +151,7 @@ def handle_reject(args: argparse.Namespace) -> int:
     from factbook.dumps.capture.review import reject
 
     for pid in args.pids:
+        _checked(Path(args.root), pid)
         found = reject(Path(args.root), pid, args.why)
         print(f"rejected {_field(found.pid, 100)}: {_field(found.summary)}")
     return 0

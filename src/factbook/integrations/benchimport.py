@@ -143,6 +143,7 @@ def read_result(path: Path, *, tool: str | None = None, line: int | None = None)
         )
     if not isinstance(data.get("output_throughput"), (int, float)):
         raise InputError(f"{where}: no numeric output_throughput: not a serving benchmark result")
+    _refuse_impossible(data, found, where)
     run = BenchImport(found, where, data)
     for key in _CONFIG_KEYS[found]:
         if data.get(key) is not None:
@@ -153,6 +154,37 @@ def read_result(path: Path, *, tool: str | None = None, line: int | None = None)
             if info.get(key) is not None:
                 run.config[f"server_{key}"] = _recordable(f"server_{key}", info[key], run)
     return run
+
+
+# Counts and durations a run reports beside its figures: none can be negative or infinite.
+_COUNTS = (
+    "completed", "failed", "num_prompts", "duration", "total_input_tokens",
+    "total_output_tokens", "total_output_tokens_retokenized", "max_concurrency",
+    "random_input_len", "random_output_len",
+)  # fmt: skip
+
+
+def _refuse_impossible(data: dict[str, Any], tool: str, where: str) -> None:
+    """InputError naming the first throughput, latency or count that no run can measure:
+    negative, infinite or NaN. `bench import` recorded `output_throughput: -1e308` as the
+    fact's value, and a NaN latency among its figures. (request_rate is left out: sglang
+    writes `Infinity` for "all at once"; an accept length of 0 or less means none and is
+    passed over, as `accept_length` does.)"""
+    keys = list(_COUNTS)
+    for name in FIGURES:
+        keys.append(name)
+        if tool == VLLM:
+            keys.append(_VLLM_ALIASES.get(name, name.replace("e2e_latency", "e2el")))
+    for key in dict.fromkeys(keys):
+        value = data.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
+            shown = repr(value) if isinstance(value, float) or abs(value) < 10**30 else "<huge>"
+            raise InputError(
+                f"{where}: {key} is {shown}: a throughput, latency or count is a finite "
+                "number of 0 or more; not recorded"
+            )
 
 
 def _recordable(key: str, value: Any, run: BenchImport) -> Any:
