@@ -181,3 +181,18 @@ def test_an_import_writes_the_same_files_with_and_without_it(
     fast = _import_files(tmp_path, "fast", dump, blocks=True, monkeypatch=monkeypatch)
     slow = _import_files(tmp_path, "slow", dump, blocks=False, monkeypatch=monkeypatch)
     assert fast and fast == slow
+
+
+def test_the_tag_a_text_implies_is_the_resolvers() -> None:
+    """implied_tag answers a text whose first character files no pattern without asking
+    the resolver: on texts built from every character that files one, the same tags."""
+    import yaml
+
+    from factbook.store.yamlevents import _RESOLVER, implied_tag
+
+    rng = random.Random(3)
+    pieces = [*"abcfnotyFNOTY0123456789+-.~=<!&*:# eE_xX", "true", "null", "1e3", "0x1f"]
+    pieces += ["2024-01-01", "yes", "No", ".inf", "~", "é", "/x"]
+    for _ in range(50_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 6)))
+        assert implied_tag(text) == _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)), text

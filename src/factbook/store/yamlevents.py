@@ -46,7 +46,12 @@ C_DUMPER = getattr(yaml, "CSafeDumper", None)  # libyaml's; callers check it is 
 
 
 def implied_tag(text: str) -> str:
-    """The tag a plain scalar `text` reads back as (`1` int, `yes` bool, `x` str)."""
+    """The tag a plain scalar `text` reads back as (`1` int, `yes` bool, `x` str). The
+    resolver tries only the patterns filed under a text's first character: a text starting
+    with one that has none (most words, a path) is a string without asking it."""
+    resolvers = _RESOLVER.yaml_implicit_resolvers
+    if text and text[0] not in resolvers and None not in resolvers:
+        return _STR
     tag = _PLAIN_TAG.get(text)
     if tag is None:
         tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
