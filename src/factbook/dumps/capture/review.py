@@ -17,7 +17,9 @@ with when and why, so the review trail stays in the repository.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +34,9 @@ from factbook.knowledge.kbfiles import confined, require_inside
 from factbook.knowledge.limits import PROPOSAL_MAX_BYTES
 from factbook.knowledge.names import inside
 from factbook.knowledge.yamlsrc import read_text_bounded, refusal, unreadable_if_written
-from factbook.store.atomic import write_text_atomic
+from factbook.store.atomic import exclusive_lock, write_text_atomic
 from factbook.store.stamps import now_iso
+from factbook.store.writeback import LOCK_DIR
 
 PROPOSALS_DIR = "proposals"
 DECIDED = ("accepted", "rejected")
@@ -275,18 +278,32 @@ def accept(root: Path, pid: str) -> tuple[Pending, list[Path], str]:
 
     Returns (the proposal, the fact files written, the diff applied).
     """
-    found = read(root, pid)
-    applied, _ = plan(Path(root), found.item, pid)
-    written = write(applied)
-    _decide(root, found, "accepted", "")
+    with _deciding(root):
+        found = read(root, pid)
+        applied, _ = plan(Path(root), found.item, pid)
+        written = write(applied)
+        _decide(root, found, "accepted", "")
     return found, written, applied.diff
 
 
 def reject(root: Path, pid: str, why: str = "") -> Pending:
     """File a pending proposal as rejected, with why; facts/ is not touched."""
-    found = read(root, pid)
-    _decide(root, found, "rejected", why)
+    with _deciding(root):
+        found = read(root, pid)
+        _decide(root, found, "rejected", why)
     return found
+
+
+DECISION_LOCK = f"{LOCK_DIR}/proposals.lock"
+
+
+@contextlib.contextmanager
+def _deciding(root: Path) -> Iterator[None]:
+    """One decision at a time: from reading the proposal to filing it. Two `accept`s of one
+    proposal at once could both read it before either filed it, and both write its facts
+    (the second then stopped at the file already moved); now the second finds it decided."""
+    with exclusive_lock(Path(root) / DECISION_LOCK, Path(root), DECISION_LOCK):
+        yield
 
 
 def _decide(root: Path, found: Pending, verdict: str, why: str) -> None:
@@ -295,4 +312,4 @@ def _decide(root: Path, found: Pending, verdict: str, why: str) -> None:
     target = _path(root, found.pid, verdict)
     target.parent.mkdir(parents=True, exist_ok=True)
     _save(target, data)
-    found.path.unlink()
+    found.path.unlink(missing_ok=True)  # removed by hand meanwhile: it is filed all the same
