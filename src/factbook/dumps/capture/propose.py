@@ -385,8 +385,9 @@ def _apply_to(
     for path, items in by_category.items():
         for file, part in spread(path, items, taken, measured=lambda p: p.repr_bytes):
             by_file.setdefault(file, []).extend(part)
+            name = file.relative_to(scratch).as_posix()  # once a file, not once a fact
             for proposal, _ in part:
-                proposal.file = file.relative_to(scratch).as_posix()
+                proposal.file = name
     batches = [(path, [fact for _, fact in items]) for path, items in by_file.items()]
     for items, refused in zip(by_file.values(), append_facts_to_files(batches), strict=True):
         if refused is not None:
