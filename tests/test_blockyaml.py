@@ -196,3 +196,17 @@ def test_the_tag_a_text_implies_is_the_resolvers() -> None:
     for _ in range(50_000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 6)))
         assert implied_tag(text) == _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)), text
+
+
+def test_the_one_line_class_is_libyamls_printable_characters_but_breaks() -> None:
+    """The class named by what it leaves out holds exactly libyaml's IS_PRINTABLE
+    characters that are not IS_BREAK, over every code point."""
+    import re
+
+    from factbook.store.blockyaml import _printable_but
+
+    printable = ((0x20, 0x7E), (0xA0, 0x2027), (0x202A, 0xD7FF), (0xE000, 0xFEFE), (0xFF00, 0xFFFD))
+    one = re.compile(_printable_but(""))
+    for code in range(0x110000):
+        inside = any(low <= code <= high for low, high in printable)
+        assert (one.fullmatch(chr(code)) is not None) == inside, hex(code)
