@@ -201,6 +201,13 @@ def test_an_import_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
     with sharing():
         result = plan.plan_import(root, dump, "4504")
     assert result.proposals and gc.get_threshold() == before and gc.get_freeze_count() == 0
+    assert gc.isenabled()  # off only while importing
+    gc.disable()
+    try:  # and left off by one that found it off
+        plan.plan_import(root, dump, "4504")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
     gc.freeze()  # objects someone else froze stay frozen
     try:
         frozen = gc.get_freeze_count()

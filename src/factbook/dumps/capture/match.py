@@ -140,7 +140,8 @@ class Index:
         # the short quotes, which every entry was compared with: whether any of them is
         # inside the entry is asked first, and only those of 20 characters or more can hold it
         self.shorts = [self.quotes[n][0] for n in self.short_quotes]
-        self.long_shorts = [known for known in self.shorts if len(known) >= 20]
+        # in one text (norm() leaves no \n): an entry inside one of them is one search in C
+        self.long_shorts_text = "\n".join(known for known in self.shorts if len(known) >= 20)
         # every quote in one text, for the first holding an entry whose tokens index nothing
         # useful (no inner token, or only common ones): one search in C, not K in Python
         self.all_quotes = "\n".join(known for known, _ in self.quotes)  # norm() leaves no \n
@@ -154,15 +155,17 @@ class Index:
         """Whether a short quote can match `quote_n` (one inside the other, as `find` asks)."""
         if any(map(quote_n.__contains__, self.shorts)):
             return True
-        return len(quote_n) >= 20 and any(quote_n in known for known in self.long_shorts)
+        return len(quote_n) >= 20 and quote_n in self.long_shorts_text
 
     def _quote_candidates(self, quote_n: str) -> list[int]:
         """Positions in self.quotes that may match `quote_n`, in order: every one a known quote
         inside it can be at, and the first of those it lies inside (what `find` takes)."""
         tokens = quote_n.split(" ")
         found: set[int] = set(self.short_quotes) if self._short_may_match(quote_n) else set()
+        keys = self.quote_keys
         for token in set(tokens):
-            found.update(self.quote_keys.get(token, ()))
+            if token in keys:  # most tokens key no quote: no update with nothing
+                found.update(keys[token])
         if len(quote_n) >= 20:  # quote_n inside a known quote: its inner tokens are in it
             inner = tokens[1:-1]
             by_token = self.quote_tokens
