@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_kb import RUN, RUNBOOK, Case, run_case
+from test_hostile_kb import Case, run_case
+from test_hostile_round9 import record
 
 INVENTORY = "inventory: FILE\ntargets:\n  here: {transport: local}\n"
 
@@ -28,17 +29,6 @@ def inventory_yaml(var: str, name: str = "inv.yml") -> dict[str, str | bytes]:
 DOCS = ["docs", "--out", "_site_md"]
 CONFIG_FACT = "facts:\n  - id: sw.c\n    category: software\n    title: C\n    statement: S.\n    status: assumed\n    target: here\n    sources: [{seed: a.txt}]\n    check: {probe: config.value, args: {path: PATH}, expect: {exists: true}}\n"
 LONE = "\\ud800"  # JSON's spelling of a lone surrogate: valid JSON, no UTF-8 writer takes it
-
-
-def record(**fields: str) -> dict[str, str | bytes]:
-    """RUNBOOK and one run record of it with `fields` over a valid one (JSON text each)."""
-    extra = "".join(f', "{key}": {value}' for key, value in fields.items())
-    text = (
-        '{"run_id": "20260101T000000Z-here", "runbook": "rb", "target": "here", "status": "ok", "steps": []'
-        + extra
-        + "}"
-    )
-    return {"runbooks/rb.md": RUNBOOK, f"{RUN}/record.json": text}
 
 
 RUN_FILE = '{"run": {"id": "r1LONE", "started": "2026LONE", "argv": ["LONE"]}}\n{"fact": "hw.gpu.count", "target": "hereLONE", "outcome": "pass", "probe": "measure.xLONE", "observed": "LONE", "time": "LONE"}\n'.replace(

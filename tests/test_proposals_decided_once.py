@@ -58,17 +58,22 @@ def _at_once(kb: Path, *argv: str) -> list[subprocess.CompletedProcess[str]]:
     return out
 
 
-def test_accepting_one_proposal_at_once_from_many_processes_applies_it_once(tmp_path) -> None:
-    kb = _kb(tmp_path)
+def _pending(kb: Path, fact_id: str) -> str:
+    """A proposal of a new hardware fact `fact_id`, waiting for review; its id."""
     fact = {
-        "id": "hw.cpu.threads_seen",
+        "id": fact_id,
         "category": "hardware",
-        "title": "CPU threads seen",
+        "title": f"CPU threads ({fact_id})",
         "statement": "The box showed its CPU threads.",
         "status": "assumed",
         "sources": [{"seed": "review.txt"}],
     }
-    pid = submit(kb, NewFact(fact), origin="test", reason="seen").pid
+    return submit(kb, NewFact(fact), origin="test", reason="seen").pid
+
+
+def test_accepting_one_proposal_at_once_from_many_processes_applies_it_once(tmp_path) -> None:
+    kb = _kb(tmp_path)
+    pid = _pending(kb, "hw.cpu.threads_seen")
     runs = _at_once(kb, "proposals", "accept", pid)
     codes = sorted(run.returncode for run in runs)
     assert codes == [0] + [2] * (PROCESSES - 1), [(r.returncode, r.stderr) for r in runs]
@@ -83,17 +88,9 @@ def test_accepting_one_proposal_at_once_from_many_processes_applies_it_once(tmp_
     assert lint(kb) == []
 
 
-def test_accepting_and_rejecting_at_once_files_it_one_way(tmp_path: Path) -> None:
+def test_rejecting_one_proposal_at_once_from_many_processes_files_it_once(tmp_path: Path) -> None:
     kb = _kb(tmp_path)
-    fact = {
-        "id": "hw.cpu.threads_other",
-        "category": "hardware",
-        "title": "CPU threads, other",
-        "statement": "Another view of the CPU threads.",
-        "status": "assumed",
-        "sources": [{"seed": "review.txt"}],
-    }
-    pid = submit(kb, NewFact(fact), origin="test", reason="seen").pid
+    pid = _pending(kb, "hw.cpu.threads_other")
     runs = _at_once(kb, "proposals", "reject", pid, "--why", "no")
     assert sorted(run.returncode for run in runs) == [0] + [2] * (PROCESSES - 1)
     decided = [p.name for p in (kb / "proposals").rglob(f"{pid}.yaml")]
