@@ -109,6 +109,23 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def require_writable(folder: Path, display: str) -> None:
+    """Refuse, before a write of several files, a folder one of them cannot be made in (a
+    read-only or immutable folder, a full disk): a temp file is made there and removed.
+    `verify` wrote its run file into a writable results/runs/, then failed on latest.json in
+    a read-only results/, and the two disagreed; now neither is written (WriteFailed)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-check.", suffix=".tmp", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise WriteFailed(
+            f"{display}: cannot write in this folder ({why}); nothing written"
+        ) from None
+
+
 def write_output(path: Path, text: str) -> bool:
     """Write a file the user named (`--out`, `-o`); whether it was written in place. A
     character device or a pipe, even through a link (`/dev/null`, `/dev/stdout`), is

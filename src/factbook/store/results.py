@@ -28,7 +28,7 @@ from factbook.knowledge.limits import (
     preview,
 )
 from factbook.knowledge.yamlsrc import read_text_bounded
-from factbook.store.atomic import exclusive_lock, write_text_atomic
+from factbook.store.atomic import exclusive_lock, require_writable, write_text_atomic
 
 RESULTS_DIR = "results"
 OUTCOMES = outcomes.OUTCOMES  # kept for readers of this module
@@ -80,6 +80,8 @@ def write_run(root: Path, run_id: str, header: dict[str, Any], records: list[Res
         raise ResultsTooLarge(_too_large(f"{RESULTS_DIR}/runs/{run_id}.jsonl", len(dicts)))
     with exclusive_lock(base / ".latest.lock", Path(root), f"{RESULTS_DIR}/.latest.lock"):
         latest_text = _merged_latest(root, dicts)  # refused here: nothing written yet
+        for folder, display in ((run_path.parent, f"{RESULTS_DIR}/runs"), (base, RESULTS_DIR)):
+            require_writable(folder, display)  # both files or neither
         write_text_atomic(run_path, text)
         write_text_atomic(base / "latest.json", latest_text)
     return run_path

@@ -36,8 +36,10 @@ from typing import Any
 from factbook.dumps.status import shapes
 from factbook.dumps.status.redact_config import (
     MIN_SECRET,
+    NO_WORD_CHARACTER,
     REDACT_FILE,
     SECRETS_ENV,
+    has_word_character,
     load_redact_config,
 )
 from factbook.errors import InputError
@@ -132,7 +134,9 @@ class Redactor:
             return text
         if group == "secret":
             return self.placeholder("secret", _LOOSE_SPACE.sub(" ", _unescaped(text)))
-        if group == "pkblock" or group.startswith(("custom", "tok_")):
+        if group.startswith("custom"):
+            return self._custom(text)
+        if group == "pkblock" or group.startswith("tok_"):
             if group == "tok_high_entropy" and not shapes.looks_random(text):
                 return text
             return self.placeholder("secret", text)
@@ -158,6 +162,16 @@ class Redactor:
             canonical = shapes.normalise_ip(text)
             return self.placeholder("ip", canonical) if canonical else text
         return text
+
+    def _custom(self, text: str) -> str:
+        """A match of a redact.yaml pattern, hidden line by line: its line breaks and any
+        line of it without a letter or digit are kept. A pattern may match Markdown itself
+        (`\\n`, `#`, `[|]`, `.*` across a line end): one placeholder for the whole match made
+        the document one line and took its headings and table rows with it. A secret has a
+        letter or digit; every line of the match that has one is still hidden."""
+        lines = text.split("\n")
+        hidden = self.placeholder("secret", text) if any(map(has_word_character, lines)) else ""
+        return "\n".join(hidden if has_word_character(ln) else ln for ln in lines)
 
     def _user_at_host(self, user: str, known: str | None, domain: str | None) -> str:
         """`git@github.com` stays; `dave@build-3.corp.example.com` hides both parts."""
@@ -294,6 +308,8 @@ def redactor_for(kb: KnowledgeBase, *, env: dict[str, str] | None = None) -> Red
                 f"${SECRETS_ENV}: entry {n} has {len(secret)} character(s); a secret needs at "
                 f"least {MIN_SECRET} (shorter ones would redact ordinary words)"
             )
+        if not has_word_character(secret):
+            raise InputError(f"${SECRETS_ENV}: entry {n} {NO_WORD_CHARACTER}")
     return Redactor(
         hosts=_unique(hosts + config.hosts),
         users=_unique(users + config.users),

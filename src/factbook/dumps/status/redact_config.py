@@ -70,10 +70,24 @@ def load_redact_config(path: Path) -> RedactConfig:
                     f"{at}: secrets[{i}] has {len(text)} character(s); a secret needs at least "
                     f"{MIN_SECRET} (shorter ones would redact ordinary words)"
                 )
+            if key != "patterns" and not has_word_character(text):
+                raise InputError(f"{at}: {key}[{i}] {NO_WORD_CHARACTER}")
             if key == "patterns":
                 _check_pattern(text, at, i)
             out.append(text)
     return config
+
+
+NO_WORD_CHARACTER = (
+    "has no letter or digit; it would redact the document's own Markdown (`---`, `|`, `#`)"
+)
+
+
+def has_word_character(text: str) -> bool:
+    """Whether `text` holds a letter or digit. A secret, host or user without one is made of
+    what Markdown is built of: `secrets: ['---']` turned the front matter's fences into
+    `secret-1`, `hosts: ['|']` every table's cell separator into `host-1`."""
+    return any(c.isalnum() for c in text)
 
 
 def _check_pattern(pattern: str, at: str, index: int) -> None:
