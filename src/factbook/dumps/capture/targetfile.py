@@ -14,15 +14,21 @@ from typing import Any
 import yaml
 
 from factbook.knowledge.limits import YAML_MAX_BYTES
+from factbook.store.blockyaml import flow_member
 from factbook.store.writeback import WritebackError
 
+_FLOW_WIDTH = 10_000  # wider than any line written: a value is never broken
 HEADER = "# yaml-language-server: $schema=schema/targets.schema.json\n"
 
 
 def _flow(value: Any) -> str:
     """One value in flow style on one line (a list around it keeps a scalar from being
-    written as a document of its own)."""
-    text = yaml.safe_dump([value], default_flow_style=True, width=10_000, allow_unicode=True)
+    written as a document of its own): blockyaml's text where its rules decide it, else
+    the emitter's."""
+    fast = flow_member(value)
+    if fast is not None and len(fast) < _FLOW_WIDTH // 2:
+        return fast
+    text = yaml.safe_dump([value], default_flow_style=True, width=_FLOW_WIDTH, allow_unicode=True)
     return text.strip()[1:-1]
 
 
