@@ -138,6 +138,12 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "access": lambda size: _filled(
         "# S\n\n## Access\n\n", lambda n: f"- ssh root@host{n} -p 22{n % 10} runs here\n", size
     ),
+    # two boxes a line: targets.yaml outgrows what factbook reads, and the facts wait
+    "access-jump": lambda size: _filled(
+        "# S\n\n## Access\n\n",
+        lambda n: f"- ssh u{n}@h{n}.example.invalid -J j{n}@k{n}.invalid\n",
+        size,
+    ),
 }
 
 
