@@ -21,6 +21,7 @@ from factbook.errors import FactbookError
 from factbook.judging.outcomes import FAILED, INTERRUPTED, OK, PENDING, RUNNING, SKIPPED
 from factbook.judging.sanitize import hidden_escaped
 from factbook.knowledge.kb import KnowledgeBase
+from factbook.knowledge.kbfiles import require_inside
 from factbook.runbooks import record as rec
 from factbook.runbooks import servers
 from factbook.runbooks.api import RECORDS_FILE, RunContext
@@ -45,6 +46,10 @@ class RunLog:
     ) -> None:
         """Create the run folder, its record (previous successes carried) and context."""
         run_id = rec.new_run_id(self.target)
+        # results/, results/runbooks/ or its runbook's folder linked elsewhere: the run's
+        # record, notebook and server logs were written outside the knowledge base
+        runs = rec.runs_root(self.kb.root) / self.runbook.name
+        require_inside(runs, runs.relative_to(self.kb.root).as_posix(), self.kb.root)
         self.folder = rec.run_dir(self.kb.root, self.runbook.name, run_id)
         self.folder.mkdir(parents=True, exist_ok=False)
         chosen = {s.name for s in steps}

@@ -22,6 +22,7 @@ from factbook.judging.expectations import PathMissing, evaluate, get_path
 from factbook.judging.outcomes import ERROR, PASS
 from factbook.judging.sanitize import first_hidden, strings_in
 from factbook.knowledge.kb import KnowledgeBase
+from factbook.knowledge.kbfiles import require_inside
 from factbook.knowledge.model import Check, Fact, Source, Target
 from factbook.store.results import ResultRecord
 from factbook.store.writeback import append_facts, update_fact
@@ -465,6 +466,10 @@ def apply(root: Path, proposals: list[Proposal], run_id: str) -> list[str]:
             by_target.setdefault(p.target, []).append(p.new_fact)
     for target, facts in by_target.items():
         path = Path(root) / "facts" / f"discovered-{_safe(target)}.yaml"
+        # the file and the folder it goes in must be the knowledge base's own: a facts/ linked
+        # elsewhere got discovered-T.yaml (and a lock folder) written outside the root
+        require_inside(path.parent, "facts", root)
+        require_inside(path, path.relative_to(root).as_posix(), root)
         append_facts(path, facts)
         notes.append(f"added {len(facts)} fact(s) to {path.relative_to(root)}")
     return notes
