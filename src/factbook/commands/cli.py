@@ -171,7 +171,7 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
         print(f"{len(exc.problems)} problem(s)", file=sys.stderr)
         return exc.exit_code
     except FactbookError as exc:
-        message = visible(str(exc), keep="\n")  # a file name cannot start a line of its own
+        message = _no_command_lines(visible(str(exc), keep="\n"))
         print(f"{prog}: error: {message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -184,6 +184,24 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
             raise
         print(f"{prog}: error: {_refused(exc)}", file=sys.stderr)
         return WriteFailed.exit_code
+
+
+# a line a CI runner takes as a command, not text: GitHub Actions' `::error::` and its older
+# `##[error]`, each recognised after any leading whitespace
+_RUNNER_COMMAND = ("::", "##[")
+
+
+def _no_command_lines(message: str) -> str:
+    """An error message with its line breaks kept where they begin a line of text, and shown
+    as `\\n` where the next line would begin with a CI runner's command: a message quoting
+    what the user typed (`show 'x<newline>::error::pwned'`, `--target`, `--as-of`, a path)
+    printed a line that GitHub Actions runs as a workflow command."""
+    lines = message.split("\n")
+    out = [lines[0]]
+    for line in lines[1:]:
+        joint = "\\n" if line.lstrip().startswith(_RUNNER_COMMAND) else "\n"
+        out.append(joint + line)
+    return "".join(out)
 
 
 def _refused(exc: OSError) -> str:

@@ -51,6 +51,11 @@ def candidates(
     """What may stand at words[index] (the word being completed), given the words before it
     and the whole command line's `parser` (the CLI hands it in: this module imports no CLI)."""
     env = dict(os.environ if env is None else env)
+    if not 0 < index <= len(words):
+        # a shell hands the index of a word on the line, or one past its end (the word not
+        # begun yet); anything else completes nothing: `__complete 99999999999` padded the
+        # line with that many empty words (gigabytes), and a negative one was an IndexError
+        return []
     words = list(words) + [""] * (index + 1 - len(words))
     if Path(words[0]).name == "verify-facts":
         words, index = ["factbook", "verify", *words[1:]], index + 1

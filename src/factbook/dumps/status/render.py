@@ -30,7 +30,7 @@ from factbook.dumps.status.context import StatusContext, build_context, default_
 from factbook.dumps.status.hint import hint_comment
 from factbook.dumps.status.items import value_text
 from factbook.dumps.status.redact import redactor_for
-from factbook.errors import InputError, UsageError
+from factbook.errors import FactbookError, InputError, UsageError
 from factbook.handbook.safehtml import safe_markdown
 from factbook.handbook.sandbox import (
     MAX_RENDER_MEMORY,
@@ -202,8 +202,13 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
         raise InputError(
             f"status template: needed more than {MAX_RENDER_MEMORY >> 20} MiB; stopped"
         ) from None
-    except (RecursionError, OverflowError, ValueError, TypeError) as exc:
-        # a template's own loop or arithmetic ({{ 9**9**9 }}, 'x' * 10**10, a self-include)
+    except FactbookError:  # the loader's own one-line refusals (a template linked out)
+        raise
+    except Exception as exc:
+        # whatever the template's own code raises is the template's mistake, never a
+        # traceback: a loop or arithmetic ({{ 9**9**9 }}, 'x' * 10**10, a self-include), and
+        # any other Python error an expression can reach ({{ 1 // 0 }}, 'x'.encode('nope'),
+        # |slice(0), {% extends none %}), each of which was one before
         raise InputError(f"status template: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
