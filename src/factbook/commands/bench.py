@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from factbook.commands.cli_options import add_json_option, add_repeatable, option_values
+from factbook.commands.cli_options import add_json_option, add_repeatable, option_values, seconds
 from factbook.errors import UsageError, visible
 
 
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--endpoint", choices=("chat", "completions"), default="chat")
     p.add_argument("--prompt", action="append", help="a prompt (repeatable)")
     p.add_argument("--warmup", type=int, default=1, help="untimed requests first (default 1)")
-    p.add_argument("--timeout", type=float, default=600, help="seconds per request")
+    p.add_argument("--timeout", type=seconds, default=600, help="seconds per request")
     p.add_argument("--api-key", help="sent as a Bearer token")
     p.add_argument(
         "--extra-body",

@@ -9,6 +9,40 @@ from typing import Any
 
 from factbook.verification.transports.base import TransportOptions
 
+MAX_SECONDS = 30 * 86400.0  # a time limit or delay on the command line: at most 30 days
+
+
+def seconds(text: str) -> float:
+    """An argparse type for a time limit in seconds: a finite number above 0 and at most
+    MAX_SECONDS. float() takes `nan`, `inf` and `1e308`: --timeout nan made every check
+    end at once as "no result within the run's nans bound" (a run recorded all errored),
+    1e308 overflowed the watchdog's wait (a traceback in its thread) and `bench --timeout
+    nan` was a ValueError traceback out of the socket."""
+    value = _number(text)
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a number of seconds above 0 and at most {MAX_SECONDS:,.0f}"
+        )
+    return value
+
+
+def delay_seconds(text: str) -> float:
+    """As `seconds`, 0 allowed (no delay)."""
+    value = _number(text)
+    if not 0 <= value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a number of seconds from 0 to {MAX_SECONDS:,.0f}"
+        )
+    return value
+
+
+def _number(text: str) -> float:
+    """float(text); nan then fails every bound it is compared with."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a number of seconds") from None
+
 
 def add_target_options(p: argparse.ArgumentParser) -> None:
     """--target and the connection options."""

@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from factbook.commands.cli_options import add_target_options, transport_options
+from factbook.commands.cli_options import add_target_options, seconds, transport_options
 from factbook.errors import EXIT_ERRORED, EXIT_OK, UsageError
 from factbook.knowledge.fleet.load import add_inventories
 from factbook.knowledge.kb import load_kb
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="also list unchanged and absent items")
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("-j", "--jobs", type=int, default=16)
-    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--timeout", type=seconds, default=60.0)
     p.set_defaults(handler=handle)
 
 

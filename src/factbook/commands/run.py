@@ -11,7 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from factbook.commands.cli_options import add_repeatable, option_values, warn_lint_problems
+from factbook.commands.cli_options import (
+    add_repeatable,
+    option_values,
+    seconds,
+    warn_lint_problems,
+)
 from factbook.errors import EXIT_INVALID, EXIT_OK
 
 # RunOptions fields that take the option of the same name as it was given
@@ -61,7 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         p, "--inventory", "-i", metavar="FILE",
         help="also read targets from an Ansible inventory or ssh config",
     )  # fmt: skip
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="limit for the whole run")
+    p.add_argument("--timeout", type=seconds, metavar="SECONDS", help="limit for the whole run")
     p.add_argument(
         "--skip-requires", action="store_true", help="do not verify the steps' required facts first"
     )

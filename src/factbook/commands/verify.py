@@ -12,7 +12,13 @@ from collections import Counter
 from pathlib import Path
 
 from factbook import api
-from factbook.commands.cli_options import add_target_options, transport_options, warn_lint_problems
+from factbook.commands.cli_options import (
+    add_target_options,
+    delay_seconds,
+    seconds,
+    transport_options,
+    warn_lint_problems,
+)
 from factbook.errors import EXIT_OK, UsageError
 from factbook.knowledge.schema import CATEGORIES, STATUSES
 from factbook.store.atomic import check_output, write_output
@@ -61,9 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=default_forks(),
         help=f"targets at once (default {default_forks()} on this machine)",
     )
-    p.add_argument("--timeout", type=float, help="seconds per check that sets none (60)")
+    p.add_argument("--timeout", type=seconds, help="seconds per check that sets none (60)")
     p.add_argument("--retry", type=int, default=0, metavar="N", help="rerun failed checks N times")
-    p.add_argument("--retry-delay", type=float, default=0.0, metavar="S")
+    p.add_argument("--retry-delay", type=delay_seconds, default=0.0, metavar="S")
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report here, not stdout")
     p.add_argument(
