@@ -24,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from factbook.errors import UsageError
+from factbook.errors import UsageError, visible
 
 DIST = "factbook"
 ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip", ".tar.bz2", ".tgz")
@@ -120,8 +120,14 @@ def parse_spec(text: str) -> InstallSource:
     """`--install-spec`: a local wheel/sdist or folder, a URL (git+... for a repository), or a
     requirement for a package index (`factbook==0.1.0`)."""
     text = text.strip()
-    if not text or "\n" in text or "'" in text:
-        raise UsageError(f"--install-spec {text!r}: one pip requirement, URL or path, no quotes")
+    # the spec is written into the CI workflow's YAML, where a carriage return or U+2028
+    # also ends a line (a key of the spec's choosing after it), a control character makes
+    # the file unreadable, and GitHub Actions evaluates `${{ ... }}` in an env value
+    if not text or visible(text) != text or any(q in text for q in "'\"") or "${{" in text:
+        raise UsageError(
+            f"--install-spec {visible(text)}: one pip requirement, URL or path: no quotes, "
+            "control or line-break characters, or ${{ }}"
+        )
     if re.match(r"^(git|hg|svn|bzr)\+", text):
         return InstallSource("vcs", text, f"from {text}")
     if re.match(r"^https?://", text):

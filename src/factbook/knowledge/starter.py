@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from factbook.errors import UsageError
+from factbook.errors import UsageError, visible
 from factbook.judging.sanitize import first_hidden
 from factbook.knowledge.install_source import (
     InstallSource,
@@ -90,8 +90,11 @@ def create_kb(
         # mkdocs.yml that lint refused (or a site_name cut at the `#`)
         "@SITE_NAME@": json.dumps(f"{name} handbook", ensure_ascii=False),
         "@DATE@": dt.date.today().isoformat(),
-        "@INSTALL@": ci_source.pip_arg(),
-        "@INSTALL_HOW@": ci_source.how,
+        # inside the workflow's double quotes, escaped as JSON escapes (YAML reads them the
+        # same): a source detected from a folder named `a"b` closed the string early; the
+        # comment line shows it escaped, so no line break in it starts a line of YAML
+        "@INSTALL@": json.dumps(ci_source.pip_arg())[1:-1],
+        "@INSTALL_HOW@": visible(ci_source.how),
         "@PYTHON@": f"{sys.version_info.major}.{sys.version_info.minor}",
         "@LOCAL_IDENTITY@": _identity_block() if discover else "",
     }
