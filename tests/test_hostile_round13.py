@@ -235,3 +235,36 @@ def test_mcp_write_back_is_refused_before_writing_what_lint_would_refuse(tmp_pat
     for argv in (["proposals", "accept", pid], ["lint"]):
         code, output, _ = _in_process(["--root", str(root), *argv], 60)
         assert code == 0 and "Traceback" not in output, (argv, output[-2000:])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["schema"],
+        ["list"],
+        ["show", "hw.gpu.count"],
+        ["lint", "--format", "sarif"],
+        ["status", "--out", "-"],
+        ["export-ansible"],
+        ["proposals", "list"],
+    ],
+)
+def test_standard_output_on_a_full_disk_is_one_line(tmp_path: Path, argv: list[str]) -> None:
+    """`factbook CMD > /dev/full` (a report redirected to a full volume) was a traceback out of
+    the handler's print, exit 1, or Python's "Exception ignored" when the buffered rest failed
+    at exit; now one line, exit 2. Held (guards): -o / --out /dev/full name the device."""
+    import os
+    import subprocess
+    import sys
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, {})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "factbook", "--root", str(root), *argv],
+            stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=120,
+        )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "factbook: error: cannot write the output (No space left on device)\n"

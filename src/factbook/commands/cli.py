@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -181,9 +183,25 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
         return 0
     except OSError as exc:
         if exc.filename is None:
+            if exc.errno in _STREAM_FULL:  # the output itself: > /dev/full, a full disk
+                return _output_failed(prog, exc)
             raise
         print(f"{prog}: error: {_refused(exc)}", file=sys.stderr)
         return WriteFailed.exit_code
+
+
+# what writing the standard output meets on a full disk (`factbook list > /dev/full`, a report
+# redirected to a full volume): a traceback from the handler's print, or Python's own
+# "Exception ignored" and exit 120 when the buffered rest failed at exit
+_STREAM_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
+def _output_failed(prog: str, exc: OSError) -> int:
+    """One line for output that could not be written, exit 2 (WriteFailed's code)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(f"{prog}: error: cannot write the output ({exc.strerror})", file=sys.stderr)
+        sys.stderr.flush()
+    return WriteFailed.exit_code
 
 
 # a line a CI runner takes as a command, not text: GitHub Actions' `::error::` and its older
@@ -234,7 +252,11 @@ def leave(code: int) -> NoReturn:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except (OSError, ValueError):  # a closed pipe or stream: Python's own exit handles it
+    except OSError as exc:
+        if exc.errno in _STREAM_FULL:  # the output's buffered rest: never written, so say so
+            os._exit(_output_failed("factbook", exc))
+        sys.exit(code)  # a closed pipe: Python's own exit handles it
+    except ValueError:  # a closed stream
         sys.exit(code)
     if threading.active_count() > 1:
         sys.exit(code)
