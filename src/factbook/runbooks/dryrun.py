@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.names import shown
 from factbook.runbooks.api import FactView
-from factbook.runbooks.format import Runbook, Step, parse_cell
+from factbook.runbooks.format import Runbook, Step, cell_nodes
 from factbook.store.results import latest_for
 
 FACT_FUNCTIONS = ("fact", "env_from", "flags_from")
@@ -34,16 +34,11 @@ class FactUse:
 
 def fact_uses(source: str) -> list[FactUse]:
     """Fact accesses in a cell's source, in order, without duplicates (unresolved)."""
-    tree = parse_cell(source)
-    if tree is None:
-        return []
+    nodes = cell_nodes(source)
     found: dict[str, FactUse] = {}
     where: dict[str, tuple[int, int]] = {}
-    parents: dict[int, ast.AST] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-    for node in ast.walk(tree):
+    parents: dict[int, ast.AST] = {}  # made at the first `fact(...)`: most cells have none
+    for node in nodes:
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -55,6 +50,8 @@ def fact_uses(source: str) -> list[FactUse]:
             continue
         outer: ast.AST = node
         if node.func.id == "fact":
+            if not parents:
+                parents = {id(c): n for n in nodes for c in ast.iter_child_nodes(n)}
             outer = _climb(node, parents)
         try:
             expression = ast.unparse(outer)

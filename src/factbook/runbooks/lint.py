@@ -17,7 +17,7 @@ from factbook.errors import LintFailed, Problem, UsageError
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.names import known_names, shown
 from factbook.runbooks.dryrun import fact_uses
-from factbook.runbooks.format import Runbook, load_runbook, parse_cell, runbook_paths
+from factbook.runbooks.format import Runbook, cell_nodes, load_runbook, runbook_paths
 
 
 def runbooks_unchecked(kb: KnowledgeBase) -> int:
@@ -134,12 +134,9 @@ def lint_runbook(kb: KnowledgeBase, runbook: Runbook) -> list[Problem]:
 
 
 def _recorded_ids(source: str) -> list[str]:
-    tree = parse_cell(source)
-    if tree is None:
-        return []
     return [
         node.args[0].value
-        for node in ast.walk(tree)
+        for node in cell_nodes(source)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
         and node.func.id == "record"

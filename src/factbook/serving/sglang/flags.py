@@ -12,6 +12,7 @@ machine without sglang. `launch_argv` finds the flags after `-m sglang.launch_se
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import json
 import re
@@ -130,9 +131,50 @@ def _prefix_matches(arg: str, table: dict[str, dict[str, Any]]) -> list[tuple[st
     if arg[1] == "-":  # --long: split at "=", then every option the prefix starts
         prefix, eq, explicit = arg.partition("=")
         value = explicit if eq else None
-        return [(name, value) for name in table if name.startswith(prefix)]
-    short = [(name, arg[2:]) for name in table if name == arg[:2]]  # -xVALUE
-    return short + [(name, None) for name in table if name != arg[:2] and name.startswith(arg)]
+        return [(name, value) for name in _lookup(table).starting(prefix)]
+    short = [(arg[:2], arg[2:])] if arg[:2] in table else []  # -xVALUE
+    return short + [(name, None) for name in _lookup(table).starting(arg) if name != arg[:2]]
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """What parse_flags asks of an option table for every argument, worked out once a table:
+    the names in sorted order (those a prefix starts are one run of them, found by bisect),
+    each name's place in the table (argparse names the matches in that order) and the
+    required options. Scanning all ~560 options for each argument and each launch made a
+    runbook of 15,000 launches lint in 4.3 s."""
+
+    ordered: list[str]
+    place: dict[str, int]
+    required: list[tuple[str, str]]  # (option, dest)
+
+    def starting(self, prefix: str) -> list[str]:
+        """The options `prefix` starts, in the table's order."""
+        at = bisect.bisect_left(self.ordered, prefix)
+        found = []
+        while at < len(self.ordered) and self.ordered[at].startswith(prefix):
+            found.append(self.ordered[at])
+            at += 1
+        return sorted(found, key=self.place.__getitem__) if len(found) > 1 else found
+
+
+_LOOKUPS: dict[int, tuple[dict[str, dict[str, Any]], _Lookup]] = {}
+
+
+def _lookup(table: dict[str, dict[str, Any]]) -> _Lookup:
+    """`table`'s lookup (kept with the table itself: option_table's are cached for good)."""
+    kept = _LOOKUPS.get(id(table))
+    if kept is not None and kept[0] is table:
+        return kept[1]
+    made = _Lookup(
+        sorted(table),
+        {name: i for i, name in enumerate(table)},
+        [(name, spec["dest"]) for name, spec in table.items() if spec.get("required")],
+    )
+    if len(_LOOKUPS) > 16:
+        _LOOKUPS.clear()
+    _LOOKUPS[id(table)] = (table, made)
+    return made
 
 
 def _convert(option: str, spec: dict[str, Any], raw: Any) -> Any:
@@ -241,9 +283,9 @@ def parse_flags(argv: Sequence[Any], version: str = OPTIONS_VERSION) -> ParsedFl
 
 def _check_required(table: dict[str, dict[str, Any]], values: dict[str, Any]) -> None:
     missing: dict[str, list[str]] = {}
-    for name, spec in table.items():
-        if spec.get("required") and spec["dest"] not in values:
-            missing.setdefault(spec["dest"], []).append(name)
+    for name, dest in _lookup(table).required:
+        if dest not in values:
+            missing.setdefault(dest, []).append(name)
     if missing:
         names = ", ".join("/".join(group) for group in missing.values())
         raise _Refused(f"the following arguments are required: {names}")
