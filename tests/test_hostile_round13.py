@@ -268,3 +268,57 @@ def test_standard_output_on_a_full_disk_is_one_line(tmp_path: Path, argv: list[s
         )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == "factbook: error: cannot write the output (No space left on device)\n"
+
+
+def test_serve_goes_on_serving_when_its_log_is_not_read_or_gone(tmp_path: Path) -> None:
+    """`factbook serve` with stderr a pipe nobody reads: 1,500 requests for a page that is not
+    there (a log line each, more than the pipe holds) blocked the thread that reads requests
+    in its log write, and /metrics was never answered; with the pipe's reader gone, each
+    request got an empty answer (BrokenPipeError in its handling) while the server lived on.
+    Both answer now: the log is written from a bounded queue by a thread of its own."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from helpers import free_port
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, {})
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    argv = ["serve", "--listen", f"127.0.0.1:{port}", "--interval", "60"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "factbook", "--root", str(root), *argv],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+
+    def get(path: str, timeout: float = 10.0) -> bytes:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            sock.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+            return answer
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert get("/metrics").startswith(b"HTTP/1.0 200"), "no first answer"
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "serve did not start"
+                time.sleep(0.2)
+        for _ in range(1500):  # ~100 bytes of log each: far more than a pipe holds
+            get("/" + "n" * 40, timeout=10)
+        assert get("/metrics").startswith(b"HTTP/1.0 200")
+        assert proc.stderr is not None
+        proc.stderr.close()  # the log's reader is gone
+        for _ in range(3):
+            assert get("/metrics").startswith(b"HTTP/1.0 200")
+    finally:
+        proc.kill()
+        proc.wait(10)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import queue
 import selectors
 import socket
 import threading
@@ -197,6 +198,52 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.write_log(f"{self.address_string()} {format % args}")
 
 
+LOG_BACKLOG = 1000  # request-log lines waiting for a slow reader; more are dropped, counted
+
+
+class _LogWriter:
+    """The request log, written by a thread of its own from a bounded queue.
+
+    Every thread of the server used to write its log line itself: with stderr a pipe that
+    is not read (a supervisor's, `2>fifo`) or a terminal on XOFF, the reader thread blocked
+    in the write once a client's flood of bad requests filled the pipe, and nothing was
+    served; with the pipe's reader gone, each write raised BrokenPipeError inside the
+    request's handling, and every request got an empty answer while the server lived on.
+    Now a line that does not fit in the queue is dropped (the next line written says how
+    many were), and a log that cannot be written any more is given up: serving goes on."""
+
+    def __init__(self, write: Callable[[str], None]):
+        self._write: Callable[[str], None] | None = write
+        self._lines: queue.Queue[str | None] = queue.Queue(maxsize=LOG_BACKLOG)
+        self._dropped = 0
+        self._thread = threading.Thread(target=self._run, name="factbook-log", daemon=True)
+        self._thread.start()
+
+    def put(self, line: str) -> None:
+        if self._write is None:
+            return
+        try:
+            self._lines.put_nowait(line)
+        except queue.Full:
+            self._dropped += 1  # read and reset by the writer thread: a count, not a record
+
+    def _run(self) -> None:
+        while (line := self._lines.get()) is not None and self._write is not None:
+            dropped, self._dropped = self._dropped, 0
+            if dropped:
+                line = f"({dropped} log line(s) dropped: the log was not read fast enough) {line}"
+            try:
+                self._write(line)
+            except (OSError, ValueError):  # its reader went away, or it was closed
+                self._write = None
+
+    def close(self, wait: float = 2.0) -> None:
+        """Write what is queued (for up to `wait` seconds), then stop."""
+        with contextlib.suppress(queue.Full):
+            self._lines.put(None, timeout=wait)
+        self._thread.join(wait)
+
+
 MAX_HEAD_BYTES = 64 << 10
 
 
@@ -256,7 +303,7 @@ class MetricsServer(HTTPServer):
             why = getattr(exc, "strerror", None) or str(exc)
             raise UsageError(f"cannot listen on {address[0]}:{address[1]}: {why}") from None
         self.cache = cache
-        self.log = log
+        self.log = _LogWriter(log) if log is not None else None
         self.header_timeout = header_timeout
         self.max_pending = max_pending
         self.pending: dict[socket.socket, _Pending] = {}
@@ -287,9 +334,10 @@ class MetricsServer(HTTPServer):
         self._stopped.wait()
 
     def write_log(self, line: str) -> None:
-        """One line of the request log: a client's bytes cannot repaint the terminal."""
+        """One line of the request log: a client's bytes cannot repaint the terminal, and
+        writing it never waits (the log's own thread writes it; _LogWriter)."""
         if self.log is not None:
-            self.log(for_terminal(line))
+            self.log.put(for_terminal(line))
 
     def _note(self, address: Any, message: str) -> None:
         if message:
@@ -391,6 +439,9 @@ class MetricsServer(HTTPServer):
     def server_close(self) -> None:
         super().server_close()
         self.pool.shutdown(wait=False, cancel_futures=True)
+        log = getattr(self, "log", None)  # none yet when listening failed in __init__
+        if log is not None:
+            log.close()
 
     @property
     def url(self) -> str:
