@@ -123,6 +123,9 @@ CASES: list[Case] = [
     Case("bench import a folder", {**BENCH, "run.jsonl/x": "x"}, BENCH_IMPORT, 2, "run.jsonl:1: is a folder, not a file"),
     Case("bench import a million blank lines", {**BENCH, "run.jsonl": "\n" * 1_000_000 + bench_line()}, BENCH_IMPORT, 0, "recorded bench.x = 123.4 tok/s", then="lint"),
     Case("bench import --line of 30 digits", {**BENCH, "run.jsonl": bench_line()}, [*BENCH_IMPORT, "--line", "9" * 30], 2, "no run on line 999"),
+    # --- 8. export-ansible -o - (and --out -, a prefix of --output) wrote a file named `-` in the current folder ---
+    Case("export-ansible -o - is standard output", {}, ["export-ansible", "-o", "-"], 0, '"facts": {', absent=("wrote",)),
+    Case("export-ansible --out - is standard output", {}, ["export-ansible", "--out", "-"], 0, '"hw.gpu.count": {', absent=("wrote",)),
     # --- held (guards): export-ansible ---
     Case("export-ansible -o: factbook.fact linked outside is replaced, not written through", {"fd/factbook.fact": Link("{out}/shadow")}, ["export-ansible", "-o", "{kb}/fd/"], 0, "fd/factbook.fact"),
     Case("export-ansible: a results target of ESC and RLO", {"results/latest.json": '{"hw.gpu.count": {"h\\u001b[2J\\u202e": {"fact": "hw.gpu.count", "target": "h", "outcome": "pass", "reason": "r"}}}'}, ["export-ansible", "--target", "zz"], 2, "h\\x1b[2J\\u202e", absent=("\x1b", "\u202e")),

@@ -50,7 +50,8 @@ def handle(args: argparse.Namespace) -> int:
                 f"unknown target '{args.target}' (known: {known_names(sorted(known))})"
             )
     text = json.dumps(local_facts(kb, latest, args.target), indent=1, allow_nan=False) + "\n"
-    if not args.output:
+    if not args.output or args.output == "-":  # `-` is standard output, as `status --out -`
+        # (it wrote a file named `-` into the current folder, and `--out -` prefixes --output)
         sys.stdout.write(text)
         return 0
     path = Path(args.output)
