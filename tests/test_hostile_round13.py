@@ -129,6 +129,13 @@ CASES: list[Case] = [
     # --- held (guards): export-ansible ---
     Case("export-ansible -o: factbook.fact linked outside is replaced, not written through", {"fd/factbook.fact": Link("{out}/shadow")}, ["export-ansible", "-o", "{kb}/fd/"], 0, "fd/factbook.fact"),
     Case("export-ansible: a results target of ESC and RLO", {"results/latest.json": '{"hw.gpu.count": {"h\\u001b[2J\\u202e": {"fact": "hw.gpu.count", "target": "h", "outcome": "pass", "reason": "r"}}}'}, ["export-ansible", "--target", "zz"], 2, "h\\x1b[2J\\u202e", absent=("\x1b", "\u202e")),
+    # --- held (guards): a user's regex anywhere a host pattern is taken, a glob of many stars ---
+    *[Case(f"{flag} ~REGEX backtracking, {argv[0]}", {"targets.yaml": "targets:\n  here: {transport: local}\n  " + "a" * 40 + "b: {transport: local}\n"}, [*argv, flag, "~^(a|aa)+$"], 2, f"{flag}: regex '^(a|aa)+$' stopped after 1 s on 41 characters", isolated=True, max_s=30) for argv, flag in (
+        (["verify", "--dry-run", "--target", "all"], "--limit"),
+        (["verify", "--dry-run", "--target", "all"], "--exclude"),
+        (["list"], "--target"),
+    )],
+    Case("list: a glob of 20 stars", {}, ["list", "*a" * 20 + "*b"], 0, "(0 facts)", max_s=5),
     # --- held (guards): runbooks ---
     Case("run --list: factbook.title of ESC, RLO and a line break", {"runbooks/rb.md": RUNBOOK.replace("factbook: {target: here}", 'factbook: {target: here, title: "x\\e[31m\\u202e\\n::error::pwned"}')}, ["run", "--list"], 0, "x\\x1b[31m\\u202e ::error::pwned", absent=("\x1b", "\u202e", "\n::error::")),
     Case("run --dry-run: a step target of ESC", {"runbooks/rb.md": RUNBOOK.replace(":name: hello", ':name: hello\n:target: "a\\e[2J"')}, ["run", "rb", "--dry-run"], 2, "unknown target 'a\\x1b[2J'", absent=("\x1b",)),
