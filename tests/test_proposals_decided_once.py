@@ -95,3 +95,23 @@ def test_rejecting_one_proposal_at_once_from_many_processes_files_it_once(tmp_pa
     assert sorted(run.returncode for run in runs) == [0] + [2] * (PROCESSES - 1)
     decided = [p.name for p in (kb / "proposals").rglob(f"{pid}.yaml")]
     assert decided == [f"{pid}.yaml"] and (kb / "proposals" / "rejected" / f"{pid}.yaml").is_file()
+
+
+def test_a_proposal_that_cannot_be_filed_is_not_applied_through_the_api(tmp_path: Path) -> None:
+    """review.accept (what MCP and the Python API call) refuses before writing a fact when
+    the decided proposal could not be filed: it stays pending and facts/ is untouched."""
+    import pytest
+
+    from factbook.dumps.capture.review import accept, reject
+    from factbook.errors import InputError
+
+    kb = _kb(tmp_path)
+    pid = _pending(kb, "hw.cpu.threads_unfiled")
+    before = (kb / "facts" / "hardware.yaml").read_bytes()
+    (kb / "proposals" / "accepted").write_text("a file where the folder goes\n")
+    (kb / "proposals" / "rejected" / f"{pid}.yaml").mkdir(parents=True)
+    for decide, folder in ((accept, "accepted"), (reject, "rejected")):
+        with pytest.raises(InputError, match=f"proposals/{folder}"):
+            decide(kb, pid)
+        assert (kb / "facts" / "hardware.yaml").read_bytes() == before
+        assert (kb / "proposals" / f"{pid}.yaml").is_file()  # still pending

@@ -86,29 +86,6 @@ def _checked(root: Path, pid: str) -> Pending:
     return found
 
 
-def _fileable(root: Path, pid: str, verdict: str) -> None:
-    """Refuse, before anything is written, a decision that could not be filed: accept wrote
-    the proposal's facts and only then met proposals/accepted/ linked out of the knowledge
-    base, a file where the folder goes, or a folder where the filed proposal goes; the
-    proposal then stayed pending with its facts already applied. The folder is made here,
-    so what is left to fail after the facts are written is the disk itself."""
-    from factbook.dumps.capture.review import PROPOSALS_DIR
-    from factbook.knowledge.kbfiles import require_inside
-
-    folder = Path(root) / PROPOSALS_DIR / verdict
-    shown = f"{PROPOSALS_DIR}/{verdict}"
-    require_inside(folder, shown, root)
-    if folder.exists() and not folder.is_dir():
-        raise InputError(f"{shown}: not a folder; the proposal could not be filed there")
-    filed = folder / f"{pid}.yaml"
-    if filed.exists() and not filed.is_file():
-        raise InputError(f"{shown}/{pid}.yaml: not a regular file; the proposal could not be filed")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{shown}: cannot create it ({exc.strerror or exc})") from None
-
-
 def _one_line(value: Any, limit: int) -> str:
     """`value` as at most `limit` characters of one line (runs of white space as one
     space), then escaped for a terminal: `list` shows one bounded line per proposal."""
@@ -164,7 +141,6 @@ def handle_accept(args: argparse.Namespace) -> int:
 
     for pid in args.pids:
         _checked(Path(args.root), pid)
-        _fileable(Path(args.root), pid, "accepted")
         found, written, _ = accept(Path(args.root), pid)
         files = ", ".join(str(p.relative_to(Path(args.root).resolve())) for p in written)
         print(f"accepted {_field(found.pid, 100)}: {_field(found.summary)} -> {files}")
@@ -176,7 +152,6 @@ def handle_reject(args: argparse.Namespace) -> int:
 
     for pid in args.pids:
         _checked(Path(args.root), pid)
-        _fileable(Path(args.root), pid, "rejected")
         found = reject(Path(args.root), pid, args.why)
         print(f"rejected {_field(found.pid, 100)}: {_field(found.summary)}")
     return 0

@@ -280,9 +280,10 @@ def accept(root: Path, pid: str) -> tuple[Pending, list[Path], str]:
     """
     with _deciding(root):
         found = read(root, pid)
+        filed = _filing_place(root, pid, "accepted")  # refused before any fact is written
         applied, _ = plan(Path(root), found.item, pid)
         written = write(applied)
-        _decide(root, found, "accepted", "")
+        _decide(found, filed, "accepted", "")
     return found, written, applied.diff
 
 
@@ -290,7 +291,7 @@ def reject(root: Path, pid: str, why: str = "") -> Pending:
     """File a pending proposal as rejected, with why; facts/ is not touched."""
     with _deciding(root):
         found = read(root, pid)
-        _decide(root, found, "rejected", why)
+        _decide(found, _filing_place(root, pid, "rejected"), "rejected", why)
     return found
 
 
@@ -306,10 +307,27 @@ def _deciding(root: Path) -> Iterator[None]:
         yield
 
 
-def _decide(root: Path, found: Pending, verdict: str, why: str) -> None:
+def _filing_place(root: Path, pid: str, verdict: str) -> Path:
+    """Where a decided proposal is filed (proposals/VERDICT/PID.yaml), its folder made now:
+    refused (InputError) before the decision writes anything when it cannot be filed there.
+    accept wrote the proposal's facts and only then met proposals/accepted linked out of
+    the knowledge base, a file where the folder goes or a folder where the proposal goes,
+    and the proposal stayed pending with its facts applied (the CLI, MCP and the API alike)."""
+    target = _path(root, pid, verdict)  # a folder linked out is refused here
+    shown = f"{PROPOSALS_DIR}/{verdict}"
+    if target.parent.exists() and not target.parent.is_dir():
+        raise InputError(f"{shown}: not a folder; the proposal could not be filed there")
+    if target.exists() and not target.is_file():
+        raise InputError(f"{shown}/{pid}.yaml: not a regular file; the proposal could not be filed")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot create it ({exc.strerror or exc})") from None
+    return target
+
+
+def _decide(found: Pending, target: Path, verdict: str, why: str) -> None:
     data = dict(found.data)
     data.update({verdict: now_iso(), **({"why": why} if why else {})})
-    target = _path(root, found.pid, verdict)
-    target.parent.mkdir(parents=True, exist_ok=True)
     _save(target, data)
     found.path.unlink(missing_ok=True)  # removed by hand meanwhile: it is filed all the same
