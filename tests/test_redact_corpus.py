@@ -414,3 +414,29 @@ def test_a_text_without_a_key_blocks_end_is_redacted_as_the_block_pattern_does()
         assert quick.mapping == block.mapping
     ended = "-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nok"
     assert Redactor()(ended) == "secret-1\nok"  # a whole block, where its END stands
+
+
+# what a secrets-only redactor (an assistant over MCP) keeps: names of boxes, people,
+# addresses and key files, which the assistant works with
+NOT_SECRET = re.compile(
+    r"gpu-box-7|alice|bob_ops|bastion\.example\.org|build-3\.corp\.example\.com|carol|dbuser"
+    r"|dave|erin|frank|grace|heidi|ivan|judy|mallory|id_ed25519|id_rsa_work|deploy\.pem"
+    r"|kpro6_key|ffff|[0-9a-f]+:[0-9a-f:]+|[0-9]+[.-][0-9]+[.-][0-9]+[.-][0-9]+",
+    re.I,
+)
+
+
+@pytest.mark.parametrize(("text", "parts"), CORPUS, ids=[t[:40] for t, _ in CORPUS])
+def test_secrets_only_hides_every_secret_and_keeps_the_names(
+    planted: tuple[Path, list[tuple[int, str, str]]], text: str, parts: list[str]
+) -> None:
+    kb = load_kb(planted[0], strict=False)
+    redactor = redactor_for(kb, env={"FACTBOOK_SECRETS": "envsecret9"}, secrets_only=True)
+    out = redactor(text)
+    for part in parts:
+        if NOT_SECRET.fullmatch(part):
+            assert part.lower() not in text.lower() or part.lower() in out.lower(), (text, out)
+        else:
+            assert part.lower() not in out.lower(), (text, out)
+    named = re.compile(r"\b(?:host|user|ip|key)-\d+\b")
+    assert set(named.findall(out)) <= set(named.findall(text)), out  # no name replaced

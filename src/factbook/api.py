@@ -186,6 +186,7 @@ def status(
     redact: bool = False,
     results: bool | None = None,
     budget: int | None = None,
+    hide_secrets: bool = False,
     format: str = "markdown",
     ids: bool = False,
 ) -> str:
@@ -195,7 +196,8 @@ def status(
     priority, the rest named by id; `format="json"` returns its selection as JSON text
     (needs `budget`); `ids`: every fact's id in its group line (a budgeted dump that
     `factbook import` reads into another knowledge base with the same ids). Without a budget:
-    the full document in the seeds' structure.
+    the full document in the seeds' structure. `hide_secrets`: its secrets redacted, hosts
+    and users kept (`redact` hides those too).
     """
     from factbook.dumps.status import StatusOptions, render_status
     from factbook.dumps.status.budget import render_budgeted
@@ -203,7 +205,14 @@ def status(
 
     if format not in ("markdown", "json"):
         raise UsageError(f"format must be 'markdown' or 'json', not {format!r}")
-    options = StatusOptions(as_of=as_of, since=since, redact=redact, results=results, ids=ids)
+    options = StatusOptions(
+        as_of=as_of,
+        since=since,
+        redact=redact,
+        hide_secrets=hide_secrets,
+        results=results,
+        ids=ids,
+    )
     if budget is None:
         if format == "json":
             raise UsageError("format='json' needs a budget (the selection it describes)")

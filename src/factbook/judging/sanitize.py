@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from json.encoder import encode_basestring_ascii
 from typing import Any
@@ -73,6 +73,23 @@ def hidden_escaped(value: Any) -> Any:
         return [hidden_escaped(item) for item in value]
     if isinstance(value, dict):
         return {hidden_escaped(k): hidden_escaped(v) for k, v in value.items()}
+    return value
+
+
+def each_string(value: Any, change: Callable[[str], str], *, keys: bool = False) -> Any:
+    """`value` with `change` applied to every string in it (mapping keys too with `keys`).
+    Redaction runs string by string: run over serialized JSON, a pattern that spans a line
+    (a private key block) cut through the quotes and escapes around it and left text that
+    no longer parsed."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {
+            (change(k) if keys and isinstance(k, str) else k): each_string(v, change, keys=keys)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [each_string(v, change, keys=keys) for v in value]
     return value
 
 

@@ -34,12 +34,12 @@ from factbook.dumps.status.compact import (
 from factbook.dumps.status.context import StatusContext
 from factbook.dumps.status.grouping import assign_topics
 from factbook.dumps.status.quotes import use_quotes
-from factbook.dumps.status.redact import redactor_for
+from factbook.dumps.status.redact import document_redactor
 from factbook.dumps.status.render import StatusOptions, prepare
 from factbook.dumps.status.selection import RANKS, choose, line_information, rank_lines
 from factbook.errors import UsageError
 from factbook.handbook.safehtml import safe_markdown
-from factbook.judging.sanitize import for_document
+from factbook.judging.sanitize import each_string, for_document
 from factbook.knowledge.categories import CATEGORIES
 from factbook.knowledge.kb import KnowledgeBase
 
@@ -323,20 +323,6 @@ def _data(frame: _Frame, text: str, shown: list[Line], left: list[Line]) -> dict
     }
 
 
-def _each_string(value: Any, change: Callable[[str], str]) -> Any:
-    """`value` with `change` applied to every string in it (mapping keys are this module's
-    own names). Redaction runs string by string: run over the serialized JSON, a pattern
-    that spans a line (a private key block) cut through the quotes and escapes around it
-    and left text that no longer parsed."""
-    if isinstance(value, str):
-        return change(value)
-    if isinstance(value, dict):
-        return {k: _each_string(v, change) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_each_string(v, change) for v in value]
-    return value
-
-
 def budget_path(path: Path, budget: int) -> Path:
     """docs/status/status-4504.md → status-4504-budget-2300.md (`-redacted` stays last)."""
     stem = path.stem
@@ -358,7 +344,7 @@ def render_budgeted(
     assign_topics(placed.lines, placed.parents, ids=options.ids)
     position = {ln.id: n for n, ln in enumerate(placed.lines)}
     ranked = rank_lines(kb, placed.lines, ctx)
-    redact = redactor_for(kb) if options.redact else None
+    redact = document_redactor(kb, redact=options.redact, hide_secrets=options.hide_secrets)
 
     def finish(text: str) -> str:
         text = safe_markdown(for_document(text))
@@ -366,7 +352,7 @@ def render_budgeted(
 
     frame = _Frame(ctx, budget, ranked, placed.parents, position, finish)
     text, shown, left = fit(frame)
-    data = _each_string(_data(frame, text, shown, left), for_document)
+    data = each_string(_data(frame, text, shown, left), for_document)
     if redact is not None:
-        data = _each_string(data, redact)
+        data = each_string(data, redact)
     return BudgetedDump(text, data, count_tokens(text), shown, left)

@@ -63,6 +63,8 @@ class Redactor:
     secrets: list[str] = field(default_factory=list)
     patterns: list[str] = field(default_factory=list)
     mapping: dict[str, str] = field(default_factory=dict)
+    # secrets only: hosts, users, IPs and key paths stay (what an assistant needs to work)
+    secrets_only: bool = False
     _counts: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -141,7 +143,7 @@ class Redactor:
                 return text
             return self.placeholder("secret", text)
         if group == "keypath":
-            return self.placeholder("key", text)
+            return text if self.secrets_only else self.placeholder("key", text)
         if m.group("uinfo") is not None:
             return m.group("uscheme") + self._userinfo(m.group("uinfo")) + "@"
         for key, value in (("bkey", "bval"), ("fkey", "fval"), ("akey", "aval")):
@@ -150,6 +152,8 @@ class Redactor:
                 return head + self._value(m.group(key), m[value], prose=head.rstrip()[-1:] == ":")
         if m.group("cflag") is not None:
             return self._command_flag(m)
+        if self.secrets_only:  # what is left names a user, a host or an address
+            return text
         if m.group("home") is not None:
             return m.group("homepre") + self._name(m.group("home"), "user")
         if m.group("tilde") is not None:
@@ -183,7 +187,7 @@ class Redactor:
         return f"{user}@{domain}" if system else f"{user_part}@{self._name(domain, 'host')}"
 
     def _name(self, name: str, kind: str) -> str:
-        if shapes.PLACEHOLDER.fullmatch(name):
+        if shapes.PLACEHOLDER.fullmatch(name) or self.secrets_only:
             return name
         return self.placeholder(self._kinds.get(name.lower(), kind), name)
 
@@ -286,8 +290,19 @@ def _credential_like(value: str) -> bool:
     return len(value) >= 16 or any(c.isdigit() or not (c.isalnum() or c in "_-.'") for c in value)
 
 
-def redactor_for(kb: KnowledgeBase, *, env: dict[str, str] | None = None) -> Redactor:
-    """A redactor for one document of `kb`: targets, redact.yaml and $FACTBOOK_SECRETS."""
+def document_redactor(kb: KnowledgeBase, *, redact: bool, hide_secrets: bool) -> Redactor | None:
+    """The redactor one document of `kb` is asked for: everything (`redact`), its secrets
+    only (`hide_secrets`), or None."""
+    if redact or hide_secrets:
+        return redactor_for(kb, secrets_only=not redact)
+    return None
+
+
+def redactor_for(
+    kb: KnowledgeBase, *, env: dict[str, str] | None = None, secrets_only: bool = False
+) -> Redactor:
+    """A redactor for one document of `kb`: targets, redact.yaml and $FACTBOOK_SECRETS;
+    with `secrets_only`, the secrets alone (an assistant over MCP works with the hosts)."""
     hosts: list[str] = []
     users: list[str] = []
     for target in kb.targets.values():
@@ -315,6 +330,7 @@ def redactor_for(kb: KnowledgeBase, *, env: dict[str, str] | None = None) -> Red
         users=_unique(users + config.users),
         secrets=_unique(config.secrets + extra),
         patterns=config.patterns,
+        secrets_only=secrets_only,
     )
 
 

@@ -29,7 +29,7 @@ from jinja2.loaders import split_template_path
 from factbook.dumps.status.context import StatusContext, build_context, default_previous
 from factbook.dumps.status.hint import hint_comment
 from factbook.dumps.status.items import value_text
-from factbook.dumps.status.redact import redactor_for
+from factbook.dumps.status.redact import document_redactor
 from factbook.errors import FactbookError, InputError, UsageError
 from factbook.handbook.safehtml import safe_markdown
 from factbook.handbook.sandbox import (
@@ -68,6 +68,7 @@ class StatusOptions:
     as_of: str | None = None
     since: str | None = None
     redact: bool = False
+    hide_secrets: bool = False  # secrets only, hosts and users shown (an assistant over MCP)
     results: bool | None = None  # None: live results for 'now' only
     ids: bool = False  # budgeted dumps: every fact's id in its group line's head
 
@@ -237,7 +238,8 @@ def render_status(
     with confined(kb.root):
         context = prepare(kb, options, now=now)
         text = render_context(context, kb.root)
-        return redactor_for(kb)(text) if options.redact else text
+        redact = document_redactor(kb, redact=options.redact, hide_secrets=options.hide_secrets)
+        return redact(text) if redact is not None else text
 
 
 def default_path(

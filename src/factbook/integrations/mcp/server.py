@@ -175,12 +175,13 @@ class FactbookMCP(MCPServer):
         return listed
 
 
-def _guard(name: str, call: Any) -> Any:
-    """Run one tool call; every failure becomes a one-line ToolError. Its answer holds each
-    string with control and bidi characters shown escaped, as `show` prints them: a fact
-    file's title of `\u202e` (lint's error, yet loaded) reached the assistant raw."""
+def _guard(box: Any, name: str, call: Any) -> Any:
+    """Run one tool call; every failure becomes a one-line ToolError. Its answer is redacted
+    as mcp.redact says (Toolbox.redacted) and holds each string with control and bidi
+    characters shown escaped, as `show` prints them: a fact file's title of `\u202e`
+    (lint's error, yet loaded) reached the assistant raw."""
     try:
-        return hidden_escaped(call())
+        return hidden_escaped(box.redacted(call()))
     except FactbookError as exc:
         raise ToolError(f"{name}: {_one_line(str(exc))}") from None
     except Exception as exc:  # a bug must not take the server down
@@ -191,9 +192,10 @@ def _guard(name: str, call: Any) -> Any:
         ) from None
 
 
-def _resource(call: Any) -> str:
+def _resource(box: Any, call: Any) -> str:
+    """A resource's text, redacted as a tool's answer is (Toolbox.redacted)."""
     try:
-        return str(call())
+        return str(box.redacted(str(call())))
     except FactbookError as exc:
         raise ResourceError(_one_line(str(exc))) from None
 
@@ -290,6 +292,7 @@ def _register_reading(server: FactbookMCP, box: Any) -> None:
         show (they say what was wrong). Use show_fact(id) for provenance and history.
         """
         return _guard(
+            box,
             "search_facts",
             lambda: box.search_facts(query, category, tag, status, as_of, limit),
         )
@@ -302,7 +305,7 @@ def _register_reading(server: FactbookMCP, box: Any) -> None:
         """One fact in full: statement, value, status (and as of a milestone), sources with
         quotes, history, its check (probe, arguments, expectation), links both ways, where it
         is defined, and its latest result on every target it was checked on."""
-        return _guard("show_fact", lambda: box.show_fact(id, as_of))
+        return _guard(box, "show_fact", lambda: box.show_fact(id, as_of))
 
     @server.tool(annotations=READ_ONLY)
     def match_pitfalls(
@@ -319,7 +322,7 @@ def _register_reading(server: FactbookMCP, box: Any) -> None:
     ) -> dict[str, Any]:
         """The known pitfalls this text looks like, best first, each with symptom, cause and
         fix. Use it on an error or a surprising result before debugging from scratch."""
-        return _guard("match_pitfalls", lambda: box.match_pitfalls(text, limit))
+        return _guard(box, "match_pitfalls", lambda: box.match_pitfalls(text, limit))
 
     @server.tool(annotations=READ_ONLY)
     def status_brief(
@@ -337,7 +340,7 @@ def _register_reading(server: FactbookMCP, box: Any) -> None:
         """The project's status document (goal, instructions, discoveries, pitfalls,
         benchmarks, progress, files), each line marked verified / assumed / refuted: read it
         at the start of a session or after your context was compacted."""
-        return _guard("status_brief", lambda: box.status_brief(budget, as_of))
+        return _guard(box, "status_brief", lambda: box.status_brief(budget, as_of))
 
     @server.tool(annotations=READ_ONLY)
     def check_launch(
@@ -353,7 +356,7 @@ def _register_reading(server: FactbookMCP, box: Any) -> None:
         """Lint an SGLang launch command line before running it: the speculative flags as
         SGLang will actually resolve them (silent overrides included) and every finding
         (errors, warnings) with the pitfall fact it comes from."""
-        return _guard("check_launch", lambda: box.check_launch(argv))
+        return _guard(box, "check_launch", lambda: box.check_launch(argv))
 
 
 def _register_acting(server: FactbookMCP, box: Any) -> None:
@@ -380,7 +383,7 @@ def _register_acting(server: FactbookMCP, box: Any) -> None:
         A check whose probe comes from the knowledge base's checks/ is an error unless the
         server was started with --run-kb-probes. The run is saved under results/ like
         `verify-facts`."""
-        return _guard("verify_facts", lambda: box.verify_facts(facts, target, timeout_s))
+        return _guard(box, "verify_facts", lambda: box.verify_facts(facts, target, timeout_s))
 
     @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False))
     def propose_fact(
@@ -430,7 +433,7 @@ def _register_acting(server: FactbookMCP, box: Any) -> None:
         """Record something you learned as a new fact. It is checked like any fact (it
         must lint clean) and returned as a diff; it waits in proposals/ for a person to
         accept, unless the knowledge base allows direct writes (factbook.yaml)."""
-        return _guard(
+        return _guard(box,
             "propose_fact",
             lambda: box.propose_fact(
                 id, category, title, statement, reason, value, unit, status, tags, target,
@@ -461,6 +464,7 @@ def _register_acting(server: FactbookMCP, box: Any) -> None:
         """Propose a change to a known fact (a corrected value, a refutation, a new fix),
         as a reviewable diff that lints clean; the reason becomes a source of the fact."""
         return _guard(
+            box,
             "propose_change",
             lambda: box.propose_change(id, reason, value, unit, status, fields, milestone),
         )
@@ -470,17 +474,17 @@ def _register_resources(server: FactbookMCP, box: Any) -> None:
     @server.resource("factbook://status", name="status", mime_type="text/markdown")
     def status_now() -> str:
         """The status document, now."""
-        return _resource(lambda: box.status_document(None))
+        return _resource(box, lambda: box.status_document(None))
 
     @server.resource("factbook://status/{as_of}", name="status-as-of", mime_type="text/markdown")
     def status_as_of(as_of: str) -> str:
         """The status document as of a milestone."""
-        return _resource(lambda: box.status_document(as_of))
+        return _resource(box, lambda: box.status_document(as_of))
 
     @server.resource("factbook://fact/{fact_id}", name="fact", mime_type="application/json")
     def fact(fact_id: str) -> str:
         """One fact in full (as show_fact returns it), as JSON."""
-        return _resource(lambda: json.dumps(box.show_fact(fact_id), indent=1, default=str))
+        return _resource(box, lambda: json.dumps(box.show_fact(fact_id), indent=1, default=str))
 
 
 def serve(root: Path, *, settings: McpSettings | None = None, run_kb_probes: bool = False) -> None:

@@ -9,6 +9,9 @@
                                 # base) whose hosts verify_facts may also check
       max_message_bytes: 4194304  # the longest JSON-RPC message (one stdin line) read; a
                                 # longer one is refused unread (64 KiB to 256 MiB)
+      redact: secrets           # hidden from every answer: secrets (redact.yaml's, the
+                                # environment's, token shapes); all: hosts, users, IPs
+                                # too (as `status --redact`); none: nothing
 
 The file belongs to the people who own the knowledge base, never to the assistant: no tool
 writes it. Other top-level keys are left to whoever reads them.
@@ -49,6 +52,13 @@ class McpSettings:
     verify_timeout_s: float = DEFAULT_VERIFY_TIMEOUT
     inventories: tuple[str, ...] = field(default_factory=tuple)
     max_message_bytes: int = DEFAULT_MAX_MESSAGE
+    redact: str = "secrets"  # one of REDACT_MODES
+
+
+# what the assistant is shown: every secret hidden (the default: an assistant is often a
+# service elsewhere, and a status dump's passwords and tokens are no help to it), hosts,
+# users and addresses hidden too ("all", as `status --redact`), or nothing hidden ("none")
+REDACT_MODES = ("secrets", "all", "none")
 
 
 def load_settings(root: Path) -> McpSettings:
@@ -70,7 +80,7 @@ def load_settings(root: Path) -> McpSettings:
     if not isinstance(section, dict):
         raise LintFailed([doc.problem(("mcp",), "mcp: must be a mapping")])
     found = []
-    known = {"write_facts", "verify_timeout_s", "inventories", "max_message_bytes"}
+    known = {"write_facts", "verify_timeout_s", "inventories", "max_message_bytes", "redact"}
     for key in section:
         if key not in known:
             found.append(
@@ -115,6 +125,11 @@ def load_settings(root: Path) -> McpSettings:
             )
         )
         limit = DEFAULT_MAX_MESSAGE
+    redact = section.get("redact", "secrets")
+    if redact not in REDACT_MODES:
+        found.append(
+            doc.problem(("mcp", "redact"), f"mcp.redact: one of {', '.join(REDACT_MODES)}")
+        )
     if found:
         raise LintFailed(found)
-    return McpSettings(bool(write), float(timeout), tuple(inventories), limit)
+    return McpSettings(bool(write), float(timeout), tuple(inventories), limit, str(redact))

@@ -21,6 +21,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from factbook.dumps.status.redact import redactor_for
 from factbook.errors import ResultsUnreadable, UsageError
 from factbook.integrations.mcp.search import SearchIndex, match_pitfalls, rank
 from factbook.integrations.mcp.settings import (
@@ -31,6 +32,7 @@ from factbook.integrations.mcp.settings import (
     McpSettings,
     load_settings,
 )
+from factbook.judging.sanitize import each_string
 from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.names import name_problem
@@ -307,7 +309,14 @@ class Toolbox:
         milestone = self._milestone(kb, as_of)
         as_of_id = milestone.id if milestone else None
         out: dict[str, Any] = {"as_of": as_of_id}
-        out["document"] = api.status(kb, as_of=as_of_id, budget=budget)
+        mode = self.settings.redact  # here too, so that the budget holds for what is sent
+        out["document"] = api.status(
+            kb,
+            as_of=as_of_id,
+            budget=budget,
+            redact=mode == "all",
+            hide_secrets=mode == "secrets",
+        )
         if budget is not None:
             out["budget"] = budget
         return out
@@ -566,6 +575,18 @@ class Toolbox:
         if len(text) > MAX_VALUE:
             raise UsageError(f"a value is {len(text):,} characters of JSON; at most {MAX_VALUE:,}")
         return value
+
+    def redacted(self, answer: Any) -> Any:
+        """`answer` with every string in it (keys too) redacted as mcp.redact says, one
+        redactor for the whole answer (a secret is `secret-1` throughout). Every tool answer
+        and resource passes here: a fact's statement, a verify result, a status dump held
+        redact.yaml's secrets, `-pPASSWORD` and `hf_…` tokens, sent to the assistant."""
+        mode = self.settings.redact
+        if mode == "none":
+            return answer
+        kb, _ = self.kb()
+        redactor = redactor_for(kb, secrets_only=mode == "secrets")
+        return each_string(answer, redactor, keys=True)
 
     # --- resources -----------------------------------------------------------------
 
