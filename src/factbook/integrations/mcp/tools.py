@@ -580,13 +580,25 @@ class Toolbox:
         """`answer` with every string in it (keys too) redacted as mcp.redact says, one
         redactor for the whole answer (a secret is `secret-1` throughout). Every tool answer
         and resource passes here: a fact's statement, a verify result, a status dump held
-        redact.yaml's secrets, `-pPASSWORD` and `hf_…` tokens, sent to the assistant."""
+        redact.yaml's secrets, `-pPASSWORD` and `hf_…` tokens, sent to the assistant.
+        A string met twice in an answer (keys, categories, statuses) is redacted once: the
+        redaction pattern costs ~30 us a string, 10 ms a search answer before."""
         mode = self.settings.redact
         if mode == "none":
             return answer
         kb, _ = self.kb()
         redactor = redactor_for(kb, secrets_only=mode == "secrets")
-        return each_string(answer, redactor, keys=True)
+        if mode != "secrets":  # names it learns hide in strings met before: no memo
+            return each_string(answer, redactor, keys=True)
+        done: dict[str, str] = {}
+
+        def once(text: str) -> str:
+            out = done.get(text)
+            if out is None:
+                out = done[text] = redactor(text)
+            return out
+
+        return each_string(answer, once, keys=True)
 
     # --- resources -----------------------------------------------------------------
 
