@@ -27,7 +27,7 @@ from factbook.knowledge.model import Target
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.yamlsrc import read_text_bounded
 from factbook.verification.transports.sshconfig import KEYWORDS, Resolved, SSHConfigFile
-from factbook.verification.transports.sshwords import file_lines
+from factbook.verification.transports.sshwords import convtime, file_lines
 
 MAX_CONFIG_BYTES = 4 << 20
 _FIRST_WORD = re.compile(r"\s*([A-Za-z0-9]+)(\s*=|\s+)")
@@ -81,8 +81,8 @@ def read_ssh_config(path: Path) -> Inventory:
 
 
 def _target(found: Resolved, alias: str, source: str) -> Target:
-    timeout = found.get("connecttimeout") or ""
-    connect_timeout = float(timeout) if timeout.isdigit() else None
+    seconds = convtime(found.get("connecttimeout") or "")  # as ssh reads it: `1m` is 60 s
+    connect_timeout = float(seconds) if seconds is not None else None
     if found.proxy_command is not None:  # the system ssh runs it: `ssh -F source alias`
         return Target(
             name=alias,

@@ -45,6 +45,7 @@ from factbook.verification.transports.sshwords import (
     WordError,
     a2port,
     argv_split,
+    convtime,
     dollar_expand,
     file_lines,
     is_address,
@@ -69,6 +70,10 @@ DEFAULT_IDENTITIES = (
     "~/.ssh/id_dsa",
 )
 MAX_INCLUDE_DEPTH = 16
+# Files one evaluation may read through Include, counting each time a file is read again:
+# an Include naming one file ten times, sixteen levels deep, is 10**16 reads (`ssh -G` runs
+# until killed). Depth alone does not bound the work, the number of reads does.
+MAX_INCLUDE_READS = 16384  # four full globs (MAX_INCLUDE_MATCHES), both passes
 MAX_CONFIG_BYTES = 4 << 20
 MAX_UNDECIDED = 6  # Match exec/localnetwork outcomes explored per host (2**6 evaluations)
 RAW = frozenset({"proxycommand", "proxyjump", "localcommand", "remotecommand"})
@@ -125,6 +130,19 @@ ALIASES = {
     "keepalive": "tcpkeepalive",
     "smartcarddevice": "pkcs11provider",
 }
+# What ssh 9 reads besides KEYWORDS and ALIASES: deprecated and unsupported keywords (a
+# warning, not an error), Debian's GSSAPI ones, and those of later releases (a config written
+# for them is read as they read it). Any other keyword makes ssh refuse the file ("Bad
+# configuration option") unless an IgnoreUnknown set before it names it.
+_OTHER_TEXT = """
+    afstokenpassing cipher compressionlevel fallbacktorsh globalknownhostsfile2
+    gssapiclientidentity gssapikexalgorithms gssapikeyexchange gssapirenewalforcesrekey
+    gssapiserveridentity gssapitrustdns ipqos kbdinteractivedevices kerberosauthentication
+    kerberostgtpassing protocol protocolkeepalives rhostsauthentication rhostsrsaauthentication
+    rsaauthentication setuptimeout useblacklistedkeys useprivilegedport userknownhostsfile2
+    useroaming usersh channeltimeout obscurekeystroketiming refuseconnection warnweakcrypto
+"""
+OTHER_KEYWORDS = frozenset(_OTHER_TEXT.split())
 _FLAG = ("yes", "no", "true", "false")
 _FLAG_KEYWORDS = """
     batchmode canonicalizefallbacklocal checkhostip clearallforwardings enableescapecommandline
@@ -133,6 +151,8 @@ _FLAG_KEYWORDS = """
     kbdinteractiveauthentication nohostauthenticationforlocalhost passwordauthentication
     permitlocalcommand proxyusefdpass stdinnull streamlocalbindunlink tcpkeepalive visualhostkey
 """
+# readconf.c parse_time: read by convtime, a bad value refuses the file like a bad port
+TIME_KEYWORDS = frozenset({"connecttimeout", "serveraliveinterval", "forwardx11timeout"})
 # readconf.c's multistate tables: a value outside its keyword's table makes ssh refuse the
 # whole file, in whichever block it stands (values are parsed before activity is checked)
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -149,6 +169,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "tunnel": (*_FLAG, "ethernet", "point-to-point"),
     "compression": ("yes", "no"),
 }
+
+
+KNOWN = KEYWORDS | OTHER_KEYWORDS | frozenset(ALIASES.values())
 
 
 def flag(value: str | None) -> bool:
@@ -367,6 +390,8 @@ def _check_value(key: str, value: str, where: str) -> None:
         port = a2port(value)
         if not port:
             raise UsageError(f"{where}: Bad port {shown(value)!r}")
+    if key in TIME_KEYWORDS and convtime(value) is None:
+        raise UsageError(f"{where}: invalid time value {shown(value)!r} for {key}")
     choices = CHOICES.get(key)
     if choices is not None and value.lower() not in choices:
         raise UsageError(f"{where}: unsupported option {shown(value)!r} for {key}")
@@ -503,6 +528,18 @@ def check_owner(path: Path, where: str) -> None:
         raise UsageError(f"{where}: Include {path}: bad owner or permissions (ssh refuses it)")
 
 
+def _count_read(reads: list[int], line: Line) -> None:
+    """One more file read through an Include; refused past MAX_INCLUDE_READS, so that the
+    work of one lookup is bounded by the reads, not by the product of the Include lines'
+    widths over their depth (which ssh does not bound either)."""
+    reads[0] += 1
+    if reads[0] > MAX_INCLUDE_READS:
+        raise UsageError(
+            f"{line.where}: Include: more than {MAX_INCLUDE_READS} files read for one host "
+            "(files included again and again); not read further"
+        )
+
+
 class SSHConfigFile:
     """One ssh_config file (and what it includes), evaluated per host like OpenSSH."""
 
@@ -541,13 +578,17 @@ class SSHConfigFile:
             self._collect_hosts(self.path, out, 0)
         return out
 
-    def _collect_hosts(self, path: Path, out: list[Line], depth: int) -> None:
+    def _collect_hosts(
+        self, path: Path, out: list[Line], depth: int, reads: list[int] | None = None
+    ) -> None:
+        reads = [0] if reads is None else reads
         for line in self._lines(path):
             if line.keyword == "host":
                 out.append(line)
             elif line.keyword == "include" and depth < MAX_INCLUDE_DEPTH:
                 for found in self._included(line):
-                    self._collect_hosts(found, out, depth + 1)
+                    _count_read(reads, line)
+                    self._collect_hosts(found, out, depth + 1, reads)
 
     def _included(self, line: Line) -> list[Path]:
         """The files an `Include` line names, in ssh's order (each glob sorted); found once
@@ -653,7 +694,10 @@ class SSHConfigFile:
                 if depth >= MAX_INCLUDE_DEPTH:
                     raise UsageError(f"{line.where}: Include nested deeper than {depth}")
                 for found in self._included(line):
+                    _count_read(state.reads, line)
                     self._evaluate(found, state, active, depth + 1)
+            elif line.keyword not in KNOWN:
+                state.unknown(line)
             elif active:
                 state.set(line)
 
@@ -669,13 +713,21 @@ class SSHConfigFile:
         are looked at. Returns whether the run's last block is active (an Include after
         it reads its files under that)."""
         host = state.host_for_patterns()
-        if not enabled:
-            return False
-        for start, end in run.blocks.get(host, ()):
-            if run.names_host(start, host):
-                for line in lines[start + 1 : end]:
-                    state.set(line)
-        return run.names_host(run.last, host)
+        named = [
+            index
+            for start, end in (run.blocks.get(host, ()) if enabled else ())
+            if run.names_host(start, host)
+            for index in range(start + 1, end)
+        ]
+        if run.unknown:  # ssh refuses those in every block, matching or not: in file order
+            named = sorted({*named, *run.unknown})
+        for index in named:
+            line = lines[index]
+            if line.keyword not in KNOWN:
+                state.unknown(line)
+            else:
+                state.set(line)
+        return enabled and run.names_host(run.last, host)
 
     def _match(self, line: Line, state: _State, enabled: bool) -> bool:
         """readconf.c match_cfg_line; criteria after a false one still count for `final`.
@@ -741,6 +793,7 @@ class _Run:
     # each Host line's names and negated names, by the line's index: one line of 20,000
     # names was matched pattern by pattern for each of them (80 s)
     names: dict[int, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
+    unknown: list[int] = field(default_factory=list)  # lines of keywords ssh does not know
 
     def names_host(self, index: int, host: str) -> bool:
         """_host_line for the literal Host line at `index`: named, and not negated."""
@@ -776,6 +829,7 @@ def _literal_runs(lines: list[Line]) -> dict[int, _Run]:
         current.end, current.last = end, i
         named = frozenset(a for a in line.args if not a.startswith("!"))
         current.names[i] = (named, frozenset(a[1:] for a in line.args if a.startswith("!")))
+        current.unknown += [k for k in range(i + 1, end) if lines[k].keyword not in KNOWN]
         for name in named:
             current.blocks.setdefault(name, []).append((i, end))
         i = end
@@ -796,6 +850,7 @@ class _State:
         self.decided: dict[str, bool] = {}  # Match line -> the outcome assumed for it
         self.want_final = False
         self.final = False
+        self.reads = [0]  # files read through Include, both passes together (_count_read)
         self.final_hostname: str | None = None
         if user:
             self.options["user"] = user
@@ -816,6 +871,15 @@ class _State:
             f"{line.where}: Match {criterion} {what} decides how host {self.original} is "
             f"reached, and factbook never runs it; use transport: openssh for this host"
         )
+
+    def unknown(self, line: Line) -> None:
+        """readconf.c parse_token: a keyword ssh does not know refuses the file, in any block
+        (a misspelt `Hostnmae` or `ProxyJmup` would otherwise connect somewhere ssh never
+        goes), unless the IgnoreUnknown set so far names it."""
+        ignored = self.options.get("ignoreunknown")
+        if ignored and _pattern_list(ignored.split(","), line.keyword, lower=True):
+            return
+        raise UsageError(f"{line.where}: Bad configuration option: {shown(line.keyword)!r}")
 
     def set(self, line: Line) -> None:
         key = line.keyword

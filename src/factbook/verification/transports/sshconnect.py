@@ -36,6 +36,7 @@ from factbook.verification.transports.sshconfig import (
     check_owner,
     flag,
 )
+from factbook.verification.transports.sshwords import convtime
 
 MAX_HOPS = 16
 READ_AHEAD = 1 << 16  # bytes a box connection takes from its jump channel at once
@@ -230,7 +231,7 @@ class ChainResolver:
         also = self._known_files(cfg, "globalknownhostsfile", GLOBAL_KNOWN_HOSTS)
         if not self.options.known_hosts:
             also = (*user_files[1:], *also)
-        timeout = target.connect_timeout or _float(cfg.get("connecttimeout"))
+        timeout = target.connect_timeout or _seconds(cfg.get("connecttimeout"))
         return Hop(
             role=role,
             name=target.name,
@@ -261,11 +262,11 @@ def _looks_like_spec(name: str) -> bool:
     return "@" in name or ":" in name or "." in name
 
 
-def _float(value: Any) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
+def _seconds(value: str | None) -> float | None:
+    """A time value of an ssh config as ssh reads it (convtime: `1m` is 60 s; `nan` or
+    `1e400`, which float() took, are no time)."""
+    seconds = convtime(value) if value is not None else None
+    return float(seconds) if seconds is not None else None
 
 
 def fingerprint(key: paramiko.PKey) -> str:

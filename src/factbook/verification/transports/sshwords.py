@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from factbook.knowledge.limits import PORT_MAX_DIGITS
 
-_SHELLISH = set("'`\"$\\;&<>|(){}")
+_SHELLISH = set("'`\"$\\;&<>|(){},")
 
 
 class WordError(ValueError):
@@ -194,6 +194,36 @@ def local_tokens() -> dict[str, str]:
         "l": this,
         "u": local_user(),
     }
+
+
+_TIME_PART = re.compile(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)([sSmMhHdDwW]?)")
+_TIME_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_INT_MAX = 2**31 - 1
+
+
+def convtime(text: str) -> int | None:
+    """misc.c convtime, which ssh reads ConnectTimeout, ServerAliveInterval and
+    ForwardX11Timeout with: ASCII digits (strtol: leading space, a sign) each with an
+    optional unit (`1m30s`), at most INT_MAX seconds; None where ssh says "invalid time
+    value" (`²`, `nan`, `1e400`, 400 digits: Python's float() took them, one as a
+    ValueError, the others as infinity or nan)."""
+    total, i = 0, 0
+    while i < len(text) or not text:
+        found = _TIME_PART.match(text, i)
+        if found is None:
+            return None
+        sign, digits, unit = found.groups()
+        if len(digits) > 18 or (not unit and found.end() != len(text)):
+            return None
+        seconds = int(digits)
+        if sign == "-" and seconds:
+            return None
+        multiplier = _TIME_UNITS[unit.lower()]
+        if seconds > _INT_MAX // multiplier or total > _INT_MAX - seconds * multiplier:
+            return None
+        total += seconds * multiplier
+        i = found.end()
+    return total
 
 
 def valid_hostname(name: str) -> bool:
