@@ -22,6 +22,7 @@ from functools import cached_property
 from urllib.parse import urlsplit
 
 from factbook.errors import UsageError
+from factbook.knowledge.fleet.connection import address_problems
 from factbook.knowledge.fleet.inventory import Inventory
 from factbook.knowledge.fleet.patterns import is_pattern, match, split_terms
 from factbook.knowledge.kb import KnowledgeBase
@@ -84,6 +85,10 @@ def parse_target_url(
         target, jumps = parse_ssh_url(bare, known or {})
     except ValueError as exc:  # urllib's own errors inside jump specs
         raise UsageError(f"bad target URL {url!r}: {exc}") from None
+    for one in (target, *jumps):  # a URL's host, user and jumps refused as targets.yaml's are
+        bad = address_problems(one)
+        if bad:
+            raise UsageError(f"bad target URL {shown(url)!r}: {bad[0]}")
     if parts.scheme == "openssh":
         target = replace(target, transport="openssh")
     if parts.fragment:

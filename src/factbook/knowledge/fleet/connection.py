@@ -346,6 +346,51 @@ def is_port(text: str) -> bool:
     return text.isdigit() and len(text) <= PORT_MAX_DIGITS and 1 <= int(text) <= 65535
 
 
+def address_problems(target: Target) -> list[str]:
+    """What ssh itself refuses in the host, user and jump hops factbook would connect to
+    (ssh.c valid_hostname and valid_ruser: shell characters, white space, a comma, a
+    leading `-`), whichever source named them: targets.yaml, an inventory's ansible_host,
+    ansible_user or -J, an ssh:// URL. Refused where the target is read (lint, `verify`
+    before anything connects), not discovered as one connection error per check."""
+    from factbook.verification.transports.sshwords import (
+        WordError,
+        parse_jump_host,
+        valid_hostname,
+        valid_ruser,
+    )
+
+    out = []
+    if target.transport == "local" and not target.host:
+        return out
+    checks: list[tuple[str, str | None, bool]] = [
+        ("host", target.host, bool(target.host) and not valid_hostname(target.host or "")),
+        ("user", target.user, bool(target.user) and not valid_ruser(target.user or "")),
+    ]
+    for field, value, bad in checks:
+        if any(_said_elsewhere(target.vars.get(k)) for k in _PARAMIKO_VARS[field]):
+            continue  # field_problems names a vaulted or templated variable as such
+        if value and (bad or not value.isprintable() or " " in value):
+            out.append(f"{field} {shown(value)!r} is not a host or user name ssh accepts")
+    for hop in target.jump:
+        try:
+            user, host, _ = parse_jump_host(hop)
+        except WordError as exc:
+            out.append(f"jump {shown(hop)!r}: {exc}")
+            continue
+        if not valid_hostname(host) or (user is not None and not valid_ruser(user)):
+            out.append(f"jump {shown(hop)!r} is not a host or user name ssh accepts")
+    return out
+
+
+def _said_elsewhere(value: object) -> bool:
+    """A vaulted or templated value: named as such, not as a bad host or user."""
+    if isinstance(value, Vaulted):
+        return True
+    return (
+        isinstance(value, str) and not isinstance(value, Unsafe) and bool(_TEMPLATE.search(value))
+    )
+
+
 def field_problems(target: Target) -> list[str]:
     """What a connection field must not be: a port outside 1-65535 (or not a number), a host
     or user that an ssh command line would read as an option or split, a Jinja2 template
@@ -358,9 +403,7 @@ def field_problems(target: Target) -> list[str]:
     port = target.port if port is None else port
     if port is not None and not is_port(str(port)):
         out.append(f"port {shown(str(port))!r} is not a number from 1 to 65535")
-    for field, value in (("host", target.host), ("user", target.user)):
-        if value and (value.startswith("-") or not value.isprintable() or " " in value):
-            out.append(f"{field} {shown(value)!r} is not a host or user name")
+    out += address_problems(target)
     for key in _CONNECTION_VARS:
         value = v.get(key)
         if isinstance(value, Vaulted):

@@ -233,6 +233,20 @@ def valid_hostname(name: str) -> bool:
     return not any(c in _SHELLISH or c.isspace() or not c.isprintable() for c in name)
 
 
+_RUSER_BAD = set("'`\";&<>|(){}")
+
+
+def valid_ruser(name: str) -> bool:
+    """ssh.c valid_ruser: a user ssh refuses on its command line (`-l USER`, `USER@host`):
+    a leading `-`, shell characters, a `-` after white space, a trailing backslash. factbook
+    hands every user to ssh or paramiko as that command-line user, so it refuses the same."""
+    if not name or name.startswith("-") or name.endswith("\\"):
+        return False
+    if any(c in _RUSER_BAD or not c.isprintable() for c in name):
+        return False
+    return not any(c.isspace() and name[i + 1 : i + 2] == "-" for i, c in enumerate(name))
+
+
 def is_address(name: str) -> bool:
     """A numeric address (ssh keeps its case; a name is lower-cased)."""
     try:
