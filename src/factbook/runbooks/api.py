@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.errors import FactbookError, UsageError
+from factbook.judging.sanitize import for_terminal
 from factbook.knowledge.kb import KnowledgeBase, load_kb
 from factbook.knowledge.limits import split_words
 from factbook.knowledge.model import Fact, Target
@@ -390,4 +391,7 @@ def record(
     }
     with (Path(ctx.run_dir) / RECORDS_FILE).open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(entry, default=str) + "\n")
-    print(f"recorded {fact_id} = {value}{' ' + unit if unit else ''}", flush=True)
+    # the value is often a box's output: its ESC or bidi control reaches the terminal (and a
+    # CI log) escaped, as the executor's own `wrote ...` line shows it; long ones clipped
+    said = f"{value}{' ' + unit if unit else ''}"
+    print(f"recorded {fact_id} = {for_terminal(said)}", flush=True)

@@ -22,6 +22,7 @@ from factbook.judging.outcomes import FAILED, INTERRUPTED, OK, PENDING, RUNNING,
 from factbook.judging.sanitize import hidden_escaped
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.kbfiles import require_inside
+from factbook.knowledge.names import shown
 from factbook.runbooks import record as rec
 from factbook.runbooks import servers
 from factbook.runbooks.api import RECORDS_FILE, RunContext
@@ -167,6 +168,7 @@ class RunLog:
         if entries:
             from factbook.store.writeback import update_fact
 
+        planned = []
         for entry in entries:
             source = {
                 "run": self.record.run_id,
@@ -180,6 +182,10 @@ class RunLog:
             set_fields = dict(entry.get("fields") or {})
             if entry.get("unit"):
                 set_fields["unit"] = entry["unit"]
+            planned.append((entry, source, set_fields))
+        for entry, source, set_fields in planned:  # every record checked before any is written
+            refuse_unloadable(self.kb, entry, source, set_fields)
+        for entry, source, set_fields in planned:
             update_fact(
                 self.kb.root,
                 entry["fact"],
@@ -300,3 +306,64 @@ def outputs_text(outputs: list[Any]) -> str:
             tb = "\n".join(out.get("traceback", [])) or f"{out.get('ename')}: {out.get('evalue')}"
             parts.append(re.sub(r"\x1b\[[0-9;]*m", "", tb) + "\n")
     return "".join(parts)
+
+
+def refuse_unloadable(
+    kb: KnowledgeBase, entry: dict[str, Any], source: dict[str, Any], fields: dict[str, Any]
+) -> None:
+    """Refuse a record() whose fact would no longer load, before anything is written.
+
+    A cell's record is whatever Python (or a hand-edited records.jsonl) holds: an infinite
+    float, a status outside the vocabulary, a `fields` key its category does not have, a
+    string past the loader's bounds. Written as is, the fact file stops linting and every
+    command that loads the knowledge base refuses it (a self-inflicted lockout). The fact as
+    it would be after the edit is read by the loader itself, beside the fact as it is now,
+    in a scratch knowledge base holding its milestones and targets; a problem only the
+    edited one has refuses the record (the step fails, naming it) and nothing is written."""
+    import shutil
+    import tempfile
+
+    import yaml
+
+    from factbook.errors import WritebackError
+    from factbook.knowledge.kb import load_kb_with_problems
+
+    fact_id = str(entry.get("fact"))
+    fact = kb.facts.get(fact_id)
+    if fact is None:
+        return  # update_fact names an unknown id
+    path = kb.root / fact.file
+    try:
+        raw = next(
+            f
+            for f in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("facts") or []
+            if isinstance(f, dict) and f.get("id") == fact_id
+        )
+    except (OSError, UnicodeError, yaml.YAMLError, StopIteration, AttributeError):
+        return  # update_fact reports a file it cannot edit
+    after = {**raw, "value": entry.get("value"), "status": entry.get("status") or "verified"}
+    after["sources"] = [*(raw.get("sources") or []), source]
+    after.update(fields)
+    with tempfile.TemporaryDirectory(prefix="factbook-record-") as scratch:
+        base = Path(scratch)
+        for name in ("milestones.yaml", "targets.yaml"):
+            if (kb.root / name).is_file():
+                shutil.copyfile(kb.root / name, base / name)
+        (base / "facts").mkdir()
+        problems = []
+        for label, data in (("before", raw), ("after", after)):
+            try:
+                text = yaml.safe_dump({"facts": [data]}, allow_unicode=True, sort_keys=False)
+            except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
+                raise WritebackError(
+                    f"record('{fact_id}'): its value is not YAML data ({type(exc).__name__}); "
+                    "not written"
+                ) from None
+            (base / "facts" / "x.yaml").write_text(text, encoding="utf-8")
+            _, found = load_kb_with_problems(base)
+            problems.append([p.message for p in found if p.file.startswith("facts/")])
+        new = [m for m in problems[1] if m not in problems[0]]
+    if new:
+        raise WritebackError(
+            f"record('{fact_id}'): the fact would not load back ({shown(new[0])}); not written"
+        )
