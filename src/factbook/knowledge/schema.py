@@ -384,6 +384,24 @@ def _problems(
 _CHECKS: dict[int, tuple[Any, Callable[[Any], bool]]] = {}
 
 
+def fact_problem(fact: Any) -> str | None:
+    """The first reason the loader would not take `fact` as written, before its knowledge
+    base is known: the fact schema (types, the status vocabulary, finite numbers), then a
+    key only another category may have. None when it would load. Write-back asks it of
+    the facts it edits, so that no edit drops a fact from its knowledge base."""
+    if not _conforms(fact, FACT_SCHEMA):
+        found = _problems(fact, FACT_SCHEMA, LocatedDoc("", fact))
+        return found[0].message if found else "does not match the fact schema"
+    if not isinstance(fact, dict):
+        return "not a mapping"
+    allowed = CATEGORY_KEYS.get(fact.get("category", ""), set())
+    for key in fact:
+        owners = [name for name, keys in CATEGORY_KEYS.items() if key in keys]
+        if owners and key not in allowed:
+            return f"key '{key}' is only for category {' or '.join(owners)}"
+    return None
+
+
 def _conforms(value: Any, schema: Any) -> bool:
     """Whether `_problems(value, schema)` finds nothing (and raises nothing): the same tests,
     in a check compiled once per schema. False whenever unsure; the caller then walks."""

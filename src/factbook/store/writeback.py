@@ -31,6 +31,7 @@ from factbook.knowledge.halves import in_halves
 from factbook.knowledge.kb import fact_file_answer, keep_fact_file_answer, portable_fact_file
 from factbook.knowledge.limits import YAML_MAX_BYTES
 from factbook.knowledge.locate import find_root
+from factbook.knowledge.schema import fact_problem
 from factbook.knowledge.yamlsrc import (
     FastSafeLoader,
     MemoResolver,
@@ -498,6 +499,23 @@ def _check_all(
     if after != expected:
         names = ", ".join(sorted(wanted))
         raise WritebackError(f"{path}: edit of {names} would change other data; not written")
+    _still_loads(before["facts"], facts, path)
+
+
+def _still_loads(before: list[Any], edited: list[Any], path: Path) -> None:
+    """Refuse an edit after which one of the facts it edits would no longer load (a status
+    outside the vocabulary, a value of the wrong type, an infinite number, a key only
+    another category has): the loader drops or refuses such a fact, so the edit would take
+    it out of its knowledge base. A fact that did not load before is no worse for it."""
+    for old, new in zip(before, edited, strict=True):
+        if old is new:  # not edited
+            continue
+        problem = fact_problem(new)
+        if problem is not None and fact_problem(old) is None:
+            fact_id = new.get("id") if isinstance(new, dict) else None
+            raise WritebackError(
+                f"{path}: fact '{fact_id}' would no longer load ({problem}); not written"
+            )
 
 
 def _shared_data(text: str | None) -> Any:
