@@ -16,6 +16,7 @@ from collections.abc import Callable
 from factbook.errors import LintFailed, Problem, UsageError
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.names import known_names, shown
+from factbook.runbooks.destructive import destructive_command
 from factbook.runbooks.dryrun import fact_uses
 from factbook.runbooks.format import Runbook, cell_nodes, load_runbook, runbook_paths
 
@@ -116,6 +117,16 @@ def lint_runbook(kb: KnowledgeBase, runbook: Runbook) -> list[Problem]:
                         f"{label}: record('{fact_id}') is not declared in `records:`",
                     )
                 )
+        undeclared = None if step.destructive else destructive_command(step.source)
+        if undeclared is not None:
+            out.append(
+                Problem(
+                    where,
+                    step.line,
+                    f"{label}: runs `{shown(undeclared)}` but is not marked `destructive: "
+                    "true` (factbook run would not ask before it)",
+                )
+            )
         try:
             compile(step.source, f"{where}:{step.name}", "exec")
         except SyntaxError as exc:
