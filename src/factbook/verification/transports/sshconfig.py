@@ -35,6 +35,7 @@ import hashlib
 import os
 import socket
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -171,7 +172,18 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
-KNOWN = KEYWORDS | OTHER_KEYWORDS | frozenset(ALIASES.values())
+# Apple's ssh reads these too (its keychain); the ssh of any other system refuses them
+APPLE_KEYWORDS = frozenset({"usekeychain"})
+
+
+def known_keywords(platform: str = sys.platform) -> frozenset[str]:
+    """The keywords the ssh of `platform` reads: a config written on a Mac says `UseKeychain
+    yes`, which macOS's ssh takes and Linux's refuses (unless IgnoreUnknown names it)."""
+    known = KEYWORDS | OTHER_KEYWORDS | frozenset(ALIASES.values())
+    return known | APPLE_KEYWORDS if platform == "darwin" else known
+
+
+KNOWN = known_keywords()
 
 
 def flag(value: str | None) -> bool:
