@@ -33,5 +33,5 @@ def test_a_mac_config_is_read_here_as_this_ssh_reads_it(tmp_path: Path, ignore: 
     if ignore:
         assert SSHConfigFile(path).lookup("box").hostname == "box.invalid"
     else:
-        with pytest.raises(UsageError, match="(?i)usekeychain"):
+        with pytest.raises(UsageError, match=r"(?i)usekeychain"):
             SSHConfigFile(path).lookup("box")
