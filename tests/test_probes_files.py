@@ -130,3 +130,12 @@ def test_tiktoken_model_with_special_tokens_beside_it(tmp_path: Path) -> None:
     assert ml.tokenizer_token_id(model, " world") == 1
     assert ml.tokenizer_token_id(model, "é") == 2
     assert ml.tokenizer_decode(model, [0, 1, 3, 163586]) == "hello world!<|im_end|>"
+
+
+@pytest.mark.parametrize("bad", ["!!notbase64 1", "aGVsbG8 1", "aGVsbG8= rank", "aGVsbG8= 1.5"])
+def test_a_bad_tiktoken_line_is_named_with_its_file_and_number(tmp_path: Path, bad: str) -> None:
+    """A line that is not `BASE64 RANK` (bad base64, bad padding, a rank that is no integer)
+    is one error naming the file and the line, not binascii's "Incorrect padding"."""
+    (tmp_path / "tiktoken.model").write_text(f"aGVsbG8= 0\n{bad}\n")
+    with pytest.raises(RuntimeError, match=r"tiktoken\.model:2: not a tiktoken line"):
+        ml.tokenizer_token_id(str(tmp_path / "tiktoken.model"), "hello")

@@ -166,10 +166,17 @@ class _Vocab:
             self.pieces.setdefault(raw, int(index))
 
     def _load_tiktoken(self, full: str, raw: bytes) -> None:
-        for line in raw.splitlines():
+        """`BASE64 RANK` lines; a line that is not one is named with its file and number
+        (a bad base64 said only "Incorrect padding", a bad rank "invalid literal")."""
+        for number, line in enumerate(raw.splitlines(), 1):
             parts = line.split()
             if len(parts) == 2:
-                self.pieces[base64.b64decode(parts[0])] = int(parts[1])
+                try:
+                    self.pieces[base64.b64decode(parts[0], validate=True)] = int(parts[1])
+                except ValueError:  # binascii.Error is a ValueError
+                    raise RuntimeError(
+                        f"{full}:{number}: not a tiktoken line (base64 token, a space, its rank)"
+                    ) from None
         config = os.path.join(os.path.dirname(full), "tokenizer_config.json")
         if os.path.exists(config):
             decoder = _json_file(config).get("added_tokens_decoder") or {}
