@@ -139,3 +139,18 @@ def test_a_bad_tiktoken_line_is_named_with_its_file_and_number(tmp_path: Path, b
     (tmp_path / "tiktoken.model").write_text(f"aGVsbG8= 0\n{bad}\n")
     with pytest.raises(RuntimeError, match=r"tiktoken\.model:2: not a tiktoken line"):
         ml.tokenizer_token_id(str(tmp_path / "tiktoken.model"), "hello")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"added_tokens": [{"content": "x"}]},
+        {"added_tokens": [5]},
+        {"model": {"vocab": 5}},
+        {"model": {"vocab": {"a": "b"}}},
+    ],
+)
+def test_a_tokenizer_json_of_another_shape_is_one_named_error(tmp_path: Path, data: dict) -> None:
+    (tmp_path / "tokenizer.json").write_text(json.dumps(data))
+    with pytest.raises(RuntimeError, match=r"tokenizer\.json: not a tokenizer this probe can read"):
+        ml.tokenizer_token_id(str(tmp_path), "a")

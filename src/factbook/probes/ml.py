@@ -137,10 +137,16 @@ class _Vocab:
         self.pieces: dict[bytes, int] = {}
         self.byte_level = False
         raw = read_bounded(full, TOKENIZER_READ_MAX_BYTES)  # before anything is read of it
-        if raw.lstrip()[:1] == b"{":
-            self._load_json(full, raw)
-        else:
-            self._load_tiktoken(full, raw)
+        try:
+            if raw.lstrip()[:1] == b"{":
+                self._load_json(full, raw)
+            else:
+                self._load_tiktoken(full, raw)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            # a file of another shape (`added_tokens` without ids, a vocab of numbers): one
+            # line naming it, not a bare KeyError 'id'
+            why = f"{type(exc).__name__}: {str(exc)[:200]}"
+            raise RuntimeError(f"{full}: not a tokenizer this probe can read ({why})") from None
         self.by_id: dict[int, bytes] = {i: b for b, i in self.pieces.items()}
         self.by_id.update({i: t.encode("utf-8") for t, i in self.special.items()})
 
