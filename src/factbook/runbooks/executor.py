@@ -32,7 +32,7 @@ from factbook.errors import (
 from factbook.judging.outcomes import FAILED, INTERRUPTED, OK, RUNNING
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.names import known_names, shown
-from factbook.runbooks import reclaim
+from factbook.runbooks import leftovers, reclaim, servers
 from factbook.runbooks import record as rec
 from factbook.runbooks.api import CONTEXT_ENV
 from factbook.runbooks.format import Runbook, Step, select_steps
@@ -137,6 +137,7 @@ class Executor:
         deadline = started + limit if limit else None
         self._interrupt = Interrupt()
         self._interrupt.install()
+        since, subreaper = leftovers.boot_ticks_now(), leftovers.set_subreaper(True)
         try:
             self._start_kernel()
             code = self._run_steps(steps, deadline)
@@ -156,9 +157,29 @@ class Executor:
             self.log.teardown(success=code == EXIT_OK)
             if self.kernel is not None:
                 self.kernel.stop()
+            self._end_leftovers(since, watchdog.pid, success=code == EXIT_OK)
+            if subreaper:
+                leftovers.set_subreaper(False)
             self.log.close(time.monotonic() - started)
             watchdog.done()
         return code
+
+    def _end_leftovers(self, since: int, watchdog: int | None, *, success: bool) -> None:
+        """End what the cells detached from the kernel (a new session, a double fork) and
+        left running here: the kernel's shutdown kills only its own process group, so
+        `Popen(..., start_new_session=True)` in a cell outlived every run (leftovers.py)."""
+        assert self.log.folder is not None
+        kept = [i.pid for i in servers.registered(self.log.folder) if i.keep and success]
+        found = leftovers.left_behind(
+            self.log.folder, since, [watchdog or -1], kept
+        )
+        if found:
+            left = leftovers.end(found)
+            self._say(
+                f"ended {len(found) - len(left)} process(es) the cells left running "
+                f"(pids {', '.join(map(str, found[:8]))}{' ...' if len(found) > 8 else ''})",
+                err=True,
+            )
 
     # ---- the kernel ---------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from factbook.errors import FactbookError
 from factbook.judging.outcomes import INTERRUPTED, RUNNING
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.runbooks import record as rec
-from factbook.runbooks import servers
+from factbook.runbooks import leftovers, servers
 from factbook.runbooks.api import CONTEXT_ENV
 from factbook.runbooks.remote import BoxClient
 from factbook.runbooks.runlog import server_entry
@@ -113,6 +113,12 @@ def reclaim_run(kb: KnowledgeBase, folder: Path, why: str) -> list[str]:
     kernel = record.executor.get("kernel") if isinstance(record.executor, dict) else None
     if _started_for(folder, kernel) and kill_local(kernel):
         said.append(f"killed its kernel (pid {kernel['pid']})")  # type: ignore[index]
+    # what its cells detached from the kernel (a new session, a double fork) carries the run's
+    # folder in its environment: ended too, or it outlived a killed executor (leftovers.py)
+    detached = leftovers.left_behind(folder, 1 << 62, (), ())
+    if detached:
+        leftovers.end(detached)
+        said.append(f"ended {len(detached)} process(es) its cells left running")
     boxes: dict[str, BoxClient] = {}
     try:
         for info in servers.registered(folder):

@@ -371,6 +371,10 @@ def address_problems(target: Target) -> list[str]:
             continue  # field_problems names a vaulted or templated variable as such
         if value and (bad or not value.isprintable() or " " in value):
             out.append(f"{field} {shown(value)!r} is not a host or user name ssh accepts")
+    port = target.port
+    if port is not None and not (isinstance(port, int) and 1 <= port <= 65535):
+        # an ssh:// URL's `:0` passed urllib and connected to port 22 instead (round 16)
+        out.append(f"port {shown(str(port))!r} is not a number from 1 to 65535")
     for hop in target.jump:
         try:
             user, host, _ = parse_jump_host(hop)

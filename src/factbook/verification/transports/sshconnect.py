@@ -20,6 +20,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -608,6 +609,7 @@ def _login(
         opts.ciphers = aead + [c for c in opts.ciphers if c not in aead]
         return t
 
+    began = time.monotonic()
     try:
         client.connect(
             hop.host,
@@ -635,11 +637,11 @@ def _login(
         client.close()
         if "authentication methods" in str(exc):
             raise AuthError(_auth_message(hop, exc)) from None
-        raise UnreachableError(_no_banner(hop, made) or _handshake(hop, exc)) from None
+        raise UnreachableError(_no_banner(hop, made, began) or _handshake(hop, exc)) from None
     except (EOFError, OSError) as exc:
         client.close()
         raise UnreachableError(
-            _no_banner(hop, made) or f"{hop.describe()}: connection lost: {exc or 'EOF'}"
+            _no_banner(hop, made, began) or f"{hop.describe()}: connection lost: {exc or 'EOF'}"
         ) from None
     transport = client.get_transport()
     if transport is not None and keepalive > 0:
@@ -661,14 +663,24 @@ def _certified_key(hop: Hop) -> paramiko.PKey | None:
     return None
 
 
-def _no_banner(hop: Hop, made: list[paramiko.Transport]) -> str | None:
+def _no_banner(hop: Hop, made: list[paramiko.Transport], began: float) -> str | None:
     """The message for a host that took the TCP connection but never spoke SSH, else None.
 
     paramiko reports it as "No existing session" or "Error reading SSH protocol banner"; the
-    telling fact is that no version line (`SSH-2.0-...`) ever arrived.
+    telling fact is that no version line (`SSH-2.0-...`) ever arrived. A peer that closed
+    the connection long before the timeout is said to have closed it: "sent no banner within
+    10 s" for a refusal that took 5 ms sent users after a firewall (hostile round 16).
     """
     if not made or made[-1].remote_version:
         return None
+    waited = time.monotonic() - began
+    if hop.connect_timeout and waited < 0.5 * hop.connect_timeout:
+        return (
+            f"{hop.describe()}: {hop.address} accepted the connection and closed it before "
+            f"any SSH banner ({waited:.2f} s): an sshd refusing this client (MaxStartups, "
+            f"tcp wrappers, a ban) or another service; check the host and port, e.g. "
+            f"`ssh -v -p {hop.port} {hop.host}`"
+        )
     return (
         f"{hop.describe()}: {hop.address} accepted the connection but sent no SSH banner "
         f"within {hop.connect_timeout:g} s: no sshd answers on that port (another service, a "
