@@ -113,12 +113,6 @@ def reclaim_run(kb: KnowledgeBase, folder: Path, why: str) -> list[str]:
     kernel = record.executor.get("kernel") if isinstance(record.executor, dict) else None
     if _started_for(folder, kernel) and kill_local(kernel):
         said.append(f"killed its kernel (pid {kernel['pid']})")  # type: ignore[index]
-    # what its cells detached from the kernel (a new session, a double fork) carries the run's
-    # folder in its environment: ended too, or it outlived a killed executor (leftovers.py)
-    detached = leftovers.left_behind(folder, 1 << 62, (), ())
-    if detached:
-        leftovers.end(detached)
-        said.append(f"ended {len(detached)} process(es) its cells left running")
     boxes: dict[str, BoxClient] = {}
     try:
         for info in servers.registered(folder):
@@ -141,6 +135,12 @@ def reclaim_run(kb: KnowledgeBase, folder: Path, why: str) -> list[str]:
     finally:
         for box in boxes.values():
             box.close()
+    # what its cells detached (a new session, a double fork) carries the run's folder in its
+    # environment: ended after its servers are stopped, or it outlived a killed executor (leftovers.py)
+    detached = leftovers.left_behind(folder, 1 << 62, (), ())
+    if detached:
+        leftovers.end(detached)
+        said.append(f"ended {len(detached)} process(es) its cells left running")
     fresh = rec.load(folder)  # the executor may have finished after all: never undo its record
     if fresh.status == RUNNING:
         record.status, record.error = INTERRUPTED, why
