@@ -97,7 +97,7 @@ def left_behind(
     name, where = f"{CONTEXT_ENV}=".encode(), os.fspath(folder)
     out = []
     for pid, fields in table.items():
-        if pid in spared or int(fields[4]) in sessions:  # field 6: the session id
+        if pid in spared or int(fields[3]) in sessions:  # stat field 6: the session id
             continue
         young = pid in below and int(fields[19]) >= since_ticks
         if young or _marked(pid, name, where):
