@@ -13,7 +13,8 @@ import contextlib
 import math
 import os
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -274,34 +275,50 @@ def _step(
 def parse_cell(source: str) -> ast.Module | None:
     """A code cell's syntax tree, or None when Python cannot parse it: a syntax error, a NUL
     byte, or nesting past its parser's recursion (50,000 chained `+` raised a RecursionError
-    out of `lint`). Every reader of a cell's code parses it here, and the trees of the last
-    few cells are kept: lint's readers (the records, the facts it uses, its launches) each
-    parsed the same cell again, 0.45 s apiece for a cell of 15,000 lines. The tree is
-    shared: its readers only read it."""
-    kept = _CELLS.get(source)
-    if kept is None:
-        try:
-            tree: ast.Module | None = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = None
-        kept = _CELLS[source] = (tree, [])
-        while len(_CELLS) > _CELLS_KEPT:
-            del _CELLS[next(iter(_CELLS))]
-    return kept[0]
+    out of `lint`). Every reader of a cell's code parses it here; inside `shared_cells()`
+    each cell is parsed once for all of them. The tree is shared: its readers only read it."""
+    return _cell(source)[0]
 
 
 def cell_nodes(source: str) -> list[ast.AST]:
     """Every node of the cell's tree in `ast.walk`'s order (none when it does not parse),
-    walked once for all its readers."""
-    tree = parse_cell(source)
-    tree_and_nodes = _CELLS[source]
-    if tree is not None and not tree_and_nodes[1]:
-        tree_and_nodes[1].extend(ast.walk(tree))
-    return tree_and_nodes[1]
+    walked once for all its readers inside `shared_cells()`."""
+    tree, nodes = _cell(source)
+    if tree is not None and not nodes:
+        nodes.extend(ast.walk(tree))
+    return nodes
 
 
-_CELLS_KEPT = 8
-_CELLS: dict[str, tuple[ast.Module | None, list[ast.AST]]] = {}
+@contextlib.contextmanager
+def shared_cells() -> Iterator[None]:
+    """Inside: each cell's tree and nodes made once for all its readers, then let go. Lint
+    reads a cell for its records, the facts it uses and its launches: each parsed it again
+    (0.45 s apiece for a cell of 15,000 lines). Kept for the whole process instead, the
+    trees of the last cells read stayed alive in a long-lived server."""
+    stack = _SHARED.__dict__.setdefault("stack", [])
+    stack.append({})
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def _cell(source: str) -> tuple[ast.Module | None, list[ast.AST]]:
+    stack = getattr(_SHARED, "stack", None)
+    memo = stack[-1] if stack else None
+    if memo is not None and source in memo:
+        return memo[source]
+    try:
+        tree: ast.Module | None = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = None
+    made: tuple[ast.Module | None, list[ast.AST]] = (tree, [])
+    if memo is not None:
+        memo[source] = made
+    return made
+
+
+_SHARED = threading.local()  # this thread's shared_cells() blocks, innermost last
 
 
 def _number(

@@ -18,7 +18,13 @@ from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.names import known_names, shown
 from factbook.runbooks.destructive import destructive_command
 from factbook.runbooks.dryrun import fact_uses
-from factbook.runbooks.format import Runbook, cell_nodes, load_runbook, runbook_paths
+from factbook.runbooks.format import (
+    Runbook,
+    cell_nodes,
+    load_runbook,
+    runbook_paths,
+    shared_cells,
+)
 
 
 def runbooks_unchecked(kb: KnowledgeBase) -> int:
@@ -44,9 +50,10 @@ def lint_runbooks(kb: KnowledgeBase) -> list[Problem]:
         except LintFailed as exc:  # unreadable or unsafe: located problems, no Runbook
             problems += exc.problems
             continue
-        problems += lint_runbook(kb, runbook)
-        if launch is not None:
-            problems += launch(kb, runbook)
+        with shared_cells():  # one runbook's cells at a time, let go after it
+            problems += lint_runbook(kb, runbook)
+            if launch is not None:
+                problems += launch(kb, runbook)
     return problems
 
 
