@@ -30,6 +30,9 @@ FILES = [
     "test_mcp_redaction.py",
     "test_import_targets_bound.py",
     "test_proposals_decided_once.py",
+    "test_writeback_still_loads.py",
+    "test_runbook_destructive.py",
+    "test_sshconfig_platform.py",
 ]
 
 
@@ -45,8 +48,10 @@ def run(workers: int) -> tuple[dict[str, dict[str, object]], float]:
     suite = root if root.tag == "testsuite" else root.find("testsuite")
     assert suite is not None, "pytest wrote no test suite"
     per: dict[str, dict[str, object]] = defaultdict(
-        lambda: {"tried": 0, "clean": 0, "failed": 0, "skipped": 0, "slowest": ("", 0.0)}
-    )
+        lambda: {
+            "tried": 0, "clean": 0, "failed": 0, "skipped": 0, "slowest": ("", 0.0), "not_clean": []
+        }
+    )  # fmt: skip
     for case in suite.iter("testcase"):
         name = case.get("classname", "").rsplit(".", 1)[-1] + ".py"
         row = per[name]
@@ -56,6 +61,7 @@ def run(workers: int) -> tuple[dict[str, dict[str, object]], float]:
             row["slowest"] = (case.get("name", ""), seconds)
         if case.find("failure") is not None or case.find("error") is not None:
             row["failed"] += 1  # type: ignore[operator]
+            row["not_clean"].append(case.get("name", ""))  # type: ignore[union-attr]
         elif case.find("skipped") is not None:
             row["skipped"] += 1  # type: ignore[operator]
         else:
@@ -82,6 +88,9 @@ def main() -> int:
                 f"{name:34} {row['tried']:>6} {row['clean']:>6} {row['failed']:>6} "
                 f"{row['skipped']:>7}  {took:.1f} s {str(slow)[:60]}"
             )
+        for name in sorted(per):
+            for case in per[name]["not_clean"]:  # type: ignore[union-attr]
+                print(f"not clean: {name}::{case}")
         print(
             f"{'total':34} {total['tried']:>6} {total['clean']:>6} {total['failed']:>6} "
             f"{total['skipped']:>7}  ({seconds:.0f} s with {args.workers} workers)"
