@@ -33,6 +33,7 @@ FILES = [
     "test_writeback_still_loads.py",
     "test_runbook_destructive.py",
     "test_sshconfig_platform.py",
+    "test_file_modes_writers.py",
 ]
 
 
