@@ -314,19 +314,16 @@ def refuse_unloadable(
     """Refuse a record() whose fact would no longer load, before anything is written.
 
     A cell's record is whatever Python (or a hand-edited records.jsonl) holds: an infinite
-    float, a status outside the vocabulary, a `fields` key its category does not have, a
-    string past the loader's bounds. Written as is, the fact file stops linting and every
-    command that loads the knowledge base refuses it (a self-inflicted lockout). The fact as
-    it would be after the edit is read by the loader itself, beside the fact as it is now,
-    in a scratch knowledge base holding its milestones and targets; a problem only the
-    edited one has refuses the record (the step fails, naming it) and nothing is written."""
-    import shutil
-    import tempfile
-
+    float, a status outside the vocabulary, a `fields` key its category does not have. Written
+    as is, the fact file stops linting and every command that loads the knowledge base
+    refuses it (a self-inflicted lockout). The fact as it would be after the edit is asked
+    the loader's question (schema.fact_problem, which write-back asks of every edit too);
+    here it is asked of every record of the step before the first is written, so that a
+    step writes all its records or none. A fact that did not load before is no worse."""
     import yaml
 
     from factbook.errors import WritebackError
-    from factbook.knowledge.kb import load_kb_with_problems
+    from factbook.knowledge.schema import fact_problem
 
     fact_id = str(entry.get("fact"))
     fact = kb.facts.get(fact_id)
@@ -344,26 +341,8 @@ def refuse_unloadable(
     after = {**raw, "value": entry.get("value"), "status": entry.get("status") or "verified"}
     after["sources"] = [*(raw.get("sources") or []), source]
     after.update(fields)
-    with tempfile.TemporaryDirectory(prefix="factbook-record-") as scratch:
-        base = Path(scratch)
-        for name in ("milestones.yaml", "targets.yaml"):
-            if (kb.root / name).is_file():
-                shutil.copyfile(kb.root / name, base / name)
-        (base / "facts").mkdir()
-        problems = []
-        for label, data in (("before", raw), ("after", after)):
-            try:
-                text = yaml.safe_dump({"facts": [data]}, allow_unicode=True, sort_keys=False)
-            except (yaml.YAMLError, RecursionError, ValueError, TypeError) as exc:
-                raise WritebackError(
-                    f"record('{fact_id}'): its value is not YAML data ({type(exc).__name__}); "
-                    "not written"
-                ) from None
-            (base / "facts" / "x.yaml").write_text(text, encoding="utf-8")
-            _, found = load_kb_with_problems(base)
-            problems.append([p.message for p in found if p.file.startswith("facts/")])
-        new = [m for m in problems[1] if m not in problems[0]]
-    if new:
+    problem = fact_problem(after)
+    if problem is not None and fact_problem(raw) is None:
         raise WritebackError(
-            f"record('{fact_id}'): the fact would not load back ({shown(new[0])}); not written"
+            f"record('{fact_id}'): the fact would not load back ({shown(problem)}); not written"
         )
