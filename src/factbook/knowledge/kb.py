@@ -429,13 +429,8 @@ def _parse_fact_file(text: str, display: str) -> _FactFile:
     return _FactFile(doc, problems, entries)
 
 
-# a fact's keys that no category owns, and the categories owning each other key, in
-# CATEGORY_KEYS' order: once, not per fact (lint and an import's scratch lint ask per key)
+# a fact's keys that no category owns: once, not per fact (schema.KEY_OWNERS has the others)
 _COMMON_KEYS = set(schema.FACT_SCHEMA["properties"]) - set().union(*schema.CATEGORY_KEYS.values())
-_KEY_OWNERS: dict[str, list[str]] = {}
-for _category, _keys in schema.CATEGORY_KEYS.items():
-    for _key in _keys:
-        _KEY_OWNERS.setdefault(_key, []).append(_category)
 
 
 def _build_fact(raw: dict[str, Any], doc: LocatedDoc, index: int) -> Fact:
@@ -493,7 +488,7 @@ def _cross_check(
 
     allowed = schema.CATEGORY_KEYS.get(fact.category, set())
     for key in keys:
-        owners = _KEY_OWNERS.get(key, ())
+        owners = schema.KEY_OWNERS.get(key, ())
         if owners and key not in allowed:
             add((key,), f"key '{key}' is only for category {' or '.join(owners)}")
     for key in sorted(schema.CATEGORY_REQUIRED.get(fact.category, set()) - keys):

@@ -384,6 +384,14 @@ def _problems(
 _CHECKS: dict[int, tuple[Any, Callable[[Any], bool]]] = {}
 
 
+# the categories owning each category key, in CATEGORY_KEYS' order (lint's rule "key X is
+# only for category Y", asked per key of every fact: made once)
+KEY_OWNERS: dict[str, list[str]] = {}
+for _category, _keys in CATEGORY_KEYS.items():
+    for _key in _keys:
+        KEY_OWNERS.setdefault(_key, []).append(_category)
+
+
 def fact_problem(fact: Any) -> str | None:
     """The first reason the loader would not take `fact` as written, before its knowledge
     base is known: the fact schema (types, the status vocabulary, finite numbers), then a
@@ -396,7 +404,7 @@ def fact_problem(fact: Any) -> str | None:
         return "not a mapping"
     allowed = CATEGORY_KEYS.get(fact.get("category", ""), set())
     for key in fact:
-        owners = [name for name, keys in CATEGORY_KEYS.items() if key in keys]
+        owners = KEY_OWNERS.get(key, ())
         if owners and key not in allowed:
             return f"key '{key}' is only for category {' or '.join(owners)}"
     return None
