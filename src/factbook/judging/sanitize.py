@@ -67,13 +67,7 @@ def hidden_escaped(value: Any) -> Any:
     """`value` with each string in it (keys too) passed through for_document: what a writer
     of facts/ stores of a value from a box or someone's file, since lint refuses a hidden
     character in a fact file. Depth is the caller's bound (a preview, a recorded value)."""
-    if isinstance(value, str):
-        return for_document(value)
-    if isinstance(value, list):
-        return [hidden_escaped(item) for item in value]
-    if isinstance(value, dict):
-        return {hidden_escaped(k): hidden_escaped(v) for k, v in value.items()}
-    return value
+    return each_string(value, for_document, keys=True)
 
 
 def each_string(value: Any, change: Callable[[str], str], *, keys: bool = False) -> Any:
