@@ -103,7 +103,9 @@ class _Refused(Exception):
     """argparse's `parser.error(...)`: sglang prints it and exits 2."""
 
 
-def _classify(arg: Any, table: dict[str, dict[str, Any]]) -> tuple[str | None, Any] | None:
+def _classify(
+    arg: Any, table: dict[str, dict[str, Any]], lookup: _Lookup
+) -> tuple[str | None, Any] | None:
     """argparse's `_parse_optional`: None for a value, else (option or None if unknown,
     explicit `=` argument)."""
     if arg is UNKNOWN or not arg or arg[0] != "-":
@@ -116,7 +118,7 @@ def _classify(arg: Any, table: dict[str, dict[str, Any]]) -> tuple[str | None, A
         name, explicit = arg.split("=", 1)
         if name in table:
             return name, explicit
-    matches = _prefix_matches(arg, table)
+    matches = _prefix_matches(arg, table, lookup)
     if len(matches) > 1:
         names = ", ".join(name for name, _ in matches)
         raise _Refused(f"ambiguous option: {arg} could match {names}")
@@ -127,13 +129,15 @@ def _classify(arg: Any, table: dict[str, dict[str, Any]]) -> tuple[str | None, A
     return None, None
 
 
-def _prefix_matches(arg: str, table: dict[str, dict[str, Any]]) -> list[tuple[str, Any]]:
+def _prefix_matches(
+    arg: str, table: dict[str, dict[str, Any]], lookup: _Lookup
+) -> list[tuple[str, Any]]:
     if arg[1] == "-":  # --long: split at "=", then every option the prefix starts
         prefix, eq, explicit = arg.partition("=")
         value = explicit if eq else None
-        return [(name, value) for name in _lookup(table).starting(prefix)]
+        return [(name, value) for name in lookup.starting(prefix)]
     short = [(arg[:2], arg[2:])] if arg[:2] in table else []  # -xVALUE
-    return short + [(name, None) for name in _lookup(table).starting(arg) if name != arg[:2]]
+    return short + [(name, None) for name in lookup.starting(arg) if name != arg[:2]]
 
 
 @dataclass(frozen=True)
@@ -158,23 +162,15 @@ class _Lookup:
         return sorted(found, key=self.place.__getitem__) if len(found) > 1 else found
 
 
-_LOOKUPS: dict[int, tuple[dict[str, dict[str, Any]], _Lookup]] = {}
-
-
-def _lookup(table: dict[str, dict[str, Any]]) -> _Lookup:
-    """`table`'s lookup (kept with the table itself: option_table's are cached for good)."""
-    kept = _LOOKUPS.get(id(table))
-    if kept is not None and kept[0] is table:
-        return kept[1]
-    made = _Lookup(
+@cache
+def option_lookup(version: str = OPTIONS_VERSION) -> _Lookup:
+    """The lookup of `option_table(version)`, made once a version as the table is."""
+    table = option_table(version)
+    return _Lookup(
         sorted(table),
         {name: i for i, name in enumerate(table)},
         [(name, spec["dest"]) for name, spec in table.items() if spec.get("required")],
     )
-    if len(_LOOKUPS) > 16:
-        _LOOKUPS.clear()
-    _LOOKUPS[id(table)] = (table, made)
-    return made
 
 
 def _convert(option: str, spec: dict[str, Any], raw: Any) -> Any:
@@ -245,7 +241,8 @@ def parse_flags(argv: Sequence[Any], version: str = OPTIONS_VERSION) -> ParsedFl
         parsed.unknown = [str(a) for a in args[cut + 1 :] if a is not UNKNOWN]
         args = args[:cut]
     try:
-        kinds = [_classify(a, table) for a in args]
+        lookup = option_lookup(version)
+        kinds = [_classify(a, table, lookup) for a in args]
         i = 0
         while i < len(args):
             kind = kinds[i]
@@ -275,15 +272,15 @@ def parse_flags(argv: Sequence[Any], version: str = OPTIONS_VERSION) -> ParsedFl
             _take(option, spec, args[i + 1 : i + 1 + used], parsed.values)
             i += 1 + used
         if UNKNOWN not in args:  # a value known only at run time may be the flag itself
-            _check_required(table, parsed.values)
+            _check_required(lookup, parsed.values)
     except _Refused as exc:
         parsed.error = str(exc)
     return parsed
 
 
-def _check_required(table: dict[str, dict[str, Any]], values: dict[str, Any]) -> None:
+def _check_required(lookup: _Lookup, values: dict[str, Any]) -> None:
     missing: dict[str, list[str]] = {}
-    for name, dest in _lookup(table).required:
+    for name, dest in lookup.required:
         if dest not in values:
             missing.setdefault(dest, []).append(name)
     if missing:
