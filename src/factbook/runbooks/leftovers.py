@@ -39,7 +39,7 @@ def set_subreaper(on: bool) -> bool:
         return False
 
 
-def _stat(pid: int) -> list[str] | None:
+def proc_stat(pid: int) -> list[str] | None:
     """/proc/PID/stat's fields after the name (state first), or None."""
     try:
         data = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
@@ -52,7 +52,7 @@ def _table() -> dict[int, list[str]]:
     out = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            fields = _stat(int(entry))
+            fields = proc_stat(int(entry))
             if fields and len(fields) > 19 and fields[0] not in ("Z", "X"):
                 out[int(entry)] = fields
     return out
@@ -115,7 +115,7 @@ def end(pids: list[int], grace: float = 2.0) -> list[int]:
     alive = list(pids)
     while alive:
         _reap(alive)
-        alive = [p for p in alive if (_stat(p) or ["X"])[0] not in ("Z", "X")]
+        alive = [p for p in alive if (proc_stat(p) or ["X"])[0] not in ("Z", "X")]
         if not alive or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
@@ -124,7 +124,7 @@ def end(pids: list[int], grace: float = 2.0) -> list[int]:
             os.kill(pid, signal.SIGKILL)
     time.sleep(0.05 if alive else 0)
     _reap(pids)
-    return [p for p in pids if (_stat(p) or ["X"])[0] not in ("Z", "X")]
+    return [p for p in pids if (proc_stat(p) or ["X"])[0] not in ("Z", "X")]
 
 
 def _reap(pids: Iterable[int]) -> None:
@@ -137,7 +137,7 @@ def _reap(pids: Iterable[int]) -> None:
 
 def boot_ticks_now() -> int:
     """This moment in /proc/PID/stat's start-time unit (clock ticks after boot)."""
-    fields = _stat(os.getpid())
+    fields = proc_stat(os.getpid())
     own = int(fields[19]) if fields and len(fields) > 19 else 0
     try:
         uptime = float(Path("/proc/uptime").read_text().split()[0])

@@ -33,12 +33,8 @@ from factbook.runbooks.runlog import server_entry
 
 def start_time(pid: int) -> str | None:
     """Field 22 of /proc/PID/stat (clock ticks after boot): a pid plus this is one process."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    fields = data[data.rfind(")") + 2 :].split()
-    if len(fields) < 20 or fields[0] in ("Z", "X"):  # a zombie has finished already
+    fields = leftovers.proc_stat(pid)
+    if fields is None or len(fields) < 20 or fields[0] in ("Z", "X"):  # a zombie has ended
         return None
     return fields[19]
 
