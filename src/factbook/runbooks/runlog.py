@@ -183,8 +183,9 @@ class RunLog:
             if entry.get("unit"):
                 set_fields["unit"] = entry["unit"]
             planned.append((entry, source, set_fields))
+        files: dict[Path, Any] = {}  # each fact file read once for all the step's records
         for entry, source, set_fields in planned:  # every record checked before any is written
-            refuse_unloadable(self.kb, entry, source, set_fields)
+            refuse_unloadable(self.kb, entry, source, set_fields, files)
         for entry, source, set_fields in planned:
             update_fact(
                 self.kb.root,
@@ -309,7 +310,11 @@ def outputs_text(outputs: list[Any]) -> str:
 
 
 def refuse_unloadable(
-    kb: KnowledgeBase, entry: dict[str, Any], source: dict[str, Any], fields: dict[str, Any]
+    kb: KnowledgeBase,
+    entry: dict[str, Any],
+    source: dict[str, Any],
+    fields: dict[str, Any],
+    files: dict[Path, Any],
 ) -> None:
     """Refuse a record() whose fact would no longer load, before anything is written.
 
@@ -331,9 +336,11 @@ def refuse_unloadable(
         return  # update_fact names an unknown id
     path = kb.root / fact.file
     try:
+        if path not in files:  # `files`: the step's fact files as read, by path
+            files[path] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         raw = next(
             f
-            for f in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("facts") or []
+            for f in files[path].get("facts") or []
             if isinstance(f, dict) and f.get("id") == fact_id
         )
     except (OSError, UnicodeError, yaml.YAMLError, StopIteration, AttributeError):
