@@ -34,6 +34,7 @@ FILES = [
     "test_runbook_destructive.py",
     "test_sshconfig_platform.py",
     "test_file_modes_writers.py",
+    "test_import_item_bound.py",
 ]
 
 

@@ -34,6 +34,7 @@ from factbook.dumps.capture.sections import Section
 from factbook.dumps.status.kinds import PLURAL
 from factbook.judging.versions import LOOSE, Judgement, LooseVersion, judge, parse_specifier
 from factbook.knowledge.kb import load_kb
+from factbook.knowledge.limits import DUMP_MAX_ITEMS
 
 MB = 1_000_000
 
@@ -167,16 +168,25 @@ def test_a_one_line_table_of_a_megabyte_is_read_in_linear_time(
     """7 s and 21 s before (the second written without spaces: no row's quote is found, so
     each searched the whole line)."""
     text = "# Status\n\n## Hardware\n\n| Name | Value | |" + filled(cells, MB) + "\n"
+    rows = len(article._article_table(5, text.split("\n")[4], ["Hardware"], room=10**6))
+    assert rows > 25000
     entries: list[Entry] = []
-    assert cpu_seconds(lambda: entries.extend(parse_article(text))) < 2.0
-    assert len(entries) > 25000
+
+    def parse() -> None:
+        try:
+            entries.extend(parse_article(text))
+        except article.TooManyItems:  # the compact one holds ~80,000 rows
+            entries.append(Entry(0, "over", "", "", []))
+
+    assert cpu_seconds(parse) < 2.0
+    assert len(entries) == (rows if rows <= DUMP_MAX_ITEMS else 1)
 
 
 def test_a_flattened_numbered_list_of_two_megabytes_is_split_in_linear_time() -> None:
     """3 s of CPU before: a pattern compiled for each of its 80,000 numbers."""
     text = "1. " + filled(lambda n: f"item {n} uses x {n + 2}. ", 2 * MB)
     items: list[tuple[int, str]] = []
-    assert cpu_seconds(lambda: items.extend(article._split_numbers(text))) < 1.5
+    assert cpu_seconds(lambda: items.extend(article._split_numbers(text, 10**6))) < 1.5
     assert len(items) > 70000
 
 

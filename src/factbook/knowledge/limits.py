@@ -46,6 +46,10 @@ CONFIG_MAX_BYTES = 8 << 20
 KB_FILE_MAX_BYTES = 8 << 20  # kbfiles.read_bytes' default: runbook records, pages
 KNOWN_HOSTS_MAX_BYTES = 64 << 20  # a known_hosts file: ~100,000 hosts' keys
 DUMP_MAX_BYTES = 32 << 20  # `factbook import` (30x the largest hand-written dump in seeds/)
+# the items one import reads (bullets, rows, sentences): each costs ~100 us and ~7 kB
+# until the import ends, so this bounds an import at a few seconds and a few hundred MB
+# whatever the dump's shape; the largest hand-written dump in seeds/ holds 134
+DUMP_MAX_ITEMS = 50_000
 # A number a dump states (a count, a port, a list number, a token id, a message number) has
 # at most this many digits; a longer run is not such a number. Python refuses to read over
 # 4,300 digits as an int (ValueError), so a pattern reading one bounds its run by this.

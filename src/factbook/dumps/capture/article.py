@@ -16,14 +16,21 @@ paragraph under a Markdown or bold heading. A sub-bullet labelled `Cause:`, `Fix
 `Success criterion:` … completes its parent instead of standing alone (entry.SUBKEYS).
 Articles quote dumps flattened, a section per line (`### Hardware - GPUs: … - CPU: …`,
 `1. … 2. …`, `| a | b | | c | d |`); those are split back into items.
+
+A dump holds at most DUMP_MAX_ITEMS items: past it, reading stops (TooManyItems, at the
+line that passed it) before the next item is made, even inside one long line, so a dump
+of millions of tiny items costs the time and memory of that many, not of all of them.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
 
 from factbook.dumps.capture.entry import SUBKEYS, Entry
 from factbook.dumps.capture.sections import resolve
+from factbook.knowledge.limits import DUMP_MAX_ITEMS
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _NUMBERED = re.compile(r"^(\s*)(\d{1,9})[.)]\s+(.*)$")  # CommonMark: 1-9 digits
@@ -37,6 +44,14 @@ _SEPARATOR = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z<`(\"'])")
 _TRAILING_PROSE = re.compile(r"(?<=[\w)%.])\s+(?=(?:This|These|The|It|Each|Such)\s+[a-z]+\s)")
 BOLD, LABEL, PARENT = 7, 8, 9
+
+
+class TooManyItems(ValueError):
+    """A dump with more than DUMP_MAX_ITEMS items; `line` is where the one past it stands."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"line {line}: more than {DUMP_MAX_ITEMS:,} items")
+        self.line = line
 
 
 def parse_article(text: str) -> list[Entry]:
@@ -56,6 +71,15 @@ class _Reader:
     def path(self) -> list[str]:
         return [self.headings[k] for k in sorted(self.headings)]
 
+    def room(self) -> int:
+        """How many more items one line may make before the dump is over the bound (one
+        past it, so that the reader sees it is over)."""
+        return DUMP_MAX_ITEMS + 1 - len(self.entries)
+
+    def bounded(self, number: int) -> None:
+        if len(self.entries) > DUMP_MAX_ITEMS:
+            raise TooManyItems(self.entries[DUMP_MAX_ITEMS].line if self.entries else number)
+
     def structured(self) -> bool:
         """Under a Markdown or bold heading (not an article's title line)."""
         return any(1 <= k <= BOLD for k in self.headings)
@@ -73,6 +97,7 @@ class _Reader:
             seen = len(self.entries)
             titled = 0 in self.headings and not self.structured()
             index = self.line(index)
+            self.bounded(index)
             for entry in self.entries[seen:]:
                 if titled and 0 in self.headings:
                     entry.fields["titled"] = True  # under an article's title, not the dump's
@@ -107,7 +132,7 @@ class _Reader:
         if heading:
             title, rest = _split_heading(heading.group(2))
             self.set_heading(len(heading.group(1)), title)
-            self.entries += _flattened(number, rest, self.path(), "")
+            self.entries += _flattened(number, rest, self.path(), "", self.room())
             return index + 1
         bold = _BOLD_LINE.match(line)
         if bold and (not bold.group("rest") or len(bold.group("title").split()) <= 5):
@@ -127,7 +152,8 @@ class _Reader:
             return index + 1
         label = _LABEL.match(line)
         if label:
-            self.entries += _flattened(number, "- " + label.group(2), self.path(), label.group(1))
+            rest, path = "- " + label.group(2), self.path()
+            self.entries += _flattened(number, rest, path, label.group(1), self.room())
             return index + 1
         title_line = numbered.group(3) if numbered else line
         if (
@@ -139,7 +165,7 @@ class _Reader:
             self.nest = []
             return index + 1
         if numbered:
-            self.entries += _numbered_run(number, raw, self.path(), self.lines, index)
+            self.entries += _numbered_run(number, raw, self.path(), self.lines, index, self.room())
         elif self.structured():
             self.entries += self.sentences(number, line)
         return index + 1
@@ -149,7 +175,7 @@ class _Reader:
         own paragraphs sit under title lines and are never facts.)"""
         if resolve(self.path()) is None:
             return []
-        parts = _SENTENCE_END.split(line)
+        parts = _SENTENCE_END.split(line, maxsplit=self.room())
         return [_entry(number, "sentence", p, self.path(), "", None) for p in parts if p.strip()]
 
     def item(self, index: int, bullet: re.Match[str] | None, numbered: re.Match[str] | None) -> int:
@@ -183,9 +209,9 @@ class _Reader:
             self.headings.pop(PARENT, None)
         path = self.path()
         if numbered and not bullet:
-            made = _numbered_run(number, raw, path, self.lines, index)
+            made = _numbered_run(number, raw, path, self.lines, index, self.room())
         elif body.count(" - ") >= 2 or len(body) > 240:  # a list flattened onto one line
-            made = _flattened(number, "- " + body, path, "")
+            made = _flattened(number, "- " + body, path, "", self.room())
         else:
             made = [_entry(number, "bullet", body, path, "", None)]
         for entry in made:
@@ -213,9 +239,10 @@ class _Reader:
                 )
                 entry.fields["title"] = cells[0]
                 self.entries.append(entry)
+                self.bounded(end + 1)
                 end += 1
             return end
-        self.entries += _article_table(number, line, self.path())
+        self.entries += _article_table(number, line, self.path(), self.room())
         return index + 1
 
 
@@ -248,18 +275,26 @@ def _split_heading(text: str) -> tuple[str, str]:
     return text[:at].strip(), text[at:].strip()
 
 
-def _flattened(number: int, rest: str, path: list[str], label: str) -> list[Entry]:
-    """Items flattened onto one line: ` - a - b` bullets, `1. a 2. b` numbers, or `Label: - a`."""
+_FLAT_BULLET = re.compile(r"(?<!\s)\s+-\s+(?=\S)")
+
+
+def _flattened(
+    number: int, rest: str, path: list[str], label: str, room: int = DUMP_MAX_ITEMS + 1
+) -> list[Entry]:
+    """Items flattened onto one line: ` - a - b` bullets, `1. a 2. b` numbers, or `Label: - a`;
+    no more than `room` of them."""
     out: list[Entry] = []
     rest = rest.strip()
     if not rest:
         return out
     if re.match(r"1\.\s", rest):
-        for index, item in _split_numbers(rest):
+        for index, item in _split_numbers(rest, room):
             out.append(_entry(number, "numbered", item, path, label, index))
         return out
     chunk = rest[2:] if rest.startswith("- ") else rest
-    for part in re.split(r"(?<!\s)\s+-\s+(?=\S)", chunk):
+    for part in _pieces(_FLAT_BULLET, chunk):
+        if len(out) >= room:
+            break
         part = part.strip()
         sub = re.match(r"^([A-Z][^:|]{0,60}):$", part)
         if sub:  # `Files patched:` before a list, or a group label left at the end
@@ -275,12 +310,23 @@ def _flattened(number: int, rest: str, path: list[str], label: str) -> list[Entr
     return out
 
 
-def _split_numbers(text: str) -> list[tuple[int, str]]:
-    """`1. a 2. b 3. c` → [(1, 'a'), (2, 'b'), (3, 'c')]: each number must follow the last."""
+def _pieces(separator: re.Pattern[str], text: str) -> Iterator[str]:
+    """`separator.split(text)` one piece at a time (the pattern has no groups): a line of a
+    million pieces is not cut into a list of them when the reader stops after a few."""
+    start = 0
+    for found in separator.finditer(text):
+        yield text[start : found.start()]
+        start = found.end()
+    yield text[start:]
+
+
+def _split_numbers(text: str, room: int = DUMP_MAX_ITEMS + 1) -> list[tuple[int, str]]:
+    """`1. a 2. b 3. c` → [(1, 'a'), (2, 'b'), (3, 'c')]: each number must follow the last;
+    no more than `room` of them."""
     items: list[tuple[int, str]] = []
     pos, expect = 0, 1
     starts: list[tuple[int, int, int]] = []  # (number, start of marker, start of text)
-    while True:
+    while len(starts) < room:
         found = _next_number(text, pos, expect)
         if not found:
             break
@@ -307,7 +353,7 @@ def _next_number(text: str, pos: int, expect: int) -> re.Match[str] | None:
 
 
 def _numbered_run(
-    number: int, raw: str, path: list[str], lines: list[str], index: int
+    number: int, raw: str, path: list[str], lines: list[str], index: int, room: int
 ) -> list[Entry]:
     found = _NUMBERED.match(raw)
     assert found is not None
@@ -319,7 +365,7 @@ def _numbered_run(
         if cut and len(body) - cut.start() > 60:
             body = body[: cut.start()].strip()
     if re.search(r"\s2\.\s", body) and not found.group(1):
-        return _flattened(number, f"1. {body}", path, "")
+        return _flattened(number, f"1. {body}", path, "", room)
     return [_entry(number, "numbered", body, path, "", int(found.group(2)))]
 
 
@@ -330,20 +376,33 @@ def _entry(
     return Entry(number, kind, text, text, list(path), index, label)
 
 
-def _article_table(number: int, line: str, path: list[str]) -> list[Entry]:
-    """A table quoted on one line: rows separated by `| |`, the first row its header."""
-    parts = [p.strip() for p in line.strip()[1:].split("|")]
-    if "" not in parts:
-        return []
-    width = parts.index("")
-    header = parts[:width]
-    rows: list[list[str]] = []
-    for start in range(width + 1, len(parts), width + 1):
-        row = parts[start : start + width]
-        if len(row) < width or (start + width < len(parts) and parts[start + width] != ""):
+_CELL_BAR = re.compile(r"\|")
+
+
+def _article_table(
+    number: int, line: str, path: list[str], room: int = DUMP_MAX_ITEMS + 1
+) -> list[Entry]:
+    """A table quoted on one line: rows separated by `| |`, the first row its header; no
+    more than `room` rows."""
+    cells = (p.strip() for p in _pieces(_CELL_BAR, line.strip()[1:]))
+    header = []
+    for cell in cells:
+        if cell == "":
             break
-        rows.append(row)
-    rows = [row for row in rows if not all(set(c) <= set(":-") for c in row)]
+        header.append(cell)
+    else:
+        return []
+    width = len(header)
+    rows: list[list[str]] = []
+    while len(rows) < room:
+        row = list(itertools.islice(cells, width))
+        after = next(cells, None)
+        if len(row) < width or (after is not None and after != ""):
+            break
+        if not all(set(c) <= set(":-") for c in row):
+            rows.append(row)
+        if after is None:
+            break
     out = []
     for row, written in zip(rows, _written_rows(line, rows), strict=True):
         quote = "| " + " | ".join(row) + " |" if written else " | ".join(row)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from factbook.dumps.capture.article import parse_article
+from factbook.dumps.capture.article import TooManyItems, parse_article
 from factbook.dumps.capture.entry import Entry, Mark
 from factbook.dumps.capture.grouped import read_group
 from factbook.dumps.capture.sections import resolve
@@ -29,7 +29,7 @@ from factbook.dumps.status.hint import split_hint
 from factbook.dumps.status.kinds import PLURAL, SAID_STATE
 from factbook.errors import InputError
 from factbook.judging.sanitize import first_hidden, for_document
-from factbook.knowledge.limits import DUMP_MAX_BYTES, WHOLE_NUMBER
+from factbook.knowledge.limits import DUMP_MAX_BYTES, DUMP_MAX_ITEMS, WHOLE_NUMBER
 from factbook.knowledge.yamlsrc import read_text_bounded
 
 MARK_SYMBOLS = {"✅": "verified", "◻": "assumed", "⚠️": "assumed", "❌": "assumed"}
@@ -109,12 +109,33 @@ def parse_text(text: str, name: str = "<dump>") -> Document:
     someone else's file, and each one went raw into import's review on the terminal and
     into the facts `--write` wrote, which lint then refused ("hidden character")."""
     text = for_document(text.replace("\r\n", "\n"))
+    try:
+        generated, entries = _read(text)
+    except TooManyItems as exc:
+        raise InputError(
+            f"{name}:{exc.line}: more than {DUMP_MAX_ITEMS:,} items; one import reads at most "
+            f"{DUMP_MAX_ITEMS:,} (split the dump at a heading)"
+        ) from None
+    return Document(name, text, generated, entries)
+
+
+def line_past_item_bound(text: str) -> int | None:
+    """The line at which `text` passes the DUMP_MAX_ITEMS items import reads, or None: what
+    `factbook status` asks before writing a document (nothing it writes is unreadable)."""
+    try:
+        _read(for_document(text.replace("\r\n", "\n")))
+    except TooManyItems as exc:
+        return exc.line
+    return None
+
+
+def _read(text: str) -> tuple[bool, list[Entry]]:
+    """(whether factbook wrote it, its entries); TooManyItems past the bound."""
     body = _without_front_matter(text)
     generated = body.lstrip().startswith("# Status as of") or bool(
         re.search(r"`factbook status\b", body[:3000])
     )
-    entries = _parse_generated(body, legend(body)) if generated else parse_article(body)
-    return Document(name, text, generated, entries)
+    return generated, _parse_generated(body, legend(body)) if generated else parse_article(body)
 
 
 def _without_front_matter(text: str) -> str:
@@ -192,6 +213,8 @@ def _parse_generated(text: str, marks: dict[str, str]) -> list[Entry]:
     header: list[str] = []
     skipping = False
     for number, raw in enumerate(text.split("\n"), start=1):
+        if len(entries) > DUMP_MAX_ITEMS:
+            raise TooManyItems(entries[DUMP_MAX_ITEMS].line)
         line = raw.rstrip()
         heading = _HEADING.match(line)
         if heading:
@@ -237,6 +260,8 @@ def _parse_generated(text: str, marks: dict[str, str]) -> list[Entry]:
                     number, numbered.group(3), path, label, int(numbered.group(2)), marks
                 )
             )
+    if len(entries) > DUMP_MAX_ITEMS:
+        raise TooManyItems(entries[DUMP_MAX_ITEMS].line)
     return entries
 
 

@@ -50,7 +50,7 @@ from factbook.knowledge.kbfiles import (
     read_head,
     require_inside,
 )
-from factbook.knowledge.limits import DUMP_MAX_BYTES
+from factbook.knowledge.limits import DUMP_MAX_BYTES, DUMP_MAX_ITEMS
 from factbook.knowledge.yamlsrc import read_text_bounded
 from factbook.store.atomic import write_output, write_text_atomic
 from factbook.store.results import load_latest
@@ -258,7 +258,8 @@ def default_path(
 def write_status(path: Path, text: str, *, kb_root: Path) -> Path:
     """Write a document atomically; refresh the status index when it lands in docs/status/.
 
-    A document `factbook import` would refuse (over DUMP_MAX_BYTES) is refused first. A path
+    A document `factbook import` would refuse (over DUMP_MAX_BYTES or DUMP_MAX_ITEMS) is
+    refused first. A path
     named inside the knowledge base (the default docs/status/...) must resolve inside it: a
     docs/status that links elsewhere is refused (one line) rather than written through."""
     size = len(text.encode("utf-8"))
@@ -266,6 +267,15 @@ def write_status(path: Path, text: str, *, kb_root: Path) -> Path:
         raise InputError(
             f"{path}: the document would be {size} bytes, over the {DUMP_MAX_BYTES} bytes "
             "factbook import reads; not written"
+        )
+    from factbook.dumps.capture.parse import line_past_item_bound  # import's own reader
+
+    past = line_past_item_bound(text)
+    if past is not None:
+        raise InputError(
+            f"{path}: the document would hold more than {DUMP_MAX_ITEMS:,} items (line "
+            f"{past}), more than factbook import reads; not written (--budget or --as-of "
+            "writes fewer)"
         )
     if named_inside(path, kb_root):
         require_inside(path.parent, _shown(path.parent, kb_root), kb_root)
