@@ -23,9 +23,11 @@ from pathlib import Path
 
 from factbook.errors import InputError, UsageError
 from factbook.knowledge.fleet.inventory import Inventory
+from factbook.knowledge.kbfiles import current_root, escapes
 from factbook.knowledge.model import Target
-from factbook.knowledge.names import name_problem
+from factbook.knowledge.names import name_problem, shown
 from factbook.knowledge.yamlsrc import read_text_bounded
+from factbook.verification.transports.knownhosts import GLOBAL_KNOWN_HOSTS, USER_KNOWN_HOSTS
 from factbook.verification.transports.sshconfig import KEYWORDS, Resolved, SSHConfigFile
 from factbook.verification.transports.sshwords import convtime, file_lines
 
@@ -73,11 +75,47 @@ def read_ssh_config(path: Path) -> Inventory:
                 raise InputError(f"{line.where}: Host: {bad}")
             try:
                 found = config.lookup(alias)
+                _known_hosts_inside(found)  # an InputError: the whole file is refused
                 target = _target(found, alias, source)
             except UsageError:  # refused for this host only: using it reports the line
                 target = Target(name=alias, host=alias, ssh_config=source)
             inv.targets[alias] = target
     return inv
+
+
+# What a knowledge base's ssh config may name as known_hosts outside its root: the files ssh
+# reads anyway (the user's and the machine's defaults) and /dev/null (no known hosts).
+_OWN_KNOWN_HOSTS = (*USER_KNOWN_HOSTS, *GLOBAL_KNOWN_HOSTS, os.devnull)
+_KNOWN_KEYWORDS = {
+    "userknownhostsfile": "UserKnownHostsFile",
+    "globalknownhostsfile": "GlobalKnownHostsFile",
+}
+
+
+def _known_hosts_inside(found: Resolved) -> None:
+    """A knowledge base's ssh config (read while confined to its root) names known_hosts
+    files inside the root or ssh's own defaults: any other file outside it would be read as
+    the trust anchor of every connection and, with --accept-new-host-keys, appended to (a
+    write outside the knowledge base). Refused with the file:line and the path, never its
+    content."""
+    if current_root() is None:  # the user's own config (~/.ssh/config, --inventory FILE)
+        return
+    own = {os.path.realpath(os.path.expanduser(p)) for p in _OWN_KNOWN_HOSTS}
+    for keyword, name in _KNOWN_KEYWORDS.items():
+        words = found.words.get(keyword) or []
+        if [word.lower() for word in words] == ["none"]:
+            continue
+        where = found.where.get(keyword, keyword)
+        for word in words:
+            path = found.expand(word, keyword)
+            if os.path.realpath(path) in own:
+                continue
+            real = escapes(path)
+            if real is not None:
+                raise InputError(
+                    f"{where}: {name} {shown(word)} resolves to {real}, outside the knowledge "
+                    "base; refusing it (keep known_hosts inside it, or use ~/.ssh/known_hosts)"
+                )
 
 
 def _target(found: Resolved, alias: str, source: str) -> Target:

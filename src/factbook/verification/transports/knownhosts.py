@@ -19,7 +19,9 @@ import binascii
 import errno
 import hashlib
 import hmac
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +29,10 @@ from factbook.knowledge.limits import KNOWN_HOSTS_MAX_BYTES
 from factbook.verification.transports.sshwords import match_pattern_list
 
 MARKERS = ("@cert-authority", "@revoked")
+# ssh_config(5)'s defaults: UserKnownHostsFile ~/.ssh/known_hosts ~/.ssh/known_hosts2,
+# GlobalKnownHostsFile /etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2
+USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
+GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
 
 
 @dataclass(frozen=True)
@@ -156,13 +162,96 @@ def parse(text: str, source: str) -> list[HostLine]:
 
 
 def load(path: Path) -> list[HostLine]:
-    """A file's lines ([] when it does not exist); OSError when it cannot be read, or is
-    larger than KNOWN_HOSTS_MAX_BYTES (any file may be named as one: it is read bounded)."""
-    if not path.is_file():
+    """A file's lines ([] when it does not exist, or is /dev/null as `UserKnownHostsFile
+    /dev/null` names it); OSError when it cannot be read, is not a regular file, or is larger
+    than KNOWN_HOSTS_MAX_BYTES (any file may be named as one: it is sized before it is read).
+
+    OpenSSH reads a folder named as known_hosts as an empty file and waits forever on a FIFO;
+    here both are refused with the file named (a `--known-hosts ~/.ssh` typo would otherwise
+    say the host is "not in ~/.ssh", and a FIFO would hang the run)."""
+    try:  # O_NONBLOCK: opening a FIFO returns at once, to be refused below, never waited on
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):  # as ssh: no file, no known hosts
         return []
-    # bytes, not read_text: its universal newlines would make a lone \r a line break
-    with path.open("rb") as handle:
-        data = handle.read(KNOWN_HOSTS_MAX_BYTES + 1)
+    except OSError as exc:  # a socket cannot be opened (ENXIO): say what it is
+        raise _by_kind(path, exc) from None
+    try:
+        st = os.fstat(fd)
+        if _is_null(st):
+            return []
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, not_regular(path, st.st_mode))
+        if st.st_size > KNOWN_HOSTS_MAX_BYTES:
+            raise OSError(errno.EFBIG, f"larger than {KNOWN_HOSTS_MAX_BYTES} bytes; not read")
+        # bytes, not read_text: its universal newlines would make a lone \r a line break
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(KNOWN_HOSTS_MAX_BYTES + 1)  # it may have grown since fstat
+    finally:
+        os.close(fd)
     if len(data) > KNOWN_HOSTS_MAX_BYTES:
         raise OSError(errno.EFBIG, f"larger than {KNOWN_HOSTS_MAX_BYTES} bytes; not read")
     return parse(data.decode("utf-8", errors="replace"), str(path))
+
+
+_KINDS = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
+def not_regular(path: Path | str, mode: int = stat.S_IFDIR) -> str:
+    """Why a known_hosts path that is not a regular file is not used (its kind, never its
+    content)."""
+    kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+    return f"{kind}, not a regular file; not read"
+
+
+def _by_kind(path: Path | str, exc: OSError) -> OSError:
+    """`exc` of opening `path`, told as the kind of file it is where that is the reason."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return exc
+    return exc if stat.S_ISREG(mode) else OSError(exc.errno, not_regular(path, mode))
+
+
+def _is_null(st: os.stat_result) -> bool:
+    """Whether `st` is /dev/null's (`UserKnownHostsFile /dev/null`: no known hosts)."""
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == null.st_rdev
+
+
+def open_for_append(path: Path) -> int:
+    """A write descriptor at the end of known_hosts `path` (made 0600 when new): refused,
+    never waited on, when it is not a regular file (a FIFO without a reader would block the
+    open for ever) or /dev/null. The caller closes it."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:  # a folder; a FIFO no one reads (O_NONBLOCK: ENXIO, no wait)
+        raise _by_kind(path, exc) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) and not _is_null(st):
+        os.close(fd)
+        raise OSError(errno.EINVAL, not_regular(path, st.st_mode))
+    return fd
+
+
+def needs_newline(path: Path) -> bool:
+    """Whether `path` ends without a line break, so a line appended would join its last
+    line (and both be lost to a reader)."""
+    try:
+        with open(path, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if st.st_size == 0 or not stat.S_ISREG(st.st_mode):
+                return False
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+    except OSError:
+        return False

@@ -51,10 +51,8 @@ _KNOWN_HOSTS_WRITE = threading.Lock()
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
-# ssh_config(5)'s defaults: UserKnownHostsFile ~/.ssh/known_hosts ~/.ssh/known_hosts2,
-# GlobalKnownHostsFile /etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2
-USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
-GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
+USER_KNOWN_HOSTS = knownhosts.USER_KNOWN_HOSTS
+GLOBAL_KNOWN_HOSTS = knownhosts.GLOBAL_KNOWN_HOSTS
 
 
 @dataclass
@@ -289,7 +287,7 @@ class KnownHosts:
             try:
                 self.lines += knownhosts.load(source)
             except OSError as exc:
-                raise HostKeyError(f"cannot read {source}: {exc}") from None
+                raise HostKeyError(f"known_hosts {source}: {exc.strerror or exc}") from None
         self._index = knownhosts.PlainIndex()
         self._index.add(self.lines)
 
@@ -336,10 +334,18 @@ class KnownHosts:
             )
         line = f"{name} {key.get_name()} {key.get_base64()}\n"
         with _KNOWN_HOSTS_WRITE:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                os.write(fd, line.encode())
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                # a last line without its line break would swallow this one (both lost)
+                lead = "\n" if knownhosts.needs_newline(self.path) else ""
+                fd = knownhosts.open_for_append(self.path)
+            except OSError as exc:
+                raise HostKeyError(
+                    f"cannot add the host key of {hop.address} ({hop.role} {hop.name}) to "
+                    f"{self.path}: {exc.strerror or exc}"
+                ) from None
+            try:
+                os.write(fd, (lead + line).encode())
             finally:
                 os.close(fd)
             added = knownhosts.parse(line, str(self.path))

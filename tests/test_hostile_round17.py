@@ -1,0 +1,245 @@
+# ruff: noqa: E501  (the corpus table keeps one case per line, so a new case is one line)
+"""Hostile input, round 17 (issue 25, "Hardening III"): known_hosts files of odd types and
+hostile lines, a runbook's managed server under SIGTERM/SIGINT, the file modes of
+`discover --write`, and three vague messages (an sshd that stalls after its banner, an
+ssh:// port out of range, a long unknown MCP resource URI echoed whole).
+
+What was tried:
+- known_hosts named by `--known-hosts` or by the knowledge base's own ssh config
+  (`inventory: ssh.conf` with UserKnownHostsFile / GlobalKnownHostsFile): a FIFO, a folder,
+  a socket, /dev/null, a file past KNOWN_HOSTS_MAX_BYTES, a file without its last line
+  break, a path (or a link) leaving the root, `~/` paths, `none`; hostile lines (a 4 MB
+  line, non-UTF-8 bytes, malformed `|1|` hashes, `@revoked`/`@cert-authority` with junk, an
+  unknown marker, option-shaped host patterns, a key of the wrong type, `@revoked` of the
+  real key) against the real loopback sshd with both transports, with and without
+  --accept-new-host-keys;
+- `factbook run` of a runbook whose step starts a real loopback HTTP server through
+  `server.start` (keep off and on), signalled with SIGTERM and SIGINT mid-step;
+- `discover --write` under umask 022 and 077: new fact files, a rewritten one;
+- a socket that sends an SSH banner and then stalls; ssh:// ports out of range or not
+  numbers; an unknown MCP resource URI of 100 kB.
+
+The table cases run through tests/test_hostile_kb.py's `run_case`; the rest start real
+processes (the loopback sshd lab, `factbook run` subprocesses, a socket server, the MCP
+server over stdio).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_hostile_kb import FIFO, Case, Link, _in_process, make_outside, plant, run_case
+
+PORT_BAD = "is not a number from 1 to 65535"
+REFUSED = ["verify", "hw.gpu.count", "--target", "ssh://root@127.0.0.1:9", "--timeout", "2"]
+
+
+def known(path: str) -> list[str]:
+    """verify against a closed loopback port with `--known-hosts PATH`: known_hosts is read
+    before connecting, so what it is decides the message."""
+    return [*REFUSED, "--known-hosts", path]
+
+
+def kb_config(*lines: str) -> dict[str, str | bytes | Link]:
+    """The knowledge base's own ssh config as its inventory: host `kj` with `lines`."""
+    body = "Host kj\n  HostName 127.0.0.1\n  Port 9\n" + "".join(f"  {line}\n" for line in lines)
+    return {
+        "targets.yaml": "inventory: ssh.conf\ntargets:\n  here: {transport: local}\n",
+        "ssh.conf": body,
+    }
+
+
+# fmt: off
+CASES: list[Case] = [
+    # --- 1. known_hosts of odd types: a FIFO and a folder were read as an empty file (the host
+    # "is not in" it), and with --accept-new-host-keys a FIFO hung the run on open() for ever
+    # and a folder ended as "connection lost: [Errno 21] Is a directory" ---
+    Case("--known-hosts a FIFO", {"kh": FIFO}, known("{kb}/kh"), 3, "/kh: a FIFO, not a regular file; not read"),
+    Case("--known-hosts a FIFO, accept-new", {"kh": FIFO}, [*known("{kb}/kh"), "--accept-new-host-keys"], 3, "a FIFO, not a regular file; not read"),
+    Case("--known-hosts a folder", {"kh/x": "x"}, known("{kb}/kh"), 3, "/kh: a folder, not a regular file; not read"),
+    Case("--known-hosts a folder, accept-new", {"kh/x": "x"}, [*known("{kb}/kh"), "--accept-new-host-keys"], 3, "a folder, not a regular file; not read"),
+    Case("--known-hosts a link to a FIFO", {"kh": Link("fifo"), "fifo": FIFO}, known("{kb}/kh"), 3, "a FIFO, not a regular file; not read"),
+    # ... held (guards): a missing file and /dev/null are no known hosts, as ssh reads them
+    Case("--known-hosts missing", {}, known("{kb}/nothing"), 3, "connection refused"),
+    Case("--known-hosts /dev/null", {}, known("/dev/null"), 3, "connection refused"),
+    Case("--known-hosts non-UTF-8 bytes", {"kh": b"\xff\xfe\x00garbage\n\xc3(\n"}, known("{kb}/kh"), 3, "connection refused"),
+    # --- 2. a known_hosts file the knowledge base's own ssh config names outside its root was
+    # read as the trust anchor, and --accept-new-host-keys appended to it (a write outside) ---
+    Case("kb ssh config: UserKnownHostsFile outside", kb_config("UserKnownHostsFile {out}/shadow"), "lint", 2, "resolves to {out}/shadow, outside the knowledge base; refusing it"),
+    Case("kb ssh config: a link inside leading outside", {**kb_config("UserKnownHostsFile {kb}/kh"), "kh": Link("{out}/shadow")}, "lint", 2, "resolves to {out}/shadow, outside the knowledge base"),
+    Case("kb ssh config: the second word outside", kb_config("UserKnownHostsFile ~/.ssh/known_hosts {out}/shadow"), "lint", 2, "resolves to {out}/shadow, outside"),
+    Case("kb ssh config: GlobalKnownHostsFile outside", kb_config("GlobalKnownHostsFile {out}/environ"), "lint", 2, "resolves to {out}/environ, outside the knowledge base"),
+    Case("kb ssh config: a ~ path not ssh's own", kb_config("UserKnownHostsFile ~/.ssh/other_hosts"), "lint", 2, "outside the knowledge base; refusing it"),
+    Case("kb ssh config: outside, refused by verify too", kb_config("UserKnownHostsFile {out}/shadow"), ["verify", "hw.gpu.count", "--target", "kj", "--accept-new-host-keys"], 2, "outside the knowledge base; refusing it"),
+    Case("kb ssh config: a %d token outside", kb_config("UserKnownHostsFile %d/.ssh/kh_%h"), "lint", 2, "outside the knowledge base; refusing it"),
+    # ... held (guards): inside the root, ssh's own defaults, /dev/null and none are used
+    Case("kb ssh config: UserKnownHostsFile inside", kb_config("UserKnownHostsFile {kb}/kh"), "lint", 0, "ok:"),
+    Case("kb ssh config: ssh's own default", kb_config("UserKnownHostsFile ~/.ssh/known_hosts ~/.ssh/known_hosts2"), "lint", 0, "ok:"),
+    Case("kb ssh config: /etc/ssh/ssh_known_hosts", kb_config("GlobalKnownHostsFile /etc/ssh/ssh_known_hosts"), "lint", 0, "ok:"),
+    Case("kb ssh config: /dev/null", kb_config("UserKnownHostsFile /dev/null"), "lint", 0, "ok:"),
+    Case("kb ssh config: none", kb_config("UserKnownHostsFile none"), "lint", 0, "ok:"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_hostile_input_round17(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_case(case, tmp_path, monkeypatch)
+
+
+def test_cases_named_once() -> None:
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+def test_a_known_hosts_socket_is_refused(tmp_path: Path) -> None:
+    """A UNIX socket named as known_hosts: refused by kind, like a FIFO."""
+    kb, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(kb, out, {})
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(kb / "kh"))
+    try:
+        code, output, _ = _in_process(["--root", str(kb), *known(str(kb / "kh"))], 10)
+    finally:
+        sock.close()
+    assert code == 3 and "a socket, not a regular file; not read" in output, output[-2000:]
+
+
+def test_a_known_hosts_file_past_the_bound_is_sized_not_read(tmp_path: Path) -> None:
+    """A sparse file one byte past KNOWN_HOSTS_MAX_BYTES: refused by its size before it is
+    read (it was read up to the bound, 64 MB of memory, then refused): a child process's
+    peak RSS stays far below the bound."""
+    from factbook.knowledge.limits import KNOWN_HOSTS_MAX_BYTES
+
+    huge = tmp_path / "kh"
+    with huge.open("wb") as handle:
+        handle.truncate(KNOWN_HOSTS_MAX_BYTES + 1)
+    probe = (  # VmHWM, not ru_maxrss: that one keeps the forking pytest's peak across exec
+        "import re, sys\n"
+        "from pathlib import Path\n"
+        "from factbook.verification.transports import knownhosts\n"
+        "def peak():\n"
+        "    return int(re.search(r'VmHWM:\\s+(\\d+)', Path('/proc/self/status').read_text())[1])\n"
+        "base = peak()\n"
+        "try:\n"
+        "    knownhosts.load(Path(sys.argv[1]))\n"
+        "except OSError as exc:\n"
+        "    print(exc.strerror)\n"
+        "print((peak() - base) // 1024)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(huge)], capture_output=True, text=True, timeout=60
+    )
+    said, grown = done.stdout.splitlines()
+    assert said == f"larger than {KNOWN_HOSTS_MAX_BYTES} bytes; not read", done
+    assert int(grown) < 16, f"{grown} MB read before the size was checked"
+
+
+# --- 1b. hostile known_hosts lines against the real loopback sshd, both transports ---
+OTHER = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+RSA_TYPE_ED_BLOB = "ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
+
+
+def hostile_lines(name: str, key: str) -> bytes:
+    """known_hosts lines an attacker or a slip could leave, none of which vouches for `name`
+    with its real `key` (the key is only ever paired with a line ssh skips)."""
+    lines = [
+        f"{name} " + "A" * (4 << 20),  # a 4 MB line: a key that is not base64 of a key
+        f"|1|not-base64!|also-not {key}",  # malformed hash: skipped, not a match for all
+        f"|1|{'A' * 28}|{'A' * 28}| {key}",  # a fifth field in the hash
+        f"|2|AAAA|AAAA {key}",  # an unknown hash version
+        f"@revoked * {OTHER} trailing junk",  # revokes another key: no effect on ours
+        f"@cert-authority *.invalid,{name} ssh-ed25519 AAAA",  # a CA key that is no key
+        f"@bogus {name} {key}",  # an unknown marker: the line is skipped, as ssh skips it
+        f"@revoked @revoked {name} {key}",  # a second marker: skipped
+        f"-oProxyCommand=touch${{IFS}}/tmp/x,{name}x {OTHER}",  # option-shaped patterns
+        f"--,-F/etc/passwd {key}",
+        f"{name} {RSA_TYPE_ED_BLOB}",  # the wrong key type for the blob: skipped
+        f"\0{name} {key}",  # a NUL first: the line is empty to a C reader
+        "\udcff" * 3,
+    ]
+    return b"\n".join(line.encode("utf-8", "surrogateescape") for line in lines) + b"\xff\xfe\n"
+
+
+@pytest.fixture
+def lab_kb(ssh_lab, ssh_home: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
+    kb, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(kb, out, {})
+    return kb
+
+
+@pytest.mark.ssh
+@pytest.mark.parametrize("scheme", ["ssh", "openssh"])
+@pytest.mark.parametrize(
+    ("extra", "accept", "code", "said"),
+    [
+        # held (guards): no hostile line vouches for the host, and none stops a real one
+        ("", False, 3, "not in"),
+        ("", True, 0, "1 passed"),  # asked: the key is added, after the hostile lines
+        ("real", False, 0, "1 passed"),
+        ("revoked", False, 3, "REVOKED"),
+        ("revoked", True, 3, "REVOKED"),
+    ],
+)
+def test_hostile_known_hosts_lines_never_vouch_for_a_host(
+    scheme: str,
+    extra: str,
+    accept: bool,
+    code: int,
+    said: str,
+    ssh_lab,
+    lab_kb: Path,
+    ssh_home: Path,
+) -> None:  # type: ignore[no-untyped-def]
+    jump = ssh_lab.jump
+    name, key = jump.known_hosts_line().split(" ", 1)
+    kh = ssh_home / ".ssh" / "hostile_hosts"
+    data = hostile_lines(name, key)
+    if extra == "real":
+        data += f"{name} {key}\n".encode()
+    elif extra == "revoked":
+        data += f"{name} {key}\n@revoked * {key}\n".encode()
+    kh.write_bytes(data)
+    argv = ["--root", str(lab_kb), "verify", "hw.gpu.count", "--target"]
+    argv += [
+        f"{scheme}://{ssh_lab.user}@{jump.host}:{jump.port}?timeout=5",
+        "--known-hosts",
+        str(kh),
+    ]
+    argv += ["--accept-new-host-keys"] if accept else []
+    got, output, _ = _in_process(argv, 30)
+    assert got == code and said in output and "Traceback" not in output, output[-2000:]
+    assert "\n".join(output.splitlines()) == output.rstrip("\n")
+    if accept and code == 0:  # the line added reads back, on a line of its own
+        assert kh.read_bytes().startswith(data) and kh.read_bytes()[len(data) :].count(b"\n") == 1
+        assert _in_process(argv[:-1], 30)[0] == 0
+
+
+@pytest.mark.ssh
+@pytest.mark.parametrize("scheme", ["ssh"])
+def test_a_key_added_after_a_last_line_without_its_break_joins_nothing(
+    scheme: str, ssh_lab, lab_kb: Path, ssh_home: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """known_hosts whose last line has no line break (an editor that drops it): the key
+    added by --accept-new-host-keys was glued to it, so both lines were lost (the old host's
+    key no longer parsed, the new one neither: every run asked again). OpenSSH 9.2 does the
+    same; factbook starts a new line."""
+    jump = ssh_lab.jump
+    kh = ssh_home / ".ssh" / "no_last_break"
+    kh.write_text(f"other.invalid {OTHER}")
+    argv = ["--root", str(lab_kb), "verify", "hw.gpu.count", "--target"]
+    argv += [
+        f"{scheme}://{ssh_lab.user}@{jump.host}:{jump.port}?timeout=5",
+        "--known-hosts",
+        str(kh),
+    ]
+    got, output, _ = _in_process([*argv, "--accept-new-host-keys"], 30)
+    assert got == 0, output[-2000:]
+    lines = kh.read_text().splitlines()
+    assert lines[0] == f"other.invalid {OTHER}" and len(lines) == 2, lines
+    assert _in_process(argv, 30)[0] == 0  # the key added is known now
