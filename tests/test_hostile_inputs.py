@@ -291,8 +291,8 @@ def test_malformed_redact_config(
 TARGET_URLS = [
     ("ssh://[x", "bad target URL 'ssh://[x': Invalid IPv6 URL"),
     ("ssh://u@h?jump=ssh://[", "Invalid IPv6 URL"),
-    ("ssh://h:abc", "Port could not be cast to integer"),
-    ("ssh://h:99999", "Port out of range"),
+    ("ssh://h:abc", "port 'abc' is not a number from 1 to 65535"),
+    ("ssh://h:99999", "port '99999' is not a number from 1 to 65535"),
     ("ssh://", "no host"),
     ("ftp://h", "unsupported target URL scheme 'ftp'"),
     ("ssh://h?jump=u@j:abc", "bad jump host"),

@@ -35,6 +35,12 @@ import pytest
 from test_hostile_kb import FIFO, Case, Link, _in_process, make_outside, plant, run_case
 
 PORT_BAD = "is not a number from 1 to 65535"
+
+
+def url(spec: str) -> list[str]:
+    return ["verify", "hw.gpu.count", "--target", spec, "--timeout", "2"]
+
+
 REFUSED = ["verify", "hw.gpu.count", "--target", "ssh://root@127.0.0.1:9", "--timeout", "2"]
 
 
@@ -82,6 +88,17 @@ CASES: list[Case] = [
     Case("kb ssh config: /etc/ssh/ssh_known_hosts", kb_config("GlobalKnownHostsFile /etc/ssh/ssh_known_hosts"), "lint", 0, "ok:"),
     Case("kb ssh config: /dev/null", kb_config("UserKnownHostsFile /dev/null"), "lint", 0, "ok:"),
     Case("kb ssh config: none", kb_config("UserKnownHostsFile none"), "lint", 0, "ok:"),
+    # --- 4b. urllib's wording for an ssh:// port: "Port out of range 0-65535" named neither the
+    # value nor the range ssh takes, "Port could not be cast to integer value as '22;x'" was
+    # its internals' (round 16 expected both; they now read as every other bad port) ---
+    Case("ssh:// URL: port 65536", {}, url("ssh://root@x.invalid:65536"), 2, f"port '65536' {PORT_BAD}"),
+    Case("ssh:// URL: IPv6 with port 70000", {}, url("ssh://root@[::1]:70000"), 2, f"port '70000' {PORT_BAD}"),
+    Case("openssh:// URL: port 99999", {}, url("openssh://root@x.invalid:99999"), 2, f"port '99999' {PORT_BAD}"),
+    Case("ssh:// URL: port -1", {}, url("ssh://root@x.invalid:-1"), 2, f"port '-1' {PORT_BAD}"),
+    Case("ssh:// URL: port 22x", {}, url("ssh://root@x.invalid:22x"), 2, f"port '22x' {PORT_BAD}"),
+    Case("ssh:// URL: jump port 22;x", {}, url("ssh://root@x.invalid?jump=gw.invalid:22;x"), 2, f"port '22;x' {PORT_BAD}"),
+    Case("ssh:// URL: jump IPv6 port 65536", {}, url("ssh://root@x.invalid?jump=[::1]:65536"), 2, f"port '65536' {PORT_BAD}"),
+    Case("ssh:// URL: a 300-digit port, its head echoed", {}, url("ssh://root@x.invalid:" + "9" * 300), 2, f"...' {PORT_BAD}", absent=("9" * 100,)),
 ]
 # fmt: on
 

@@ -70,7 +70,7 @@ def test_url_ipv6_and_errors() -> None:
     for bad, why in [
         ("http://h", "ssh://"),
         ("ssh://h?jmp=x", "unknown key jmp"),
-        ("ssh://h:99999", "out of range"),
+        ("ssh://h:99999", "is not a number from 1 to 65535"),
         ("ssh://h?timeout=soon", "timeout"),
     ]:
         with pytest.raises(UsageError, match=why):

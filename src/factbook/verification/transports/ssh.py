@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 from factbook.errors import TargetError, UnreachableError, UsageError
 from factbook.knowledge.model import Target
+from factbook.knowledge.names import shown
 from factbook.verification.transports.base import (
     AgentProcess,
     BoundedStderr,
@@ -36,6 +37,7 @@ from factbook.verification.transports.sshconnect import (
     Hop,
     connect_box,
     split_jump_spec,
+    url_port,
 )
 
 URL_KEYS = ("jump", "python", "identity_file", "timeout")
@@ -52,19 +54,20 @@ def parse_target_url(
     python (interpreter on the box), identity_file, timeout (connect timeout, seconds).
     """
     targets = targets or {}
+    said = shown(url)  # a URL of kilobytes is quoted by its head
     parts = urllib.parse.urlsplit(url)
     if parts.scheme != "ssh":
-        raise UsageError(f"{url}: a target URL starts with ssh://")
+        raise UsageError(f"{said}: a target URL starts with ssh://")
     try:
-        port = parts.port
+        port = url_port(parts)
     except ValueError as exc:
-        raise UsageError(f"{url}: {exc}") from None
+        raise UsageError(f"{said}: {exc}") from None
     if not parts.hostname:
-        raise UsageError(f"{url}: no host")
+        raise UsageError(f"{said}: no host")
     query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
     unknown = sorted(set(query) - set(URL_KEYS))
     if unknown:
-        raise UsageError(f"{url}: unknown key {', '.join(unknown)} (known: {', '.join(URL_KEYS)})")
+        raise UsageError(f"{said}: unknown key {', '.join(unknown)} (known: {', '.join(URL_KEYS)})")
     jumps: list[Target] = []
     names: list[str] = []
     for value in query.get("jump", []):
@@ -79,7 +82,7 @@ def parse_target_url(
     try:
         connect_timeout = float(timeout) if timeout else None
     except ValueError:
-        raise UsageError(f"{url}: timeout must be a number of seconds") from None
+        raise UsageError(f"{said}: timeout must be a number of seconds") from None
     user = urllib.parse.unquote(parts.username) if parts.username else None
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     name = f"{user + '@' if user else ''}{host}{f':{port}' if port else ''}"

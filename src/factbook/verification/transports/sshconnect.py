@@ -28,6 +28,7 @@ from typing import Any
 
 from factbook.errors import AuthError, HostKeyError, UnreachableError, UsageError
 from factbook.knowledge.model import Target
+from factbook.knowledge.names import shown
 from factbook.verification.transports import knownhosts
 from factbook.verification.transports.base import TransportOptions
 from factbook.verification.transports.paramiko_lean import paramiko
@@ -95,13 +96,28 @@ def split_jump_spec(spec: str) -> tuple[str | None, str, int | None]:
     text = spec.strip()
     parsed = urllib.parse.urlsplit(text if "://" in text else "ssh://" + text)
     try:
-        port = parsed.port
+        port = url_port(parsed)
     except ValueError as exc:
         raise UsageError(f"bad jump host {spec!r}: {exc}") from None
     if not parsed.hostname:
         raise UsageError(f"bad jump host {spec!r}: no host")
     user = urllib.parse.unquote(parsed.username) if parsed.username else None
     return user, parsed.hostname, port
+
+
+def url_port(parts: urllib.parse.SplitResult) -> int | None:
+    """The port of an ssh:// URL, None when it names none; ValueError naming the value and
+    the range otherwise (urllib's own "Port out of range 0-65535" named neither, and
+    "Port could not be cast to integer value as '22;x'" was its internals' wording). Zero is
+    left to the callers (urllib passes it; they say ssh never connects to it)."""
+    try:
+        return parts.port
+    except ValueError:
+        pass
+    hostport = parts.netloc.rpartition("@")[2]
+    text = hostport.rpartition("]")[2] if hostport.startswith("[") else hostport
+    text = text.partition(":")[2]
+    raise ValueError(f"port {shown(text)!r} is not a number from 1 to 65535") from None
 
 
 class ConfigFiles:
