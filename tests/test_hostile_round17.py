@@ -29,6 +29,9 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -260,3 +263,94 @@ def test_a_key_added_after_a_last_line_without_its_break_joins_nothing(
     lines = kh.read_text().splitlines()
     assert lines[0] == f"other.invalid {OTHER}" and len(lines) == 2, lines
     assert _in_process(argv, 30)[0] == 0  # the key added is known now
+
+
+# --- 4a. an sshd that sends its banner and then stalls or hangs up: paramiko's "No existing
+# session" ("SSH handshake failed: No existing session") named neither the banner that came
+# nor the wait ---
+@pytest.fixture
+def banner_sshd(request: pytest.FixtureRequest) -> Iterator[int]:
+    """A listener on 127.0.0.1 that sends `banner` on each connection, then keeps it silent
+    (`stall`), closes it (`close`) or sends junk and keeps it (`junk`)."""
+    banner, then = request.param
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            conn.sendall(banner)
+            if then == "close":
+                conn.close()
+                continue
+            if then == "junk":
+                conn.sendall(b"\x00\x00\x00\x0c\x0a\x14" + b"\xff" * 10)
+            held.append(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+@pytest.mark.parametrize(
+    ("banner_sshd", "said", "max_s"),
+    [
+        # findings: "SSH handshake failed: No existing session" / "connection lost: EOF"
+        (
+            (b"SSH-2.0-OpenSSH_9.2\r\n", "stall"),
+            "sent its SSH banner (SSH-2.0-OpenSSH_9.2) but the SSH handshake did not finish within 2 s",
+            8,
+        ),
+        (
+            (b"SSH-2.0-OpenSSH_9.2\r\n", "close"),
+            "sent its SSH banner (SSH-2.0-OpenSSH_9.2) and closed the connection during the SSH handshake",
+            1.5,
+        ),
+        (
+            (
+                b"SSH-2.0-x\x1b[31m\u202e".replace(b"\u202e", "\u202e".encode())
+                + b"y" * 200
+                + b"\r\n",
+                "stall",
+            ),
+            "but the SSH handshake did not finish within 2 s",
+            8,
+        ),
+        # held (guard): junk after the banner is paramiko's own reason, not a stall
+        ((b"SSH-2.0-OpenSSH_9.2\r\n", "junk"), "127.0.0.1:", 8),
+    ],
+    indirect=["banner_sshd"],
+)
+def test_an_sshd_silent_after_its_banner_is_one_line_naming_it(
+    banner_sshd: int, said: str, max_s: float, tmp_path: Path
+) -> None:
+    """One line naming host and port and what happened, exit 3, within the timeout; the
+    banner quoted escaped and by its head."""
+    kb, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(kb, out, {})
+    began = time.monotonic()
+    code, output, _ = _in_process(
+        ["--root", str(kb), *url(f"ssh://root@127.0.0.1:{banner_sshd}?timeout=2")], 30
+    )
+    took = time.monotonic() - began
+    assert code == 3 and "Traceback" not in output, output[-2000:]
+    line = next(x for x in output.splitlines() if x.startswith("ERROR"))
+    assert said in line and f"127.0.0.1:{banner_sshd}" in line, line
+    assert "No existing session" not in line and "\x1b" not in line and "\u202e" not in line, line
+    assert "y" * 100 not in line, line
+    assert took < max_s, took

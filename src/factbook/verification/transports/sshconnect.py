@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from factbook.errors import AuthError, HostKeyError, UnreachableError, UsageError
+from factbook.errors import AuthError, HostKeyError, UnreachableError, UsageError, visible
 from factbook.knowledge.model import Target
 from factbook.knowledge.names import shown
 from factbook.verification.transports import knownhosts
@@ -659,11 +659,13 @@ def _login(
         client.close()
         if "authentication methods" in str(exc):
             raise AuthError(_auth_message(hop, exc)) from None
-        raise UnreachableError(_no_banner(hop, made, began) or _handshake(hop, exc)) from None
+        said = _no_banner(hop, made, began) or _stalled(hop, made, began, exc)
+        raise UnreachableError(said or _handshake(hop, exc)) from None
     except (EOFError, OSError) as exc:
         client.close()
+        said = _no_banner(hop, made, began) or _stalled(hop, made, began, exc)
         raise UnreachableError(
-            _no_banner(hop, made, began) or f"{hop.describe()}: connection lost: {exc or 'EOF'}"
+            said or f"{hop.describe()}: connection lost: {exc or 'EOF'}"
         ) from None
     transport = client.get_transport()
     if transport is not None and keepalive > 0:
@@ -709,6 +711,32 @@ def _no_banner(hop: Hop, made: list[paramiko.Transport], began: float) -> str | 
         f"hung sshd or a firewall holding the connection); check the host and port, e.g. "
         f"`ssh -v -p {hop.port} {hop.host}`"
     )
+
+
+def _stalled(hop: Hop, made: list[paramiko.Transport], began: float, exc: Exception) -> str | None:
+    """The message for a host that sent its SSH banner and then never finished the key
+    exchange (went silent, or hung up), else None. paramiko says "No existing session" (or
+    raises EOFError) for both, which named neither the banner that did arrive nor the wait
+    (hostile round 17). A key exchange that failed with a reason of its own (no common
+    algorithm) keeps paramiko's reason."""
+    if not made or not made[-1].remote_version or made[-1].session_id is not None:
+        return None
+    banner = shown(visible(made[-1].remote_version))
+    waited = time.monotonic() - began
+    if hop.connect_timeout and waited >= 0.5 * hop.connect_timeout:
+        return (
+            f"{hop.describe()}: {hop.address} sent its SSH banner ({banner}) but the SSH "
+            f"handshake did not finish within {hop.connect_timeout:g} s: a hung sshd, or a "
+            f"proxy or tarpit that only answers the banner; check the host, e.g. "
+            f"`ssh -v -p {hop.port} {hop.host}`"
+        )
+    if isinstance(exc, EOFError) or "No existing session" in str(exc):
+        return (
+            f"{hop.describe()}: {hop.address} sent its SSH banner ({banner}) and closed the "
+            f"connection during the SSH handshake ({waited:.2f} s): an sshd refusing this "
+            f"client or a broken one; check the host, e.g. `ssh -v -p {hop.port} {hop.host}`"
+        )
+    return None
 
 
 def _handshake(hop: Hop, exc: Exception) -> str:
