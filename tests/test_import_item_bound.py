@@ -18,7 +18,8 @@ import pytest
 from helpers import cli, make_kb
 from test_hostile_kb import Case, run_case
 
-from factbook.dumps.capture import article
+from factbook.dumps.capture import article, plan
+from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.parse import line_past_item_bound, parse_text
 from factbook.dumps.status.render import write_status
 from factbook.errors import InputError
@@ -119,6 +120,35 @@ def test_the_cli_refuses_and_writes_nothing(tmp_path: Path) -> None:
     assert sorted(p.relative_to(kb) for p in kb.rglob("*")) == before
 
 
+def versions(lines: int, each: int) -> str:
+    """A software section of `lines` bullets, each listing `each` `name: version` pairs."""
+    return "# S\n\n## Software\n\n" + "".join(
+        "- " + ", ".join(f"torch: 2.{line}.{n}" for n in range(each)) + "\n"
+        for line in range(lines)
+    )
+
+
+@pytest.mark.parametrize(("lines", "each"), [(2, 30_000), (480, 250)])
+def test_versions_a_line_lists_count_as_items(tmp_path: Path, lines: int, each: int) -> None:
+    """A line listing versions is read as one item per version: two lines of 30,000 (in one
+    process) or 480 of 250 (shared by both cores) pass the bound at the line that does."""
+    kb = make_kb(tmp_path / "kb", [])
+    (kb / "milestones.yaml").write_text(
+        "milestones:\n  - {id: '1', title: start}\n", encoding="utf-8"
+    )
+    dump = tmp_path / "dump.md"
+    dump.write_text(versions(lines, each), encoding="utf-8")
+    passing = 5 + DUMP_MAX_ITEMS // each  # the line whose versions pass the bound
+    code, out, err = cli(kb, "import", str(dump), "--milestone", "1")
+    assert (code, (out + err).strip()) == (
+        2,
+        f"factbook: error: {dump}:{passing}: {OVER}; one import reads at most {DUMP_MAX_ITEMS:,} (split the dump at a heading)",
+    )
+    dump.write_text(versions(2, 300), encoding="utf-8")
+    code, out, err = cli(kb, "import", str(dump), "--milestone", "1")
+    assert code in (0, 1) and "600 new" in out, out + err
+
+
 IMPORT = ["import", "{kb}/dump.md", "--milestone", "1"]
 MANY = 1_000_000  # items: ~7 GB and minutes to import without the bound
 
@@ -137,3 +167,15 @@ CASES: list[Case] = [
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_hostile_item_counts(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run_case(case, tmp_path, monkeypatch)
+
+
+def test_both_halves_within_the_bound_are_counted_together() -> None:
+    """Each core's half may stay within the bound while both together pass it: the joined
+    answers are counted again, and the entry that passes it is named."""
+    entries = [Entry(10 + n, "bullet", "x", "x", []) for n in range(4)]
+    half = DUMP_MAX_ITEMS // 2
+    worked = [None, ([], [None] * half), ([], [None] * (half - 1)), ([], [None] * 2)]
+    with pytest.raises(article.TooManyItems) as raised:
+        plan._within_bound(entries, worked)  # type: ignore[arg-type]
+    assert raised.value.line == 13
+    plan._within_bound(entries[:3], worked[:3])  # type: ignore[arg-type]  # exactly the bound

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 
 from factbook.dumps.capture.entry import SUBKEYS, Entry
 from factbook.dumps.capture.sections import resolve
+from factbook.errors import InputError
 from factbook.knowledge.limits import DUMP_MAX_ITEMS
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
@@ -52,6 +53,13 @@ class TooManyItems(ValueError):
     def __init__(self, line: int) -> None:
         super().__init__(f"line {line}: more than {DUMP_MAX_ITEMS:,} items")
         self.line = line
+
+    def refusal(self, name: str) -> InputError:
+        """What `factbook import` says of the dump `name` (one line, exit 2)."""
+        return InputError(
+            f"{name}:{self.line}: more than {DUMP_MAX_ITEMS:,} items; one import reads at "
+            f"most {DUMP_MAX_ITEMS:,} (split the dump at a heading)"
+        )
 
 
 def parse_article(text: str) -> list[Entry]:

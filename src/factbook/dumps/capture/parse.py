@@ -112,10 +112,7 @@ def parse_text(text: str, name: str = "<dump>") -> Document:
     try:
         generated, entries = _read(text)
     except TooManyItems as exc:
-        raise InputError(
-            f"{name}:{exc.line}: more than {DUMP_MAX_ITEMS:,} items; one import reads at most "
-            f"{DUMP_MAX_ITEMS:,} (split the dump at a heading)"
-        ) from None
+        raise exc.refusal(name) from None
     return Document(name, text, generated, entries)
 
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from factbook.dumps.capture.article import TooManyItems
 from factbook.dumps.capture.boxes import Boxes, find_boxes
 from factbook.dumps.capture.build import PREFIXES, Built, build, figures_table, id_base, unique_id
 from factbook.dumps.capture.checks import known_distributions, version_mentions
@@ -42,6 +43,7 @@ from factbook.errors import UsageError
 from factbook.knowledge.halves import in_halves
 from factbook.knowledge.kb import FACTS_DIR, KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.kbfiles import require_inside
+from factbook.knowledge.limits import DUMP_MAX_ITEMS
 from factbook.knowledge.model import Milestone
 from factbook.knowledge.yamlsrc import sharing
 
@@ -133,13 +135,17 @@ def propose_all(
     headless = not document.generated and not any(resolve(e.headings) for e in document.entries)
     evaluate = _evaluator(kb, document, milestone, boxes, known, index)
 
+    room = [DUMP_MAX_ITEMS]  # the items (an entry's versions each one) still to be read
+
     def work(part: Sequence[Entry]) -> list[_Worked]:
         """Each entry placed (None: no section takes it), split into its versions, and each
         piece's answer: nothing here depends on the entries before it. A run of entries is
         placed, then worked out, while what placing them read is still remembered
-        (`version_mentions`' words)."""
+        (`version_mentions`' words). Past `room` pieces: TooManyItems (each half of the
+        work has the whole room; what both made is counted once they are joined)."""
         seen: set[str] = set()
         out: list[_Worked] = []
+        made = 0
         for at in range(0, len(part), _PLACED_RUN):
             run = part[at : at + _PLACED_RUN]
             pieces_of: list[list[Entry] | None] = []
@@ -147,7 +153,14 @@ def propose_all(
             for entry in run:
                 where = resolve(entry.headings)
                 section = place(entry, where, headless=headless, prefixes=prefixes)
-                pieces = None if section is None else split_versions(entry, section, known)
+                pieces = (
+                    None
+                    if section is None
+                    else split_versions(entry, section, known, room[0] - made)
+                )
+                made += len(pieces or ())
+                if made > room[0]:
+                    raise TooManyItems(entry.line)
                 pieces_of.append(pieces)
                 placed += [(piece, section) for piece in pieces or ()]  # type: ignore[misc]
             answers = iter(evaluate(placed, seen))
@@ -165,12 +178,17 @@ def propose_all(
     entries = document.entries
     worked: list[_Worked] = []
     at = 0
-    while boxes is not None and not boxes.boxes and at < len(entries):
-        worked += work(entries[at : at + _UNTIL_PLACEHOLDER_RUN])
-        at += _UNTIL_PLACEHOLDER_RUN
-    worked += in_halves(
-        work, entries[at:], least=_PARALLEL_FROM, child_share=_CHILD_SHARE, send=_lightened
-    )
+    try:
+        while boxes is not None and not boxes.boxes and at < len(entries):
+            worked += work(entries[at : at + _UNTIL_PLACEHOLDER_RUN])
+            room[0] = DUMP_MAX_ITEMS - _items(worked)
+            at += _UNTIL_PLACEHOLDER_RUN
+        worked += in_halves(
+            work, entries[at:], least=_PARALLEL_FROM, child_share=_CHILD_SHARE, send=_lightened
+        )
+        _within_bound(entries, worked)
+    except TooManyItems as exc:
+        raise exc.refusal(document.path) from None
     for entry, answer in _each_piece(entries, worked, unplaced):
         if answer is None or (answer.early in seen and answer.skippable):
             duplicates += 1  # build would change nothing
@@ -243,6 +261,22 @@ _NOT_SENT = Extracted()  # what the child sends for an extraction only evaluate 
 # an entry worked out: None when no section takes it, else (its pieces when split into its
 # versions, else None: the entry itself, which the parent has; an answer per piece)
 _Worked = tuple[list[Entry] | None, list["_Answer | None"]] | None
+
+
+def _items(worked: list[_Worked]) -> int:
+    """The items of entries worked out: an entry split into its versions counts each."""
+    return sum(1 if one is None else len(one[1]) for one in worked)
+
+
+def _within_bound(entries: list[Entry], worked: list[_Worked]) -> None:
+    """TooManyItems at the entry whose items pass DUMP_MAX_ITEMS, if any does."""
+    if _items(worked) <= DUMP_MAX_ITEMS:
+        return
+    total = 0
+    for entry, one in zip(entries, worked, strict=True):
+        total += 1 if one is None else len(one[1])
+        if total > DUMP_MAX_ITEMS:
+            raise TooManyItems(entry.line)
 
 
 def _each_piece(
@@ -354,22 +388,30 @@ def _marker(entry: Entry, section: Section, said: str) -> str | None:
 _WORD = re.compile(r"[A-Za-z]\w*")
 
 
-def split_versions(entry: Entry, section: Section, known: frozenset[str]) -> list[Entry]:
+def split_versions(
+    entry: Entry, section: Section, known: frozenset[str], room: int = DUMP_MAX_ITEMS
+) -> list[Entry]:
     """`flashinfer: 0.6.4, torch: 2.10.0+cu128, CUDA: 12.8` → one entry per version, each
-    quoting its own words, so each can carry its check."""
+    quoting its own words, so each can carry its check. A line already holding more than
+    `room` versions is not read on: TooManyItems."""
     if section.category != "software" or entry.kind == "row" or entry.hint is not None:
         return [entry]
-    parts = [p.strip() for p in _outside_parentheses(entry.text) if p.strip()]
+    if _SEPARATOR.search(entry.text) is None:
+        return [entry]
+    parts: list[str] = []
+    for raw in _outside_parentheses(entry.text):
+        part = raw.strip()
+        if not part:
+            continue
+        parts.append(part)
+        if len(parts) == 2 and not _one_version(parts[0], known):  # a list: its first too
+            return [entry]
+        if len(parts) >= 2 and not _one_version(part, known):
+            return [entry]
+        if len(parts) > room:
+            raise TooManyItems(entry.line)
     if len(parts) < 2:
         return [entry]
-    for part in parts:
-        found = version_mentions(part, known)
-        if len(found) != 1 or not found[0][2]:
-            return [entry]
-        name, version, _ = found[0]
-        rest = _parentheticals_dropped(part).replace(name, " ").replace(version, " ")
-        if len(_WORD.findall(rest)) > 2:  # a sentence, not `name: version`
-            return [entry]
     out = []
     for part in parts:
         piece = replace(entry, text=part, quote=part, fields=dict(entry.fields))
@@ -382,7 +424,17 @@ _PARENTHESIS = re.compile(r"[()]")
 _PARENTHETICAL = re.compile(r"\([^)]*\)")
 
 
-def _outside_parentheses(text: str) -> list[str]:
+def _one_version(part: str, known: frozenset[str]) -> bool:
+    """Whether `part` of a list is one `name: version` and no sentence."""
+    found = version_mentions(part, known)
+    if len(found) != 1 or not found[0][2]:
+        return False
+    name, version, _ = found[0]
+    rest = _parentheticals_dropped(part).replace(name, " ").replace(version, " ")
+    return len(_WORD.findall(rest)) <= 2  # more: a sentence, not `name: version`
+
+
+def _outside_parentheses(text: str) -> Iterator[str]:
     """`re.split(r"[,;]\\s+(?![^()]*\\))", text)`: cut at each `, ` or `; ` whose next
     parenthesis is not a `)` (one inside `(a, b)` is not a cut), in linear time: the
     lookahead scanned to the end of the text from every separator, and a line of 60,000
@@ -390,14 +442,14 @@ def _outside_parentheses(text: str) -> list[str]:
     first one after it."""
     where = [(m.start(), m.group()) for m in _PARENTHESIS.finditer(text)]
     starts = [at for at, _ in where]
-    parts, begin = [], 0
+    begin = 0
     for found in _SEPARATOR.finditer(text):
         after = bisect.bisect_left(starts, found.end())
         if after < len(where) and where[after][1] == ")":
             continue
-        parts.append(text[begin : found.start()])
+        yield text[begin : found.start()]
         begin = found.end()
-    return [*parts, text[begin:]]
+    yield text[begin:]
 
 
 def _parentheticals_dropped(text: str) -> str:
