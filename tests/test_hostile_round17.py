@@ -26,6 +26,7 @@ server over stdio).
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -354,3 +355,56 @@ def test_an_sshd_silent_after_its_banner_is_one_line_naming_it(
     assert "No existing session" not in line and "\x1b" not in line and "\u202e" not in line, line
     assert "y" * 100 not in line, line
     assert took < max_s, took
+
+
+# --- 4c. the MCP SDK echoed an unknown resource URI whole, twice (its message and
+# `data.uri`), however long: 100 kB in, 200 kB out ---
+@pytest.mark.parametrize(
+    ("uri", "said"),
+    [
+        ("factbook://nope/" + "x" * 100_000, "Unknown resource: factbook://nope/xxx"),
+        ("urn:" + "\u202e" * 50 + "y" * 100_000, "Unknown resource: urn:\\u202e"),
+        # a template's handler quoted the id by its head, but the SDK's `data.uri` held it whole
+        ("factbook://fact/" + "z" * 100_000, "zzz"),
+        ("factbook://status/" + "w" * 100_000, "www"),
+    ],
+)
+def test_an_unknown_mcp_resource_uri_is_quoted_by_its_head(
+    uri: str, said: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from helpers import REPO
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    from mcp.shared.exceptions import MCPError
+
+    kb, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(kb, out, {})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "factbook", "mcp", "--root", str(kb)],
+        env={"PYTHONPATH": str(REPO / "src"), "NO_COLOR": "1"},
+        cwd=str(kb),
+    )
+    caught: list[MCPError] = []
+
+    async def main() -> None:
+        with anyio.fail_after(60):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                try:
+                    await session.read_resource(uri)
+                except MCPError as exc:
+                    caught.append(exc)
+                listed = await session.list_resources()  # the server still serves
+                assert any(r.uri == "factbook://status" for r in listed.resources)
+
+    anyio.run(main)
+    assert len(caught) == 1
+    error = caught[0].error
+    echoed = error.message + json.dumps(error.data)
+    assert said in error.message and "\n" not in error.message, error.message[:300]
+    assert len(echoed) < 2000, f"{len(echoed)} characters echoed"
+    assert "\u202e" not in echoed

@@ -24,7 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedResourceError,
+)
 from mcp.types import NotificationParams, ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -143,6 +148,24 @@ class FactbookMCP(MCPServer):
             text = text[len(sdk) :] if text.startswith(sdk + name + ":") else text
             raise ToolError(text) from exc.__cause__
 
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        """The SDK's read, its errors quoting the URI by its head: an unknown URI was echoed
+        whole, twice (the message and `data.uri`), however long the client sent it (round 17);
+        an error our own handlers raise is one line already (`_resource`)."""
+        from mcp.shared.exceptions import MCPError
+        from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
+
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceError as exc:
+            said = _uri_shown(str(uri))
+            text = _one_line(str(exc).replace(str(uri), said))
+            if isinstance(exc, UnexpectedResourceError):
+                log.error("reading resource %s: %s", said, _one_line(repr(exc.__cause__))[:300])
+            found = isinstance(exc, ResourceNotFoundError)
+            code = INVALID_PARAMS if found else INTERNAL_ERROR
+            raise MCPError(code=code, message=text, data={"uri": said}) from None
+
     async def list_resources(self) -> list[Any]:
         from mcp.types import Resource
 
@@ -173,6 +196,15 @@ class FactbookMCP(MCPServer):
                 )
             )
         return listed
+
+
+URI_SHOWN = 200  # characters of a resource URI an error quotes
+
+
+def _uri_shown(uri: str) -> str:
+    """A URI as an error quotes it: escaped, and its head only when it is long."""
+    text = _one_line(uri)
+    return text if len(text) <= URI_SHOWN else f"{text[:URI_SHOWN]}... ({len(uri)} characters)"
 
 
 def _guard(box: Any, name: str, call: Any) -> Any:
