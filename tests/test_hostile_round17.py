@@ -27,6 +27,7 @@ server over stdio).
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -323,9 +324,7 @@ def banner_sshd(request: pytest.FixtureRequest) -> Iterator[int]:
         ),
         (
             (
-                b"SSH-2.0-x\x1b[31m\u202e".replace(b"\u202e", "\u202e".encode())
-                + b"y" * 200
-                + b"\r\n",
+                b"SSH-2.0-x\x1b[31m" + "\u202e".encode() + b"y" * 200 + b"\r\n",
                 "stall",
             ),
             "but the SSH handshake did not finish within 2 s",
@@ -408,3 +407,30 @@ def test_an_unknown_mcp_resource_uri_is_quoted_by_its_head(
     assert said in error.message and "\n" not in error.message, error.message[:300]
     assert len(echoed) < 2000, f"{len(echoed)} characters echoed"
     assert "\u202e" not in echoed
+
+
+# --- 3. the file modes of `discover --write`: new files and folders have the umask's mode, a
+# shared fact file it rewrites keeps its own ---
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_discover_write_honours_the_umask(tmp_path: Path, umask: int) -> None:
+    from helpers import cli
+    from test_discover import _kb
+
+    (tmp_path / "kb").mkdir()
+    root = _kb(tmp_path / "kb")
+    (root / "facts" / "box.yaml").chmod(0o664)  # a shared fact file, group-writable
+    before = set(root.rglob("*"))
+    previous = os.umask(umask)
+    try:
+        code, out, err = cli(root, "discover", "--target", "local", "--write")
+    finally:
+        os.umask(previous)
+    assert code == 0 and "updated hw.threads" in err, (out[-1500:], err[-1500:])
+    made = [p for p in root.rglob("*") if p not in before and not p.is_symlink()]
+    assert any(p.name == "discovered-local.yaml" for p in made), made
+    for path in made:
+        mode = path.stat().st_mode & 0o777
+        want = (0o777 if path.is_dir() else 0o666) & ~umask
+        assert mode & 0o002 == 0 and mode == want, (path, oct(mode))
+    assert (root / "facts" / "box.yaml").stat().st_mode & 0o777 == 0o664  # rewritten, mode kept
+    assert "stale" in (root / "facts" / "box.yaml").read_text()
