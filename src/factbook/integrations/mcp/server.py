@@ -227,7 +227,8 @@ def _guard(box: Any, name: str, call: Any) -> Any:
 def _resource(box: Any, call: Any) -> str:
     """A resource's text, redacted as a tool's answer is (Toolbox.redacted)."""
     try:
-        return str(box.redacted(str(call())))
+        text = call()  # a status document comes already redacted (tools.Redacted)
+        return str(box.redacted(text if isinstance(text, str) else str(text)))
     except FactbookError as exc:
         raise ResourceError(_one_line(str(exc))) from None
 

@@ -54,6 +54,14 @@ STATEMENT_SNIPPET = 300
 _GLOB = re.compile(r"[a-z0-9_.*?\[\]-]{1,200}")
 
 
+class Redacted(str):
+    """A status document already redacted as mcp.redact says, while it was rendered (so
+    that a cell is escaped after its secret is hidden, and a budget holds for what is
+    sent): `Toolbox.redacted` passes it through instead of walking its 120 kB again."""
+
+    __slots__ = ()
+
+
 def _bounded(text: Any, limit: int, what: str) -> str:
     if not isinstance(text, str):
         raise UsageError(f"{what} must be a string")
@@ -310,12 +318,14 @@ class Toolbox:
         as_of_id = milestone.id if milestone else None
         out: dict[str, Any] = {"as_of": as_of_id}
         mode = self.settings.redact  # here too, so that the budget holds for what is sent
-        out["document"] = api.status(
-            kb,
-            as_of=as_of_id,
-            budget=budget,
-            redact=mode == "all",
-            hide_secrets=mode == "secrets",
+        out["document"] = Redacted(
+            api.status(
+                kb,
+                as_of=as_of_id,
+                budget=budget,
+                redact=mode == "all",
+                hide_secrets=mode == "secrets",
+            )
         )
         if budget is not None:
             out["budget"] = budget
@@ -589,10 +599,16 @@ class Toolbox:
         kb, _ = self.kb()
         redactor = redactor_for(kb, secrets_only=mode == "secrets")
         if mode != "secrets":  # names it learns hide in strings met before: no memo
-            return each_string(answer, redactor, keys=True)
+
+            def each(text: str) -> str:
+                return text if isinstance(text, Redacted) else redactor(text)
+
+            return each_string(answer, each, keys=True)
         done: dict[str, str] = {}
 
         def once(text: str) -> str:
+            if isinstance(text, Redacted):
+                return text
             out = done.get(text)
             if out is None:
                 out = done[text] = redactor(text)
@@ -603,7 +619,8 @@ class Toolbox:
     # --- resources -----------------------------------------------------------------
 
     def status_document(self, as_of: str | None = None) -> str:
-        return str(self.status_brief(None, as_of)["document"])
+        document: Redacted = self.status_brief(None, as_of)["document"]
+        return document
 
     def milestones(self) -> list[Milestone]:
         kb, _ = self.kb()
