@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -434,3 +436,87 @@ def test_discover_write_honours_the_umask(tmp_path: Path, umask: int) -> None:
         assert mode & 0o002 == 0 and mode == want, (path, oct(mode))
     assert (root / "facts" / "box.yaml").stat().st_mode & 0o777 == 0o664  # rewritten, mode kept
     assert "stale" in (root / "facts" / "box.yaml").read_text()
+
+
+# --- 2. SIGTERM/SIGINT while a step's managed server runs (server.start), in the same step:
+# while it waits for the server to be ready, and after, with keep off and on ---
+SERVE_SAME_STEP = """
+import sys, time
+from factbook.runbooks.api import server
+argv = {argv!r}
+print('starting', flush=True)
+srv = server.start('web', argv, ready={port}, deadline=60, keep={keep})
+print('server up', flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("when", ["waiting for ready", "ready", "ready, keep=True"])
+def test_a_signal_while_a_steps_server_runs_leaves_nothing_behind(
+    tmp_path: Path, sig: signal.Signals, when: str
+) -> None:
+    """A real `factbook run` whose step starts a loopback HTTP server (or one that never
+    listens: the run waits for it), signalled mid-step: exit 130, the record reads back as
+    interrupted, no server outlives the run (keep=True keeps a server after a successful
+    run only), and the next run, lint and status work."""
+    from helpers import free_port, pid_alive, pids_with_cmdline
+    from runbook_kit import make_kb, run_cli, runs, start_run_until, steps_of, write_runbook
+
+    root = make_kb(tmp_path / "kb")
+    mark = str(tmp_path / f"served-{uuid.uuid4().hex[:8]}")
+    os.mkdir(mark)
+    port = free_port()
+    if when == "waiting for ready":  # a server that never listens: server.start waits
+        argv = [sys.executable, "-c", "import time; time.sleep(300)", mark]
+    else:
+        argv = [
+            sys.executable,
+            "-m",
+            "http.server",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+            mark,
+        ]
+    code = SERVE_SAME_STEP.format(argv=argv, port=port, keep=when.endswith("keep=True"))
+    write_runbook(
+        root,
+        "srv",
+        [({"name": "serve", "timeout": 300}, code), ({"name": "after"}, "print('after')")],
+    )
+    proc = start_run_until(root, "srv", "starting" if when == "waiting for ready" else "server up")
+    try:
+        deadline = time.monotonic() + 30
+        while not pids_with_cmdline(mark) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        servers = pids_with_cmdline(mark)
+        assert servers, "the server never started"
+        time.sleep(0.3)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 10
+    while any(pid_alive(p) for p in servers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [p for p in servers if pid_alive(p)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err, err[-2000:]
+    assert left == [], f"the server outlived the run: {err[-1500:]}"
+    record = runs(root, "srv")[-1]
+    assert (
+        record["status"] == "interrupted" and steps_of(record)["serve"]["status"] == "interrupted"
+    )
+    assert steps_of(record)["after"]["status"] == "pending"
+    write_runbook(root, "next", [({"name": "one"}, "print('next ok')")])
+    again = run_cli(root, "run", "next", timeout=120)
+    assert again.returncode == 0 and "next ok" in again.stdout, again.stderr[-2000:]
+    for argv2 in (["lint"], ["status", "--out", "-"]):
+        code2, said, _ = _in_process(["--root", str(root), *argv2], 60)
+        assert code2 == 0 and "Traceback" not in said, (argv2, said[-2000:])
