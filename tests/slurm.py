@@ -101,7 +101,7 @@ class Cluster:
         return left
 
 
-def _write_conf(d: Path, ports: list[int]) -> None:
+def _write_conf(d: Path, ports: list[int], extra: tuple[str, ...] = ()) -> None:
     lines = [
         "ClusterName=fbtest",
         "SlurmctldHost=localhost",
@@ -133,11 +133,13 @@ def _write_conf(d: Path, ports: list[int]) -> None:
             "State=UNKNOWN"
         )
     lines.append(f"PartitionName=gpu Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP")
+    lines += extra
     (d / "slurm.conf").write_text("\n".join(lines) + "\n")
 
 
-def start_cluster(workdir: Path, timeout: float = 30.0) -> Cluster:
-    """munged, slurmctld and one slurmd per node name, all ready (sinfo: idle) on return."""
+def start_cluster(workdir: Path, timeout: float = 30.0, extra: tuple[str, ...] = ()) -> Cluster:
+    """munged, slurmctld and one slurmd per node name, all ready (sinfo: idle) on return;
+    `extra` lines are added to slurm.conf (e.g. a TaskProlog)."""
     cluster = Cluster(workdir)
     for sub in ("munge", "state", "log", *(f"spool/{n}" for n in NODES)):
         (workdir / sub).mkdir(parents=True, exist_ok=True)
@@ -149,7 +151,7 @@ def start_cluster(workdir: Path, timeout: float = 30.0) -> Cluster:
     key = munge / "munge.key"
     key.write_bytes(os.urandom(1024))
     key.chmod(0o600)
-    _write_conf(workdir, [free_port() for _ in range(2 + len(NODES))])
+    _write_conf(workdir, [free_port() for _ in range(2 + len(NODES))], extra)
     log = (workdir / "log" / "daemons.out").open("wb")
     try:
         cluster.procs.append(

@@ -2,9 +2,10 @@
 targets name unless started with --run-kb-probes. Each hole is a real knowledge base whose
 command would leave a marker file: an exec transport's argv, a local python or env that makes
 the agent load the knowledge base's file, a ProxyCommand (an Ansible inventory's ssh arguments,
-an ssh-config inventory, a jump host's ssh config with `Match exec`), srun's --prolog. Without
+an ssh-config inventory, a jump host's ssh config with `Match exec`). Without
 the flag: no marker, and each check is an error naming the target, the field and the flag;
-with it the command runs (the marker appears even where the connection then fails)."""
+with it the command runs (the marker appears even where the connection then fails).
+srun's --prolog and the like are refused outright (srun_args is an allow-list)."""
 
 from __future__ import annotations
 
@@ -163,41 +164,45 @@ def test_a_jump_hosts_ssh_config_match_exec(tmp_path: Path) -> None:
     assert marker.exists()
 
 
-def test_srun_prolog_and_epilog_are_withheld(tmp_path: Path) -> None:
+def test_srun_prolog_and_epilog_are_refused_where_targets_yaml_is_read(tmp_path: Path) -> None:
     """srun runs --prolog/--epilog on the submitting host, --task-* on the nodes (which share
-    its files); getopt takes an unambiguous prefix. The withholding half, no cluster needed;
-    the running half is the next test."""
+    its files); getopt takes an unambiguous prefix. srun_args is an allow-list of options that
+    bound or place the step (fleet/slurmwords.py, hostile round 18): serve refuses the
+    knowledge base before anything runs, with or without the flag. An env: SLURM_TASK_PROLOG
+    (srun's input variable) is still withheld without the flag."""
     marker = tmp_path / "prolog-ran"
     prolog = _executable(tmp_path / "kb" / "prolog.sh", f"#!/bin/sh\ntouch {marker}\n")
     for arg in (f"--prolog={prolog}", "--epilog=/bin/true", "--task-pro=/bin/true", "--ep"):
         box = {"transport": "slurm", "nodes": "n1", "srun_args": ["--immediate=5", arg]}
         kb = _kb(tmp_path, {"targets": {"box": box}})
-        _withheld(_record(kb, allow=False), "target 'box'", "srun_args --")
+        for allow in (False, True):
+            snap = verify_snapshot(ServeSettings(root=kb, interval=300.0, run_kb_probes=allow))
+            assert "target 'box': srun_args '--" in snap.problem and not snap.records, snap
     assert not marker.exists()
     box = {"transport": "slurm", "nodes": "n1", "env": {"SLURM_TASK_PROLOG": "/bin/true"}}
     _withheld(_record(_kb(tmp_path, {"targets": {"box": box}}), allow=False), "SLURM_TASK_PROLOG")
 
 
 @pytest.mark.parametrize("hook", ["prolog", "epilog"])
-def test_srun_prolog_and_epilog_run_with_the_flag(
+def test_srun_prolog_and_epilog_never_run_even_with_the_flag(
     slurm_env: Cluster, tmp_path: Path, hook: str
 ) -> None:
-    """Through the real test cluster (conftest.py's slurm_env): srun runs the knowledge
-    base's --prolog (before the step) or --epilog (after it) here, as this user, and the
-    check on n1 passes; without the flag the same knowledge base starts no srun at all."""
+    """Through the real test cluster (conftest.py's slurm_env): a knowledge base whose
+    srun_args name a --prolog or --epilog starts no srun, with the flag too; the same target
+    without it passes on n1 (one record per node)."""
     marker = tmp_path / f"{hook}-ran"  # absolute: the script runs in srun's folder, not the kb
     script = _executable(tmp_path / "kb" / f"{hook}.sh", f"#!/bin/sh\ntouch {marker}\n")
-    srun_args = ["--immediate=30", f"--{hook}={script}"]
-    kb = _kb(
-        tmp_path,
-        {"targets": {"box": {"transport": "slurm", "nodes": "n1", "srun_args": srun_args}}},
-    )
+    box: dict[str, Any] = {"transport": "slurm", "nodes": "n1"}
+    box["srun_args"] = ["--immediate=30", f"--{hook}={script}"]
+    kb = _kb(tmp_path, {"targets": {"box": box}})
     jobs = slurm_env.jobs_started()
-    _withheld(_record(kb, allow=False), "target 'box'", f"srun_args --{hook}")
+    snap = verify_snapshot(ServeSettings(root=kb, interval=300.0, run_kb_probes=True))
+    assert f"srun's --{hook} is not allowed: it runs a program" in snap.problem, snap
     assert not marker.exists() and slurm_env.jobs_started() == jobs
+    box["srun_args"] = ["--immediate=30"]
+    kb = _kb(tmp_path, {"targets": {"box": box}})
     record = _record(kb, allow=True)
     assert (record.outcome, record.target) == ("pass", "box.n1"), record  # one per node
-    assert marker.exists()
     assert slurm_env.jobs_started() == jobs + 1
 
 

@@ -33,7 +33,8 @@ number of checks) when reaching it would run a command or file the knowledge bas
   the knowledge base is not vetted and withholds;
 - `srun_args` of a slurm target: --prolog and --epilog (srun runs them on the submitting
   host), --task-prolog and --task-epilog (run on the nodes, which share the submitting host's
-  files on a cluster), also abbreviated as getopt takes them;
+  files on a cluster), also abbreviated as getopt takes them. targets.yaml's loader refuses
+  them already (srun_args is an allow-list, fleet/slurmwords.py); this stays as a second wall;
 - where the agent (transport local) or the transport's command (exec or slurm without `via`)
   starts on this machine: a `python:` that is not a plain interpreter name (python3,
   python3.11, pypy3), and an `env:` key that steers what an interpreter, the dynamic loader

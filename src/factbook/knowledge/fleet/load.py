@@ -23,7 +23,7 @@ from factbook.knowledge.fleet.connection import field_problems
 from factbook.knowledge.fleet.inventory import Group, Inventory
 from factbook.knowledge.kbfiles import confined, escapes, scrub
 from factbook.knowledge.model import Target
-from factbook.knowledge.names import name_problem
+from factbook.knowledge.names import name_problem, shown
 from factbook.knowledge.yamlsrc import LocatedDoc, load_located
 
 
@@ -174,7 +174,31 @@ def _transport_problems(
         return [
             doc.problem(("targets", name), f"target '{name}': slurm needs 'nodes' or 'partition'")
         ]
+    if transport == "slurm":
+        return _slurm_problems(doc, name, raw)
     return []
+
+
+def _slurm_problems(doc: LocatedDoc, name: str, raw: dict[str, Any]) -> list[Problem]:
+    """A slurm target's node list, partition and srun options (fleet/slurmwords.py): refused
+    here, with the line, rather than handed to scontrol and srun."""
+    from factbook.knowledge.fleet.slurmwords import (
+        hostlist_problem,
+        partition_problem,
+        srun_args_problems,
+    )
+
+    problems = []
+    for key, check in (("nodes", hostlist_problem), ("partition", partition_problem)):
+        value = raw.get(key)
+        bad = check(value) if isinstance(value, str) and value else None
+        if bad:
+            why = f"target '{name}': {key} {shown(value)!r} {bad}"
+            problems.append(doc.problem(("targets", name, key), why))
+    args = raw.get("srun_args") if isinstance(raw.get("srun_args"), list) else []
+    for bad in srun_args_problems(args):
+        problems.append(doc.problem(("targets", name, "srun_args"), f"target '{name}': {bad}"))
+    return problems
 
 
 def _jump_problems(
@@ -187,6 +211,11 @@ def _jump_problems(
         if target.via is not None and target.via not in targets:
             why = f"target '{name}': unknown via '{target.via}'"
             problems.append(doc.problem(("targets", name, "via"), why))
+        elif target.via is not None and target.transport in ("exec", "slurm"):
+            outer = targets[target.via].transport
+            if outer not in ("ssh", "openssh"):  # the login node srun or the exec runs on
+                why = f"target '{name}': via '{target.via}' is a {outer} target, not ssh/openssh"
+                problems.append(doc.problem(("targets", name, "via"), why))
         for hop in target.jump:
             if hop not in targets:
                 problems.append(

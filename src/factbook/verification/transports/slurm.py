@@ -12,6 +12,20 @@ every supervisor's lifeline. srun's `--label` prefixes each output line with the
 each task first prints `factbook-node PROCID NODENAME` (SLURM_PROCID, SLURMD_NODENAME), so the
 JSON lines are demultiplexed by node (SlurmStep.by_node). A cluster is checked through its own
 scheduler and accounting instead of N SSH sessions.
+
+What the knowledge base says is checked where targets.yaml is read (fleet/slurmwords.py: the
+node list's syntax and size, the partition, srun_args against an allow-list) and again here.
+srun's options come from srun_args only: the target's `env` is the checks' environment (set
+by the agent's `env --` on the nodes), never srun's, whose SLURM_* input variables are options
+too (SLURM_STDOUTMODE is --output). srun_args come first and factbook's own options after
+them, so the step's shape is factbook's whatever they say.
+
+Output is trusted as far as srun vouches for it: the task id comes from srun's `--label`, and
+a task's node is the one its first `factbook-node` line names, that line carrying a token
+made for this step (a TaskProlog or anything else printing before the agent cannot forge
+it), its own task id, and a node of the step that no other task claimed. srun cuts a line
+longer than 1024 bytes into labelled pieces of 1024 (a line of exactly 1024 is followed by an
+empty piece); they are joined again, within MAX_LINE_BYTES a line.
 """
 
 from __future__ import annotations
@@ -19,49 +33,98 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import subprocess
 from collections.abc import Callable, Iterator
 
 from factbook.errors import TargetError, UnreachableError
+from factbook.knowledge.fleet.slurmwords import (
+    compressed,
+    hostlist_problem,
+    partition_problem,
+    srun_args_problems,
+)
 from factbook.knowledge.model import Target
-from factbook.verification.transports.base import AgentProcess, Transport, TransportOptions
+from factbook.verification.transports.base import (
+    MAX_LINE_BYTES,
+    AgentProcess,
+    Transport,
+    TransportOptions,
+)
 from factbook.verification.transports.pipe import MarkedProcess, announce, start_marked
 from factbook.verification.transports.remote import shell_join, supervised_argv
 
 START_LIMIT = 120.0  # srun may wait for the nodes; add --immediate=S to srun_args to bound it
 NODE_LINE = "factbook-node"
-_LABELLED = re.compile(r"^\s*(\d+): ?(.*)$")
+_LABELLED = re.compile(r"^\s*(\d{1,9}): ?(.*)$")
 _NODE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_JOB = re.compile(r"\d{1,12}\.\d{1,12}")
+PIECE = 1024  # srun's I/O message (MAX_MSG_LEN): a longer line reaches us cut into these
+MAX_PENDING = 16 * MAX_LINE_BYTES  # bytes of cut lines held for all tasks together
 
 
 class SlurmStep(AgentProcess):
     """One srun step; `by_node()` yields (node, line) for every task's stdout line."""
 
     def __init__(
-        self, proc: AgentProcess, nodes: list[str], cancel: Callable[[str], None] | None = None
+        self,
+        proc: AgentProcess,
+        nodes: list[str],
+        cancel: Callable[[str], None] | None = None,
+        token: str = "",
     ):
         self.proc = proc
         self.nodes = nodes
+        self.token = token
         self.task_node: dict[int, str] = {}
         self.job: str | None = None  # "JOBID.STEPID" as the tasks announced it
         self._cancel = cancel
         self._cancelled = False
 
     def by_node(self) -> Iterator[tuple[str, str]]:
+        expected, claimed = set(self.nodes), set()
+        for task, text in self._joined():
+            if task not in self.task_node:
+                words = text.split(" ")
+                if (
+                    len(words) == 5
+                    and words[:3] == [NODE_LINE, self.token, str(task)]
+                    and words[3] in expected
+                    and words[3] not in claimed
+                    and _JOB.fullmatch(words[4])
+                ):
+                    self.task_node[task] = words[3]
+                    claimed.add(words[3])
+                    self.job = self.job or words[4]
+                continue  # before its node line, a task's output is no agent's
+            yield self.task_node[task], text
+
+    def _joined(self) -> Iterator[tuple[int, str]]:
+        """(task id, line) with the lines srun cut into PIECE-sized pieces joined again."""
+        pending: dict[int, list[str]] = {}
+        skipping: set[int] = set()
+        held = 0
         for raw in self.proc.lines():
             match = _LABELLED.match(raw)
             if not match:
                 continue
-            task, text = int(match.group(1)), match.group(2)
-            if text.startswith(NODE_LINE + " ") and task not in self.task_node:
-                words = text.split()
-                if len(words) == 4:
-                    self.task_node[task] = words[2]
-                    self.job = self.job or words[3]
+            task, piece = int(match.group(1)), match.group(2)
+            if len(piece) == PIECE:  # cut here by srun: the rest of the line follows
+                parts = pending.setdefault(task, [])
+                size = PIECE * (len(parts) + 1)
+                if task in skipping or size > MAX_LINE_BYTES or held + PIECE > MAX_PENDING:
+                    held -= PIECE * len(pending.pop(task, []))
+                    skipping.add(task)
+                    continue
+                parts.append(piece)
+                held += PIECE
                 continue
-            node = self.task_node.get(task)
-            if node is not None:
-                yield node, text
+            parts = pending.pop(task, [])
+            held -= PIECE * len(parts)
+            if task in skipping:
+                skipping.discard(task)
+                continue
+            yield task, "".join(parts) + piece
 
     def lines(self) -> Iterator[str]:
         for node, text in self.by_node():
@@ -95,9 +158,16 @@ class SlurmTransport(Transport):
         super().__init__(target)
         if not (target.nodes or target.partition):
             raise TargetError(f"target {target.name}: transport slurm needs nodes or partition")
-        for word in (target.nodes, target.partition):
-            if word is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._,\[\]-]*", word):
-                raise TargetError(f"target {target.name}: {word!r} is not a Slurm node list")
+        # targets.yaml's loader refused these already (with the line): one more wall here
+        bad = srun_args_problems(target.srun_args)
+        for key, value, check in (
+            ("nodes", target.nodes, hostlist_problem),
+            ("partition", target.partition, partition_problem),
+        ):
+            why = check(value) if value else None
+            bad += [f"{key} {value!r} {why}"] if why else []
+        if bad:
+            raise TargetError(f"target {target.name}: {bad[0]}")
         self.via: Transport | None = None
         if target.via:
             from factbook.verification.transports.base import transport_for
@@ -147,19 +217,21 @@ class SlurmTransport(Transport):
         return names
 
     def srun_argv(self, nodes: list[str], inner: list[str]) -> list[str]:
-        argv = ["srun", f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}"]
+        """srun_args first, factbook's own options after them (the later option wins)."""
+        argv = ["srun", *self.target.srun_args, f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}"]
         argv += ["--ntasks-per-node=1", "--input=all", "--label", "--kill-on-bad-exit=0"]
-        argv += ["--job-name=factbook-verify", f"--nodelist={','.join(nodes)}"]
+        argv += ["--job-name=factbook-verify", f"--nodelist={compressed(nodes)}"]
         if self.target.partition:
             argv.append(f"--partition={self.target.partition}")
-        return [*argv, *self.target.srun_args, *inner]
+        return [*argv, *inner]
 
     def start_step(
         self, nodes: list[str], argv: list[str], stdin: bytes, env: dict[str, str]
     ) -> SlurmStep:
         """One srun step over `nodes`; returns once a task has started (else raises)."""
+        token = secrets.token_hex(8)
         node_line = (
-            f'echo "{NODE_LINE} $SLURM_PROCID ${{SLURMD_NODENAME:-$(hostname)}} '
+            f'echo "{NODE_LINE} {token} $SLURM_PROCID ${{SLURMD_NODENAME:-$(hostname)}} '
             '${SLURM_JOB_ID}.${SLURM_STEP_ID}"'
         )
         inner = supervised_argv(
@@ -168,7 +240,7 @@ class SlurmTransport(Transport):
         command = self.srun_argv(nodes, inner)
         if self.via is not None:
             return SlurmStep(
-                self.via.start_command(shell_join(command), stdin), nodes, self._scancel
+                self.via.start_command(shell_join(command), stdin), nodes, self._scancel, token
             )
         proc: MarkedProcess = start_marked(
             command,
@@ -176,9 +248,9 @@ class SlurmTransport(Transport):
             self.label,
             limit=START_LIMIT,
             failure=self._failure,
-            env={**os.environ, **self.target.env},
+            env=dict(os.environ),  # the target's env reaches the checks (`inner`), not srun
         )
-        return SlurmStep(proc, nodes, self._scancel)
+        return SlurmStep(proc, nodes, self._scancel, token)
 
     def _scancel(self, job: str) -> None:
         if not re.fullmatch(r"\d+(\.\d+)?", job):
