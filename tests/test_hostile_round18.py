@@ -39,6 +39,8 @@ from helpers import cli, fact, make_kb, require
 from slurm import Cluster, slurm_missing_reason, start_cluster
 from test_hostile_kb import Case, run_case
 
+from factbook.knowledge.fleet.slurmwords import compressed
+
 
 def own(entry: str, more: str = "") -> dict[str, str]:
     """targets.yaml with slurm target `c` written as `entry` (and `more` target lines)."""
@@ -207,13 +209,13 @@ def test_cases_named_once() -> None:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """conftest's cluster, with a TaskProlog: a node's task prints the `print ...` lines of
-    WORKDIR/prolog-NODE before it runs (a hostile or broken node's prolog)."""
+    WORKDIR/prolog-NODE before it runs (a hostile or broken node's prolog), and fails while
+    WORKDIR/prolog-NODE.fail exists."""
     require(slurm_missing_reason())
     workdir = tmp_path_factory.mktemp("slurm18")
     prolog = workdir / "taskprolog"
-    prolog.write_text(
-        f'#!/bin/sh\nf={workdir}/prolog-$SLURMD_NODENAME\n[ -f "$f" ] && cat "$f"\nexit 0\n'
-    )
+    script = f'#!/bin/sh\nf={workdir}/prolog-$SLURMD_NODENAME\n[ -f "$f.fail" ] && exit 1\n'
+    prolog.write_text(script + '[ -f "$f" ] && cat "$f"\nexit 0\n')
     prolog.chmod(0o755)
     c = start_cluster(workdir, extra=(f"TaskProlog={prolog}",))
     try:
@@ -354,3 +356,40 @@ def test_a_busy_node_with_immediate_is_bounded_and_leaves_no_job(
     finally:
         blocker.kill()
         blocker.wait()
+
+
+def test_a_node_whose_task_never_starts_is_one_line(slurm_env: Cluster, tmp_path: Path) -> None:
+    """A finding: n2's TaskProlog fails, so its task never runs; its reason was srun's whole
+    stderr, two lines (one error is one line everywhere else: lost_reason's ` | `)."""
+    failing = slurm_env.workdir / "prolog-n2.fail"
+    failing.write_text("")
+    target = {"transport": "slurm", "nodes": "n[1-2]"}
+    root = make_kb(tmp_path / "kb", [NODE], targets={"targets": {"c": target}})
+    try:
+        code, results = _verify(root, "c")
+    finally:
+        failing.unlink()
+    got = {r["target"]: r for r in results}
+    assert code == 3 and got["c.n1"]["outcome"] == "drift"
+    reason = got["c.n2"]["reason"]
+    assert reason.startswith("node n2: the agent never started (srun exit 1): "), reason
+    assert "TaskProlog failed" in reason and " | " in reason and "\n" not in reason, reason
+
+
+def test_the_node_list_srun_gets_names_the_same_nodes(slurm_env: Cluster) -> None:
+    """Held (a guard of the nodelist fix above): the hostlist the step's --nodelist is made of
+    expands, by scontrol itself, to the same names in the same order (padding, gaps, mixed
+    prefixes, a descending run, names without digits)."""
+    lists = [
+        ["n1", "n2", "n3", "n10", "n11", "gpu-a01", "gpu-a02", "gpu-a04", "x", "y1z", "n007",
+         "n008", "n0", "n00", "a.b1"],
+        ["n9", "n10", "n099", "n100", "n0999", "n1000"],
+        ["n3", "n1", "n2"],
+        [f"rack{r}-n{i:03d}" for r in range(1, 4) for i in range(1, 200, 3)],
+    ]  # fmt: skip
+    for names in lists:
+        hostlist = compressed(names)
+        assert slurm_env.run("scontrol", "show", "hostnames", hostlist).stdout.split() == names
+    assert compressed(lists[-1]) == ",".join(
+        f"rack{r}-n[{','.join(f'{i:03d}' for i in range(1, 200, 3))}]" for r in range(1, 4)
+    )

@@ -170,8 +170,9 @@ def _pass(
         if not lost:
             continue
         got = len(checks) - len(lost)
-        if node not in started:
-            why = f"node {node}: the agent never started (srun exit {status}): {stderr.strip()}"
+        if node not in started:  # one line, as lost_reason's: srun's last three lines
+            said = " | ".join(s.strip() for s in stderr.strip().splitlines()[-3:] if s.strip())
+            why = f"node {node}: the agent never started (srun exit {status}): {said}"
         else:
             why = lost_reason(stderr, status, node in done, got, len(checks))
         if watchdog.fired:

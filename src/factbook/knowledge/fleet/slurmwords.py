@@ -318,9 +318,11 @@ def compressed(nodes: Sequence[str]) -> str:
             out.append(node)
             continue
         prefix, digits = m.group(1), m.group(2)
-        width = len(digits) if digits.startswith("0") else 0
+        padded = len(digits) > 1 and digits.startswith("0")
+        width = len(digits) if padded else 0  # 0: written as it is
         number = int(digits)
-        if groups and groups[-1][0] == prefix and groups[-1][1] == width:
+        last = groups[-1] if groups else None
+        if last and last[0] == prefix and (last[1] == len(digits) or last[1] == width == 0):
             ranges = groups[-1][2]
             if ranges[-1][1] + 1 == number:
                 ranges[-1] = (ranges[-1][0], number)
