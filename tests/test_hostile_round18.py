@@ -192,6 +192,8 @@ CASES: list[Case] = [
     Case("via unknown, option-shaped", own("{transport: slurm, nodes: n1, via: -oProxyCommand=x}"), "lint", 2, "unknown via '-oProxyCommand=x'"),
     Case("via an ssh target whose host is an option", own("{transport: slurm, nodes: n1, via: login}", "  login: {host: '-oProxyCommand=touch {out}/MARKER'}\n"), "lint", 2, "target 'login': host '-oProxyCommand=touch "),
     Case("via an ssh target, fine", own("{transport: slurm, nodes: n1, via: box}"), "lint", 0, "ok: 1 facts"),
+    # ... held (guards): an inventory cannot make a slurm target
+    Case("ini: ansible_connection=slurm", {"targets.yaml": "inventory: inv.ini\ntargets:\n  here: {transport: local}\n", "inv.ini": "[g]\nn1 ansible_host=ok.invalid ansible_connection=slurm\n"}, "lint", 2, "ansible_connection=slurm: factbook connects over ssh or locally only"),
 ]
 # fmt: on
 
@@ -393,3 +395,22 @@ def test_the_node_list_srun_gets_names_the_same_nodes(slurm_env: Cluster) -> Non
     assert compressed(lists[-1]) == ",".join(
         f"rack{r}-n[{','.join(f'{i:03d}' for i in range(1, 200, 3))}]" for r in range(1, 4)
     )
+
+
+def test_a_prolog_printing_a_20_mb_line_is_dropped_and_the_node_still_answers(
+    slurm_env: Cluster, tmp_path: Path
+) -> None:
+    """Held (a guard of the joining above): n1's TaskProlog prints one 20 MB line before the
+    agent (20,000 pieces of 1024 bytes); what is held of it is bounded (MAX_LINE_BYTES a task),
+    the line is dropped, and both nodes answer as themselves."""
+    prolog = slurm_env.workdir / "prolog-n1"
+    prolog.write_text("print " + "x" * 20_000_000 + "\n")
+    target = {"transport": "slurm", "nodes": "n[1-2]"}
+    root = make_kb(tmp_path / "kb", [NODE], targets={"targets": {"c": target}})
+    try:
+        code, results = _verify(root, "c")
+    finally:
+        prolog.unlink()
+    got = {r["target"]: (r["outcome"], r.get("observed")) for r in results}
+    assert got == {"c.n1": ("drift", "n1"), "c.n2": ("pass", "n2")}, results
+    assert code == 1
