@@ -28,6 +28,7 @@ test cluster (tests/slurm.py), here started with a TaskProlog that prints what a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
@@ -326,38 +327,74 @@ def test_a_node_list_longer_than_one_argument_reaches_srun(
     assert any("Invalid node name specified" in r for r in reasons), reasons
 
 
+@contextlib.contextmanager
+def busy(cluster: Cluster, node: str) -> Iterator[None]:
+    """`node` held by another job (an srun sleeping on it) for the duration."""
+    argv = ["srun", "-w", node, "--job-name=fb18-blocker", "sleep", "60"]
+    blocker = subprocess.Popen(
+        argv, env=cluster.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while (
+            cluster.node_state(node) not in ("allocated", "mixed") and time.monotonic() < deadline
+        ):
+            time.sleep(0.1)
+        yield
+    finally:
+        blocker.kill()
+        blocker.wait()
+
+
+def _no_job_of_ours(cluster: Cluster) -> None:
+    deadline = time.monotonic() + 10  # a job srun gave up on leaves the queue in seconds
+    while "factbook-verify" in (queue := cluster.run("squeue", "-h", "-o", "%j").stdout):
+        assert time.monotonic() < deadline, queue
+        time.sleep(0.2)
+
+
 def test_a_busy_node_with_immediate_is_bounded_and_leaves_no_job(
     slurm_env: Cluster, tmp_path: Path
 ) -> None:
     """Held (a guard): a node taken by another job and `--immediate=1`: srun gives up within
     seconds, one line says why (exit 3), and nothing of ours is left in the queue."""
-    blocker = subprocess.Popen(
-        ["srun", "-w", "n3", "--job-name=fb18-blocker", "sleep", "60"],
-        env=slurm_env.env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while (
-            slurm_env.node_state("n3") not in ("allocated", "mixed") and time.monotonic() < deadline
-        ):
-            time.sleep(0.1)
-        facts = [fact("t.ok", "cmd", {"path": "exit_code", "eq": 0}, args={"argv": ["true"]})]
-        target = {"transport": "slurm", "nodes": "n3", "srun_args": ["--immediate=1"]}
-        root = make_kb(tmp_path / "kb", facts, targets={"targets": {"c": target}})
+    facts = [fact("t.ok", "cmd", {"path": "exit_code", "eq": 0}, args={"argv": ["true"]})]
+    target = {"transport": "slurm", "nodes": "n3", "srun_args": ["--immediate=1"]}
+    root = make_kb(tmp_path / "kb", facts, targets={"targets": {"c": target}})
+    with busy(slurm_env, "n3"):
         started = time.monotonic()
         code, results = _verify(root, "c")
         assert time.monotonic() - started < 15
         assert code == 3 and len(results) == 1
-        assert "is unreachable" in results[0]["reason"] and "\n" not in results[0]["reason"]
-        deadline = time.monotonic() + 10  # a job srun gave up on leaves the queue in seconds
-        while "factbook-verify" in (queue := slurm_env.run("squeue", "-h", "-o", "%j").stdout):
-            assert time.monotonic() < deadline, queue
-            time.sleep(0.2)
-    finally:
-        blocker.kill()
-        blocker.wait()
+        reason = results[0]["reason"]
+        assert (
+            "is unreachable" in reason
+            and "Requested nodes are busy" in reason
+            and "\n" not in reason
+        )
+        _no_job_of_ours(slurm_env)
+
+
+def test_without_immediate_srun_gives_up_itself_and_says_why(
+    slurm_env: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finding: without --immediate in srun_args, a step waiting for a busy node ended at
+    START_LIMIT (120 s) as "no answer within 120 s", srun's reason unsaid, and over `via`
+    there was no such limit at all. factbook now adds --immediate (90% of START_LIMIT) when
+    srun_args has none: srun gives up itself and says why. START_LIMIT is made 4 s here."""
+    from factbook.verification.transports import slurm
+
+    monkeypatch.setattr(slurm, "START_LIMIT", 4.0)
+    facts = [fact("t.ok", "cmd", {"path": "exit_code", "eq": 0}, args={"argv": ["true"]})]
+    root = make_kb(
+        tmp_path / "kb", facts, targets={"targets": {"c": {"transport": "slurm", "nodes": "n3"}}}
+    )
+    with busy(slurm_env, "n3"):
+        code, results = _verify(root, "c")
+        assert code == 3 and len(results) == 1
+        reason = results[0]["reason"]
+        assert "Requested nodes are busy" in reason and "no answer within" not in reason, reason
+        _no_job_of_ours(slurm_env)
 
 
 def test_a_node_whose_task_never_starts_is_one_line(slurm_env: Cluster, tmp_path: Path) -> None:

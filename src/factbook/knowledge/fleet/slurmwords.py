@@ -228,6 +228,17 @@ def srun_args_problems(args: Sequence[object]) -> list[str]:
     return out
 
 
+def option_names(args: Sequence[str]) -> set[str]:
+    """The full names of the options `args` sets (values skipped); refused entries left out."""
+    names, i = set(), 0
+    while i < len(args):
+        name, _, needs_next = _parse(args[i])
+        i += 2 if needs_next else 1
+        if isinstance(name, str):
+            names.add(name)
+    return names
+
+
 class _Refusal:
     def __init__(self, text: str):
         self.text = text

@@ -41,6 +41,7 @@ from factbook.errors import TargetError, UnreachableError
 from factbook.knowledge.fleet.slurmwords import (
     compressed,
     hostlist_problem,
+    option_names,
     partition_problem,
     srun_args_problems,
 )
@@ -54,7 +55,7 @@ from factbook.verification.transports.base import (
 from factbook.verification.transports.pipe import MarkedProcess, announce, start_marked
 from factbook.verification.transports.remote import shell_join, supervised_argv
 
-START_LIMIT = 120.0  # srun may wait for the nodes; add --immediate=S to srun_args to bound it
+START_LIMIT = 120.0  # seconds for a task's shell to answer (srun may wait for the nodes)
 NODE_LINE = "factbook-node"
 _LABELLED = re.compile(r"^\s*(\d{1,9}): ?(.*)$")
 _NODE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -217,8 +218,14 @@ class SlurmTransport(Transport):
         return names
 
     def srun_argv(self, nodes: list[str], inner: list[str]) -> list[str]:
-        """srun_args first, factbook's own options after them (the later option wins)."""
-        argv = ["srun", *self.target.srun_args, f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}"]
+        """srun_args first, factbook's own options after them (the later option wins). Without
+        an --immediate of srun_args, srun gives up waiting for the nodes a little before
+        START_LIMIT, itself: its own reason ("Requested nodes are busy"), the job gone from
+        the queue, and a bound on the `via` path too, where START_LIMIT does not apply."""
+        argv = ["srun", *self.target.srun_args]
+        if "immediate" not in option_names(self.target.srun_args):
+            argv.append(f"--immediate={max(1, int(START_LIMIT * 0.9))}")
+        argv += [f"--nodes={len(nodes)}", f"--ntasks={len(nodes)}"]
         argv += ["--ntasks-per-node=1", "--input=all", "--label", "--kill-on-bad-exit=0"]
         argv += ["--job-name=factbook-verify", f"--nodelist={compressed(nodes)}"]
         if self.target.partition:
