@@ -6,11 +6,12 @@
     srun_args: [--time=5, --immediate=60]
     via: login1                # optional: run srun on a login node reached over SSH
 
-`srun --nodes=N --ntasks-per-node=1 --input=all --label sh -c SCRIPT` starts the same supervised
-agent (remote.py) on every node; stdin (the agent script) goes to all of them and stays open as
-every supervisor's lifeline. srun's `--label` prefixes each output line with the task id, and
-each task first prints `factbook-node PROCID NODENAME` (SLURM_PROCID, SLURMD_NODENAME), so the
-JSON lines are demultiplexed by node (SlurmStep.by_node). A cluster is checked through its own
+`srun SRUN_ARGS --nodes=N --ntasks-per-node=1 --input=all --label ... sh -c SCRIPT` starts the
+same supervised agent (remote.py) on every node; stdin (the agent script) goes to all of them
+and stays open as every supervisor's lifeline. srun's `--label` prefixes each output line with
+the task id, and each task first prints `factbook-node TOKEN PROCID NODENAME JOB.STEP`
+(SLURM_PROCID, SLURMD_NODENAME), so the JSON lines are demultiplexed by node
+(SlurmStep.by_node). A cluster is checked through its own
 scheduler and accounting instead of N SSH sessions.
 
 What the knowledge base says is checked where targets.yaml is read (fleet/slurmwords.py: the
