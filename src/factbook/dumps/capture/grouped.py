@@ -72,6 +72,15 @@ def _own_mark(part: str, symbols: set[str]) -> tuple[str, bool, str]:
     return "", False, part
 
 
+def group_head(body: str) -> bool:
+    """Whether `body` begins as a group line's text does (a directory, or ids after a label):
+    asked before its parts are read, to know a line of a million parts for what it is."""
+    if _DIR_HEAD.match(body):
+        return True
+    found = _FACT_HEAD.match(body)
+    return found is not None and len(found.group("label")) <= 80
+
+
 def read_group(body: str, symbols: set[str]) -> Group | None:
     """The parts of a group line's text after its mark (`GPU `hw.gpu.{a,b}`: x; y`), or None
     when the text is not a group line. A head naming one id holds one part, or, written by an

@@ -23,7 +23,7 @@ from typing import Any
 
 from factbook.dumps.capture.article import TooManyItems, parse_article
 from factbook.dumps.capture.entry import Entry, Mark
-from factbook.dumps.capture.grouped import read_group
+from factbook.dumps.capture.grouped import group_head, read_group
 from factbook.dumps.capture.sections import resolve
 from factbook.dumps.status.hint import split_hint
 from factbook.dumps.status.kinds import PLURAL, SAID_STATE
@@ -247,7 +247,8 @@ def _parse_generated(text: str, marks: dict[str, str]) -> list[Entry]:
             continue
         numbered = _NUMBERED.match(line)
         if line.startswith("- "):
-            group = _generated_group(number, line[2:], path, label, marks)
+            room = DUMP_MAX_ITEMS - len(entries)
+            group = _generated_group(number, line[2:], path, label, marks, room)
             if group is None:
                 group = [_generated_item(number, line[2:], path, label, None, marks)]
             entries += group
@@ -439,10 +440,11 @@ _UNGROUPED = ("goal", "instructions", "progress", "pitfalls")
 
 
 def _generated_group(
-    number: int, body: str, path: list[str], label: str, marks: dict[str, str]
+    number: int, body: str, path: list[str], label: str, marks: dict[str, str], room: int
 ) -> list[Entry] | None:
     """A group line of a compact document (grouped.py), one entry per fact or file, each with
-    its id or path, its own mark or the line's; None for any other line."""
+    its id or path, its own mark or the line's; None for any other line. One of more than
+    `room` parts is TooManyItems before its parts are read (a million took 10 s and 1 GB)."""
     section = resolve(path)
     if section is None or section.category in _UNGROUPED:
         return None
@@ -450,6 +452,8 @@ def _generated_group(
     base = symbol[:-1] if symbol not in marks and symbol.endswith("+") else symbol
     if base in MARK_SYMBOLS or base not in marks or not rest:
         return None
+    if rest.count("; ") >= room and group_head(rest.strip()):
+        raise TooManyItems(number)
     group = read_group(rest.strip(), set(marks) - set(MARK_SYMBOLS))
     if group is None:
         return None
