@@ -55,6 +55,7 @@ DUMP_MAX_ITEMS = 50_000
 # 4,300 digits as an int (ValueError), so a pattern reading one bounds its run by this.
 NUMBER_MAX_DIGITS = 18
 PORT_MAX_DIGITS = 5  # a TCP port (65535); a longer run of digits is no port
+JUMP_MAX_HOPS = 16  # a jump chain (-J, ProxyJump, jump:) followed; past it: a loop, or hostile
 # a regex: such a number, and not the head of a longer run
 WHOLE_NUMBER = rf"\d{{1,{NUMBER_MAX_DIGITS}}}(?!\d)"
 PROPOSAL_MAX_BYTES = 4 << 20  # one pending proposal (its item and the diff it makes)

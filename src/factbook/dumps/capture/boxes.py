@@ -37,7 +37,7 @@ from factbook.dumps.capture.boxindex import BoxIndex
 from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.quickre import starting_with
 from factbook.knowledge.kb import KnowledgeBase
-from factbook.knowledge.limits import PORT_MAX_DIGITS
+from factbook.knowledge.limits import JUMP_MAX_HOPS, PORT_MAX_DIGITS
 from factbook.knowledge.names import name_problem
 
 ROLES: list[tuple[str, str, tuple[str, ...]]] = [
@@ -537,7 +537,10 @@ def _ssh_into(box: Box, args: str) -> bool:
             if flag == "p" and value.isdigit() and len(value) <= PORT_MAX_DIGITS:
                 box.port = int(value)
             elif flag == "J":
-                box.jump = [j for j in value.split(",") if j]
+                hops = value.split(",", JUMP_MAX_HOPS)
+                if len(hops) > JUMP_MAX_HOPS:  # no chain factbook follows (a line of 200,000
+                    return False  # hops made as many boxes: 10 s, 660 MB)
+                box.jump = [j for j in hops if j]
             elif flag == "l":
                 box.user = value
         elif dest is None:

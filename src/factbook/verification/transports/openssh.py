@@ -21,13 +21,13 @@ import pwd
 import re
 
 from factbook.errors import AuthError, HostKeyError, TargetError, UnreachableError, UsageError
+from factbook.knowledge.limits import JUMP_MAX_HOPS
 from factbook.knowledge.model import Target
 from factbook.verification.transports.base import AgentProcess, Transport, TransportOptions
 from factbook.verification.transports.pipe import announce, start_marked
 from factbook.verification.transports.remote import remote_command, shell_join
 from factbook.verification.transports.sshconfig import DEFAULT_IDENTITIES, SSHConfigFile
 
-MAX_HOPS = 16
 # Host and user words are checked before they reach ssh: ssh substitutes %h/%r unquoted into
 # a ProxyCommand, and a leading "-" would be read as an option.
 _HOST = re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9._:%\[\]-]{0,252}")
@@ -111,8 +111,10 @@ class OpenSSHTransport(Transport):
 
     def _chain(self, target: Target, depth: int) -> list[Target]:
         """Jump targets, outermost first (as ChainResolver: a list's first one's own jumps)."""
-        if depth > MAX_HOPS:
-            raise TargetError(f"target {target.name}: jump chain longer than {MAX_HOPS} (a loop?)")
+        if depth > JUMP_MAX_HOPS:
+            raise TargetError(
+                f"target {target.name}: jump chain longer than {JUMP_MAX_HOPS} (a loop?)"
+            )
         out: list[Target] = []
         for i, name in enumerate(target.jump):
             jump = self.targets.get(name)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.errors import AuthError, HostKeyError, UnreachableError, UsageError, visible
+from factbook.knowledge.limits import JUMP_MAX_HOPS
 from factbook.knowledge.model import Target
 from factbook.knowledge.names import shown
 from factbook.verification.transports import knownhosts
@@ -40,7 +41,6 @@ from factbook.verification.transports.sshconfig import (
 )
 from factbook.verification.transports.sshwords import convtime
 
-MAX_HOPS = 16
 READ_AHEAD = 1 << 16  # bytes a box connection takes from its jump channel at once
 POLL_S = 1.0  # how often an idle transport thread checks for close, re-key and keepalive
 AEAD_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
@@ -203,8 +203,10 @@ class ChainResolver:
         `jump:` or ProxyJump) are followed; each later one is reached through the one before.
         A single jump's own jumps are followed, so chains can also be nested one name deep.
         """
-        if depth > MAX_HOPS:
-            raise UsageError(f"target {target.name}: jump chain longer than {MAX_HOPS} (a loop?)")
+        if depth > JUMP_MAX_HOPS:
+            raise UsageError(
+                f"target {target.name}: jump chain longer than {JUMP_MAX_HOPS} (a loop?)"
+            )
         config, cfg = self._lookup(target, config)
         hop = self._hop(target, cfg, role)
         jumps: list[tuple[Target, SSHConfigFile | None]] = []
