@@ -349,9 +349,13 @@ def busy(cluster: Cluster, node: str) -> Iterator[None]:
         ):
             time.sleep(0.1)
         yield
-    finally:
-        blocker.kill()
-        blocker.wait()
+    finally:  # scancel, not a killed srun: that leaves its step running on the node
+        cluster.run("scancel", "--quiet", "--name=fb18-blocker")
+        try:
+            blocker.wait(10)
+        except subprocess.TimeoutExpired:
+            blocker.kill()
+            blocker.wait()
 
 
 def _no_job_of_ours(cluster: Cluster) -> None:
