@@ -26,8 +26,8 @@ long for one argument, a TaskProlog that fails on one node; srun waiting for a b
 The table cases run through tests/test_hostile_kb.py's `run_case`; the rest run the real
 test cluster (tests/slurm.py), here started with a TaskProlog that prints what a test asks.
 
-Counted: 99 table cases (86 findings' cases, 13 held), 12 real-cluster runs (8 findings', 4
-held): 111 tried. Findings, by class: srun_args reached srun whatever they said; nodes and
+Counted: 100 table cases (87 findings' cases, 13 held), 12 real-cluster runs (8 findings', 4
+held): 112 tried. Findings, by class: srun_args reached srun whatever they said; nodes and
 partition unchecked at lint and exit 3 at verify; via naming a non-ssh target passed lint; env
 steered srun; a prolog's node line was believed; results over 1 kB were lost; a long node list
 was one argument too many; a never-started node's reason spanned lines; a busy node's wait
@@ -142,6 +142,7 @@ CASES: list[Case] = [
     Case("srun_args --time with shell", args("'--time=5;id'"), "lint", 2, f"srun_args --time: '5;id' {SHAPE}"),
     Case("srun_args --time at the end, no value", args("--time"), "lint", 2, "srun_args --time needs a value"),
     Case("srun_args --partition=-x", args("--partition=-x"), "lint", 2, f"'-x' {SHAPE}"),
+    Case("srun_args --exclude=/etc/shadow (srun reads a list with a / from that file)", args("--exclude=/etc/shadow"), "lint", 2, "'/etc/shadow' does not start with a letter or digit"),
     Case("srun_args --exclude $(x)", args("'--exclude=$(touch {out}/MARKER)'"), "lint", 2, "does not start with a letter or digit"),
     Case("srun_args --comment with a newline", args('"--comment=a\\nb"'), "lint", 2, f"srun_args --comment: 'a\\nb' {SHAPE}"),
     Case("srun_args --comment with a NUL", args('"--comment=a\\0b"'), "lint", 2, SHAPE),

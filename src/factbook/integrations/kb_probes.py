@@ -40,7 +40,8 @@ number of checks) when reaching it would run a command or file the knowledge bas
   python3.11, pypy3), and an `env:` key that steers what an interpreter, the dynamic loader
   or a shell loads: PYTHON* (PYTHONINSPECT alone runs nothing, stdin being a pipe, but no
   PYTHON* key is needed to read a box), LD_*, DYLD_*, PATH, HOME (user site-packages),
-  BASH_ENV, ENV, OPENSSL_* and the rest of `_STEERING` below;
+  BASH_ENV, ENV, OPENSSL_* and the rest of `_STEERING` below (srun no longer gets a slurm
+  target's env, which reaches the checks only; its steering keys are still withheld);
 - on any box, a `python:` or `env:` value that names a file inside the knowledge base (as
   this machine sees it; `~` and, for the steering keys, paths relative to the login's home
   resolved here): over ssh to this machine, or on a cluster sharing it, that is the knowledge
