@@ -56,6 +56,11 @@ DUMP_MAX_ITEMS = 50_000
 NUMBER_MAX_DIGITS = 18
 PORT_MAX_DIGITS = 5  # a TCP port (65535); a longer run of digits is no port
 JUMP_MAX_HOPS = 16  # a jump chain (-J, ProxyJump, jump:) followed; past it: a loop, or hostile
+# a slurm target (fleet/slurmwords.py): its node list is counted from its ranges, never expanded
+SLURM_MAX_NODES = 65536  # Slurm's own hostlist bound (MAX_RANGE: 64k hosts in one range)
+SLURM_MAX_TEXT = 8192  # characters of a node list or a partition
+SLURM_MAX_ARGS = 64  # entries of srun_args
+SLURM_MAX_ARG = 1024  # characters of one entry
 # a regex: such a number, and not the head of a longer run
 WHOLE_NUMBER = rf"\d{{1,{NUMBER_MAX_DIGITS}}}(?!\d)"
 PROPOSAL_MAX_BYTES = 4 << 20  # one pending proposal (its item and the diff it makes)

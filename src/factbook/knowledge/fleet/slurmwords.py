@@ -25,18 +25,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from factbook.knowledge.limits import (
+    NUMBER_MAX_DIGITS,
+    SLURM_MAX_ARG,
+    SLURM_MAX_ARGS,
+    SLURM_MAX_NODES,
+    SLURM_MAX_TEXT,
+)
 from factbook.knowledge.names import shown
-
-MAX_NODES = 65536  # Slurm's own hostlist bound (MAX_RANGE: 64k hosts in one range)
-MAX_TEXT = 8192  # characters of a node list or a partition
-MAX_ARGS = 64  # entries of srun_args
-MAX_ARG = 1024  # characters of one entry
-MAX_DIGITS = 18  # digits of one hostlist bound (int() refuses 4,300; no cluster has 10**18)
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 _NAMES = rf"{_NAME}(,{_NAME})*"
 _HOST_CHARS = re.compile(r"[A-Za-z0-9_.-]*")
-_RANGE = re.compile(rf"(\d{{1,{MAX_DIGITS}}})(?:-(\d{{1,{MAX_DIGITS}}}))?")
+_RANGE = re.compile(rf"(\d{{1,{NUMBER_MAX_DIGITS}}})(?:-(\d{{1,{NUMBER_MAX_DIGITS}}}))?")
 
 # the value shapes of the options srun_args allows
 TIME = r"(\d+([-:]\d+){0,3}|INFINITE|UNLIMITED|infinite|unlimited)"  # min, m:s, h:m:s, d-h...
@@ -119,11 +120,11 @@ def _q(text: str) -> str:
 
 def hostlist_problem(text: str) -> str | None:
     """Why `text` is not a Slurm node list factbook hands to scontrol and srun; None when it
-    is one of at most MAX_NODES names (counted from its ranges, never expanded)."""
+    is one of at most SLURM_MAX_NODES names (counted from its ranges, never expanded)."""
     if not text:
         return "is empty"
-    if len(text) > MAX_TEXT:
-        return f"is longer than {MAX_TEXT} characters"
+    if len(text) > SLURM_MAX_TEXT:
+        return f"is longer than {SLURM_MAX_TEXT} characters"
     total = 0
     for expr in _split_top(text):
         if expr is None:
@@ -132,8 +133,8 @@ def hostlist_problem(text: str) -> str | None:
         if isinstance(count, str):
             return count if expr == text else f"has {_q(expr)}, which {count}"
         total += count
-        if total > MAX_NODES:
-            return f"names more than {MAX_NODES} nodes"
+        if total > SLURM_MAX_NODES:
+            return f"names more than {SLURM_MAX_NODES} nodes"
     return None
 
 
@@ -176,23 +177,23 @@ def _expr_count(expr: str) -> int | str:
         for item in part[1:-1].split(","):
             m = _RANGE.fullmatch(item)
             if m is None:
-                return f"has a range that is not N or N-M ({MAX_DIGITS} digits at most)"
+                return f"has a range that is not N or N-M ({NUMBER_MAX_DIGITS} digits at most)"
             low, high = int(m.group(1)), int(m.group(2) or m.group(1))
             if high < low:
                 return "has a range that runs from high to low"
             size += high - low + 1
-            if size > MAX_NODES:
-                return f"names more than {MAX_NODES} nodes"
+            if size > SLURM_MAX_NODES:
+                return f"names more than {SLURM_MAX_NODES} nodes"
         count *= size
-        if count > MAX_NODES:
-            return f"names more than {MAX_NODES} nodes"
+        if count > SLURM_MAX_NODES:
+            return f"names more than {SLURM_MAX_NODES} nodes"
     return count
 
 
 def partition_problem(text: str) -> str | None:
     """Why `text` is not a partition name (or a comma list of them)."""
-    if len(text) > MAX_TEXT:
-        return f"is longer than {MAX_TEXT} characters"
+    if len(text) > SLURM_MAX_TEXT:
+        return f"is longer than {SLURM_MAX_TEXT} characters"
     if not re.fullmatch(_NAMES, text):
         return "is not a partition name (letters, digits, '.', '_', '-'; a comma list)"
     return None
@@ -200,8 +201,8 @@ def partition_problem(text: str) -> str | None:
 
 def srun_args_problems(args: Sequence[object]) -> list[str]:
     """Why `srun_args` may not be passed to srun: one message per refused entry (at most 3)."""
-    if len(args) > MAX_ARGS:
-        return [f"srun_args has {len(args)} entries; at most {MAX_ARGS}"]
+    if len(args) > SLURM_MAX_ARGS:
+        return [f"srun_args has {len(args)} entries; at most {SLURM_MAX_ARGS}"]
     out: list[str] = []
     i = 0
     while i < len(args) and len(out) < 3:
@@ -209,8 +210,8 @@ def srun_args_problems(args: Sequence[object]) -> list[str]:
         i += 1
         if not isinstance(arg, str):
             continue  # the schema says so
-        if len(arg) > MAX_ARG:
-            out.append(f"srun_args entry {_q(arg)} is longer than {MAX_ARG} characters")
+        if len(arg) > SLURM_MAX_ARG:
+            out.append(f"srun_args entry {_q(arg)} is longer than {SLURM_MAX_ARG} characters")
             continue
         name, value, needs_next = _parse(arg)
         if isinstance(name, _Refusal):
