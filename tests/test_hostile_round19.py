@@ -72,6 +72,10 @@ CASES: list[Case] = [
     Case("check: null", {"facts/good.yaml": GOOD.replace("check: {probe: env.var, args: {name: HOME}, expect: {exists: true}}", "check: null")}, "lint", 2, "facts/good.yaml:10: fact 'hw.gpu.count': check: expected mapping, got null"),
     Case("check.probe: a list", {"facts/good.yaml": GOOD.replace("probe: env.var", "probe: [env.var]")}, "lint", 2, "facts/good.yaml:10: fact 'hw.gpu.count': check.probe: expected string, got list"),
     Case("status: a date, shown", {"facts/good.yaml": GOOD.replace("status: verified", "status: 2026-01-01")}, ["show", "hw.gpu.count"], 2, "lint problem"),
+    # --- the fuzzer's notes, mended: a key that is not a string is quoted as YAML spells it (Python's 'None' before), a long one by its head ---
+    Case("a null key", fact("null: 8"), "lint", 2, "facts/good.yaml:6: fact 'hw.gpu.count': unknown key 'null'"),
+    Case("a true key", fact("true: 8"), "lint", 2, "facts/good.yaml:6: fact 'hw.gpu.count': unknown key 'true'"),
+    Case("a 1,000-character key", fact("k" * 1000 + ": 8"), "lint", 2, "unknown key '" + "k" * 80 + "...'"),
     Case("results/latest.json: a 6000-digit number", {"results/latest.json": '{"hw.gpu.count": {"here": {"duration_s": ' + "9" * 6000 + "}}}"}, "status", 2, "results/latest.json:1: not valid JSON: Exceeds the limit (4300 digits)"),
 ]
 # fmt: on

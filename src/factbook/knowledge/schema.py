@@ -17,6 +17,7 @@ from typing import Any
 from factbook.errors import Problem
 from factbook.knowledge import categories
 from factbook.knowledge.model import TRANSPORTS
+from factbook.knowledge.names import shown
 from factbook.knowledge.yamlsrc import LocatedDoc, PathKey
 
 STATUSES = ["assumed", "verified", "refuted", "stale"]
@@ -323,6 +324,15 @@ def validate(
     return _problems(value, schema, doc, path, where)
 
 
+def yaml_key(key: object) -> str:
+    """A mapping key as the file spells it (`null`, `true`, `1.5`), its head when long."""
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return shown(str(key))
+
+
 def _problems(
     value: Any, schema: dict[str, Any], doc: LocatedDoc, path: PathKey = (), where: str = ""
 ) -> list[Problem]:
@@ -367,7 +377,8 @@ def _problems(
                 problems += _problems(sub, props[key], doc, (*path, key), sub_label)
             elif extra is False:
                 known = ", ".join(sorted(props))
-                problems.append(doc.problem((*path, key), f"unknown key '{key}' (known: {known})"))
+                said = f"unknown key '{yaml_key(key)}' (known: {known})"
+                problems.append(doc.problem((*path, key), said))
             elif isinstance(extra, dict):
                 problems += _problems(sub, extra, doc, (*path, key), sub_label)
     if isinstance(value, list):
