@@ -76,6 +76,9 @@ CASES: list[Case] = [
     Case("a null key", fact("null: 8"), "lint", 2, "facts/good.yaml:6: fact 'hw.gpu.count': unknown key 'null'"),
     Case("a true key", fact("true: 8"), "lint", 2, "facts/good.yaml:6: fact 'hw.gpu.count': unknown key 'true'"),
     Case("a 1,000-character key", fact("k" * 1000 + ": 8"), "lint", 2, "unknown key '" + "k" * 80 + "...'"),
+    # --- the fuzzer's note, mended: lint passed a results/latest.json that status, show and export-ansible refuse ---
+    Case("results/latest.json: a merge conflict, linted", {"results/latest.json": "<<<<<<< HEAD\n{}\n=======\n{}\n>>>>>>> b\n"}, "lint", 2, "results/latest.json:1: not valid JSON"),
+    Case("results/latest.json: a 6000-digit number, linted", {"results/latest.json": '{"hw.gpu.count": {"here": {"duration_s": ' + "9" * 6000 + "}}}"}, "lint", 2, "results/latest.json:1: not valid JSON: Exceeds the limit (4300 digits)"),
     Case("results/latest.json: a 6000-digit number", {"results/latest.json": '{"hw.gpu.count": {"here": {"duration_s": ' + "9" * 6000 + "}}}"}, "status", 2, "results/latest.json:1: not valid JSON: Exceeds the limit (4300 digits)"),
 ]
 # fmt: on
