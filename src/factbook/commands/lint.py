@@ -15,7 +15,7 @@ from factbook.knowledge.kb import KnowledgeBase
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "lint",
-        help="check every fact file, milestones.yaml, targets.yaml and checks/",
+        help="check every fact file, milestones.yaml, targets.yaml, checks/, runbooks, results",
         description="Report every problem at once as FILE:LINE: MESSAGE; exit 2 if any.",
     )
     # also after the command, so a pre-commit hook's `args: [--root, kb]` works
