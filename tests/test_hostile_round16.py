@@ -120,7 +120,12 @@ def bad_sshd(request: pytest.FixtureRequest) -> Iterator[int]:
         ("close", "ssh", "closed it before any SSH banner", 1.5),
         # held (guards)
         ("silent", "ssh", "sent no SSH banner within 2 s", 8),
-        ("banner", "ssh", "sent its SSH banner (SSH-2.0-OpenSSH_9.2) but the SSH handshake did not finish within 2 s", 8),
+        (
+            "banner",
+            "ssh",
+            "sent its SSH banner (SSH-2.0-OpenSSH_9.2) but the SSH handshake did not finish within 2 s",
+            8,
+        ),
         ("close", "openssh", "kex_exchange_identification", 5),
         ("silent", "openssh", "timed out during banner exchange", 8),
     ],
