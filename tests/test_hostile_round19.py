@@ -71,7 +71,8 @@ CASES: list[Case] = [
     Case("sources: a mapping", {"facts/good.yaml": GOOD.replace("sources: [{seed: a.txt}]", "sources: {seed: a.txt}")}, "lint", 2, "facts/good.yaml:9: fact 'hw.gpu.count': sources: expected list, got mapping"),
     Case("check: null", {"facts/good.yaml": GOOD.replace("check: {probe: env.var, args: {name: HOME}, expect: {exists: true}}", "check: null")}, "lint", 2, "facts/good.yaml:10: fact 'hw.gpu.count': check: expected mapping, got null"),
     Case("check.probe: a list", {"facts/good.yaml": GOOD.replace("probe: env.var", "probe: [env.var]")}, "lint", 2, "facts/good.yaml:10: fact 'hw.gpu.count': check.probe: expected string, got list"),
-    Case("status: a date, shown", {"facts/good.yaml": GOOD.replace("status: verified", "status: 2026-01-01")}, ["show", "hw.gpu.count"], 2, "lint problem"),
+    Case("status: a date, shown", {"facts/good.yaml": GOOD.replace("status: verified", "status: 2026-01-01")}, ["show", "hw.gpu.count"], 2, "facts/good.yaml:7: fact 'hw.gpu.count' does not load: status: expected string, got date"),
+    Case("sources: a mapping, shown", {"facts/good.yaml": GOOD.replace("sources: [{seed: a.txt}]", "sources: {seed: a.txt}")}, ["show", "hw.gpu.count"], 2, "facts/good.yaml:9: fact 'hw.gpu.count' does not load: sources: expected list, got mapping"),
     # --- the fuzzer's notes, mended: a key that is not a string is quoted as YAML spells it (Python's 'None' before), a long one by its head ---
     Case("a null key", fact("null: 8"), "lint", 2, "facts/good.yaml:6: fact 'hw.gpu.count': unknown key 'null'"),
     Case("a true key", fact("true: 8"), "lint", 2, "facts/good.yaml:6: fact 'hw.gpu.count': unknown key 'true'"),

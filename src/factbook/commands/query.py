@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from factbook.commands.cli_options import warn_lint_problems
+from factbook.errors import InputError, Problem
 from factbook.judging.sanitize import for_document, for_terminal
 from factbook.knowledge.fleet.load import add_inventories
 from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Fact
+from factbook.knowledge.names import shown
 from factbook.knowledge.schema import CATEGORIES, STATUSES
 from factbook.store.results import latest_for
 
@@ -132,8 +134,11 @@ def fact_to_dict(kb: KnowledgeBase, fact: Fact, as_of: Any = None) -> dict[str, 
 
 
 def handle_show(args: argparse.Namespace) -> int:
-    kb = _load(args.root)
+    kb, problems = load_kb_with_problems(Path(args.root))
+    warn_lint_problems(len(problems))
     as_of = kb.milestone(args.as_of)
+    if args.fact_id not in kb.facts:
+        _not_loaded(args.fact_id, problems)
     fact = kb.get(args.fact_id)
     results = latest_for(kb.root, fact.id)
     if args.format == "json":
@@ -145,6 +150,16 @@ def handle_show(args: argparse.Namespace) -> int:
     for line in _show_lines(kb, fact, status, as_of, results):
         print(line)
     return 0
+
+
+def _not_loaded(fact_id: str, problems: list[Problem]) -> None:
+    """A fact its file holds but the loader refused (a status that is a date, sources that
+    are a mapping): say where and why, not `no fact with id` while the file shows it."""
+    named = f"fact '{shown(fact_id)}': "
+    for problem in problems:
+        if problem.message.startswith(named):
+            why = problem.message[len(named) :]
+            raise InputError(f"{problem.file}:{problem.line}: {named[:-2]} does not load: {why}")
 
 
 def _show_lines(
