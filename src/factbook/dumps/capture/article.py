@@ -84,9 +84,10 @@ class _Reader:
         past it, so that the reader sees it is over)."""
         return DUMP_MAX_ITEMS + 1 - len(self.entries)
 
-    def bounded(self, number: int) -> None:
+    def bounded(self) -> None:
+        """TooManyItems once the items read pass the bound, at the line of the one past it."""
         if len(self.entries) > DUMP_MAX_ITEMS:
-            raise TooManyItems(self.entries[DUMP_MAX_ITEMS].line if self.entries else number)
+            raise TooManyItems(self.entries[DUMP_MAX_ITEMS].line)
 
     def structured(self) -> bool:
         """Under a Markdown or bold heading (not an article's title line)."""
@@ -105,7 +106,7 @@ class _Reader:
             seen = len(self.entries)
             titled = 0 in self.headings and not self.structured()
             index = self.line(index)
-            self.bounded(index)
+            self.bounded()
             for entry in self.entries[seen:]:
                 if titled and 0 in self.headings:
                     entry.fields["titled"] = True  # under an article's title, not the dump's
@@ -247,7 +248,7 @@ class _Reader:
                 )
                 entry.fields["title"] = cells[0]
                 self.entries.append(entry)
-                self.bounded(end + 1)
+                self.bounded()
                 end += 1
             return end
         self.entries += _article_table(number, line, self.path(), self.room())
