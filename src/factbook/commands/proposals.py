@@ -8,9 +8,11 @@ summary or reason cannot repaint the terminal or start a line of its own (`::err
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +77,32 @@ def _not_the_named(proposal: Pending) -> str | None:
     return None
 
 
+def _item_line(proposal: Pending) -> int:
+    """The line of a proposal file's `item:` key (1 when it has none at the top level)."""
+    try:
+        text = proposal.path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 1
+    for number, line in enumerate(text.splitlines()[:100_000], 1):
+        if line.startswith(("item:", '"item":', "'item':")):
+            return number
+    return 1
+
+
+@contextlib.contextmanager
+def _proposal_named(proposal: Pending) -> Iterator[None]:
+    """An InputError about what a proposal would do (it would not lint clean, its fact
+    exists, nothing would change) names the proposal file and its `item:` line, as every
+    other input error names its file: it said only `new fact x would not lint clean: ...`."""
+    try:
+        yield
+    except InputError as exc:
+        where = for_line(f"proposals/{proposal.path.name}", limit=200)
+        if str(exc).startswith((where, str(proposal.path))):
+            raise
+        raise type(exc)(f"{where}:{_item_line(proposal)}: {exc}") from None
+
+
 def _checked(root: Path, pid: str) -> Pending:
     """The pending proposal `pid`, InputError when its file says it is another one."""
     from factbook.dumps.capture.review import read
@@ -131,7 +159,8 @@ def handle_show(args: argparse.Namespace) -> int:
     for key in ("created", "origin", "reason"):
         if found.data.get(key):
             print(f"  {key}: {_field(found.data[key])}")
-    applied, _ = plan(Path(args.root), found.item, found.pid)  # the diff it makes today
+    with _proposal_named(found):
+        applied, _ = plan(Path(args.root), found.item, found.pid)  # the diff it makes today
     sys.stdout.write("\n" + applied.diff)
     return 0
 
@@ -140,8 +169,8 @@ def handle_accept(args: argparse.Namespace) -> int:
     from factbook.dumps.capture.review import accept
 
     for pid in args.pids:
-        _checked(Path(args.root), pid)
-        found, written, _ = accept(Path(args.root), pid)
+        with _proposal_named(_checked(Path(args.root), pid)):
+            found, written, _ = accept(Path(args.root), pid)
         files = ", ".join(str(p.relative_to(Path(args.root).resolve())) for p in written)
         print(f"accepted {_field(found.pid, 100)}: {_field(found.summary)} -> {files}")
     return 0

@@ -16,6 +16,7 @@ import os
 import re
 import secrets
 import sys
+import traceback
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from factbook.dumps.status.context import StatusContext, build_context, default_
 from factbook.dumps.status.hint import hint_comment
 from factbook.dumps.status.items import value_text
 from factbook.dumps.status.redact import document_redactor
-from factbook.errors import FactbookError, InputError, UsageError
+from factbook.errors import FactbookError, InputError, UsageError, visible
 from factbook.handbook.safehtml import safe_markdown
 from factbook.handbook.sandbox import (
     MAX_RENDER_MEMORY,
@@ -191,17 +192,19 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
             _HINTS.reset(token)
     except OutputTooLarge as exc:  # a payload, or simply a knowledge base of ~20,000 facts
         raise InputError(
-            f"status template: refused by the sandbox: {exc}; a knowledge base this large "
-            "needs --budget TOKENS"
+            f"{template_where(exc, kb_root)}status template: refused by the sandbox: {exc}; "
+            "a knowledge base this large needs --budget TOKENS"
         ) from None
     except SecurityError as exc:
-        raise InputError(f"status template: refused by the sandbox: {exc}") from None
-    except jinja2.TemplateError as exc:
-        where = f"{exc.filename}:{exc.lineno}: " if getattr(exc, "lineno", None) else ""
-        raise InputError(f"status template: {where}{exc}") from None
-    except MemoryError:
         raise InputError(
-            f"status template: needed more than {MAX_RENDER_MEMORY >> 20} MiB; stopped"
+            f"{template_where(exc, kb_root)}status template: refused by the sandbox: {exc}"
+        ) from None
+    except jinja2.TemplateError as exc:
+        raise InputError(f"{template_where(exc, kb_root)}status template: {exc}") from None
+    except MemoryError as exc:
+        raise InputError(
+            f"{template_where(exc, kb_root)}status template: needed more than "
+            f"{MAX_RENDER_MEMORY >> 20} MiB; stopped"
         ) from None
     except FactbookError:  # the loader's own one-line refusals (a template linked out)
         raise
@@ -210,7 +213,42 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
         # traceback: a loop or arithmetic ({{ 9**9**9 }}, 'x' * 10**10, a self-include), and
         # any other Python error an expression can reach ({{ 1 // 0 }}, 'x'.encode('nope'),
         # |slice(0), {% extends none %}), each of which was one before
-        raise InputError(f"status template: {type(exc).__name__}: {str(exc)[:200]}") from None
+        raise InputError(
+            f"{template_where(exc, kb_root)}status template: {type(exc).__name__}: {str(exc)[:200]}"
+        ) from None
+
+
+def template_where(exc: BaseException, kb_root: Path) -> str:
+    """`FILE:LINE: ` of the template line a render error came from, '' when none is known.
+
+    A syntax error carries its file and line; an error raised while rendering (an undefined
+    name, a missing filter or template, the sandbox's refusals, a template's own Python
+    error) carries them only in its traceback, whose frames Jinja rewrites to the template's
+    file and line: the innermost frame in a knowledge base's template is named (relative to
+    the root), else the innermost in factbook's own (`status.md.j2:LINE (factbook's)`, where
+    an override left out a macro it calls). Named escaped: the path is the KB's to choose."""
+    file, line = getattr(exc, "filename", None), getattr(exc, "lineno", None)
+    if isinstance(exc, jinja2.TemplateSyntaxError) and file and line:
+        shown, ours = _template_shown(file, kb_root)
+        return f"{shown}:{line}{ours}: "
+    found = ""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if not frame.filename.endswith(".j2") or frame.lineno is None:
+            continue
+        shown, ours = _template_shown(frame.filename, kb_root)
+        if not ours:
+            return f"{shown}:{frame.lineno}: "
+        found = found or f"{shown}:{frame.lineno}{ours}: "
+    return found
+
+
+def _template_shown(file: str, kb_root: Path) -> tuple[str, str]:
+    """A template file as a message names it: (its path relative to the knowledge base, ''),
+    or (the name of one of factbook's own templates, " (factbook's)")."""
+    try:
+        return visible(Path(file).resolve().relative_to(kb_root.resolve()).as_posix()), ""
+    except (ValueError, OSError):
+        return visible(Path(file).name), " (factbook's)"
 
 
 def prepare(

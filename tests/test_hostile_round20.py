@@ -1,0 +1,99 @@
+# ruff: noqa: E501  (the corpus table keeps one case per line, so a new case is one line)
+"""Hostile input, round 20 (issue 25, "Hardening III"): round 19's fuzzer (bench/fuzz_kb.py)
+extended to what it did not mutate or run.
+
+What was tried: the base knowledge base now also holds templates/status/status.md.j2 and
+templates/_macros.j2 (factbook's own, as overrides), a mkdocs.yml with docs/index.md, and two
+pending proposals (a new fact, a change) written by review.submit; half the cases mutate one of
+those or a runbook. Templates: a Jinja payload put at a random line or as the whole file, of
+eight classes: syntax errors, undefined names, huge loops (`range(10**9)`, `|list`, `|sum`),
+recursion (a macro calling itself, two calling each other, a recursive loop, `call`),
+`include`/`extends`/`import` of paths outside the root, absolute, of the template itself or of
+a KB's YAML, filters and tests that do not exist or get bad arguments, sandbox escapes
+(`''.__class__`, `cycler.__init__.__globals__`, `self`, `namespace`, str.format), size bombs
+(`'a' * 10**10`, a namespace string doubled 40 times, `|indent`, `|replace`, `%` widths) and
+deep output (120 nested lists, 200 parentheses, 5,000 filters, 60 nested loops). mkdocs.yml:
+round 19's type mutations, plus a top-level key made hostile (hooks and plugins naming files
+outside, `!!python/name`/`object/apply`/`module`, `!ENV`, INHERIT, docs_dir/site_dir outside,
+nav loops by alias, nav 45 deep, a 20,000-entry nav, custom_dir, extra_templates, vetted and
+unvetted Markdown extensions with python names, an alias bomb). Proposals: every round 19
+class. Runbooks: a hostile cell put before a random fence (a payload, cell metadata that is a
+tag, a bomb, 60 deep, a 5000-digit int, 100,000 lines, 5,000 cells, `{include}` outside).
+Commands added: `proposals list`, `proposals show ID`, `proposals accept ID` (on a copy; any
+file changed outside the copy is a finding), a real `mkdocs build` (the factbook plugin, the
+secret searched for in the site too), and `factbook serve` as a child on a free loopback port
+(GET /metrics, /healthz, /, /metrics; a finding when it does not answer, answers a 5xx with a
+traceback, dies, or its log holds one). Any file changed in the outside folder by any command
+is a finding too.
+
+Counts: see the report of this round (bench/fuzz_kb.py's numbers are in the commit messages).
+Findings, by class:
+1. a status template's error raised while rendering (an undefined name, a missing template or
+   filter, a sandbox refusal, a timeout, the template's own Python error) named no file or
+   line: `status template: 'nosuch' is undefined`; a syntax error named its absolute path.
+   Now the template's file (relative to the root) and line, from the frames Jinja rewrites.
+2. `proposals show` and `accept` of a proposal that would not lint clean, or whose new fact
+   exists, said what but not which file: now `proposals/ID.yaml:LINE:` (its item: line).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_hostile_kb import PID, Case, macros, run_case, tpl
+
+T = "templates/status/status.md.j2"
+M = "templates/_macros.j2"
+TS = "status template:"
+SECONDS = {"FACTBOOK_TEMPLATE_SECONDS": "1"}
+
+
+def proposal(new: str, line: str = "item:") -> dict[str, str]:
+    """One pending proposal of a new fact written as `new` (flow style), its item: at line 6."""
+    return {
+        f"proposals/{PID}.yaml": f"id: {PID}\ncreated: '2026-01-01T00:00:00Z'\norigin: mcp\nsummary: new fact\nreason: r\n{line}\n  new: {new}\n"
+    }
+
+
+NEW = "{id: hw.new, category: hardware, title: T, statement: S., value: VALUE, status: assumed, sources: [{seed: a.txt}]}"
+
+# fmt: off
+CASES: list[Case] = [
+    # --- 1. a template's error raised while rendering named no file:line (`status template: 'nosuch' is undefined`); a syntax error its absolute path ---
+    Case("status.md.j2: an undefined name", tpl("ok\n{{ nosuch }}"), "status", 2, f"{T}:2: {TS} 'nosuch' is undefined"),
+    Case("_macros.j2: an undefined name in a macro", macros("{{ nosuch.attr }}"), "status", 2, f"{M}:1: {TS} 'nosuch' is undefined"),
+    Case("status.md.j2: a filter that does not exist", tpl("{{ 1|nosuch }}"), "status", 2, f"{T}:1: {TS} No filter named 'nosuch'"),
+    Case("status.md.j2: a test that does not exist", tpl("\n\n{{ 1 is nosuchtest }}"), "status", 2, f"{T}:3: {TS} No test named 'nosuchtest'"),
+    Case("status.md.j2: an include of no template", tpl("a\n{% include 'nope.j2' %}"), "status", 2, f"{T}:2: {TS} nope.j2"),
+    Case("status.md.j2: an include of a path outside", tpl("{% include '../../outside/shadow' %}"), "status", 2, f"{T}:1: {TS} ../../outside/shadow"),
+    Case("status.md.j2: its own Python error", tpl("\n{{ 1 // 0 }}"), "status", 2, f"{T}:2: {TS} ZeroDivisionError"),
+    Case("status.md.j2: a macro calling itself", tpl("{% macro f() %}{{ f() }}{% endmacro %}\n{{ f() }}"), "status", 2, f"{T}:1: {TS} RecursionError"),
+    Case("status.md.j2: a sandbox escape", tpl("x\n{{ ''.__class__ }}"), "status", 2, f"{T}:2: {TS} refused by the sandbox: access to attribute '__class__'"),
+    Case("_macros.j2: a sandbox escape", macros("{{ cycler.__init__.__globals__ }}"), "status", 2, f"{M}:1: {TS} refused by the sandbox: access to attribute '__init__'"),
+    Case("status.md.j2: a string multiplication bomb", tpl("{{ 'a' * 10**10 }}"), "status", 2, f"{T}:1: {TS} refused by the sandbox: repetition of more than"),
+    Case("status.md.j2: a range of 10**9", tpl("{% for i in range(10**9) %}{% endfor %}"), "status", 2, f"{T}:1: {TS} OverflowError: Range too big"),
+    Case("status.md.j2: a loop past the deadline", tpl("{% set r = range(100000) %}\n{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}"), "status", 2, f"{T}:2: {TS} refused by the sandbox: rendering took longer than 1 s", env=SECONDS, isolated=True, max_s=15),
+    Case("status.md.j2: a namespace string doubled 40 times", tpl("{% set ns = namespace(s='a' * 1000000) %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}"), "status", 2, f"{T}:1: {TS} needed more than 512 MiB", isolated=True, max_rss_mb=700, max_s=20),
+    Case("_macros.j2 overridden without a macro status.md.j2 imports", {M: "{% macro line(x) %}{% endmacro %}"}, "status", 2, f"(factbook's): {TS} the template '_macros.j2'"),
+    Case("status.md.j2: a syntax error, named relative to the root", tpl("a\n{% if %}"), "status", 2, f"{T}:2: {TS} Expected an expression"),
+    Case("_macros.j2: a syntax error", {M: "{% macro line(x) %}{{ x }\n{% endmacro %}"}, "status", 2, f"{M}:1: {TS} unexpected '}}'"),
+    # --- 2. `proposals show`/`accept` of a proposal that would not lint clean, or adds a fact that exists, named no file ---
+    Case("proposals show: a new fact whose value is nan", proposal(NEW.replace("VALUE", ".nan")), ["proposals", "show", PID], 2, f"proposals/{PID}.yaml:6: new fact hw.new (hardware) would not lint clean"),
+    Case("proposals accept: a new fact whose value is nan", proposal(NEW.replace("VALUE", ".nan")), ["proposals", "accept", PID], 2, f"proposals/{PID}.yaml:6: new fact hw.new (hardware) would not lint clean"),
+    Case("proposals accept: a new fact that exists", proposal(NEW.replace("hw.new", "hw.gpu.count").replace("VALUE", "8")), ["proposals", "accept", PID], 2, f"proposals/{PID}.yaml:6: fact 'hw.gpu.count' already exists"),
+    Case("proposals show: item: after a comment line", proposal(NEW.replace("VALUE", ".inf"), "# why\nitem:"), ["proposals", "show", PID], 2, f"proposals/{PID}.yaml:7: new fact hw.new"),
+    # ... held (guards): a proposal that lints clean is shown with its diff; accepted, it writes the fact
+    Case("proposals show: a clean new fact (guard)", proposal(NEW.replace("VALUE", "8")), ["proposals", "show", PID], 0, "+  - id: hw.new"),
+    Case("proposals accept: a clean new fact (guard)", proposal(NEW.replace("VALUE", "8")), ["proposals", "accept", PID], 0, f"accepted {PID}: new fact", then=["show", "hw.new"]),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_hostile_input_round20(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_case(case, tmp_path, monkeypatch)
+
+
+def test_cases_named_once() -> None:
+    assert len({c.name for c in CASES}) == len(CASES)
