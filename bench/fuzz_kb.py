@@ -30,6 +30,7 @@ import argparse
 import builtins
 import contextlib
 import datetime
+import http.client
 import io
 import json
 import math
@@ -39,11 +40,14 @@ import re
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
+import urllib.error
+import urllib.request
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -71,7 +75,19 @@ COMMANDS = (
     "verify",
     "docs",
     "mcp",
+    "proposals-list",
+    "proposals-show",
+    "proposals-accept",
+    "mkdocs",
+    "serve",
 )
+# children of a few seconds each: run on the cases of the files they read, and on a sample
+SAMPLED = {"mcp": 0.05, "mkdocs": 0.04, "serve": 0.03}
+OWN_FILES = {
+    "mcp": ("factbook.yaml",),
+    "mkdocs": ("mkdocs.yml", "docs/"),
+    "serve": ("factbook.yaml",),
+}
 # `mcp` owns the process's stdin and stdout: it runs as a child, fed these messages
 MCP_MESSAGES = [
     {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -133,7 +149,73 @@ def build_base(dest: Path) -> Path:
         shutil.copy(run_file, dest / "results" / "runs" / run_file.name)
     (dest / "factbook.yaml").write_text(FACTBOOK_YAML)
     (dest / "redact.yaml").write_text(REDACT_YAML)
+    # round 20: the status templates overridden (the package's own, copied), a mkdocs.yml
+    # with a docs/ folder, and two pending proposals (a new fact, a change) as `factbook mcp`
+    # writes them, under fixed ids
+    shipped = REPO / "src" / "factbook" / "dumps" / "status" / "templates"
+    (dest / "templates" / "status").mkdir(parents=True)
+    shutil.copy(shipped / "status.md.j2", dest / "templates" / "status" / "status.md.j2")
+    shutil.copy(shipped / "_macros.j2", dest / "templates" / "_macros.j2")
+    (dest / "docs").mkdir()
+    (dest / "docs" / "index.md").write_text("# Fuzz handbook\n\nSee [facts](facts/index.md).\n")
+    (dest / "mkdocs.yml").write_text(MKDOCS_YML)
+    make_proposals(dest)
     return dest
+
+
+MKDOCS_YML = """\
+site_name: Fuzz handbook
+site_description: the fuzzer's knowledge base
+docs_dir: docs
+site_dir: site
+strict: false
+use_directory_urls: false
+nav:
+  - Home: index.md
+  - Guides:
+      - Index again: index.md
+theme:
+  name: material
+  font: false
+  features: [navigation.sections, search.suggest]
+  palette:
+    - {scheme: default, primary: indigo}
+plugins:
+  - search
+  - factbook
+markdown_extensions:
+  - attr_list
+  - tables
+  - admonition
+  - toc: {permalink: true}
+  - pymdownx.superfences
+validation:
+  links: {anchors: warn}
+"""
+PIDS = ("20260101-000000-aaaaaa", "20260101-000000-bbbbbb")
+ROUND20_FILES = ("templates/", "proposals/", "mkdocs.yml", "runbooks/", "docs/")
+
+
+def make_proposals(dest: Path) -> None:
+    """proposals/PID.yaml for a new fact and a change, made by review.submit (the path
+    `factbook mcp`'s propose_fact and propose_change take), renamed to fixed ids."""
+    import copy
+
+    from factbook.dumps.capture.review import FactChange, NewFact, submit
+
+    first = yaml.safe_load((dest / "facts" / "hardware.yaml").read_text())["facts"]
+    new = copy.deepcopy(first[0])
+    new["id"] = "hw.fuzz.proposed"
+    items = [NewFact(new), FactChange(first[1]["id"], {"value": 9}, {"seed": "x.txt"})]
+    for pid, item in zip(PIDS, items, strict=True):
+        made = submit(dest, item, origin="mcp", reason="the fuzzer's proposal")
+        assert made.proposal_file is not None
+        record = yaml.safe_load(made.proposal_file.read_text())
+        record.update(id=pid, created="2026-01-01T00:00:00Z")
+        made.proposal_file.unlink()
+        (dest / "proposals" / f"{pid}.yaml").write_text(
+            yaml.safe_dump(record, sort_keys=False, allow_unicode=True, width=100)
+        )
 
 
 def make_outside(out: Path) -> None:
@@ -372,15 +454,357 @@ def rawtext(r: random.Random, rel: str, data: bytes) -> Mutation:
     return Mutation(rel, kind, where, data)
 
 
+# ---------------------------------------------------------------- round 20: templates
+# Jinja payloads by class; `{out}` is the folder outside the knowledge base, `{self}` the
+# mutated template's own name. Each is put at the start of a random line of the template
+# (which may land inside a tag: a syntax error of its own), or replaces the whole file.
+DEEP = 60
+TEMPLATE_PAYLOADS: dict[str, tuple[str, ...]] = {
+    "syntax-error": (
+        "{% if %}",
+        "{{ ",
+        "{% for x in %}",
+        "{% endfor %}",
+        "{% endmacro %}",
+        "{{ 1 + }}",
+        "{% set = 1 %}",
+        "{#",
+        "{% raw %}",
+        "{{ x | }}",
+        "}}",
+        "{% block a %}{% block a %}{% endblock %}{% endblock %}",
+        "{% macro %}",
+        "{% call %}",
+        "{{ 'unterminated }}",
+        "{% else %}",
+        "{{ x.0x1 }}",
+        "{% with %}",
+        "{{ (((( }}",
+        "{% for %}{% endfor %}{% endfor %}",
+    ),
+    "undefined": (
+        "{{ nosuch }}",
+        "{{ nosuch.attr }}",
+        "{{ facts.nosuch.deeper }}",
+        "{% for x in nosuch %}{% endfor %}",
+        "{{ nosuch() }}",
+        "{{ nosuch[0] }}",
+        "{{ loop.index }}",
+        "{{ caller() }}",
+        "{{ varargs }}",
+        "{{ none.x }}",
+        "{{ undefined }}",
+        "{{ ''.nosuch }}",
+        "{{ 1.nosuch() }}",
+    ),
+    "huge-loop": (
+        "{% for i in range(10**9) %}{% endfor %}",
+        "{% for i in range(10**9) %}{{ i }}{% endfor %}",
+        "{% for i in range(999999999) %}{% for j in range(999999999) %}{% endfor %}{% endfor %}",
+        "{% for i in range(10**9)|reverse %}{% endfor %}",
+        "{{ range(10**9)|list|length }}",
+        "{{ range(10**9)|join(',') }}",
+        "{{ range(10**9)|sum }}",
+        "{{ range(10**9)|map('string')|join }}",
+        "{{ range(10**9)|unique|list }}",
+        "{{ range(10**8)|sort|first }}",
+        "{{ range(10**9)|batch(3)|list|length }}",
+        "{{ lipsum(10**6) }}",
+        "{{ range(10**9)|selectattr('real')|list }}",
+    ),
+    "recursion": (
+        "{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}",
+        "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+        "{% macro f() %}{{ g() }}{% endmacro %}{% macro g() %}{{ f() }}{% endmacro %}{{ f() }}",
+        "{% for x in [[1]] recursive %}{{ loop([x]) }}{% endfor %}",
+        "{% macro f() %}{% call f() %}x{% endcall %}{% endmacro %}{{ f() }}",
+        "{% set ns = namespace(a=1) %}{% macro f() %}{{ f() ~ f() }}{% endmacro %}{{ f() }}",
+    ),
+    "include": (
+        "{% include '../../outside/shadow' %}",
+        "{% include '{out}/shadow' %}",
+        "{% include '/etc/passwd' %}",
+        "{% extends '../facts.yaml' %}",
+        "{% import '{out}/shadow' as m %}",
+        "{% include '{self}' %}",
+        "{% extends '{self}' %}",
+        "{% import '{self}' as m %}{{ m }}",
+        "{% from '{self}' import line %}{{ line(1) }}",
+        "{% include '_macros.j2' %}",
+        "{% include 'status.md.j2' %}",
+        "{% include ['nope', '../../outside/shadow'] %}",
+        "{% include 'nope' ignore missing %}",
+        "{% include '..' %}",
+        "{% include 'status/../../../outside/shadow' %}",
+        "{% include '' %}",
+        "{% include none %}",
+        "{% include 7 %}",
+        "{% extends ['a', 'b'] %}",
+        "{% include '\\x00' %}",
+        "{% include 'facts/hardware.yaml' %}",
+        "{% include '../facts/hardware.yaml' %}",
+        "{% import 'x' * 10**6 as m %}",
+    ),
+    "unknown-filter": (
+        "{{ 1|nosuch }}",
+        "{% filter nosuch %}x{% endfilter %}",
+        "{{ 1 is nosuchtest }}",
+        "{{ [1]|map('nosuch')|list }}",
+        "{{ [1]|select('nosuch')|list }}",
+        "{{ 'x'|attr('upper')() }}",
+        "{{ 1|hint }}",
+        "{{ none|cell }}",
+        "{{ 1|kv }}",
+        "{{ {}|md(1, 2) }}",
+        "{{ [1]|sort(attribute='x.y.z') }}",
+        "{{ [1]|groupby('x') }}",
+        "{{ 'x'|format(1, 2, 3) }}",
+        "{{ 'x'|int(base=99) }}",
+        "{{ 1|round('nope') }}",
+        "{{ 'x'|truncate(-5) }}",
+        "{{ 'x'|wordwrap(0) }}",
+        "{{ [1]|slice(0)|list }}",
+        "{{ 1 // 0 }}",
+        "{{ 'x'.encode('nope') }}",
+        "{{ 'a'|tojson(indent='x') }}",
+        "{{ 'x'|urlize(trim_url_limit=-1) }}",
+        "{{ {1: 2}|dictsort(by='x') }}",
+    ),
+    "escape": (
+        "{{ ''.__class__ }}",
+        "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+        "{{ cycler.__init__.__globals__.os.system('touch {out}/MARKER') }}",
+        "{{ self._TemplateReference__context }}",
+        "{{ lipsum.__globals__ }}",
+        "{{ range.__self__ }}",
+        "{{ config }}",
+        "{{ self }}",
+        "{{ self.__dict__ }}",
+        "{{ ''|attr('__class__') }}",
+        "{{ (1).__class__.__base__.__subclasses__() }}",
+        "{{ namespace.__init__.__globals__ }}",
+        "{{ [].__class__.__base__ }}",
+        "{% set x = namespace() %}{% set x.__class__ = 1 %}",
+        "{{ joiner.__init__.__globals__ }}",
+        "{{ '{0.__class__}'.format(1) }}",
+        "{{ md.__globals__ }}",
+        "{{ cell.__code__ }}",
+        "{{ kv.__module__ }}",
+        "{{ ''.__class__.__mro__[1].__subclasses__()[100].__init__.__globals__ }}",
+        "{{ [].append(1) }}",
+        "{{ {}.update(a=1) }}",
+        "{{ {}.setdefault('a') }}",
+        "{{ (1).__format__ }}",
+        "{{ dict.__subclasses__() }}",
+        "{{ ''.format_map.__self__ }}",
+        "{{ 'x'.translate.__self__.__class__ }}",
+    ),
+    "mult-bomb": (
+        "{{ 'a' * 10**10 }}",
+        "{{ 'a' * 10**6 * 10**6 }}",
+        "{{ ['a'] * 10**9 }}",
+        "{{ 9**9**9 }}",
+        "{{ 'ab' * 999999999 }}",
+        "{{ 10**10 * 'a' }}",
+        "{{ ('a' * 1000000)|center(1000000000) }}",
+        "{{ '%999999999s' % 1 }}",
+        "{% set s = 'a' * 1000000 %}{% for i in range(40) %}{% set s = s ~ s %}"
+        "{% endfor %}{{ s|length }}",
+        "{% set s = ['a'] * 1000000 %}{% for i in range(40) %}{% set s = s + s %}"
+        "{% endfor %}{{ s|length }}",
+        "{% set ns = namespace(s='a' * 1000000) %}{% for i in range(40) %}"
+        "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+        "{{ ('a' * 1000000)|wordwrap(1) }}",
+        "{{ ('a' * 1000000)|list|join(' ' * 100) }}",
+        "{{ ('a' * 1000000).split('') }}",
+        "{{ ('a\n' * 1000000)|indent(1000) }}",
+        "{{ ('a' * 1000000)|replace('a', 'a' * 1000) }}",
+        "{{ (1, 2) * 10**9 }}",
+        "{{ 'x'|format_map }}",
+        "{{ 2**256**2 }}",
+        "{{ (10**256)|string * 10**4 }}",
+        "{{ ('a' * 1000000)|urlencode|urlencode }}",
+        "{{ ('<' * 1000000)|escape|escape }}",
+        "{{ ('a' * 1000000)|tojson|tojson }}",
+    ),
+    "deep-output": (
+        "{{ " + "[" * DEEP * 2 + "1" + "]" * DEEP * 2 + " }}",
+        "{{ " + "(" * 200 + "1" + ")" * 200 + " }}",
+        "{{ 1" + "|string" * 5000 + " }}",
+        "{{ " + "-" * 10000 + "1 }}",
+        "{{ " + "not " * 5000 + "1 }}",
+        "{{ 1" + " + 1" * 20000 + " }}",
+        "{% for i in [1] %}" * DEEP + "x" + "{% endfor %}" * DEEP,
+        "{% if 1 %}" * 200 + "x" + "{% endif %}" * 200,
+        "{% filter upper %}" * DEEP + "x" + "{% endfilter %}" * DEEP,
+        "{% set x = [] %}" + "{% set x = [x] %}" * 2000 + "{{ x }}",
+        "{% set x = {} %}" + "{% set x = {'k': x} %}" * 2000 + "{{ x|tojson }}",
+        "{% set x = [] %}" + "{% set x = [x] %}" * 2000 + "{{ x|kv }}",
+    ),
+}
+
+
+def template_mutation(r: random.Random, rel: str, text: str, out: Path) -> Mutation:
+    kind = r.choice(list(TEMPLATE_PAYLOADS))
+    payload = r.choice(TEMPLATE_PAYLOADS[kind])
+    payload = payload.replace("{out}", str(out)).replace("{self}", Path(rel).name)
+    lines = text.split("\n")
+    if r.random() < 0.2:
+        where, lines = "whole file", [payload]
+    else:
+        i = r.randrange(len(lines) + 1)
+        where = f"line {i + 1}"
+        lines.insert(i, payload)
+    return Mutation(rel, f"jinja {kind}", f"{where}: {payload[:80]}", "\n".join(lines).encode())
+
+
+# ---------------------------------------------------------------- round 20: mkdocs.yml
+MKDOCS_PAYLOADS: tuple[str, ...] = (
+    "hooks: ['{out}/hook.py']",
+    "hooks: [hooks/x.py]",
+    "hooks: '../outside/hook.py'",
+    "plugins: [search, factbook, macros]",
+    "plugins: [{factbook: {root: '{out}'}}]",
+    "plugins: [{factbook: {root: ../outside}}]",
+    "plugins: [{search: {lang: !!python/name:os.system}}]",
+    "plugins: [{'{out}/plugin.py': {}}]",
+    "plugins: factbook",
+    "plugins: {factbook: 1}",
+    "plugins: [[factbook]]",
+    "plugins: [{factbook: {root: [a]}}]",
+    "plugins: [null]",
+    "nav: &n [{Home: index.md}, {Loop: *n}]",
+    "nav: [{a: [{b: [{c: [{d: index.md}]}]}]}]",
+    "nav: " + "[" * 45 + "index.md" + "]" * 45,
+    "nav: [" + ", ".join(["index.md"] * 20000) + "]",
+    "nav: [{Home: '{out}/shadow'}]",
+    "nav: [{Home: ../outside/shadow}]",
+    "nav: [{Home: /etc/passwd}]",
+    "nav: 7",
+    "nav: {a: b}",
+    "nav: [[[]]]",
+    "nav: [{null: index.md}]",
+    "nav: [{[a]: index.md}]",
+    "docs_dir: '{out}'",
+    "docs_dir: ../outside",
+    "docs_dir: /etc",
+    "site_dir: '{out}'",
+    "docs_dir: [docs]",
+    "docs_dir: null",
+    "site_dir: 7",
+    "docs_dir: .",
+    "INHERIT: '{out}/mk.yml'",
+    "INHERIT: mkdocs.yml",
+    "INHERIT: [a]",
+    "site_name: !ENV HOME",
+    "site_name: !ENV [FUZZSECRET, x]",
+    "site_name: !!python/name:os.system",
+    "site_name: !!python/object/apply:os.system ['touch {out}/MARKER']",
+    "site_name: !!python/module:os",
+    "site_name: [a, b]",
+    "site_name: {a: 1}",
+    "site_name: null",
+    "site_name: " + "w" * 100000,
+    'site_name: "a\\x1b[2J\\u202eb"',
+    "site_name: 0x" + "f" * 5000,
+    "theme: {name: material, custom_dir: '{out}'}",
+    "theme: {name: material, custom_dir: overrides}",
+    "theme: {name: material, static_templates: [x.html]}",
+    "theme: 7",
+    "theme: {name: nosuch}",
+    "theme: {name: [material]}",
+    "extra_templates: [x.html]",
+    "extra_css: ['{out}/shadow']",
+    "extra_javascript: [../outside/shadow]",
+    "extra: {a: !ENV HOME}",
+    "watch: ['{out}']",
+    "markdown_extensions: [os]",
+    "markdown_extensions: [{os: {a: 1}}]",
+    "markdown_extensions: [{pymdownx.superfences: {custom_fences: [{name: x, class: x, "
+    "format: !!python/name:os.system}]}}]",
+    "markdown_extensions: [{toc: {slugify: !!python/name:os.getcwd}}]",
+    "markdown_extensions: [{toc: {permalink: [1]}}]",
+    "markdown_extensions: 7",
+    "markdown_extensions: [[toc]]",
+    "exclude_docs: 7",
+    "validation: 7",
+    "validation: {links: {anchors: nosuch}}",
+    "strict: maybe",
+    "use_directory_urls: [1]",
+    "dev_addr: 0.0.0.0:1",
+    "copyright: !!binary aGVsbG8=",
+    "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]",
+)
+
+
+def mkdocs_mutation(r: random.Random, rel: str, text: str, out: Path) -> Mutation:
+    """One top-level key of mkdocs.yml replaced by (or added as) a hostile one."""
+    payload = r.choice(MKDOCS_PAYLOADS).replace("{out}", str(out))
+    key = payload.split(":", 1)[0]
+    kept, skipping = [], False
+    for line in text.split("\n"):
+        if line and not line[0].isspace() and not line.startswith("#"):
+            skipping = line.split(":", 1)[0] == key
+        if not skipping:
+            kept.append(line)
+    return Mutation(
+        rel, "mkdocs key", payload[:100], ("\n".join(kept) + "\n" + payload + "\n").encode()
+    )
+
+
+# ---------------------------------------------------------------- round 20: runbook cells
+CELL_PAYLOADS: tuple[str, ...] = (
+    "```{code-cell} ipython3\nimport os; os.system('touch {out}/MARKER')\n```",
+    "```{code-cell} ipython3\n---\ntags: !!python/name:os.system\n---\nprint(1)\n```",
+    "```{code-cell} ipython3\n---\ntags: [a, b\n---\nprint(1)\n```",
+    "```{code-cell} ipython3\n---\n" + "[" * 60 + "]" * 60 + "\n---\nx\n```",
+    "```{code-cell} ipython3\n---\nfactbook: {timeout: 0x" + "f" * 5000 + "}\n---\nx\n```",
+    "```{code-cell} ipython3\n---\n" + BOMB + "\n---\nx\n```",
+    "```{code-cell} ipython3\n---\ntags: {a: 1}\nfactbook: [1]\n---\nx\n```",
+    "```{code-cell} ipython3\n---\nfactbook: {step: 7, timeout: -1, target: '{out}'}\n---\n```",
+    "```{code-cell} ipython3\n" + "x = 1\n" * 100000 + "```",
+    "```{code-cell}\n```",
+    "```{code-cell} ipython3",
+    "````{code-cell} ipython3\n```\n````",
+    "```{code-cell} ipython3\n---\n---\n---\nx\n```",
+    "```{code-cell} " + "w" * 100000 + "\nx\n```",
+    "```{code-cell} ipython3\n%%bash\ncat {out}/shadow\n```",
+    "```{code-cell} ipython3\n:tags: [a]\n: x\nprint(1)\n```",
+    ("```{code-cell} ipython3\nx\n```\n" * 5000).rstrip("\n"),
+    "{include} {out}/shadow",
+    "```{include} {out}/shadow\n```",
+    "```{literalinclude} ../../outside/shadow\n```",
+)
+
+
+def cell_mutation(r: random.Random, rel: str, text: str, out: Path) -> Mutation:
+    """A hostile cell put before a random fence of a runbook, or one fence's metadata mutated."""
+    payload = r.choice(CELL_PAYLOADS).replace("{out}", str(out))
+    fences = [m.start() for m in re.finditer(r"^```", text, re.MULTILINE)]
+    at = r.choice(fences) if fences else len(text)
+    where = f"line {text.count(chr(10), 0, at) + 1}"
+    return Mutation(rel, "runbook cell", f"{where}: {payload[:80]!r}",
+                    (text[:at] + payload + "\n\n" + text[at:]).encode())  # fmt: skip
+
+
 def mutate(
     seed: int, index: int, base: Path, files: list[str], all_ids: list[str], out: Path
 ) -> Mutation:
     r = random.Random(f"{seed}:{index}")
-    rel = r.choice(files)
+    # half the cases mutate what round 20 added (templates, proposals, mkdocs.yml, runbooks)
+    newer = [f for f in files if f.startswith(ROUND20_FILES)]
+    rel = r.choice(newer if newer and r.random() < 0.5 else files)
     data = (base / rel).read_bytes()
     if r.random() < 0.8:
         text = data.decode("utf-8")
-        if rel.endswith((".yaml", ".json")):
+        if rel.endswith(".j2"):
+            return template_mutation(r, rel, text, out)
+        if rel == "mkdocs.yml" and r.random() < 0.6:
+            return mkdocs_mutation(r, rel, text, out)
+        if rel.startswith("runbooks/") and r.random() < 0.4:
+            return cell_mutation(r, rel, text, out)
+        if rel.endswith((".yaml", ".yml", ".json")):
             return structured(r, rel, text, all_ids, out)
         if rel.endswith(".jsonl"):  # one record of a run file
             lines = text.splitlines(keepends=True)
@@ -405,8 +829,9 @@ def mutate(
 
 # ---------------------------------------------------------------- running
 def argv_for(
-    command: str, kb: Path, r: random.Random, fact_id: str | None, ids: list[str]
-) -> list[str]:
+    command: str, kb: Path, r: random.Random, fact_id: str | None, ids: list[str],
+    pid: str | None = None,
+) -> list[str]:  # fmt: skip
     some = fact_id or r.choice(ids)
     if command == "show":
         return ["show", some]
@@ -424,6 +849,13 @@ def argv_for(
         return ["docs", "--out", str(kb / "_site")]
     if command == "mcp":
         return ["mcp", some]  # the id is for show_fact; run_mcp takes it off
+    if command.startswith("proposals-"):
+        action = command.split("-", 1)[1]
+        return ["proposals", action] + ([] if action == "list" else [pid or r.choice(PIDS)])
+    if command == "mkdocs":
+        return ["mkdocs", "build"]
+    if command == "serve":
+        return ["serve", "--interval", "1"]
     return [command]
 
 
@@ -462,12 +894,16 @@ def run_one(kb: Path, argv: list[str], limit_s: float) -> tuple[int | str, str, 
     return code, out.getvalue(), time.monotonic() - began
 
 
-_LOCATED = re.compile(r"[\w./-]+\.(yaml|yml|json|jsonl|md|py)(:\d+)?[:,; ]")
+_LOCATED = re.compile(r"[\w./-]+\.(yaml|yml|json|jsonl|md|py|j2)(:\d+)?[:,; ]")
+_TEMPLATE_ERROR = re.compile(r"(status template: (?:refused by the sandbox: )?)\w+: ")
 _USAGE = re.compile(r"unknown fact|no fact|not a knowledge base")
 
 
 def _marks(output: str) -> Counter[str]:
     """The tracebacks and exception names an output holds."""
+    # a status template's own Python error is named by its class on purpose (round 13:
+    # `templates/x.j2:4: status template: ZeroDivisionError: ...`): the template's, not ours
+    output = _TEMPLATE_ERROR.sub(r"\1", output)
     found = Counter(m.group(1) for m in _LEAK.finditer(output))
     found["Traceback"] = output.count("Traceback (most recent call last)")
     return found
@@ -495,6 +931,138 @@ def run_mcp(kb: Path, fact_id: str, limit_s: float) -> tuple[int | str, str, flo
     return code, output, took / 3
 
 
+CHILD_ENV = {"PYTHONPATH": str(REPO / "src"), "NO_MKDOCS_2_WARNING": "1"}
+
+
+def tree_state(top: Path, skip: Path | None = None) -> dict[str, tuple[int, int]]:
+    """Every file under `top` (but `skip`) -> (size, mtime_ns): what a command wrote there."""
+    state = {}
+    for p in top.rglob("*"):
+        if skip is not None and (p == skip or skip in p.parents):
+            continue
+        with contextlib.suppress(OSError):
+            st = p.lstat()
+            state[str(p.relative_to(top))] = (st.st_size, st.st_mtime_ns)
+    return state
+
+
+def run_accept(kb: Path, argv: list[str], limit_s: float) -> tuple[int | str, str, float]:
+    """`proposals accept` on a copy of the case's knowledge base (the other commands read
+    it unchanged); anything it writes outside that copy is a finding ("!wrote outside")."""
+    work = kb.parent
+    copy = work / "accept-kb"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(kb, copy, symlinks=True)
+    before = tree_state(work, skip=copy)
+    code, output, took = run_one(copy, argv, limit_s)
+    after = tree_state(work, skip=copy)
+    if before != after:
+        changed = sorted(set(before.items()) ^ set(after.items()))[:3]
+        return "!wrote outside", output + f"\nchanged outside the copy: {changed}", took
+    shutil.rmtree(copy, ignore_errors=True)
+    return code, output, took
+
+
+def run_mkdocs(kb: Path, limit_s: float) -> tuple[int | str, str, float]:
+    """A real `mkdocs build` of the knowledge base (its mkdocs.yml, the factbook plugin) in a
+    child; its exit code is MkDocs' own (1 for a refused configuration), so only what no
+    build may do is judged: a traceback, a hang, the secret in its output or in the site."""
+    site = kb.parent / "mk-site"
+    began = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(kb / "mkdocs.yml"),
+             "-d", str(site)],
+            capture_output=True, text=True, timeout=limit_s * 4, cwd=kb,
+            env={**os.environ, **CHILD_ENV},
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return "timeout", "", time.monotonic() - began
+    took = (time.monotonic() - began) / 4
+    output = proc.stdout + proc.stderr
+    for page in site.rglob("*") if site.is_dir() else ():
+        with contextlib.suppress(OSError):
+            if page.is_file() and SECRET.encode() in page.read_bytes():
+                output += f"\n{SECRET} published in {page.relative_to(site)}"
+    return (0 if proc.returncode in (0, 1) else proc.returncode), output, took
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_serve(kb: Path, argv: list[str], limit_s: float) -> tuple[int | str, str, float]:
+    """`factbook serve` as a child on a free loopback port: GET /metrics, /healthz, / and
+    /metrics again (each under `limit_s`), then check it is still up and stop it with
+    SIGINT. A finding ("!serve ...") when it does not answer, answers a 5xx with a
+    traceback or an exception's name, or dies; its log (stderr) is judged as any output."""
+    port = _free_port()
+    began = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "factbook", "--root", str(kb), *argv, "--listen",
+         f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **CHILD_ENV},
+    )  # fmt: skip
+    bodies: list[str] = []
+    problem = ""
+    try:
+        deadline = time.monotonic() + limit_s * 2
+        while time.monotonic() < deadline and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            time.sleep(0.05)
+        if proc.poll() is not None:  # it refused to start: judged as a command's exit
+            out, err = proc.communicate(timeout=5)
+            return proc.returncode, out + err, time.monotonic() - began
+        for path in ("/metrics", "/healthz", "/", "/metrics"):
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}{path}", timeout=limit_s
+                ) as answer:
+                    status, body = answer.status, answer.read(1 << 20).decode("utf-8", "replace")
+            except urllib.error.HTTPError as exc:
+                status, body = exc.code, exc.read(1 << 20).decode("utf-8", "replace")
+            except (OSError, http.client.HTTPException) as exc:
+                problem = problem or f"!serve: no answer to GET {path} ({type(exc).__name__})"
+                continue
+            bodies.append(f"GET {path} -> {status}\n{body[:20000]}")
+            if status >= 500 and ("Traceback" in body or _LEAK.search(body)):
+                problem = problem or f"!serve: {status} with a traceback on GET {path}"
+        if proc.poll() is not None:
+            problem = problem or f"!serve: died (exit {proc.returncode})"
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            problem = problem or "!serve: did not stop on SIGINT"
+    output = err + out + "\n" + "\n".join(bodies)
+    took = (time.monotonic() - began) / 4
+    return (problem or 0), output, took
+
+
+def run_command(
+    command: str, kb: Path, argv: list[str], limit_s: float
+) -> tuple[int | str, str, float]:
+    """One command of a case, in-process or as the child it needs."""
+    if command == "mcp":
+        return run_mcp(kb, argv[1], limit_s)
+    if command == "mkdocs":
+        return run_mkdocs(kb, limit_s)
+    if command == "serve":
+        return run_serve(kb, argv, limit_s)
+    if command == "proposals-accept":
+        return run_accept(kb, argv, limit_s)
+    return run_one(kb, argv, limit_s)
+
+
 def classify(
     code: int | str, output: str, took: float, limit_s: float, marker: bool, before: Counter[str]
 ) -> str | None:
@@ -502,6 +1070,8 @@ def classify(
     command's output on the base knowledge base (whose facts may quote a traceback)."""
     if code == "timeout" or took > limit_s:
         return "timeout"
+    if isinstance(code, str) and code.startswith("!"):
+        return code[1:]  # the runner's own judgement (serve, accept)
     if isinstance(code, str):
         return f"escaped {code}"
     if marker:
@@ -532,6 +1102,21 @@ class Finding:
     output: str
 
 
+@contextlib.contextmanager
+def _template_seconds(seconds: str) -> Iterator[None]:
+    """A status template's render deadline (20 s by default) under the command's time limit:
+    a template's endless loop is then stopped by the sandbox, as it must be, not the fuzzer."""
+    old = os.environ.get("FACTBOOK_TEMPLATE_SECONDS")
+    os.environ["FACTBOOK_TEMPLATE_SECONDS"] = seconds
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("FACTBOOK_TEMPLATE_SECONDS", None)
+        else:
+            os.environ["FACTBOOK_TEMPLATE_SECONDS"] = old
+
+
 def run_cases(seed: int, cases: int, commands: list[str], per_case: int, limit_s: float,
               start: int = 0, verbose: bool = False
               ) -> tuple[Counter[str], list[Finding], int]:  # fmt: skip
@@ -539,7 +1124,7 @@ def run_cases(seed: int, cases: int, commands: list[str], per_case: int, limit_s
     ran: Counter[str] = Counter()
     codes = CODES
     findings: list[Finding] = []
-    with tempfile.TemporaryDirectory(prefix="fuzzkb-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="fuzzkb-") as tmp, _template_seconds("2"):
         base = build_base(Path(tmp) / "base")
         pristine = Path(tmp) / "pristine"  # the base, where the base's own runs write
         shutil.copytree(base, pristine)
@@ -556,20 +1141,19 @@ def run_cases(seed: int, cases: int, commands: list[str], per_case: int, limit_s
             (kb / mutation.file).write_bytes(mutation.text)
             r = random.Random(f"{seed}:{index}:commands")
             chosen = commands if per_case >= len(commands) else r.sample(commands, per_case)
+            outside_before = tree_state(out)
+            pid = Path(mutation.file).stem if mutation.file.startswith("proposals/") else None
             for command in chosen:
-                if command == "mcp" and mutation.file != "factbook.yaml" and r.random() > 0.05:
-                    continue  # a child process of ~2 s: factbook.yaml's cases, and a sample
-                argv = argv_for(command, kb, r, mutation.fact_id, all_ids)
+                own = command not in SAMPLED or mutation.file.startswith(OWN_FILES[command])
+                if not own and r.random() > SAMPLED[command]:
+                    continue  # a child of seconds: its own files' cases, and a sample
+                argv = argv_for(command, kb, r, mutation.fact_id, all_ids, pid)
                 key = tuple(a.replace(str(kb), "{kb}") for a in argv)
                 if key not in base_marks:
                     base_argv = [a.replace("{kb}", str(pristine)) for a in key]
-                    ran_base = (run_mcp(pristine, key[1], limit_s) if command == "mcp"
-                                else run_one(pristine, base_argv, limit_s * 3))  # fmt: skip
+                    ran_base = run_command(command, pristine, base_argv, limit_s * 3)
                     base_marks[key] = _marks(ran_base[1])
-                if command == "mcp":
-                    code, output, took = run_mcp(kb, argv[1], limit_s)
-                else:
-                    code, output, took = run_one(kb, argv, limit_s)
+                code, output, took = run_command(command, kb, argv, limit_s)
                 ran[command] += 1
                 codes[f"{command} {code}"] += 1
                 marker = (out / "MARKER").exists()
@@ -578,12 +1162,17 @@ def run_cases(seed: int, cases: int, commands: list[str], per_case: int, limit_s
                     print(f"--- {' '.join(argv)} -> {code} ({took:.2f} s)\n{output[-4000:]}")
                 if klass:
                     findings.append(Finding(klass, seed, index, mutation, argv, code, output))
+            if tree_state(out) != outside_before:  # whatever the commands were
+                findings.append(Finding("wrote outside", seed, index, mutation, ["(any)"],
+                                        0, str(sorted(tree_state(out)))))  # fmt: skip
             shutil.rmtree(work, ignore_errors=True)
     return ran, findings, cases
 
 
 def finding_class(f: Finding) -> str:
     command = "completion" if f.argv[0] == "__complete" else f.argv[0]
+    if command in ("proposals", "mkdocs"):
+        command += " " + f.argv[1]
     return f"{f.klass} [{command}]"
 
 
@@ -624,11 +1213,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit-s", type=float, default=10.0, help="time limit of one command")
     p.add_argument("--memory-gb", type=float, default=4.0, help="address space limit")
     p.add_argument("--replay", help="SEED:INDEX: one case, every output printed")
+    p.add_argument(
+        "--sample",
+        type=float,
+        help="the share of other files' cases that mcp, mkdocs and serve (children of "
+        f"seconds) run on; default {', '.join(f'{k} {v}' for k, v in SAMPLED.items())}",
+    )
     args = p.parse_args(argv)
     commands = [c for c in args.commands.split(",") if c]
     unknown = set(commands) - set(COMMANDS)
     if unknown:
         p.error(f"unknown commands: {', '.join(sorted(unknown))}")
+    if args.sample is not None:
+        SAMPLED.update(dict.fromkeys(SAMPLED, args.sample))
     limit = int(args.memory_gb * (1 << 30))
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
