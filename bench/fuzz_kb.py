@@ -18,6 +18,23 @@ exception class's name in the output, an exit code outside the documented set, a
 the time limit, an output quoting the secret planted outside the knowledge base, or a marker
 file a payload would create.
 
+Round 20 added what round 19 did not mutate or run. The base also holds the status templates
+(templates/status/status.md.j2 and templates/_macros.j2, factbook's own as overrides), a
+mkdocs.yml with docs/index.md, and two pending proposals (proposals/PID.yaml, written by
+review.submit); half the cases mutate one of these or a runbook. A template gets a Jinja
+payload (TEMPLATE_PAYLOADS: syntax errors, undefined names, huge loops, recursion, includes
+of paths outside or of itself, unknown filters, sandbox escapes, size bombs, deep output) at
+a random line or as the whole file; mkdocs.yml a hostile top-level key (MKDOCS_PAYLOADS) or
+round 19's mutations; a runbook a hostile cell (CELL_PAYLOADS); a proposal round 19's
+mutations. Commands added: `proposals list`, `proposals show PID`, `proposals accept PID`
+(on a copy of the case's knowledge base: a file changed beside the copy is a finding), a
+real `mkdocs build` (the secret searched for in the site too), and `factbook serve` as a
+child on a free loopback port (GET /metrics, /healthz, /, /metrics: no answer, a 5xx with a
+traceback, a death or a traceback in its log is a finding). mcp, mkdocs and serve are
+children of seconds: they run on the cases of their own files and a sample of the rest
+(`--sample`). Any file changed in the outside folder is a finding. A status template's
+render deadline is 2 s here (FACTBOOK_TEMPLATE_SECONDS), under the command's time limit.
+
 A case is a pure function of (seed, index): `--replay SEED:INDEX` reruns it and prints every
 output. Findings are grouped by class (the exception and the command, or what was wrong);
 each class lists its first reproduction: the file, the node's path, the mutation, the command.
