@@ -325,6 +325,21 @@ def start_lab(workdir: Path, *, skip_bashrc: bool = True, user: str | None = Non
     return lab
 
 
+def start_extra_box(lab: Lab, name: str, options: list[str]) -> SSHDInstance:
+    """One more sshd on 127.0.0.1 (no jump), admitting the lab's client key, with sshd_config
+    `options` of the test's own (e.g. `SetEnv PATH=...`): the shared box stays as it is.
+    Add `known_hosts_line()` to the client's known_hosts; stop() it after (Lab.stop() does
+    too). `name` gets a random suffix: its files live in the lab's folder."""
+    name = f"{name}-{random.randrange(16**8):08x}"
+    inst = SSHDInstance(name, "127.0.0.1", free_port(), lab.workdir, "")
+    inst.host_key_pub = _keygen(inst.host_key, f"factbook-test-{name}")
+    admit = [f"AllowUsers {lab.user}", "LogLevel VERBOSE", *options]
+    _write_sshd_config(inst, lab.workdir / "authorized_keys", extra=admit)
+    _start_sshd(inst, None)
+    lab._extra.append(inst)
+    return inst
+
+
 def _current_user() -> str:
     import pwd
 

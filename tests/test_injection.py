@@ -112,11 +112,21 @@ def test_name_patterns_are_exact() -> None:
 # --- argv boundaries ----------------------------------------------------------------------
 
 
-def test_remote_command_ends_env_options_and_refuses_bad_keys() -> None:
-    command = remote_command(["python3", "-"], 10, {"A": "$(touch x); `y`"})
-    assert "exec env -- " in command.replace("'\"'\"'", "'")
+def test_remote_command_carries_env_in_stdin_and_refuses_bad_keys() -> None:
+    """Env values are no words of the shell line (ps, audit logs would show them): they
+    precede the agent script in the supervisor's stdin, as JSON; a bad key is still refused,
+    and a value no environment can hold is refused without being quoted."""
+    value = "$(touch x); `y` sekrit"
+    command, payload = remote_command(["python3", "-"], b"0123456789", {"A": value})
+    assert "sekrit" not in command and "exec env" not in command
+    block = json.dumps({"A": value}).encode()
+    assert payload == block + b"0123456789"
+    assert f'"$s" {len(block)} 10 python3 -' in command
     with pytest.raises(InputError, match="bad env key '-S touch x'"):
-        remote_command(["python3", "-"], 10, {"-S touch x": "1"})
+        remote_command(["python3", "-"], b"", {"-S touch x": "1"})
+    with pytest.raises(InputError, match="env A: a value with a NUL") as caught:
+        remote_command(["python3", "-"], b"", {"A": "sekrit\0"})
+    assert "sekrit" not in str(caught.value)
 
 
 def _inventory(ssh_targets: dict) -> dict:

@@ -21,7 +21,7 @@ from factbook.errors import TargetError, UnreachableError
 from factbook.knowledge.model import Target
 from factbook.verification.transports.base import AgentProcess, Transport, TransportOptions
 from factbook.verification.transports.pipe import announce, start_marked
-from factbook.verification.transports.remote import shell_join, supervised_argv
+from factbook.verification.transports.remote import shell_join, supervised
 
 START_LIMIT = 30.0  # seconds for the exec command to reach a shell in the container
 
@@ -54,12 +54,12 @@ class ExecTransport(Transport):
 
     def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
         if self.via is not None:
-            inner = supervised_argv(argv, len(stdin), env, self.target.python)
-            return self.via.start_command(shell_join([*self.prefix, *inner]), stdin)
-        inner = supervised_argv(argv, len(stdin), env, self.target.python, preamble=announce())
+            inner, payload = supervised(argv, stdin, env, self.target.python)
+            return self.via.start_command(shell_join([*self.prefix, *inner]), payload)
+        inner, payload = supervised(argv, stdin, env, self.target.python, preamble=announce())
         return start_marked(
             [*self.prefix, *inner],
-            stdin,
+            payload,
             self.label,
             limit=START_LIMIT,
             failure=self._failure,

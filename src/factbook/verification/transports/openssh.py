@@ -177,7 +177,7 @@ class OpenSSHTransport(Transport):
         return [*words, "--", self._destination(target)]
 
     def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
-        return self.start_command(remote_command(argv, len(stdin), env, self.target.python), stdin)
+        return self.start_command(*remote_command(argv, stdin, env, self.target.python))
 
     def start_command(self, command: str, stdin: bytes) -> AgentProcess:
         """Run a shell line on the box; returns once ssh is logged in (else raises)."""

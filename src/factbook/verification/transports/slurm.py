@@ -17,9 +17,10 @@ scheduler and accounting instead of N SSH sessions.
 What the knowledge base says is checked where targets.yaml is read (fleet/slurmwords.py: the
 node list's syntax and size, the partition, srun_args against an allow-list) and again here.
 srun's options come from srun_args only: the target's `env` is the checks' environment (set
-by the agent's `env --` on the nodes), never srun's, whose SLURM_* input variables are options
-too (SLURM_STDOUTMODE is --output). srun_args come first and factbook's own options after
-them, so the step's shape is factbook's whatever they say.
+on the nodes by the supervisor, from its stdin: never a word of srun's command line), never
+srun's, whose SLURM_* input variables are options too (SLURM_STDOUTMODE is --output).
+srun_args come first and factbook's own options after them, so the step's shape is
+factbook's whatever they say.
 
 Output is trusted as far as srun vouches for it: the task id comes from srun's `--label`, and
 a task's node is the one its first `factbook-node` line names, that line carrying a token
@@ -54,7 +55,7 @@ from factbook.verification.transports.base import (
     TransportOptions,
 )
 from factbook.verification.transports.pipe import MarkedProcess, announce, start_marked
-from factbook.verification.transports.remote import shell_join, supervised_argv
+from factbook.verification.transports.remote import shell_join, supervised
 
 START_LIMIT = 120.0  # seconds for a task's shell to answer (srun may wait for the nodes)
 NODE_LINE = "factbook-node"
@@ -242,17 +243,17 @@ class SlurmTransport(Transport):
             f'echo "{NODE_LINE} {token} $SLURM_PROCID ${{SLURMD_NODENAME:-$(hostname)}} '
             '${SLURM_JOB_ID}.${SLURM_STEP_ID}"'
         )
-        inner = supervised_argv(
-            argv, len(stdin), env, self.target.python, preamble=f"{announce()}; {node_line}"
+        inner, payload = supervised(
+            argv, stdin, env, self.target.python, preamble=f"{announce()}; {node_line}"
         )
         command = self.srun_argv(nodes, inner)
         if self.via is not None:
             return SlurmStep(
-                self.via.start_command(shell_join(command), stdin), nodes, self._scancel, token
+                self.via.start_command(shell_join(command), payload), nodes, self._scancel, token
             )
         proc: MarkedProcess = start_marked(
             command,
-            stdin,
+            payload,
             self.label,
             limit=START_LIMIT,
             failure=self._failure,

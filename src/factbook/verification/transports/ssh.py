@@ -185,7 +185,7 @@ class SSHTransport(Transport):
             return transport
 
     def start(self, argv: list[str], stdin: bytes, env: dict[str, str]) -> AgentProcess:
-        return self.start_command(remote_command(argv, len(stdin), env, self.target.python), stdin)
+        return self.start_command(*remote_command(argv, stdin, env, self.target.python))
 
     def start_command(self, command: str, stdin: bytes) -> AgentProcess:
         """Run a shell line as it is (no supervisor): the channel's stdin stays open after

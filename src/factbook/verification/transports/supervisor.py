@@ -2,7 +2,9 @@
 
 Without a pty, sshd does not signal a session's processes when the channel closes or the
 connection drops: a hanging check would run on forever. The SSH transport therefore starts
-`PYTHON -c <this file> N ARGV...` instead of ARGV. This supervisor reads the N-byte payload
+`PYTHON -c <this file> E N ARGV...` instead of ARGV. This supervisor reads an E-byte env block
+(the target's `env:` as JSON, set in its own environment so the agent inherits it: values never
+travel on a command line, where `ps` and audit logs would show them) and the N-byte payload
 (the agent script) from its stdin, runs ARGV in a new session with the payload as ITS stdin
 (closed after), and keeps its own stdin open as a lifeline: the client closes the channel (kill,
 Ctrl-C) or the connection dies, sshd closes our stdin, and we kill the agent's session and every
@@ -15,12 +17,16 @@ because sshd reports a signal death as exit-signal, which paramiko cannot tell f
 """
 
 import contextlib
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+
+_KEY = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,127}\Z")  # names.py's "env key"
 
 
 def descendants(root):
@@ -67,8 +73,8 @@ def _kill_all(child):
             time.sleep(0.05)
 
 
-def main():
-    size, argv = int(sys.argv[1]), sys.argv[2:]
+def _read(size):
+    """Exactly `size` bytes of stdin (fewer only at EOF)."""
     chunks, left = [], size
     while left > 0:
         data = os.read(0, min(left, 1 << 20))
@@ -76,6 +82,40 @@ def main():
             break
         chunks.append(data)
         left -= len(data)
+    return b"".join(chunks)
+
+
+def _set_env(block):
+    """The target's env, from the payload's first block (JSON {key: value}): set here, so the
+    agent inherits it, and never a word of any command line. Keys as check_name allows them;
+    a refusal names the key only (a value may be a token)."""
+    if not block:
+        return
+    try:
+        pairs = json.loads(block.decode("ascii"))
+    except ValueError:
+        _fail("the env block is not JSON")
+    if not isinstance(pairs, dict):
+        _fail("the env block is not an object")
+    for key, value in pairs.items():
+        if not (isinstance(key, str) and _KEY.match(key)) or not isinstance(value, str):
+            _fail("bad env key " + repr(key))
+        try:
+            os.environ[key] = value
+        except (ValueError, UnicodeError):
+            _fail("env " + key + ": its value cannot be set")
+
+
+def _fail(why):
+    sys.stderr.write("factbook supervisor: " + why + "\n")
+    sys.stderr.flush()
+    os._exit(127)
+
+
+def main():
+    env_size, size, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    _set_env(_read(env_size))
+    chunks = [_read(size)]
     child = subprocess.Popen(argv, stdin=subprocess.PIPE, start_new_session=True)
 
     def feed():
