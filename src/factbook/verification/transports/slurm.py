@@ -33,10 +33,13 @@ empty piece); they are joined again, within MAX_LINE_BYTES a line.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import secrets
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Iterator
 
 from factbook.errors import TargetError, UnreachableError
@@ -58,6 +61,9 @@ from factbook.verification.transports.pipe import MarkedProcess, announce, start
 from factbook.verification.transports.remote import shell_join, supervised
 
 START_LIMIT = 120.0  # seconds for a task's shell to answer (srun may wait for the nodes)
+CAPTURE_LIMIT = 60.0  # seconds for scontrol, sinfo or scancel to answer, here or on `via`
+CAPTURE_GRACE = 5.0  # then the `via` channel is closed from here
+TIMEOUT_STATUS = 124  # timeout(1)'s exit status when it ended the command
 NODE_LINE = "factbook-node"
 _LABELLED = re.compile(r"^\s*(\d{1,9}): ?(.*)$")
 _NODE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -189,23 +195,60 @@ class SlurmTransport(Transport):
         return f"{self.target.name} (slurm {what}{via})"
 
     def _capture(self, argv: list[str]) -> str:
-        """stdout of a short Slurm command (scontrol, sinfo), here or on `via`."""
+        """stdout of a short Slurm command (scontrol, sinfo, scancel), here or on `via`; either
+        way within CAPTURE_LIMIT (a hung slurmctld must not hang the run)."""
         if self.via is not None:
-            proc = self.via.start_command(shell_join(argv), b"")
-            out = "\n".join(proc.lines())
-            status = proc.wait(30)
-            if status != 0:
-                raise UnreachableError(f"{self.label}: {argv[0]} failed: {proc.stderr_text()}")
-            return out
+            return self._capture_via(argv)
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=CAPTURE_LIMIT)
+        except subprocess.TimeoutExpired:
+            raise UnreachableError(self._no_answer(argv)) from None
+        except OSError as exc:
             raise UnreachableError(f"{self.label} is unreachable: {argv[0]}: {exc}") from None
         if done.returncode != 0:
             raise UnreachableError(
                 f"{self.label} is unreachable: {shell_join(argv)}: {done.stderr.strip()}"
             )
         return done.stdout
+
+    def _capture_via(self, argv: list[str]) -> str:
+        """On the login node, bounded twice: `timeout` there ends the command at CAPTURE_LIMIT
+        (exit 124; sshd would not end it when the channel closes), and a timer here kills the
+        channel CAPTURE_GRACE later (a stalled connection, a box without `timeout`)."""
+        assert self.via is not None
+        command = shell_join(argv)
+        bounded = shell_join(["timeout", "-k", "2", f"{CAPTURE_LIMIT:g}", *argv])
+        line = f"if command -v timeout >/dev/null 2>&1; then exec {bounded}; fi; exec {command}"
+        proc = self.via.start_command(line, b"")
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            proc.kill()
+
+        deadline = time.monotonic() + CAPTURE_LIMIT + CAPTURE_GRACE
+        timer = threading.Timer(CAPTURE_LIMIT + CAPTURE_GRACE, expire)
+        timer.daemon = True
+        timer.start()
+        try:
+            out = "\n".join(proc.lines())
+            status = proc.wait(max(0.1, deadline - time.monotonic()))
+        finally:
+            timer.cancel()
+        if status is None and time.monotonic() >= deadline:
+            proc.kill()
+            expired.set()
+        if expired.is_set() or status == TIMEOUT_STATUS:
+            raise UnreachableError(self._no_answer(argv))
+        if status != 0:
+            raise UnreachableError(f"{self.label}: {argv[0]} failed: {proc.stderr_text()}")
+        return out
+
+    def _no_answer(self, argv: list[str]) -> str:
+        """One line naming the target and the command that timed out (its leading words)."""
+        words = list(itertools.takewhile(lambda w: not w.startswith("-"), argv[:3]))
+        what = " ".join(words)
+        return f"{self.label} is unreachable: {what} gave no answer within {CAPTURE_LIMIT:g} s"
 
     def node_names(self) -> list[str]:
         """The nodes to check, expanded (`scontrol show hostnames`, or the partition's)."""
