@@ -131,7 +131,7 @@ def _target(doc: LocatedDoc, name: str, found: Any) -> tuple[Target | None, list
         return None, []
     bad = [name_problem("target name", name)]
     env = raw.get("env") if isinstance(raw.get("env"), dict) else {}
-    bad += [name_problem("env key", k) for k in env]  # `-S cmd` would be an env option
+    bad += [name_problem("env key", k) for k in env]  # identifiers, as the supervisor sets them
     if any(bad):
         return None, [doc.problem(("targets", name), f"target: {b}") for b in bad if b]
     problems = []
