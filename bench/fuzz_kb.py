@@ -241,6 +241,10 @@ def make_outside(out: Path) -> None:
     (out / "shadow").write_text(f"root:{SECRET}:19000:0:99999:7:::\n")
     (out / "facts.yaml").write_text(f"facts: [{{id: {SECRET}}}]\n")
     (out / "latest.json").write_text('{"' + SECRET + '": 1}')
+    # code mkdocs.yml may name (hooks, plugins, an INHERIT): run, it leaves the marker
+    for name in ("hook.py", "plugin.py"):
+        (out / name).write_text(f"open({str(out / 'MARKER')!r}, 'w').close()\n")
+    (out / "mk.yml").write_text(f"site_name: {SECRET}\nhooks: [{out / 'hook.py'}]\n")
 
 
 def kb_files(base: Path) -> list[str]:

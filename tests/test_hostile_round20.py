@@ -97,12 +97,18 @@ CASES: list[Case] = [
     Case("status.md.j2: a namespace string doubled 40 times", tpl("{% set ns = namespace(s='a' * 1000000) %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}"), "status", 2, f"{T}:1: {TS} needed more than 512 MiB", isolated=True, max_rss_mb=700, max_s=20),
     Case("_macros.j2 overridden without a macro status.md.j2 imports", {M: "{% macro line(x) %}{% endmacro %}"}, "status", 2, f"(factbook's): {TS} the template '_macros.j2'"),
     Case("status.md.j2: a syntax error, named relative to the root", tpl("a\n{% if %}"), "status", 2, f"{T}:2: {TS} Expected an expression"),
+    Case("status.md.j2: an unclosed raw block (the lexer's error: a name, no file)", tpl("a\n{% raw %}x"), "status", 2, f"{T}:2: {TS} Missing end of raw directive"),
     Case("_macros.j2: a syntax error", {M: "{% macro line(x) %}{{ x }\n{% endmacro %}"}, "status", 2, f"{M}:1: {TS} unexpected '}}'"),
     # --- 2. `proposals show`/`accept` of a proposal that would not lint clean, or adds a fact that exists, named no file ---
     Case("proposals show: a new fact whose value is nan", proposal(NEW.replace("VALUE", ".nan")), ["proposals", "show", PID], 2, f"proposals/{PID}.yaml:6: new fact hw.new (hardware) would not lint clean"),
     Case("proposals accept: a new fact whose value is nan", proposal(NEW.replace("VALUE", ".nan")), ["proposals", "accept", PID], 2, f"proposals/{PID}.yaml:6: new fact hw.new (hardware) would not lint clean"),
     Case("proposals accept: a new fact that exists", proposal(NEW.replace("hw.new", "hw.gpu.count").replace("VALUE", "8")), ["proposals", "accept", PID], 2, f"proposals/{PID}.yaml:6: fact 'hw.gpu.count' already exists"),
     Case("proposals show: item: after a comment line", proposal(NEW.replace("VALUE", ".inf"), "# why\nitem:"), ["proposals", "show", PID], 2, f"proposals/{PID}.yaml:7: new fact hw.new"),
+    # --- 3. the fuzzer's run: a fact file that is not UTF-8 was a UnicodeDecodeError out of `proposals show`/`accept` (propose.apply and writeback read it); a 5000-digit number in a proposal a ValueError (its repr measured) ---
+    Case("proposals show: a fact file not UTF-8", {**proposal(NEW.replace("VALUE", "8")), "facts/other.yaml": b"facts:\n  - id: x.y\n    title: caf\xc3\n"}, ["proposals", "show", PID], 2, "facts/other.yaml:3: not UTF-8"),
+    Case("proposals accept: a fact file not UTF-8", {**proposal(NEW.replace("VALUE", "8")), "facts/other.yaml": b"facts:\n  - id: x.y\n    title: caf\xc3\n"}, ["proposals", "accept", PID], 2, "facts/other.yaml:3: not UTF-8"),
+    Case("proposals show: a 5000-hex-digit number", proposal(NEW.replace("VALUE", "0x" + "f" * 5000)), ["proposals", "show", PID], 2, f"proposals/{PID}.yaml: a number of more than 4,000 digits"),
+    Case("proposals accept: a 5000-hex-digit number", proposal(NEW.replace("VALUE", "0x" + "f" * 5000)), ["proposals", "accept", PID], 2, f"proposals/{PID}.yaml: a number of more than 4,000 digits"),
     # ... held (guards): a proposal that lints clean is shown with its diff; accepted, it writes the fact
     Case("proposals show: a clean new fact (guard)", proposal(NEW.replace("VALUE", "8")), ["proposals", "show", PID], 0, "+  - id: hw.new"),
     Case("proposals accept: a clean new fact (guard)", proposal(NEW.replace("VALUE", "8")), ["proposals", "accept", PID], 0, f"accepted {PID}: new fact", then=["show", "hw.new"]),

@@ -828,6 +828,24 @@ class FactUpdate:
         return out
 
 
+def fact_file_text(path: Path, root: Path) -> str:
+    """A fact file's text for an edit; a WritebackError naming its file:line when it is not
+    UTF-8 (an accepted proposal, an import or a --record edit met a UnicodeDecodeError that
+    escaped the CLI: lint names the file, the writer did not)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        try:
+            shown = path.relative_to(root).as_posix()
+        except ValueError:
+            shown = str(path)
+        raise WritebackError(
+            f"{shown}:{line}: not UTF-8 (byte {exc.start}); not edited, fix the file first"
+        ) from None
+
+
 def update_facts(root: Path | str, updates: list[FactUpdate]) -> tuple[list[FactUpdate], list[str]]:
     """Apply many updates with one read, one check and one atomic write per fact file.
 
@@ -848,7 +866,7 @@ def update_facts(root: Path | str, updates: list[FactUpdate]) -> tuple[list[Fact
     done: list[FactUpdate] = []
     for path in sorted((root / "facts").rglob("*.yaml")) if wanted else []:
         with file_lock(path):
-            text = path.read_text(encoding="utf-8")
+            text = fact_file_text(path, root)
             if not any(fact_id in text for fact_id in wanted):
                 continue
             # inside an import, only the start of the file that holds the facts edited

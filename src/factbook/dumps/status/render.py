@@ -228,9 +228,14 @@ def template_where(exc: BaseException, kb_root: Path) -> str:
     the root), else the innermost in factbook's own (`status.md.j2:LINE (factbook's)`, where
     an override left out a macro it calls). Named escaped: the path is the KB's to choose."""
     file, line = getattr(exc, "filename", None), getattr(exc, "lineno", None)
-    if isinstance(exc, jinja2.TemplateSyntaxError) and file and line:
-        shown, ours = _template_shown(file, kb_root)
-        return f"{shown}:{line}{ours}: "
+    name = getattr(exc, "name", None)
+    if file is None and isinstance(exc, jinja2.TemplateSyntaxError) and name:
+        # the lexer's errors (an unclosed `{% raw %}`) carry the template's name only
+        found = [d / name for d in (kb_root / "templates" / "status", kb_root / "templates")]
+        file = next((str(f) for f in found if f.is_file()), name)
+    if isinstance(exc, jinja2.TemplateSyntaxError) and file:
+        shown, ours = _template_shown(file, kb_root)  # no line: an unclosed `{% raw %}`
+        return f"{shown}:{line}{ours}: " if line else f"{shown}{ours}: "
     found = ""
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         if not frame.filename.endswith(".j2") or frame.lineno is None:
