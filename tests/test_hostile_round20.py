@@ -26,7 +26,9 @@ secret searched for in the site too), and `factbook serve` as a child on a free 
 traceback, dies, or its log holds one). Any file changed in the outside folder by any command
 is a finding too.
 
-Counts: see the report of this round (bench/fuzz_kb.py's numbers are in the commit messages).
+Counts (seeds 20 and 21): 600 mutated cases, 6,762 commands run (lint, list, show, status,
+docs, export-ansible, completion, verify, proposals list/show/accept 600 each; mcp 45, mkdocs
+76, serve 41), 64 findings in 13 classes (by command and kind, before the fixes below).
 Findings, by class:
 1. a status template's error raised while rendering (an undefined name, a missing template or
    filter, a sandbox refusal, a timeout, the template's own Python error) named no file or
@@ -34,6 +36,17 @@ Findings, by class:
    Now the template's file (relative to the root) and line, from the frames Jinja rewrites.
 2. `proposals show` and `accept` of a proposal that would not lint clean, or whose new fact
    exists, said what but not which file: now `proposals/ID.yaml:LINE:` (its item: line).
+3. `proposals show`/`accept` escaped the CLI: a UnicodeDecodeError for a fact file or
+   targets.yaml not UTF-8, a ConstructorError for a tag in the fact file written (both read
+   by propose.apply and writeback), a ValueError for a 5000-digit number in the proposal
+   (measured by its repr). Now one located line each (writeback names a fact file that is
+   not UTF-8 by file:line; the proposals command refuses before planning).
+Not fixed here (see the round's report): `factbook serve` with the whole shipped knowledge
+base took more than 10 s to stop on SIGINT in every fuzzer run (it waits for a verify run in
+flight); a runbook cell's language that differs from the others printed jupytext's
+UserWarning line on lint's stderr; a template 120 lists deep is a RecursionError in Jinja's
+compiler, located by no template line; `mkdocs build` runs `!!python/object/apply` in
+mkdocs.yml through MkDocs' own YAML loader before any plugin loads (lint refuses it).
 """
 
 from __future__ import annotations
@@ -51,6 +64,7 @@ from pathlib import Path
 import pytest
 from helpers import free_port
 from test_hostile_kb import (
+    BASE,
     PID,
     Case,
     macros,
@@ -109,6 +123,8 @@ CASES: list[Case] = [
     Case("proposals accept: a fact file not UTF-8", {**proposal(NEW.replace("VALUE", "8")), "facts/other.yaml": b"facts:\n  - id: x.y\n    title: caf\xc3\n"}, ["proposals", "accept", PID], 2, "facts/other.yaml:3: not UTF-8"),
     Case("proposals show: a 5000-hex-digit number", proposal(NEW.replace("VALUE", "0x" + "f" * 5000)), ["proposals", "show", PID], 2, f"proposals/{PID}.yaml: a number of more than 4,000 digits"),
     Case("proposals accept: a 5000-hex-digit number", proposal(NEW.replace("VALUE", "0x" + "f" * 5000)), ["proposals", "accept", PID], 2, f"proposals/{PID}.yaml: a number of more than 4,000 digits"),
+    Case("proposals show: targets.yaml not UTF-8", {**proposal(NEW.replace("VALUE", "8")), "targets.yaml": b"targets:\n  here: {transport: local, description: caf\xc3}\n"}, ["proposals", "show", PID], 2, f"proposals/{PID}.yaml:6: cannot be applied: a file of the knowledge base is not UTF-8"),
+    Case("proposals accept: the fact file it writes holds a !!python/name tag", {**proposal(NEW.replace("VALUE", "8")), "facts/good.yaml": BASE["facts/good.yaml"] + "    unit: !!python/name:os.system\n"}, ["proposals", "accept", PID], 2, f"proposals/{PID}.yaml:6: cannot be applied: a file of the knowledge base is not YAML factbook reads"),
     # ... held (guards): a proposal that lints clean is shown with its diff; accepted, it writes the fact
     Case("proposals show: a clean new fact (guard)", proposal(NEW.replace("VALUE", "8")), ["proposals", "show", PID], 0, "+  - id: hw.new"),
     Case("proposals accept: a clean new fact (guard)", proposal(NEW.replace("VALUE", "8")), ["proposals", "accept", PID], 0, f"accepted {PID}: new fact", then=["show", "hw.new"]),

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from factbook.commands.cli_options import add_json_option
 from factbook.errors import InputError
 from factbook.judging.sanitize import for_line, for_terminal
@@ -94,13 +96,22 @@ def _proposal_named(proposal: Pending) -> Iterator[None]:
     """An InputError about what a proposal would do (it would not lint clean, its fact
     exists, nothing would change) names the proposal file and its `item:` line, as every
     other input error names its file: it said only `new fact x would not lint clean: ...`."""
+    where = for_line(f"proposals/{proposal.path.name}", limit=200)
     try:
         yield
     except InputError as exc:
-        where = for_line(f"proposals/{proposal.path.name}", limit=200)
         if str(exc).startswith((where, str(proposal.path))):
             raise
         raise type(exc)(f"{where}:{_item_line(proposal)}: {exc}") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        # planning reads the scratch copy's files itself (propose.apply): one that lint
+        # reports (not UTF-8, a tag it cannot construct: targets.yaml, a fact file) escaped
+        # the CLI as a UnicodeDecodeError or a ConstructorError
+        what = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "not YAML factbook reads"
+        raise InputError(
+            f"{where}:{_item_line(proposal)}: cannot be applied: a file of the knowledge base "
+            f"is {what}; `factbook lint` names it"
+        ) from None
 
 
 def _checked(root: Path, pid: str) -> Pending:
