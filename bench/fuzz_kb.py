@@ -1015,6 +1015,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT as a terminal gives it. A fuzzer started in the background by a
+    shell (`nohup ... &`) ignores SIGINT, its children inherit that, and Python keeps an
+    ignored SIGINT ignored: every serve then "did not stop on SIGINT" (round 20's first runs)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_serve(kb: Path, argv: list[str], limit_s: float) -> tuple[int | str, str, float]:
     """`factbook serve` as a child on a free loopback port: GET /metrics, /healthz, / and
     /metrics again (each under `limit_s`), then check it is still up and stop it with
@@ -1026,7 +1033,7 @@ def run_serve(kb: Path, argv: list[str], limit_s: float) -> tuple[int | str, str
         [sys.executable, "-m", "factbook", "--root", str(kb), *argv, "--listen",
          f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **CHILD_ENV},
+        env={**os.environ, **CHILD_ENV}, preexec_fn=_default_sigint,
     )  # fmt: skip
     bodies: list[str] = []
     problem = ""
