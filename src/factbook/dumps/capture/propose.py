@@ -480,10 +480,18 @@ def apply(
             if not _plain(real, root):  # left out of the copy: never read, never written over
                 general.append(f"{rel.as_posix()}: not a file of the knowledge base; not written")
                 continue
-            new = path.read_text(encoding="utf-8")
-            old = real.read_text(encoding="utf-8") if real.exists() else None
-            if new != old:
-                texts[real], originals[real], names[real] = new, old, rel.as_posix()
+            new = path.read_bytes()
+            old = real.read_bytes() if real.exists() else None
+            if new == old:  # unchanged: a file that is not UTF-8 (lint names it) among them
+                continue
+            try:
+                original = None if old is None else old.decode("utf-8")
+            except UnicodeDecodeError as exc:  # changed in the copy meanwhile: never written
+                line = old.count(b"\n", 0, exc.start) + 1
+                general.append(f"{rel.as_posix()}:{line}: not UTF-8; not written")
+                continue
+            texts[real], originals[real] = new.decode("utf-8"), original
+            names[real] = rel.as_posix()
     return Applied(texts, originals, general, names)
 
 
@@ -498,11 +506,17 @@ def _added(lines: list[str], tofile: str) -> list[str]:
     ]
 
 
+def _current(path: Path) -> str | None:
+    """A file's text as it is now (None: absent); one no longer UTF-8 reads as changed."""
+    if not path.exists():
+        return None
+    return path.read_bytes().decode("utf-8", errors="surrogateescape")
+
+
 def write(applied: Applied) -> list[Path]:
     """Write the changed fact files, each atomically, refusing any changed since read."""
     for path, original in applied.originals.items():
-        current = path.read_text(encoding="utf-8") if path.exists() else None
-        if current != original:
+        if _current(path) != original:
             raise InputError(f"{path}: changed while importing; nothing written, run again")
     for path, text in applied.texts.items():  # each one read back by the loader (limits.py)
         problem = unreadable_if_written(text, str(path))
@@ -512,8 +526,7 @@ def write(applied: Applied) -> list[Path]:
     for path, text in applied.texts.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(path):
-            current = path.read_text(encoding="utf-8") if path.exists() else None
-            if current != applied.originals[path]:
+            if _current(path) != applied.originals[path]:
                 raise InputError(f"{path}: changed while importing; stopped before writing it")
             write_text_atomic(path, text)
         written.append(path)

@@ -15,7 +15,7 @@ import yaml
 
 from factbook.knowledge.limits import YAML_MAX_BYTES
 from factbook.store.blockyaml import flow_member
-from factbook.store.writeback import WritebackError
+from factbook.store.writeback import WritebackError, fact_file_text
 
 _FLOW_WIDTH = 10_000  # wider than any line written: a value is never broken
 HEADER = "# yaml-language-server: $schema=schema/targets.schema.json\n"
@@ -100,7 +100,7 @@ def write_targets(path: Path, targets: list[tuple[str, dict[str, Any], str]]) ->
     """add_targets on the file at `path` (the scratch copy's); refused before writing when
     the result is more than the loader reads (thousands of boxes), so the facts naming them
     say why their targets are missing instead of 'unknown target'."""
-    text = path.read_text(encoding="utf-8") if path.exists() else None
+    text = fact_file_text(path, path.parent) if path.exists() else None  # not UTF-8: refused
     grown = add_targets(text, targets)
     size = len(grown.encode("utf-8"))
     if size > YAML_MAX_BYTES:
