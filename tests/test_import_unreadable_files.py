@@ -51,3 +51,15 @@ def test_a_targets_file_not_utf8_takes_no_targets(tmp_path: Path) -> None:
     assert code in (0, 1) and "Traceback" not in said and "UnicodeDecodeError" not in said, said
     assert "targets.yaml:3: not UTF-8" in said, said
     assert (kb / "targets.yaml").read_bytes() == targets
+
+
+def test_a_fact_file_with_a_python_tag_takes_no_facts(tmp_path: Path) -> None:
+    """A ConstructorError escaped import (and proposals accept) when the file the new facts
+    go to holds a tag the loader refuses: now they are not applied, with its file:line."""
+    tagged = LATIN1_FACT.replace(b"caf\xe9", b"x").replace(
+        b"    status:", b"    value: !!python/name:os.system\n    status:"
+    )
+    kb = _kb(tmp_path / "kb", LOCAL.encode(), {"hardware.yaml": tagged})
+    code, said = _import(kb, tmp_path / "d.md", "# S\n\n## Hardware\n\n- 8x NVIDIA H200 GPUs\n")
+    assert code in (0, 1) and "Traceback" not in said and "ConstructorError" not in said, said
+    assert "facts/hardware.yaml:6: not YAML factbook reads (could not determine" in said, said

@@ -477,8 +477,11 @@ def _check_all(
     inside yamlsrc.sharing() the parse of `old_text` already made). Callers check first
     that the loader reads the new text back (`_readable`)."""
     before = _shared_data(old if isinstance(old, str) else old_text)
-    if before is None:
-        before = yaml.load(old, Loader=_LOADER) if isinstance(old, str) else _construct(old)
+    try:
+        if before is None:
+            before = yaml.load(old, Loader=_LOADER) if isinstance(old, str) else _construct(old)
+    except yaml.YAMLError as exc:
+        raise _not_constructed(path, exc) from None
     try:
         after = _read_back(new)
     except yaml.YAMLError as exc:
@@ -793,9 +796,21 @@ def _checked(text: str, new_text: str, path: Path) -> list[Any]:
     """The facts `new_text` holds as the loader reads it back; refused when the loader
     would not read it (and read `text`)."""
     _readable(text, new_text, path)
-    after = _read_back(new_text) or {}
+    try:
+        after = _read_back(new_text) or {}
+    except yaml.YAMLError as exc:
+        raise _not_constructed(path, exc) from None
     found = after.get("facts") if isinstance(after, dict) else None
     return found if isinstance(found, list) else []
+
+
+def _not_constructed(path: Path, exc: yaml.YAMLError) -> WritebackError:
+    """A fact file the loader refuses already (a `!!python/name` tag, lint names it): it is
+    not written to, and why is one line (a ConstructorError escaped import and accept)."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or type(exc).__name__
+    return WritebackError(f"{where}: not YAML factbook reads ({problem}); not written")
 
 
 def _hashable(value: Any) -> bool:
