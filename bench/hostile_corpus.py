@@ -35,6 +35,8 @@ FILES = [
     "test_sshconfig_platform.py",
     "test_file_modes_writers.py",
     "test_import_item_bound.py",
+    "test_import_unreadable_files.py",
+    "test_env_off_argv.py",
 ]
 
 
