@@ -12,8 +12,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
-from contextlib import redirect_stderr, redirect_stdout
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -328,3 +330,36 @@ def threads():
     return 1
 PROBES = {"cpu.threads": threads}
 '''
+
+
+@contextmanager
+def loopback_listener(greet: Callable[[socket.socket], bool]) -> Iterator[int]:
+    """A TCP listener on 127.0.0.1 (its port yielded) that hands each connection to `greet`,
+    keeping it open while `greet` returns True: an sshd that never speaks, hangs up, or sends
+    a banner and stalls, as hostile tests need one."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            if greet(conn):
+                held.append(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()

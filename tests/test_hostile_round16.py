@@ -14,13 +14,13 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import loopback_listener
 from test_hostile_kb import RUNBOOK, Case, _in_process, make_outside, plant, run_case
 
 PORT_BAD = "is not a number from 1 to 65535"
@@ -81,36 +81,17 @@ def bad_sshd(request: pytest.FixtureRequest) -> Iterator[int]:
     """A listener on 127.0.0.1: `silent` keeps each connection and sends nothing, `close`
     closes it at once, `banner` sends an SSH version line and then nothing."""
     mode = request.param
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
 
-    def serve() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            if mode == "close":
-                conn.close()
-                continue
-            if mode == "banner":
-                conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
-            held.append(conn)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(5)
-        for conn in held:
+    def greet(conn: socket.socket) -> bool:
+        if mode == "close":
             conn.close()
-        server.close()
+            return False
+        if mode == "banner":
+            conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+        return True
+
+    with loopback_listener(greet) as port:
+        yield port
 
 
 @pytest.mark.parametrize(

@@ -32,13 +32,13 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import loopback_listener
 from test_hostile_kb import FIFO, Case, Link, _in_process, make_outside, plant, run_case
 
 PORT_BAD = "is not a number from 1 to 65535"
@@ -277,37 +277,18 @@ def banner_sshd(request: pytest.FixtureRequest) -> Iterator[int]:
     """A listener on 127.0.0.1 that sends `banner` on each connection, then keeps it silent
     (`stall`), closes it (`close`) or sends junk and keeps it (`junk`)."""
     banner, then = request.param
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
 
-    def serve() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            conn.sendall(banner)
-            if then == "close":
-                conn.close()
-                continue
-            if then == "junk":
-                conn.sendall(b"\x00\x00\x00\x0c\x0a\x14" + b"\xff" * 10)
-            held.append(conn)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(5)
-        for conn in held:
+    def greet(conn: socket.socket) -> bool:
+        conn.sendall(banner)
+        if then == "close":
             conn.close()
-        server.close()
+            return False
+        if then == "junk":
+            conn.sendall(b"\x00\x00\x00\x0c\x0a\x14" + b"\xff" * 10)
+        return True
+
+    with loopback_listener(greet) as port:
+        yield port
 
 
 @pytest.mark.parametrize(

@@ -52,7 +52,6 @@ mkdocs.yml through MkDocs' own YAML loader before any plugin loads (lint refuses
 
 from __future__ import annotations
 
-import importlib.util
 import signal
 import socket
 import subprocess
@@ -75,6 +74,7 @@ from test_hostile_kb import (
     run_case,
     tpl,
 )
+from test_hostile_round19 import fuzz_module
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -140,14 +140,6 @@ def test_hostile_input_round20(case: Case, tmp_path: Path, monkeypatch: pytest.M
 
 def test_cases_named_once() -> None:
     assert len({c.name for c in CASES}) == len(CASES)
-
-
-def fuzz_module():
-    spec = importlib.util.spec_from_file_location("fuzz_kb", REPO / "bench" / "fuzz_kb.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_kb"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_extended_fuzzer_finds_nothing_on_a_fixed_seed() -> None:
