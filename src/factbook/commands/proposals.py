@@ -16,8 +16,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from factbook.commands.cli_options import add_json_option
 from factbook.errors import InputError
 from factbook.judging.sanitize import for_line, for_terminal
@@ -103,15 +101,6 @@ def _proposal_named(proposal: Pending) -> Iterator[None]:
         if str(exc).startswith((where, str(proposal.path))):
             raise
         raise type(exc)(f"{where}:{_item_line(proposal)}: {exc}") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        # planning reads the scratch copy's files itself (propose.apply): one that lint
-        # reports (not UTF-8, a tag it cannot construct: targets.yaml, a fact file) escaped
-        # the CLI as a UnicodeDecodeError or a ConstructorError
-        what = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "not YAML factbook reads"
-        raise InputError(
-            f"{where}:{_item_line(proposal)}: cannot be applied: a file of the knowledge base "
-            f"is {what}; `factbook lint` names it"
-        ) from None
 
 
 def _checked(root: Path, pid: str) -> Pending:
