@@ -109,7 +109,7 @@ def _checked(root: Path, pid: str) -> Pending:
     from factbook.store.writeback import fact_file_text
 
     found = read(root, pid)
-    problem = _not_the_named(found) or _too_long_number(found)
+    problem = _not_the_named(found)
     if problem is not None:
         raise InputError(problem)
     # a fact file that is not UTF-8 met propose.apply's read_text: a UnicodeDecodeError
@@ -118,24 +118,6 @@ def _checked(root: Path, pid: str) -> Pending:
         if path.is_file() and not path.is_symlink():
             fact_file_text(path, root)
     return found
-
-
-def _too_long_number(proposal: Pending) -> str | None:
-    """A number in a proposal past what Python writes as text (4,300 digits): planning it
-    measured the fact by its repr and met a ValueError that escaped the CLI. A walk with
-    its own stack: the file's depth is bounded by the reader, not trusted here."""
-    stack: list[Any] = [proposal.data]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, int) and value.bit_length() > 14_000:  # ~4,214 digits
-            where = for_line(f"proposals/{proposal.path.name}", limit=200)
-            return f"{where}: a number of more than 4,000 digits; not a proposal factbook reads"
-    return None
 
 
 def _one_line(value: Any, limit: int) -> str:

@@ -251,7 +251,30 @@ def _load(path: Path, root: Path) -> Pending:
         raise InputError(f"{path}: unreadable proposal: {first}") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: not a proposal")
+    if _holds_untextable_number(data):
+        raise InputError(
+            f"{path}: a number of more than 4,000 digits; not a proposal factbook reads"
+        )
     return Pending(path.stem, path, data)
+
+
+_TEXT_INT_BITS = 14_000  # ~4,214 digits: past Python's 4,300, an int has no repr to show
+
+
+def _holds_untextable_number(data: Any) -> bool:
+    """Whether a proposal holds an integer Python cannot write as text (`0x` + 5000 hex
+    digits reads, then planning met a ValueError measuring its repr, from the CLI, MCP and
+    the API alike). A walk with its own stack: the depth is bounded by refusal()."""
+    stack: list[Any] = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack += [*value.keys(), *value.values()]
+        elif isinstance(value, list):
+            stack += value
+        elif isinstance(value, int) and value.bit_length() > _TEXT_INT_BITS:
+            return True
+    return False
 
 
 def pending(root: Path, unreadable: list[str] | None = None) -> list[Pending]:
