@@ -106,17 +106,11 @@ def _proposal_named(proposal: Pending) -> Iterator[None]:
 def _checked(root: Path, pid: str) -> Pending:
     """The pending proposal `pid`, InputError when its file says it is another one."""
     from factbook.dumps.capture.review import read
-    from factbook.store.writeback import fact_file_text
 
     found = read(root, pid)
     problem = _not_the_named(found)
     if problem is not None:
         raise InputError(problem)
-    # a fact file that is not UTF-8 met propose.apply's read_text: a UnicodeDecodeError
-    # that escaped the CLI. Refused here, naming file:line, until apply reads it itself.
-    for path in sorted((root / "facts").rglob("*.yaml")) if (root / "facts").is_dir() else ():
-        if path.is_file() and not path.is_symlink():
-            fact_file_text(path, root)
     return found
 
 

@@ -28,8 +28,8 @@ import yaml
 
 from factbook.dumps.capture.parse import Entry
 from factbook.dumps.capture.propose import Applied, Proposal, apply, write
-from factbook.errors import InputError, UsageError
-from factbook.knowledge.kb import load_kb_with_problems
+from factbook.errors import InputError, Problem, UsageError
+from factbook.knowledge.kb import FACTS_DIR, load_kb_with_problems
 from factbook.knowledge.kbfiles import confined, require_inside
 from factbook.knowledge.limits import PROPOSAL_MAX_BYTES
 from factbook.knowledge.names import inside
@@ -93,12 +93,20 @@ def _proposal(item: Item, pid: str, kb: Any) -> Proposal:
     return proposal
 
 
+def _undecodable_fact_file(problem: Problem) -> bool:
+    """A load problem saying a fact file is not UTF-8 (as the loader words it)."""
+    return problem.file.startswith(f"{FACTS_DIR}/") and problem.message.startswith("not UTF-8")
+
+
 def plan(root: Path, item: Item, pid: str = "p1") -> tuple[Applied, str]:
     """Apply one item to a scratch copy; (the applied files and diff, the summary line).
 
     InputError, one line, when it cannot be applied or would add a lint problem.
     """
     kb, baseline = load_kb_with_problems(Path(root).resolve())
+    unreadable = next((p for p in baseline if _undecodable_fact_file(p)), None)
+    if unreadable is not None:  # the load read it already: a decision waits for the fix
+        raise InputError(f"{unreadable}; fix it before deciding a proposal")
     if isinstance(item, NewFact) and item.fact.get("id") in kb.facts:
         raise InputError(f"fact '{item.fact['id']}' already exists; use propose_change")
     proposal = _proposal(item, pid, kb)
