@@ -135,7 +135,7 @@ def propose_all(
     headless = not document.generated and not any(resolve(e.headings) for e in document.entries)
     evaluate = _evaluator(kb, document, milestone, boxes, known, index)
 
-    room = [DUMP_MAX_ITEMS]  # the items (an entry's versions each one) still to be read
+    room = DUMP_MAX_ITEMS  # items still to be read (a version each); work() reads it as it runs
 
     def work(part: Sequence[Entry]) -> list[_Worked]:
         """Each entry placed (None: no section takes it), split into its versions, and each
@@ -154,12 +154,10 @@ def propose_all(
                 where = resolve(entry.headings)
                 section = place(entry, where, headless=headless, prefixes=prefixes)
                 pieces = (
-                    None
-                    if section is None
-                    else split_versions(entry, section, known, room[0] - made)
+                    None if section is None else split_versions(entry, section, known, room - made)
                 )
                 made += len(pieces or ())
-                if made > room[0]:
+                if made > room:
                     raise TooManyItems(entry.line)
                 pieces_of.append(pieces)
                 placed += [(piece, section) for piece in pieces or ()]  # type: ignore[misc]
@@ -181,7 +179,7 @@ def propose_all(
     try:
         while boxes is not None and not boxes.boxes and at < len(entries):
             worked += work(entries[at : at + _UNTIL_PLACEHOLDER_RUN])
-            room[0] = DUMP_MAX_ITEMS - _items(worked)
+            room = DUMP_MAX_ITEMS - _items(worked)
             at += _UNTIL_PLACEHOLDER_RUN
         worked += in_halves(
             work, entries[at:], least=_PARALLEL_FROM, child_share=_CHILD_SHARE, send=_lightened
