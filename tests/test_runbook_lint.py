@@ -237,3 +237,21 @@ def test_requiring_an_unverifiable_fact_is_a_lint_problem(tmp_path: Path) -> Non
         "runbooks/req.md:14: step 'one' requires 'bench.speed', which has no check and status "
         "assumed: the step can never run"
     ]
+
+
+def test_a_cell_in_another_language_is_a_located_problem_not_a_warning(tmp_path: Path) -> None:
+    """jupytext warns (on stderr, as Python prints warnings) when a cell's language differs
+    from the first's; lint says it once, at the cell's fence, and prints nothing else."""
+    root = make_kb(tmp_path)
+    path = write_runbook(root, "mixed", [({"name": "one"}, "print(1)"), ({"name": "two"}, "x=1")])
+    text = path.read_text(encoding="utf-8")
+    second = text.rindex("```{code-cell} ipython3")
+    path.write_text(text[:second] + "```{code-cell} bash" + text[second + 23 :])
+    line = text[:second].count("\n") + 1
+    done = run_cli(root, "lint")
+    assert done.returncode == 2
+    assert "Warning" not in done.stderr and "warnings.warn" not in done.stderr
+    assert (
+        f"runbooks/mixed.md:{line}: code cell in 'bash', not 'ipython3': every cell "
+        "of a runbook runs in the same kernel" in done.stdout
+    )

@@ -14,6 +14,7 @@ import math
 import os
 import re
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,6 +130,36 @@ def find_runbook(root: Path, ref: str) -> Path:
     raise UsageError(f"no runbook '{shown(ref)}' (known: {known})")
 
 
+_FENCE_LANGUAGE = re.compile(r"\{code-cell\}[ \t]*(\S*)")
+
+
+def _parser_warnings(
+    said: list[warnings.WarningMessage],
+    text: str,
+    fences: list[re.Match[str]],
+    fence_lines: list[int],
+    display: str,
+) -> list[Problem]:
+    """jupytext's warnings as located problems, not lines Python prints on stderr (lint's
+    output is one line per problem). A cell whose language differs from the first cell's
+    (jupytext keeps only one per notebook, and the kernel runs them all) is named by its
+    fence's line; any other warning by the file's first line."""
+    if not said:
+        return []
+    languages = [_FENCE_LANGUAGE.match(text, m.end() - len("{code-cell}")) for m in fences]
+    names = [m.group(1) if m else "" for m in languages]
+    problems = [
+        Problem(display, line, f"code cell in '{shown(name)}', not '{shown(names[0])}': "
+                "every cell of a runbook runs in the same kernel")
+        for name, line in zip(names[1:], fence_lines[1:], strict=True)
+        if name != names[0]
+    ]  # fmt: skip
+    if problems:
+        return problems
+    first = str(said[0].message).strip().splitlines()
+    return [Problem(display, 1, f"jupytext: {shown(first[0] if first else 'a warning')}")]
+
+
 def load_runbook(path: Path, root: Path | None = None) -> Runbook:
     """Read and parse; structural problems are collected in `.problems`, never raised."""
     import jupytext
@@ -152,13 +183,16 @@ def load_runbook(path: Path, root: Path | None = None) -> Runbook:
         raise LintFailed(problems)
     problems = _unclosed_fences(text, display, fences, line_at)
     try:
-        notebook = jupytext.reads(text, fmt="md:myst")
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            notebook = jupytext.reads(text, fmt="md:myst")
     except Exception as exc:  # jupytext raises plain Exceptions on bad YAML front matter
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise LintFailed(
             [*problems, Problem(display, 1, f"cannot parse as a MyST notebook: {first}")]
         ) from None
     fence_lines = [line_at(m.start()) for m in fences]
+    problems += _parser_warnings(said, text, fences, fence_lines, display)
     meta_line = _key_line(text, "factbook")
     meta = notebook.metadata.get("factbook") or {}
     if not isinstance(meta, dict):
