@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import jinja2.lexer
 import jinja2.sandbox
 from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame
@@ -40,6 +41,11 @@ MAX_RENDER_S = 20.0  # a 1,000-fact document renders in well under 0.5 s
 MAX_OUTPUT = 16 << 20  # characters a render may emit through `{{ }}` (a 1,000-fact one: ~0.5 Mi)
 MAX_STRING = MAX_OUTPUT  # characters one padding, format or replace may make
 MAX_RENDER_MEMORY = 512 << 20  # address space a render may add (a 1,000-fact one: ~50 MiB)
+# Jinja parses and compiles recursively, and Python's compiler bounds what it compiles: 80
+# brackets deep was a RecursionError, 100 `if`s an IndentationError, ~25 `for`s "too many
+# statically nested blocks", none of them naming a line. factbook's own templates nest 6 deep.
+MAX_NESTING = 48  # brackets and blocks, together
+MAX_LOOPS = 16  # `for` blocks inside each other
 _PERCENT = re.compile(r"%(?:\([^)]*\))?[#0 +-]*(\*|\d+)?(?:\.(\*|\d+))?")
 _NUMBER = re.compile(r"\d+")
 _PADDING = frozenset({"center", "ljust", "rjust", "zfill"})
@@ -54,6 +60,48 @@ class OutputTooLarge(SecurityError):
 
 class TemplateTimeout(SecurityError):
     """A template ran longer than MAX_RENDER_S."""
+
+
+_OPENERS = frozenset(
+    {"if", "for", "macro", "call", "filter", "block", "with", "autoescape", "trans"}
+)
+_BRACKETS = {"lparen": 1, "lbracket": 1, "lbrace": 1, "rparen": -1, "rbracket": -1, "rbrace": -1}
+
+
+def check_nesting(stream: Iterator[jinja2.lexer.Token], name: str | None, file: str | None) -> None:
+    """A TemplateSyntaxError at the line where a template nests past MAX_NESTING brackets
+    and blocks or MAX_LOOPS `for`s, found from its tokens (the lexer is a loop, not a
+    recursion) before the parser or Python's compiler meets it."""
+    open_blocks: list[str] = []
+    brackets = 0
+    tag: str | None = None  # the tag of the block statement being read
+    assigns = False  # `{% set x = 1 %}` is a statement, `{% set x %}...{% endset %}` a block
+    for token in stream:
+        kind = token.type
+        if kind in _BRACKETS:
+            brackets = max(0, brackets + _BRACKETS[kind])
+        elif kind == "block_begin":
+            tag, assigns = "", False
+        elif kind == "name" and tag == "":
+            tag = token.value
+            if tag.startswith("end") and open_blocks:
+                open_blocks.pop()
+            elif tag in _OPENERS:
+                open_blocks.append(tag)
+        elif kind == "assign" and tag == "set":
+            assigns = True
+        elif kind == "block_end":
+            if tag == "set" and not assigns:
+                open_blocks.append("set")
+            tag = None
+        depth = brackets + len(open_blocks)
+        if depth > MAX_NESTING or open_blocks.count("for") > MAX_LOOPS:
+            why = (
+                f"nested more than {MAX_NESTING} levels deep (brackets and blocks)"
+                if depth > MAX_NESTING
+                else f"more than {MAX_LOOPS} `for` loops inside each other"
+            )
+            raise jinja2.TemplateSyntaxError(why, token.lineno, name, file)
 
 
 class TickingCodeGenerator(CodeGenerator):
@@ -114,6 +162,10 @@ class KBSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         self.finalize = self._finalize
         self.filters.update(bounded_filters(dict(self.filters)))
         self.filters["sum"] = ticking_sum(self.filters["sum"])
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        check_nesting(self._tokenize(source, name, filename), name, filename)
+        return super()._parse(source, name, filename)
 
     def start(self, seconds: float | None = None) -> None:
         """Arm the deadline and the output budget for one render."""

@@ -190,32 +190,28 @@ def render_context(context: StatusContext, kb_root: Path) -> str:
             )
         finally:
             _HINTS.reset(token)
-    except OutputTooLarge as exc:  # a payload, or simply a knowledge base of ~20,000 facts
-        raise InputError(
-            f"{template_where(exc, kb_root)}status template: refused by the sandbox: {exc}; "
-            "a knowledge base this large needs --budget TOKENS"
-        ) from None
-    except SecurityError as exc:
-        raise InputError(
-            f"{template_where(exc, kb_root)}status template: refused by the sandbox: {exc}"
-        ) from None
-    except jinja2.TemplateError as exc:
-        raise InputError(f"{template_where(exc, kb_root)}status template: {exc}") from None
-    except MemoryError as exc:
-        raise InputError(
-            f"{template_where(exc, kb_root)}status template: needed more than "
-            f"{MAX_RENDER_MEMORY >> 20} MiB; stopped"
-        ) from None
     except FactbookError:  # the loader's own one-line refusals (a template linked out)
         raise
     except Exception as exc:
-        # whatever the template's own code raises is the template's mistake, never a
-        # traceback: a loop or arithmetic ({{ 9**9**9 }}, 'x' * 10**10, a self-include), and
-        # any other Python error an expression can reach ({{ 1 // 0 }}, 'x'.encode('nope'),
-        # |slice(0), {% extends none %}), each of which was one before
         raise InputError(
-            f"{template_where(exc, kb_root)}status template: {type(exc).__name__}: {str(exc)[:200]}"
+            f"{template_where(exc, kb_root)}status template: {_failure(exc)}"
         ) from None
+
+
+def _failure(exc: Exception) -> str:
+    """Why a status template failed, in one line. Whatever its own code raises is the
+    template's mistake, never a traceback: a loop or arithmetic ({{ 9**9**9 }}, 'x' *
+    10**10, a self-include), and any other Python error an expression can reach ({{ 1 // 0
+    }}, 'x'.encode('nope'), |slice(0), {% extends none %})."""
+    if isinstance(exc, OutputTooLarge):  # a payload, or simply a knowledge base of ~20,000 facts
+        return f"refused by the sandbox: {exc}; a knowledge base this large needs --budget TOKENS"
+    if isinstance(exc, SecurityError):
+        return f"refused by the sandbox: {exc}"
+    if isinstance(exc, jinja2.TemplateError):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return f"needed more than {MAX_RENDER_MEMORY >> 20} MiB; stopped"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def template_where(exc: BaseException, kb_root: Path) -> str:
