@@ -44,9 +44,11 @@ Findings, by class:
 The fuzzer's own mistake, mended in it: every serve run "did not stop on SIGINT" (41): the
 fuzzer ran in the background of a shell, which ignores SIGINT, and its children inherited
 that; with SIGINT restored in the child, 12 serve runs of seed 22 stop at once, no finding.
-Not fixed here (see the round's report): a runbook cell's language that differs from the others printed jupytext's
-UserWarning line on lint's stderr; a template 120 lists deep is a RecursionError in Jinja's
-compiler, located by no template line; `mkdocs build` runs `!!python/object/apply` in
+Not fixed in this round (see the round's report), fixed after it: a runbook cell's language
+that differs from the others printed jupytext's UserWarning line on lint's stderr (now a
+problem at the cell's fence, tests/test_runbook_lint.py); a template 120 lists deep was a
+RecursionError in Jinja's compiler, located by no template line (now refused at its line,
+tests/test_template_nesting.py). Not fixed: `mkdocs build` runs `!!python/object/apply` in
 mkdocs.yml through MkDocs' own YAML loader before any plugin loads (lint refuses it).
 """
 
