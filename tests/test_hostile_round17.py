@@ -70,12 +70,13 @@ def kb_config(*lines: str) -> dict[str, str | bytes | Link]:
 CASES: list[Case] = [
     # --- 1. known_hosts of odd types: a FIFO and a folder were read as an empty file (the host
     # "is not in" it), and with --accept-new-host-keys a FIFO hung the run on open() for ever
-    # and a folder ended as "connection lost: [Errno 21] Is a directory" ---
-    Case("--known-hosts a FIFO", {"kh": FIFO}, known("{kb}/kh"), 3, "/kh: a FIFO, not a regular file; not read"),
-    Case("--known-hosts a FIFO, accept-new", {"kh": FIFO}, [*known("{kb}/kh"), "--accept-new-host-keys"], 3, "a FIFO, not a regular file; not read"),
-    Case("--known-hosts a folder", {"kh/x": "x"}, known("{kb}/kh"), 3, "/kh: a folder, not a regular file; not read"),
-    Case("--known-hosts a folder, accept-new", {"kh/x": "x"}, [*known("{kb}/kh"), "--accept-new-host-keys"], 3, "a folder, not a regular file; not read"),
-    Case("--known-hosts a link to a FIFO", {"kh": Link("fifo"), "fifo": FIFO}, known("{kb}/kh"), 3, "a FIFO, not a regular file; not read"),
+    # and a folder ended as "connection lost: [Errno 21] Is a directory"; now refused as the
+    # command line's mistake (exit 2) before any box is tried, not as every box's host key ---
+    Case("--known-hosts a FIFO", {"kh": FIFO}, known("{kb}/kh"), 2, "/kh: a FIFO, not a regular file; not read"),
+    Case("--known-hosts a FIFO, accept-new", {"kh": FIFO}, [*known("{kb}/kh"), "--accept-new-host-keys"], 2, "a FIFO, not a regular file; not read"),
+    Case("--known-hosts a folder", {"kh/x": "x"}, known("{kb}/kh"), 2, "/kh: a folder, not a regular file; not read"),
+    Case("--known-hosts a folder, accept-new", {"kh/x": "x"}, [*known("{kb}/kh"), "--accept-new-host-keys"], 2, "a folder, not a regular file; not read"),
+    Case("--known-hosts a link to a FIFO", {"kh": Link("fifo"), "fifo": FIFO}, known("{kb}/kh"), 2, "a FIFO, not a regular file; not read"),
     # ... held (guards): a missing file and /dev/null are no known hosts, as ssh reads them
     Case("--known-hosts missing", {}, known("{kb}/nothing"), 3, "connection refused"),
     Case("--known-hosts /dev/null", {}, known("/dev/null"), 3, "connection refused"),
@@ -130,7 +131,8 @@ def test_a_known_hosts_socket_is_refused(tmp_path: Path) -> None:
         code, output, _ = _in_process(["--root", str(kb), *known(str(kb / "kh"))], 10)
     finally:
         sock.close()
-    assert code == 3 and "a socket, not a regular file; not read" in output, output[-2000:]
+    assert code == 2 and "a socket, not a regular file; not read" in output, output[-2000:]
+    assert f"--known-hosts {kb / 'kh'}: a socket" in output, output[-2000:]
 
 
 def test_a_known_hosts_file_past_the_bound_is_sized_not_read(tmp_path: Path) -> None:

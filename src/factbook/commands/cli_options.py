@@ -4,9 +4,13 @@ same way); here so that no command imports from another."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
+from factbook.errors import UsageError, visible
+from factbook.verification.transports import knownhosts
 from factbook.verification.transports.base import TransportOptions
 
 MAX_SECONDS = 30 * 86400.0  # a time limit or delay on the command line: at most 30 days
@@ -92,7 +96,15 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
 
 
 def transport_options(args: argparse.Namespace) -> TransportOptions:
-    """The connection options that add_target_options parsed."""
+    """The connection options that add_target_options parsed. A `--known-hosts` file that
+    cannot be one (a folder, a FIFO, past its size bound) is the command line's mistake,
+    refused here (exit 2) before any box is tried, not a host-key error of every box."""
+    if args.known_hosts:
+        path = Path(os.path.expanduser(args.known_hosts))
+        try:
+            knownhosts.load(path)
+        except OSError as exc:
+            raise UsageError(f"--known-hosts {visible(str(path))}: {exc.strerror or exc}") from None
     return TransportOptions(
         accept_new_host_keys=args.accept_new_host_keys,
         known_hosts=args.known_hosts,
