@@ -7,6 +7,16 @@ interrupted, and `(a|aa)+$` against 60 characters backtracks for minutes. They r
 matcher checks a deadline as it backtracks: a match that takes longer than MATCH_TIMEOUT_S
 raises `RegexTimeout`, whoever catches it says which pattern. Lint also flags the shapes that
 backtrack catastrophically (`nested_quantifier`), so they are fixed before they run.
+
+The deadline covers matching only. Compiling is bounded before the `regex` module sees a
+pattern (`check`, round 21): it unrolls every fixed repeat into its program (`a{10**8}` or
+`(?:(?:a{1000}){1000}){1000}` took gigabytes and ended in a MemoryError or the OOM killer
+during `factbook lint`), its parser and `re`'s recurse once per group (400 nested groups were
+a RecursionError), and it reads syntax `re` does not: `{e}` after an item is fuzzy matching
+there (`a{e}` matched any one character) while `re` and lint read a literal. A pattern is
+therefore refused, with one line, unless Python's `re` compiles it, it is at most
+PATTERN_MAX_CHARS long, nests at most GROUPS_MAX_DEPTH groups, unrolls to at most
+UNROLLED_MAX items and holds no fuzzy constraint: what lint judges is what runs.
 """
 
 from __future__ import annotations
@@ -19,15 +29,20 @@ from typing import Any
 sre_parse: Any = getattr(re, "_parser", None) or __import__("sre_parse")
 
 MATCH_TIMEOUT_S = 1.0  # one match; a sane pattern on 1 MiB of text takes milliseconds
+PATTERN_MAX_CHARS = 10_000  # a hand-written pattern; the redaction of a fleet joins many
+GROUPS_MAX_DEPTH = 50  # nested groups; `re` and `regex` recurse once per level
+UNROLLED_MAX = 100_000  # items once repeats are unrolled: ~26 MB in the `regex` module
+
+
+class PatternError(re.error):
+    """A pattern that does not compile or is refused before compiling (`check`). An
+    `re.error`, so callers that catch what `re.compile` raises catch this too."""
 
 
 def __getattr__(name: str) -> Any:
-    """`userregex.error` is regex.error: the `regex` module (~10 ms) is imported on first use,
-    not by every run that merely could judge a regex."""
+    """`userregex.error`: what `compile_user` raises (kept for its callers' except clauses)."""
     if name == "error":
-        import regex
-
-        return regex.error
+        return PatternError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -42,12 +57,107 @@ class RegexTimeout(Exception):
         )
 
 
+# a `{...}` that `re` reads as a literal but `regex` as a fuzzy constraint: `{e}`, `{e<=2}`,
+# `{i<=1,d<=1}`, `{2i+2d+1s<=4}`, `{e<=1:[a-z]}`
+_FUZZY = re.compile(r"[\s\d<>=+,]*[eisd][\s\deisd<>=+,]*(?::.*)?", re.S)
+_QUANTIFIER = re.compile(r"\d*(?:,\d*)?")
+
+
+def _scan(pattern: str) -> str | None:
+    """Why the text of `pattern` is refused before any parser recurses into it: groups nested
+    too deep, or a fuzzy constraint. Escapes and character classes are stepped over."""
+    depth, i, n = 0, 0, len(pattern)
+    while i < n:
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i += 2 if pattern.startswith("[^", i) else 1
+            i += 1 if pattern.startswith("]", i) else 0  # a leading ] is a member
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif char == "(":
+            depth += 1
+            if depth > GROUPS_MAX_DEPTH:
+                return f"groups nested deeper than {GROUPS_MAX_DEPTH}"
+        elif char == ")":
+            depth = max(0, depth - 1)
+        elif char == "{":
+            end = pattern.find("}", i, i + 200)  # a fuzzy constraint is short
+            body = pattern[i + 1 : end] if end > i else ""
+            if body and not _QUANTIFIER.fullmatch(body) and _FUZZY.fullmatch(body):
+                shown = body if len(body) <= 20 else body[:20] + "..."
+                return (
+                    f"{{{shown}}} is fuzzy matching to the regex engine that runs it, a literal "
+                    "to Python's re; write a literal brace as \\{"
+                )
+        i += 1
+    return None
+
+
+def _unrolled(items: Any, budget: int) -> int:
+    """How many items `items` becomes with every repeat's minimum count written out (the
+    `regex` module's program size), counted until it passes `budget`."""
+    total = 0
+    for op, av in items:
+        if op in _REPEATS and op is not None:
+            total += max(1, av[0]) * _unrolled(av[2], budget)
+        elif op is sre_parse.SUBPATTERN:
+            total += _unrolled(av[-1], budget)
+        elif op is sre_parse.BRANCH:
+            total += sum(_unrolled(alt, budget) for alt in av[1])
+        elif op in (sre_parse.ASSERT, sre_parse.ASSERT_NOT):
+            total += _unrolled(av[1], budget)
+        elif op is getattr(sre_parse, "ATOMIC_GROUP", None):
+            total += _unrolled(av, budget)
+        elif op is sre_parse.GROUPREF_EXISTS:
+            total += _unrolled(av[1], budget) + (_unrolled(av[2], budget) if av[2] else 0)
+        else:
+            total += 1
+        if total > budget:
+            return total
+    return total
+
+
+def check(pattern: str) -> None:
+    """Raise PatternError when `pattern` is not compiled for a knowledge base: not one `re`
+    compiles, or one whose compiling alone is unbounded (see the module's docstring)."""
+    if len(pattern) > PATTERN_MAX_CHARS:
+        raise PatternError(f"longer than {PATTERN_MAX_CHARS} characters ({len(pattern)})")
+    why = _scan(pattern)
+    if why:
+        raise PatternError(why)
+    try:
+        re.compile(pattern)  # `re`'s syntax and its messages, the ones people know
+        parsed = sre_parse.parse(pattern)
+    except re.error as exc:
+        raise PatternError(str(exc)) from None
+    except (RecursionError, OverflowError, ValueError) as exc:
+        raise PatternError(f"not compiled: {type(exc).__name__}") from None
+    if _unrolled(parsed, UNROLLED_MAX) > UNROLLED_MAX:
+        raise PatternError(
+            f"its repeats unroll to more than {UNROLLED_MAX} items (a{{100000000}}, nested "
+            "counts); the regex engine writes each one out in memory"
+        )
+
+
 @lru_cache(maxsize=512)
 def compile_user(pattern: str, flags: int = 0) -> Any:
-    """The compiled pattern (regex.error when it does not compile)."""
+    """The compiled pattern, after `check` (PatternError when refused or not compiling)."""
+    check(pattern)
+    return compile_checked(pattern, flags)
+
+
+def compile_checked(pattern: str, flags: int = 0) -> Any:
+    """`pattern` compiled by the `regex` module as it is: only for one whose user-written
+    parts each passed `check` (redaction joins them with escaped names of its own)."""
     import regex
 
-    return regex.compile(pattern, flags | regex.VERSION0)
+    try:
+        return regex.compile(pattern, flags | regex.VERSION0)
+    except (regex.error, ValueError, RecursionError, MemoryError) as exc:
+        raise PatternError(str(exc) or type(exc).__name__) from None
 
 
 def search(pattern: str | Any, text: str, *, timeout: float | None = None) -> Any:

@@ -84,7 +84,9 @@ class Redactor:
         pattern = self._compiled.get(ended)
         if pattern is None:
             joined = "|".join(self._parts(ended))
-            pattern = userregex.compile_user(joined) if self.patterns else re.compile(joined)
+            # redact.yaml's patterns each passed userregex.check when it was read; the
+            # joined whole (with every host and user escaped) may be longer than one may be
+            pattern = userregex.compile_checked(joined) if self.patterns else re.compile(joined)
             self._compiled[ended] = pattern
         return pattern
 
