@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_kb import REGEX_FACT, Case, run_case
+from test_hostile_kb import REGEX_FACT, Case, run_case, value_fact
 
 DEEP = "(?:" * 2000 + "a" + ")" * 2000
 # patterns whose compiling alone was unbounded or a traceback, and the line each gets now
@@ -66,6 +66,18 @@ def _redact(pattern: str) -> dict[str, str]:
 
 
 REDACT = ["status", "--redact", "--out", "-"]
+# characters no reader sees (errors.INVISIBLE_CHARS): zero-width space and joiner, word
+# joiner, BOM, soft hyphen, and a Unicode tag spelling "i" (ASCII smuggled past a reviewer)
+INVISIBLE = "\u200b\u200d\u2060\ufeff\u00ad\U000e0069"
+INVISIBLE_ESCAPED = "\\u200b\\u200d\\u2060\\ufeff\\xad\\U000e0069"
+HIDING_FACT = {
+    "facts/x.yaml": value_fact(f'"v{INVISIBLE}"')
+    .replace("title: T", f'title: "T{INVISIBLE}"')
+    .replace("statement: S.", f'statement: "S{INVISIBLE}."')
+    + f'    tags: ["t{INVISIBLE}"]\n'
+}
+HIDING_NAME = {f"facts/n{INVISIBLE}.yaml": "facts: [x]\n"}
+RAW = tuple(INVISIBLE)
 BIG = {"max_rss_mb": 250, "isolated": True, "max_s": 30}  # a bomb is stopped from outside
 # fmt: off
 CASES: list[Case] = [
@@ -87,6 +99,17 @@ CASES: list[Case] = [
     Case("regex expectation 50 nested groups", _fact("(" * 50 + "a" + ")" * 50), "lint", 0, "ok: 2 facts"),
     Case("regex expectation a fixed lookbehind", _fact("(?<=sm_)9\\d"), "lint", 0, "ok: 2 facts"),
     Case("--target ~ a sane pattern", {}, ["verify", "--dry-run", "--target", "~^h.r{1}e$"], 0, "on here"),
+    # --- 8. invisible characters: lint names them, every output shows them escaped ---
+    Case("invisible characters in a fact, lint", HIDING_FACT, "lint", 2, "facts/x.yaml:7: hidden character U+200B (ZERO WIDTH SPACE)", absent=RAW),
+    Case("invisible characters in a fact, lint names the tag", {"facts/x.yaml": value_fact('"v\\U000E0069"')}, "lint", 2, "facts/x.yaml:7: hidden character U+E0069 (TAG LATIN SMALL LETTER I)", absent=RAW),
+    *[Case(f"invisible characters in a fact, {' '.join(c)}", HIDING_FACT, c, 0, f"T{INVISIBLE_ESCAPED}", absent=RAW) for c in (["list"], ["show", "x.one"])],
+    Case("invisible characters in a fact, status", HIDING_FACT, ["status", "--out", "-"], 0, f"S{INVISIBLE_ESCAPED}.", absent=RAW),
+    Case("invisible characters in a fact, status --budget", HIDING_FACT, ["status", "--budget", "2000", "--out", "-"], 0, "hardware 1: x.one", absent=RAW),
+    Case("invisible characters in a fact, export-ansible", HIDING_FACT, ["export-ansible", "--out", "-"], 2, "facts/x.yaml:4: hidden character U+200B", absent=RAW),
+    Case("invisible characters in a tag, completion", HIDING_FACT, ["__complete", "5", "factbook", "--root", "{kb}", "verify", "--tag", ""], 0, "", absent=RAW),
+    *[Case(f"invisible characters in a file name, lint --format {fmt}", HIDING_NAME, ["lint", "--format", fmt], 2, "expected mapping", absent=RAW) for fmt in ("text", "github", "json", "sarif")],
+    Case("invisible characters in a file name, list", HIDING_NAME, "list", 0, "lint problem", absent=RAW),
+    Case("invisible characters in a file name, verify --dry-run", HIDING_NAME, "verify-dry", 2, f"facts/n{INVISIBLE_ESCAPED}.yaml", absent=RAW),
     Case("redact pattern a sane pattern", {**_redact("tok-[0-9]{4}"), "facts/x.yaml": "facts:\n  - id: x.one\n    category: hardware\n    title: T\n    statement: the key is tok-1234.\n    status: assumed\n    value: 1\n    sources: [{seed: a.txt}]\n"}, REDACT, 0, "the key is secret-1", absent=("tok-1234",)),
 ]
 # fmt: on
@@ -114,3 +137,41 @@ def test_a_100_kB_value_is_stopped_by_the_deadline(pattern: str) -> None:
     outcome = evaluate({"regex": pattern}, "a" * 100_000 + "!")
     assert time.monotonic() - started < 10
     assert not outcome.passed or "stopped after" not in outcome.reason
+
+
+# --- 8. MCP: what a model reads is what a reviewer sees (no invisible tag characters) ---
+def test_mcp_answers_carry_no_invisible_character(tmp_path: Path) -> None:
+    """Tools, resources and the resource list of a knowledge base whose fact hides
+    characters: every string of every answer, decoded, holds none raw (before round 21 the
+    tag characters reached the client as they were, text a model reads and a person does not
+    see)."""
+    import json
+
+    from helpers import module_or_skip
+    from test_hostile_kb import make_outside, plant
+
+    module_or_skip("mcp", reason="the mcp extra is not installed")
+    from test_mcp_stdio import Wire
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, HIDING_FACT)
+    calls = [
+        ("tools/call", {"name": "search_facts", "arguments": {"query": "T"}}),
+        ("tools/call", {"name": "show_fact", "arguments": {"id": "x.one"}}),
+        ("tools/call", {"name": "status_brief", "arguments": {}}),
+        ("resources/read", {"uri": "factbook://fact/x.one"}),
+        ("resources/read", {"uri": "factbook://status/1"}),
+        ("resources/list", {}),
+    ]
+    server = Wire(root)
+    try:
+        server.initialize()
+        for ident, (method, params) in enumerate(calls, 1):
+            server.request(ident, method, params)
+            answer = json.dumps(server.answer(), ensure_ascii=False)
+            assert "x.one" in answer or "Status" in answer, answer[:500]
+            for char in INVISIBLE:
+                assert char not in answer, (method, params, hex(ord(char)), answer[:2000])
+    finally:
+        server.close()

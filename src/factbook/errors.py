@@ -43,12 +43,21 @@ EXIT_KERNEL_DIED = 4
 EXIT_INTERRUPTED = 130
 
 
-# Control characters, line breaks and bidirectional overrides: in a file name or a message
-# they would start a new line (a GitHub Actions `::error` command of their own), repaint a
-# terminal or reorder what it shows. Every message names them escaped instead.
+# Characters no reader sees: zero-width spaces and joiners, the word joiner and invisible
+# operators, the BOM, the soft hyphen, fillers that render as nothing, and the tag block
+# (U+E0000..E007F, ASCII spelled invisibly: text a person reviewing a fact or an MCP answer
+# never sees but a model reads). Round 21: lint passed them and every output printed them raw.
+INVISIBLE_CHARS = (
+    "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200d\u2060-\u2064"
+    "\u206a-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e007f"
+)
+# Control characters, line breaks, bidirectional overrides and invisible characters: in a
+# file name or a message they would start a new line (a GitHub Actions `::error` command of
+# their own), repaint a terminal, reorder what it shows or hide text. Every message names
+# them escaped instead.
 _UNSAFE = re.compile(
     "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-    "\ud800-\udfff\ufffe\uffff]"
+    "\ud800-\udfff\ufffe\uffff" + INVISIBLE_CHARS + "]"
 )
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
@@ -64,6 +73,8 @@ def visible(text: str, *, keep: str = "") -> str:
         code = ord(char)
         if char in _NAMED:
             return _NAMED[char]
+        if code > 0xFFFF:
+            return f"\\U{code:08x}"
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
     return _UNSAFE.sub(escape, text)

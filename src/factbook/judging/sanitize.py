@@ -20,12 +20,17 @@ from functools import lru_cache
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
+from factbook.errors import INVISIBLE_CHARS
+
 # C0 controls except tab and newline, DEL, C1 controls, lone surrogates, and the two code
 # points XML excludes (U+FFFE, U+FFFF). None of these is text in any of our formats.
 _CONTROL_CHARS = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff"
 # Bidirectional controls and line/paragraph separators reorder or break what a reader sees
 # ("Trojan source"); escaped on terminals and in documents, where no one could see them.
-_REORDERING_CHARS = "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# Invisible characters (errors.INVISIBLE_CHARS: zero-width, BOM, tags) hide text the same way.
+_REORDERING_CHARS = (
+    "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069" + INVISIBLE_CHARS
+)
 _CONTROL = re.compile(f"[{_CONTROL_CHARS}]")
 _TERMINAL_EXTRA = re.compile(f"[{_REORDERING_CHARS}]")
 _HIDDEN = re.compile(f"[{_CONTROL_CHARS}{_REORDERING_CHARS}]")
@@ -42,6 +47,8 @@ def _escape_char(match: re.Match[str]) -> str:
     if char in _NAMED:
         return _NAMED[char]
     code = ord(char)
+    if code > 0xFFFF:  # a tag character: Python's escape, unambiguous
+        return f"\\U{code:08x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
@@ -90,7 +97,15 @@ def each_string(value: Any, change: Callable[[str], str], *, keys: bool = False)
 def json_hidden_escaped(text: str) -> str:
     """JSON text with each character `first_hidden` finds written as a `\\uXXXX` escape:
     the same JSON when parsed, and nothing raw in the document that carries it."""
-    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _HIDDEN.sub(lambda m: _json_escape(ord(m.group())), text)
+
+
+def _json_escape(code: int) -> str:
+    """One code point as JSON writes it: beyond U+FFFF as its surrogate pair."""
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def clip(text: str, limit: int = CLIP_AT) -> str:

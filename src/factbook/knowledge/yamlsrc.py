@@ -34,7 +34,7 @@ from typing import Any, ClassVar, TypeVar
 
 import yaml
 
-from factbook.errors import Problem
+from factbook.errors import INVISIBLE_CHARS, Problem
 from factbook.judging.sanitize import first_hidden
 from factbook.knowledge.kbfiles import outside_problem
 from factbook.knowledge.limits import YAML_MAX_BYTES, YAML_MAX_DEPTH, YAML_MAX_NODES
@@ -415,6 +415,9 @@ _ESCAPE_MAY_HIDE = re.compile(r"\\[0abvfreNLPxuU]")
 _RAW_MAY_HIDE = (  # CR, NEL, the Arabic letter mark, LRM, RLM, LS, PS and the bidi controls
     "\r\x85\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
+# zero-width characters, the BOM, tags (errors.INVISIBLE_CHARS): ranges, so one class search
+# of a text that is not ASCII (round 21: they were never looked for)
+_INVISIBLE = re.compile(f"[{INVISIBLE_CHARS}]")
 _HIDDEN_NAMES = {0x07: "BEL", 0x08: "BS", 0x0D: "CR", 0x1B: "ESC", 0x85: "NEL"}
 
 
@@ -427,6 +430,8 @@ def may_hide(text: str, start: int = 0) -> bool:
     tail = text[start:] if start else text
     raw = _RAW_MAY_HIDE[:1] if tail.isascii() else _RAW_MAY_HIDE  # ASCII: CR alone
     if any(character in tail for character in raw):
+        return True
+    if not tail.isascii() and _INVISIBLE.search(tail):
         return True
     return "\\" in tail and _ESCAPE_MAY_HIDE.search(tail) is not None
 
