@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_kb import REGEX_FACT, Case, run_case, value_fact
+from test_hostile_kb import FIFO, REGEX_FACT, RUNBOOK, Case, Link, run_case, value_fact
 
 DEEP = "(?:" * 2000 + "a" + ")" * 2000
 # patterns whose compiling alone was unbounded or a traceback, and the line each gets now
@@ -78,6 +78,25 @@ HIDING_FACT = {
 }
 HIDING_NAME = {f"facts/n{INVISIBLE}.yaml": "facts: [x]\n"}
 RAW = tuple(INVISIBLE)
+# a name that would be a workflow command, a repaint, a reordering and a hidden character
+INJECTED = "a\n::error file=x::pwned\x1b[31m\u202e\u200b"
+INJECTED_SHOWN = "a\\n::error file=x::pwned\\x1b[31m\\u202e\\u200b"
+NOT_INJECTED = ("\n::error file=x", "\x1b", "\u202e", "\u200b")
+# a URL's password in every place a --target URL is refused, and in a jump host
+URL_REFUSALS = {
+    "sftp://ops:{secret}@127.0.0.1": "unsupported target URL scheme 'sftp' in 'sftp://ops:***@127.0.0.1'",
+    "ssh://ops:{secret}@[::1": "bad target URL 'ssh://ops:***@[::1': Invalid IPv6 URL",
+    "ssh://ops:{secret}@127.0.0.1?foo=1": "ssh://ops:***@127.0.0.1?foo=1: unknown key foo",
+    "ssh://ops:{secret}@127.0.0.1?timeout=x": "ssh://ops:***@127.0.0.1?timeout=x: timeout must be a number",
+    "ssh://ops:{secret}@127.0.0.1:99999": "ssh://ops:***@127.0.0.1:99999: port '99999'",
+    "ssh://ops:{secret}@127.0.0.1:1#bad name": "'ssh://ops:***@127.0.0.1:1#bad name': bad target name",
+    "ssh://ops:{secret}@127.0.0.1:1?jump=a;b": "jump 'a;b' is not a host",
+    "ssh://ops:{secret}@": "ssh://ops:***@: no host",
+    "ssh://o;ps:{secret}@127.0.0.1:1": "user 'o;ps' is not a host",
+    "here,ssh://ops:{secret}@127.0.0.1:1": "in 'here,ssh://ops:***@127.0.0.1:1'",
+    "ssh://127.0.0.1:1?jump=ops:{secret}@127.0.0.1:99999": "bad jump host 'ops:***@127.0.0.1:99999'",
+    "ssh://127.0.0.1:1?jump=ssh://ops:{secret}@[::1": "jump=ssh://ops:***@[::1': Invalid IPv6 URL",
+}
 BIG = {"max_rss_mb": 250, "isolated": True, "max_s": 30}  # a bomb is stopped from outside
 # fmt: off
 CASES: list[Case] = [
@@ -110,6 +129,22 @@ CASES: list[Case] = [
     *[Case(f"invisible characters in a file name, lint --format {fmt}", HIDING_NAME, ["lint", "--format", fmt], 2, "expected mapping", absent=RAW) for fmt in ("text", "github", "json", "sarif")],
     Case("invisible characters in a file name, list", HIDING_NAME, "list", 0, "lint problem", absent=RAW),
     Case("invisible characters in a file name, verify --dry-run", HIDING_NAME, "verify-dry", 2, f"facts/n{INVISIBLE_ESCAPED}.yaml", absent=RAW),
+    # --- 8. warnings naming a file of the knowledge base are one escaped line ---
+    Case("a docs page named as a workflow command, linked outside, docs", {f"docs/{INJECTED}.md": Link("{out}/shadow")}, "docs", 0, f"warning: {INJECTED_SHOWN}.md: not copied", absent=NOT_INJECTED),
+    Case("a docs page named as a workflow command, a FIFO, docs", {f"docs/{INJECTED}.md": FIFO}, "docs", 0, f"warning: {INJECTED_SHOWN}.md: not copied", absent=NOT_INJECTED),
+    Case("a status page named as a workflow command, a FIFO, status", {f"docs/status/{INJECTED}.md": FIFO}, ["status"], 0, f"warning: docs/status/{INJECTED_SHOWN}.md: not a regular file", absent=NOT_INJECTED, isolated=True, max_s=30),
+    Case("a run record under a folder named as a workflow command, run --list", {"runbooks/rb.md": RUNBOOK, f"results/runbooks/rb/{INJECTED}/record.json": Link("{out}/record.json")}, ["run", "--list"], 0, f"rb/{INJECTED_SHOWN}/record.json: resolves to", absent=NOT_INJECTED),
+    Case("run --dry-run --target a workflow command", {"runbooks/rb.md": RUNBOOK}, ["run", "rb", "--dry-run", "--target", INJECTED], 2, f"unknown target '{INJECTED_SHOWN}' (known: here, box)", absent=NOT_INJECTED),
+    # --- 7. a --target URL's password: refused or used, it is *** in every line and file ---
+    *[Case(f"--target URL password, {u.replace('{secret}', 'PASS')}", {}, ["verify", "hw.gpu.count", "--target", u], 2, why) for u, why in URL_REFUSALS.items()],
+    Case("--target URL password in a jump host, verify", {}, ["verify", "hw.gpu.count", "--target", "ssh://127.0.0.1:1?jump=ops:{secret}@127.0.0.1:2", "--timeout", "2"], 3, "jump host ops:***@127.0.0.1:2", isolated=True, max_s=30),
+    Case("--target URL password in a jump host, discover", {}, ["discover", "--target", "ssh://127.0.0.1:1?jump=ops:{secret}@127.0.0.1:2&timeout=2"], 3, "ops:***@127.0.0.1:2", isolated=True, max_s=30),
+    Case("--target URL password, verify --dry-run --format json", {}, ["verify", "--dry-run", "--target", "ssh://ops:{secret}@127.0.0.1:1?jump=u:{secret}@127.0.0.1:2"], 0, "on ops@127.0.0.1:1"),
+    Case("run --target URL password", {"runbooks/rb.md": RUNBOOK}, ["run", "rb", "--dry-run", "--target", "ssh://ops:{secret}@127.0.0.1:1"], 2, "unknown target 'ssh://ops:***@127.0.0.1:1'"),
+    Case("--limit URL password", {}, ["verify", "--dry-run", "--limit", "ssh://ops:{secret}@127.0.0.1:1"], 2, "--limit 'ssh://ops:***@127.0.0.1:1'"),
+    Case("--exclude URL password", {}, ["verify", "--dry-run", "--exclude", "ssh://ops:{secret}@h"], 2, "--exclude 'ssh://ops:***@h'"),
+    Case("an unknown id that is a URL with a password", {}, ["verify", "--dry-run", "ssh://ops:{secret}@h"], 2, "no fact with id 'ssh://ops:***@h'"),
+    Case("bench --url password", {}, ["bench", "--url", "http://ops:{secret}@127.0.0.1:1", "--requests", "1"], 3, "http://ops:***@127.0.0.1:1: cannot reach the server", isolated=True, max_s=30),
     Case("redact pattern a sane pattern", {**_redact("tok-[0-9]{4}"), "facts/x.yaml": "facts:\n  - id: x.one\n    category: hardware\n    title: T\n    statement: the key is tok-1234.\n    status: assumed\n    value: 1\n    sources: [{seed: a.txt}]\n"}, REDACT, 0, "the key is secret-1", absent=("tok-1234",)),
 ]
 # fmt: on
@@ -175,3 +210,64 @@ def test_mcp_answers_carry_no_invisible_character(tmp_path: Path) -> None:
                 assert char not in answer, (method, params, hex(ord(char)), answer[:2000])
     finally:
         server.close()
+
+
+# --- 8. mkdocs build: the plugin's log lines name files of the knowledge base, escaped ---
+def test_mkdocs_build_logs_a_hostile_docs_name_as_one_escaped_line(tmp_path: Path) -> None:
+    """A real `mkdocs build` over a docs page named as a workflow command and linked
+    outside: the plugin's warning is one line, the name escaped (before round 21 it began a
+    line `::error file=x::pwned` of the build's log)."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import REPO
+    from test_hostile_kb import SECRET, make_outside, plant
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(
+        root,
+        out,
+        {
+            "mkdocs.yml": "site_name: x\nplugins:\n  - factbook\n",
+            "docs/index.md": "# hi\n",
+            f"docs/{INJECTED}.md": Link("{out}/shadow"),
+        },
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "NO_COLOR": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-3000:]
+    assert f"factbook: {INJECTED_SHOWN}.md resolves to {out}/shadow" in log, log[-3000:]
+    for raw in (*NOT_INJECTED, SECRET):
+        assert raw not in log, (raw, log[-3000:])
+
+
+# --- 7. the passwords of jump hosts in a URL, in run files' argv ---
+def test_url_jump_passwords_are_hidden_in_linear_time() -> None:
+    import time
+
+    from factbook.judging.sanitize import hide_url_passwords
+
+    cases = {
+        "ssh://h:1?jump=ops:PW@j:2": "ssh://h:1?jump=ops:***@j:2",
+        "ssh://u:PW@h?jump=a:PW@c,d@e,f:PW:x@i&timeout=3#x": "ssh://u:***@h?jump=a:***@c,d@e,f:***@i&timeout=3#x",
+        "ssh://h?jump=ssh://ops:PW@[::1]:2": "ssh://h?jump=ssh://ops:***@[::1]:2",
+        "ssh://h?timeout=1&jump=[::1]:22,u:PW@[::1]:2": "ssh://h?timeout=1&jump=[::1]:22,u:***@[::1]:2",
+        "x jump=a:b@c": "x jump=a:b@c",  # no URL: not a jump host
+        "ssh://h?jump=j a?jump=b:c@d": "ssh://h?jump=j a?jump=b:c@d",  # another word
+    }
+    for text, want in cases.items():
+        assert hide_url_passwords(text) == want, text
+    for word in ("a?jump=" * 25_000, "ssh://?jump=" + "a:b@," * 30_000, "ssh:// ?jump=" * 20_000):
+        started = time.process_time()
+        hide_url_passwords(word)
+        assert time.process_time() - started < 0.5

@@ -32,6 +32,7 @@ so the CLI prints one line per problem and never a traceback.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,6 +79,13 @@ def visible(text: str, *, keep: str = "") -> str:
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
     return _UNSAFE.sub(escape, text)
+
+
+def warn(message: str) -> None:
+    """One `warning:` line on stderr, shown as `visible` shows it: a warning names a file of
+    the knowledge base, and `docs` printed `docs/a<newline>::error file=x::...md` raw, a
+    GitHub Actions workflow command of its own (round 21). Every warning goes through here."""
+    print(f"warning: {visible(message)}", file=sys.stderr)
 
 
 @dataclass(frozen=True, order=True)

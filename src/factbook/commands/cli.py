@@ -23,6 +23,7 @@ from typing import NoReturn
 
 from factbook.commands.extras import missing
 from factbook.errors import EXIT_INTERRUPTED, FactbookError, LintFailed, WriteFailed, visible
+from factbook.judging.sanitize import hide_url_passwords
 from factbook.knowledge.locate import resolve_root
 from factbook.store.stamps import FACTBOOK_VERSION as __version__
 from factbook.verification import colour
@@ -152,7 +153,7 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
     args, unknown = parser.parse_known_args(words)
     if unknown:  # the subcommand's usage line (verify-facts' own), not the top-level one
         chosen = _subparsers(parser).get(getattr(args, "command", None) or "", parser)
-        chosen.error(f"unrecognized arguments: {' '.join(unknown)}")
+        chosen.error(f"unrecognized arguments: {hide_url_passwords(' '.join(unknown))}")
     colour.set_mode(args.color)
     if not getattr(args, "handler", None):
         parser.print_help()
@@ -169,11 +170,13 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
             raise error from exc
     except LintFailed as exc:
         for problem in exc.problems:
-            print(problem, file=sys.stderr)
+            print(hide_url_passwords(str(problem)), file=sys.stderr)
         print(f"{len(exc.problems)} problem(s)", file=sys.stderr)
         return exc.exit_code
     except FactbookError as exc:
-        message = _no_command_lines(visible(str(exc), keep="\n"))
+        # a URL's password the message quotes (`--target ssh://ops:PASS@h`, `bench --url`,
+        # `run --target`, --limit) is `***` here, whatever command or check quoted it
+        message = _no_command_lines(visible(hide_url_passwords(str(exc)), keep="\n"))
         print(f"{prog}: error: {message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+
+from factbook.errors import warn
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,10 +53,10 @@ def handle_docs(args: argparse.Namespace) -> int:
     if not args.no_copy and docs_dir.is_dir():
         extra, refused = copy_docs(docs_dir, root)
         for message in refused:
-            print(f"warning: {message}", file=sys.stderr)
+            warn(message)
     written = write_tree(handbook, out, extra=extra)
     for line in [*handbook.lint_problems, *handbook.notes]:
-        print(f"warning: {line}", file=sys.stderr)
+        warn(str(line))
     print(
         f"{len(handbook.pages)} pages generated ({len(handbook.rendered)} rendered) in "
         f"{handbook.seconds['total']:.2f} s; {len(written)} file(s) written to {args.out}"

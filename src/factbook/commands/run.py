@@ -17,7 +17,8 @@ from factbook.commands.cli_options import (
     seconds,
     warn_lint_problems,
 )
-from factbook.errors import EXIT_INVALID, EXIT_OK
+from factbook.errors import EXIT_INVALID, EXIT_OK, UsageError
+from factbook.knowledge.names import known_names, shown
 
 # RunOptions fields that take the option of the same name as it was given
 OPTIONS_AS_GIVEN = ("start", "until", "resume", "yes", "target", "timeout", "skip_requires")
@@ -105,9 +106,9 @@ def handle(args: argparse.Namespace) -> int:
         else:
             steps = select_steps(runbook, only=args.step, start=args.start, until=args.until)
         target = args.target or runbook.target
-        if target is not None and target not in kb.targets:
-            print(f"factbook: error: unknown target '{target}'", file=sys.stderr)
-            return EXIT_INVALID
+        if target is not None and target not in kb.targets:  # the CLI's one error line
+            known = known_names(kb.targets)  # (escaped, a URL's password hidden), as run's
+            raise UsageError(f"unknown target '{shown(target)}' (known: {known})")
         unresolved = print_dry_run(kb, runbook, steps, target, sys.stdout)
         return EXIT_INVALID if unresolved else EXIT_OK
     return executor.run()

@@ -39,7 +39,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, CombinedEvent, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 
-from factbook.errors import FactbookError, UsageError
+from factbook.errors import FactbookError, UsageError, visible
 from factbook.handbook import prerender
 from factbook.handbook.editlinks import EditLinks, check_template, from_repo
 from factbook.handbook.generator import CSS_URI, generate, template_dir
@@ -52,6 +52,20 @@ from factbook.knowledge.locate import FACTS_DIR, ROOT_ENV
 from factbook.knowledge.mkdocscode import code_in, trusted
 
 log = logging.getLogger("mkdocs.plugins.factbook")
+
+
+class _Visible(logging.Filter):
+    """Each line this plugin logs, with control, line-break, bidi and invisible characters
+    escaped (errors.visible): a message names files of the knowledge base (`docs/%s is
+    replaced`, a link out), and a name holding a newline and `::error` was a workflow command
+    in `mkdocs build`'s CI log, as it was in `factbook docs`' warnings (round 21)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = visible(record.getMessage()), None
+        return True
+
+
+log.addFilter(_Visible())
 WATCHED_DIRS = ("facts", "runbooks", "results", "checks")
 
 

@@ -12,12 +12,11 @@ Run and step statuses are the constants in factbook.judging.outcomes (RUN_STATUS
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from factbook.errors import InputError, UsageError
+from factbook.errors import InputError, UsageError, warn
 from factbook.handbook.safehtml import slug
 from factbook.judging.outcomes import OK, PENDING, RUNNING
 from factbook.judging.sanitize import loads_without_surrogates
@@ -204,7 +203,7 @@ def list_runs(root: Path, runbook: str | None = None) -> list[RunRecord]:
                 out.append(load(folder, root))
             except RecordRefused as exc:  # a link out, a FIFO: planted, so say so
                 why = str(exc).removesuffix("; not read")
-                print(f"warning: {why}; run skipped", file=sys.stderr)
+                warn(f"{why}; run skipped")
             except InputError:
                 continue  # one broken record must not hide the other runs
     return sorted(out, key=lambda r: r.run_id, reverse=True)

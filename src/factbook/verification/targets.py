@@ -22,6 +22,7 @@ from functools import cached_property
 from urllib.parse import urlsplit
 
 from factbook.errors import UsageError
+from factbook.judging.sanitize import hide_url_passwords
 from factbook.knowledge.fleet.connection import address_problems
 from factbook.knowledge.fleet.inventory import Inventory
 from factbook.knowledge.fleet.patterns import is_pattern, match, split_terms
@@ -97,8 +98,12 @@ def parse_target_url(
 
 
 def _split_specs(target_specs: list[str]) -> list[str]:
+    """The --target words one by one, a URL's password (`ssh://ops:PASS@h`, a jump's) shown
+    as `***` from here on: factbook never uses it, and every message, target name and result
+    made of the spec quoted it (round 21: `bad target URL 'ssh://ops:PASS@[::1'`, a jump
+    host named `ops:PASS@bastion` in results/latest.json)."""
     specs = [s for spec in target_specs for s in (spec.split(",") if "://" not in spec else [spec])]
-    return [s.strip() for s in specs if s.strip()]
+    return [hide_url_passwords(s.strip()) for s in specs if s.strip()]
 
 
 def plan_checks(

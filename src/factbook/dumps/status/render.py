@@ -15,7 +15,6 @@ import datetime as dt
 import os
 import re
 import secrets
-import sys
 import traceback
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -31,7 +30,7 @@ from factbook.dumps.status.context import StatusContext, build_context, default_
 from factbook.dumps.status.hint import hint_comment
 from factbook.dumps.status.items import value_text
 from factbook.dumps.status.redact import document_redactor
-from factbook.errors import FactbookError, InputError, UsageError, visible
+from factbook.errors import FactbookError, InputError, UsageError, visible, warn
 from factbook.handbook.safehtml import safe_markdown
 from factbook.handbook.sandbox import (
     MAX_RENDER_MEMORY,
@@ -386,4 +385,4 @@ def _title(path: Path, root: Path) -> str | None:
 
 def _skipped(path: Path, root: Path, why: str) -> None:
     why = why.removesuffix("; not read")
-    print(f"warning: {_shown(path, root)}: {why}; left out of the index", file=sys.stderr)
+    warn(f"{_shown(path, root)}: {why}; left out of the index")
