@@ -271,3 +271,88 @@ def test_url_jump_passwords_are_hidden_in_linear_time() -> None:
         started = time.process_time()
         hide_url_passwords(word)
         assert time.process_time() - started < 0.5
+
+
+# --- 2. factbook.yaml and the inventories it names are files of the knowledge base ---
+MCP_SETTINGS_CASES = {
+    "factbook.yaml linked outside": (
+        {"factbook.yaml": Link("{out}/inventory.ini")},
+        "factbook.yaml:1: resolves to {out}/inventory.ini, outside the knowledge base",
+    ),
+    "mcp.inventories: a link out": (
+        {
+            "factbook.yaml": "mcp: {inventories: [inv.ini]}\n",
+            "inv.ini": Link("{out}/inventory.ini"),
+        },
+        "factbook.yaml:1: path 'inv.ini' resolves to {out}/inventory.ini, outside",
+    ),
+    "mcp.inventories: a folder linked out": (
+        {"factbook.yaml": "mcp: {inventories: [inv]}\n", "inv": Link("{out}")},
+        "factbook.yaml:1: path 'inv' resolves to {out}, outside",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MCP_SETTINGS_CASES))
+def test_mcp_settings_are_read_inside_the_knowledge_base(name: str, tmp_path: Path) -> None:
+    """`factbook mcp` refuses a factbook.yaml that leads outside with its one line (it was
+    read wherever its link led), and names a linked inventory by where it leads (it said
+    "names may not hold '/' or '..'" of `inv.ini`)."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import REPO, module_or_skip
+    from test_hostile_kb import SECRET, make_outside, plant
+
+    module_or_skip("mcp", reason="the mcp extra is not installed")
+    files, said = MCP_SETTINGS_CASES[name]
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, files)
+    done = subprocess.run(
+        [sys.executable, "-m", "factbook", "mcp", "--root", str(root)],
+        input=b"",
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    text = (done.stdout + done.stderr).decode()
+    assert done.returncode == 2 and said.replace("{out}", str(out)) in text, text[-2000:]
+    assert SECRET not in text and "Traceback" not in text, text[-2000:]
+
+
+def test_mcp_inventories_include_nothing_from_outside(tmp_path: Path) -> None:
+    """factbook.yaml's `mcp.inventories` naming an ssh config that includes a file outside:
+    verify_facts refuses the include with its line. Before round 21 these were read as the
+    user's own `--inventory` files (unconfined), and the outside file's host names came back
+    in verify_facts' list of known targets."""
+    import json
+
+    from helpers import module_or_skip
+    from test_hostile_kb import SECRET, make_outside, plant
+
+    module_or_skip("mcp", reason="the mcp extra is not installed")
+    from test_mcp_stdio import Wire
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    (out / "hosts.conf").write_text(f"Host {SECRET}\n  HostName 10.9.9.9\n")
+    plant(
+        root,
+        out,
+        {
+            "factbook.yaml": "mcp: {inventories: [ssh.conf]}\n",
+            "ssh.conf": "Include {out}/hosts.conf\nHost n1\n  HostName 10.0.0.1\n",
+        },
+    )
+    server = Wire(root)
+    try:
+        server.initialize()
+        arguments = {"facts": ["hw.gpu.count"], "target": "nosuch"}
+        server.request(1, "tools/call", {"name": "verify_facts", "arguments": arguments})
+        answer = json.dumps(server.answer())
+    finally:
+        server.close()
+    assert SECRET not in answer, answer
+    assert f"ssh.conf:1: Include {out}/hosts.conf: resolves to {out}/hosts.conf" in answer, answer

@@ -98,5 +98,7 @@ def inside(base: Path, *parts: str) -> Path:
     resolved = root.joinpath(*parts).resolve()
     if not resolved.is_relative_to(root) or resolved == root:
         shown = "/".join(parts)
+        if all(p and "/" not in p and p not in (".", "..") for p in parts):  # a link leads out
+            raise InputError(f"path '{shown}' resolves to {resolved}, outside {base}")
         raise InputError(f"path '{shown}' leaves {base}: names may not hold '/' or '..'")
     return Path(base).joinpath(*parts)

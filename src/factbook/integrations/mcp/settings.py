@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from factbook.errors import InputError, LintFailed
+from factbook.knowledge.kbfiles import confined
 from factbook.knowledge.names import inside
 from factbook.knowledge.yamlsrc import load_located
 
@@ -70,7 +71,8 @@ def load_settings(root: Path) -> McpSettings:
     path = Path(root) / SETTINGS_FILE
     if not path.exists():
         return McpSettings()
-    doc, problems = load_located(path, SETTINGS_FILE)
+    with confined(root):  # a file of the knowledge base: a link out is refused, not read
+        doc, problems = load_located(path, SETTINGS_FILE)
     if problems:
         raise LintFailed(problems)
     data = doc.data if isinstance(doc.data, dict) else {}

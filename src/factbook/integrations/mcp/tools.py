@@ -415,7 +415,8 @@ class Toolbox:
         kb = replace(kb)  # inventories are added to a copy: the cached one stays as loaded
         if self.settings.inventories:
             paths = [str(self.root / p) for p in self.settings.inventories]
-            kb.targets, kb.groups = add_inventories(kb.targets, kb.groups, paths)
+            # named by the knowledge base (factbook.yaml): read, with their includes, inside it
+            kb.targets, kb.groups = add_inventories(kb.targets, kb.groups, paths, root=self.root)
         targets = self._targets(kb, target)
         planned = api.plan(kb, targets, *facts)
         if not planned.checks:

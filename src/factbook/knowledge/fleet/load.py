@@ -98,19 +98,23 @@ def read_source(path: Path) -> Inventory:
     return read_ansible(path)
 
 
-def read_sources(paths: list[str], base: Path) -> Inventory:
+def read_sources(paths: list[str], base: Path, *, root: Path | None = None) -> Inventory:
     """`--inventory FILE` (repeatable) -> one Inventory; a bad file is an InputError naming it.
 
     These are the user's own paths, read wherever they are; an error about one quotes none of
-    its content (it may be a file the user did not mean, such as /etc/shadow)."""
+    its content (it may be a file the user did not mean, such as /etc/shadow). Paths a
+    knowledge base names itself (factbook.yaml's `mcp.inventories`) pass its `root`: then
+    they and what they include are read only inside it, as targets.yaml's `inventory:` is
+    (round 21: an ssh config there included a file outside, read unconfined)."""
     inventory = Inventory()
     for source in paths:
         path = _relative(base, source)
-        with confined(None):
+        with confined(root):
             try:
                 inventory.add(read_source(path))
             except InputError as exc:
-                raise InputError(scrub(str(exc), path)) from None
+                # confined to the root, no content from outside can be in it: said whole
+                raise InputError(scrub(str(exc), path) if root is None else str(exc)) from None
     return inventory
 
 
@@ -240,13 +244,15 @@ def add_inventories(
     groups: dict[str, Group],
     paths: Sequence[str],
     base: Path | None = None,
+    *,
+    root: Path | None = None,
 ) -> tuple[dict[str, Target], dict[str, Group]]:
     """`--inventory FILE...`: the targets and groups of a loaded knowledge base with theirs
     added (a target of the same name is replaced). Paths are relative to `base` (the working
-    directory)."""
+    directory); with `root` they are the knowledge base's own, read only inside it."""
     if not paths:
         return targets, groups
-    extra = read_sources(list(paths), base or Path.cwd())
+    extra = read_sources(list(paths), base or Path.cwd(), root=root)
     inventory = Inventory(dict(targets), dict(groups))
     inventory.add(extra)
     problems = [message for _, message in inventory.problems()]
