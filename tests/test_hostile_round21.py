@@ -21,6 +21,51 @@ What was tried, and what was found, by class (the counts are at the end):
    Held (guards): backreferences, lookbehinds of a variable width (refused by `re`), counts
    just under the bound, and 100 kB values against the lint-flagged shapes (stopped by the
    1 s deadline).
+
+8. Invisible characters and warnings. Found: zero-width space/joiners, the word joiner, the
+   BOM, the soft hyphen and the Unicode tag block (U+E0000..E007F, ASCII no reader sees) in a
+   fact passed lint and came out raw in list, show, status, lint --format github (a file
+   name), completion and every MCP answer. Fixed: errors.INVISIBLE_CHARS joins the hidden
+   set of errors.visible and judging/sanitize (lint names each at its line; astral ones are
+   escaped as \\UXXXXXXXX, in JSON as a surrogate pair). Found: warnings printed file names
+   raw: `docs` (a docs/ page linked out or a FIFO), `status` (a docs/status page),
+   `run --list` (a record linked out) and the plugin's lines in `mkdocs build`, so a page named
+   `a<newline>::error file=x::...` was a GitHub Actions workflow command; `run --dry-run
+   --target WORD` printed WORD raw. Fixed: errors.warn for every warning line, a logging
+   filter on the plugin's logger, and run's refusal is the CLI's one UsageError line.
+
+7. Passwords of `--target` URLs. Found: 12 refusals quoted the URL with its password
+   (`unsupported target URL scheme`, `Invalid IPv6 URL`, `unknown key`, `timeout`, `port`,
+   a bad target name, a bad jump, `no host`, a bad user, `here,ssh://...`, a jump's port or
+   IPv6), as did `run --target`, `--limit`, `--exclude`, an unknown id and `bench --url`; a
+   jump host's password (`?jump=ops:PASS@bastion`) named the jump target, so it was stored
+   in results/latest.json's `reason` and in the run file's `argv`. Fixed:
+   targets._split_specs reads each spec with its passwords as `***` (factbook never uses
+   one), hide_url_passwords masks jump specs too, and the CLI hides any
+   `scheme://user:PASS@` in the error line it prints.
+
+2. Reads outside. Found: `factbook mcp` read factbook.yaml wherever a link led, and read the
+   inventories factbook.yaml names as the user's own `--inventory` files (unconfined): an ssh
+   config there that `Include`d a file outside had that file's host names listed by
+   verify_facts as known targets. Fixed: load_settings reads inside `confined(root)`, and
+   read_sources/add_inventories take the root for inventories the knowledge base names;
+   names.inside says where a link leads. Held (guards): /dev/stdin, /proc/self/environ,
+   FIFOs and link loops as fact files, redact.yaml, milestones.yaml and _macros.j2; linked
+   group_vars/host_vars folders; a linked runbooks/, results/runs/ or checks/ subfolder;
+   an accepted proposal linked out; an ssh config's IdentityFile outside (not read by
+   --dry-run).
+
+Counts: 118 table cases (class 3: 64, class 7: 20, class 8: 19, class 2: 15) and 7 plain
+tests (11 runs: the 100 kB deadline x5, MCP answers, mkdocs build, jump passwords, MCP
+settings x3 and inventories). Failing before the fixes: the compile bombs and fuzzy
+patterns of class 3 (each of lint, verify, status --redact, --target), the regex-only
+syntax after `--target ~`, every class 7 case but the dry-run guard, the class 8 cases
+except the lint --format text/json/sarif of a file name, the MCP settings and inventories
+tests; the other class 2 cases held.
+Not done: hard links (a hard link to a file outside resolves inside the root; refusing
+st_nlink > 1 would refuse files git or `cp -al` made), and the cache .factbook-cache/kb.json
+(a writer of the knowledge base can plant one whose stamps match its files; it holds plain
+values only).
 """
 
 from __future__ import annotations
@@ -28,7 +73,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_hostile_kb import FIFO, REGEX_FACT, RUNBOOK, Case, Link, run_case, value_fact
+from test_hostile_kb import FIFO, PID, REGEX_FACT, RUNBOOK, Case, Link, run_case, value_fact
 
 DEEP = "(?:" * 2000 + "a" + ")" * 2000
 # patterns whose compiling alone was unbounded or a traceback, and the line each gets now
@@ -145,6 +190,22 @@ CASES: list[Case] = [
     Case("--exclude URL password", {}, ["verify", "--dry-run", "--exclude", "ssh://ops:{secret}@h"], 2, "--exclude 'ssh://ops:***@h'"),
     Case("an unknown id that is a URL with a password", {}, ["verify", "--dry-run", "ssh://ops:{secret}@h"], 2, "no fact with id 'ssh://ops:***@h'"),
     Case("bench --url password", {}, ["bench", "--url", "http://ops:{secret}@127.0.0.1:1", "--requests", "1"], 3, "http://ops:***@127.0.0.1:1: cannot reach the server", isolated=True, max_s=30),
+    # --- 2. reads outside: guards for links not tried before (each held) ---
+    Case("fact file -> /dev/stdin", {"facts/x.yaml": Link("/dev/stdin")}, "lint", 2, "facts/x.yaml:1: resolves to /"),
+    Case("fact file a link loop", {"facts/x.yaml": Link("x.yaml")}, "lint", 2, "facts/x.yaml"),
+    Case("redact.yaml -> /proc/self/environ", {"redact.yaml": Link("/proc/self/environ")}, REDACT, 2, "redact.yaml:1: resolves to /proc/"),
+    Case("redact.yaml a FIFO", {"redact.yaml": FIFO}, REDACT, 2, "not a regular file", isolated=True, max_s=30),
+    Case("milestones.yaml a FIFO", {"milestones.yaml": FIFO}, "lint", 2, "not a regular file", isolated=True, max_s=30),
+    Case("inventory dir group_vars folder -> outside", {"inv/hosts.ini": "[x]\nn1\n", "inv/group_vars": Link("{out}/facts"), "targets.yaml": "inventory: inv\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "outside the knowledge base"),
+    Case("inventory dir host_vars folder -> outside", {"inv/hosts.ini": "[g]\nx\n", "inv/host_vars": Link("{out}/facts"), "targets.yaml": "inventory: inv\ntargets:\n  here: {transport: local}\n"}, "lint", 2, "outside the knowledge base"),
+    Case("ssh config IdentityFile outside, verify --dry-run", {"ssh_config": "Host n1\n  HostName 10.0.0.1\n  IdentityFile {out}/shadow\n", "targets.yaml": "inventory: ssh_config\ntargets:\n  here: {transport: local}\n"}, "verify-dry", 0, "on here"),
+    Case("results/runs folder -> outside, show", {"results/runs": Link("{out}/runbooks")}, "show", 0, "hw.gpu.count"),
+    Case("results/runs/*.jsonl -> outside, status", {"results/runs/r1.jsonl": Link("{out}/latest.json")}, ["status", "--out", "-"], 0, "# Status"),
+    Case("proposals/accepted/x.yaml -> outside, proposals list", {f"proposals/accepted/{PID}.yaml": Link("{out}/proposal.yaml")}, ["proposals", "list"], 0, "0 pending"),
+    Case("templates/_macros.j2 a link loop", {"templates/_macros.j2": Link("_macros.j2")}, "status", 2, "templates/_macros.j2"),
+    Case("checks/ nested folder -> outside", {"checks/sub": Link("{out}")}, "lint", 0, "ok: 1 facts"),
+    Case("runbooks folder -> outside, run --list", {"runbooks": Link("{out}")}, ["run", "--list"], 2, "runbooks/notes.md:1: resolves to {out}/notes.md, outside the knowledge base"),
+    Case("runbooks folder -> outside, lint", {"runbooks": Link("{out}")}, "lint", 2, "runbooks/notes.md:1: resolves to {out}/notes.md, outside the knowledge base"),
     Case("redact pattern a sane pattern", {**_redact("tok-[0-9]{4}"), "facts/x.yaml": "facts:\n  - id: x.one\n    category: hardware\n    title: T\n    statement: the key is tok-1234.\n    status: assumed\n    value: 1\n    sources: [{seed: a.txt}]\n"}, REDACT, 0, "the key is secret-1", absent=("tok-1234",)),
 ]
 # fmt: on

@@ -28,9 +28,7 @@ _CONTROL_CHARS = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff"
 # Bidirectional controls and line/paragraph separators reorder or break what a reader sees
 # ("Trojan source"); escaped on terminals and in documents, where no one could see them.
 # Invisible characters (errors.INVISIBLE_CHARS: zero-width, BOM, tags) hide text the same way.
-_REORDERING_CHARS = (
-    "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069" + INVISIBLE_CHARS
-)
+_REORDERING_CHARS = "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069" + INVISIBLE_CHARS
 _CONTROL = re.compile(f"[{_CONTROL_CHARS}]")
 _TERMINAL_EXTRA = re.compile(f"[{_REORDERING_CHARS}]")
 _HIDDEN = re.compile(f"[{_CONTROL_CHARS}{_REORDERING_CHARS}]")
