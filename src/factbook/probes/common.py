@@ -22,6 +22,88 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# what one command's stream may hold in the agent's memory: the head and the tail of it; the
+# box under test may print without end (`yes`), and its output is read as it arrives
+CAPTURE_MAX_BYTES = 16 << 20
+
+
+class Capped:
+    """One stream's output as it arrives, held in at most `cap` bytes: the first half and a
+    rolling last half, and how many bytes between them were dropped. Reading it all before
+    capping held everything a command printed: `yes` grew the agent by ~1 GB a second on the
+    box until its timeout (4.6 GB in 5 s)."""
+
+    def __init__(self, cap: int) -> None:
+        self.half = max(1, cap // 2)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > 2 * self.half:  # trimmed in batches: linear in what was read
+            cut = len(self.tail) - self.half
+            self.dropped += cut
+            del self.tail[:cut]
+
+    def data(self) -> tuple[bytes, int]:
+        """The output, with a note where its middle was dropped; how many bytes were."""
+        if not self.dropped and len(self.head) + len(self.tail) <= 2 * self.half:
+            return bytes(self.head + self.tail), 0
+        extra = max(0, len(self.tail) - self.half)
+        dropped = self.dropped + extra
+        note = f"\n[... factbook: {dropped} bytes of output dropped ...]\n".encode()
+        return bytes(self.head) + note + bytes(self.tail[extra:]), dropped
+
+    def text(self) -> tuple[str, int]:
+        """data() decoded (invalid UTF-8 replaced)."""
+        data, dropped = self.data()
+        return data.decode("utf-8", "replace"), dropped
+
+
+def communicate_capped(
+    proc: subprocess.Popen, cap: int = CAPTURE_MAX_BYTES
+) -> tuple[Capped, Capped]:
+    """Read a child's stdout and stderr (either may be None) to their ends, each held within
+    `cap` bytes, then wait for it."""
+    import selectors
+
+    streams = {s: Capped(cap) for s in (proc.stdout, proc.stderr) if s is not None}
+    with selectors.DefaultSelector() as selector:
+        for stream in streams:
+            selector.register(stream, selectors.EVENT_READ)
+        while selector.get_map():
+            for key, _ in selector.select():
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    streams[key.fileobj].add(chunk)  # type: ignore[index]
+                else:
+                    selector.unregister(key.fileobj)
+                    key.fileobj.close()  # type: ignore[union-attr]
+    proc.wait()
+    empty = Capped(cap)
+    return streams.get(proc.stdout, empty), streams.get(proc.stderr, empty)
+
+
+def run_capped(
+    argv: list[str], cap: int = CAPTURE_MAX_BYTES, merge: bool = False
+) -> tuple[int, Capped, Capped]:
+    """subprocess.run(argv, capture_output=True) with each stream held within `cap` bytes
+    (stderr into stdout with `merge`): (exit code, stdout, stderr)."""
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+    )
+    out, err = communicate_capped(proc, cap)
+    return proc.returncode, out, err
+
+
 def _interpreter(python: str) -> str:
     path = os.path.expanduser(str(python))
     found = shutil.which(path)
@@ -40,15 +122,11 @@ def run_python(python: str, code: str, *args: str) -> Any:
     Code that prints `{"__missing__": NAME}` reports a module missing there: it comes back as
     ModuleNotFoundError, which the agent turns into a skipped check.
     """
-    proc = subprocess.run(
-        [_interpreter(python), "-c", _NO_CWD + code, *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-    )
-    out = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-    if proc.returncode != 0 or not out:
-        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise RuntimeError(f"{python} exited {proc.returncode}: {' | '.join(detail)}")
+    status, stdout, stderr = run_capped([_interpreter(python), "-c", _NO_CWD + code, *args])
+    out = stdout.text()[0].strip().splitlines()
+    if status != 0 or not out:
+        detail = stderr.text()[0].strip().splitlines()[-3:]
+        raise RuntimeError(f"{python} exited {status}: {' | '.join(detail)}")
     result = json.loads(out[-1])
     if isinstance(result, dict) and "__missing__" in result:
         exc = ModuleNotFoundError(f"No module named {result['__missing__']!r}")

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from typing import Any
+
+from .common import run_capped
 
 
 def _smi(*args: str) -> str:
@@ -16,11 +17,11 @@ def _smi(*args: str) -> str:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         raise RuntimeError("nvidia-smi not found on target")
-    proc = subprocess.run([exe, *args], capture_output=True, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0:
-        detail = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip()
-        raise RuntimeError(f"nvidia-smi exited {proc.returncode}: {detail[:500]}")
-    return proc.stdout.decode("utf-8", "replace")
+    status, out, err = run_capped([exe, *args])
+    if status != 0:
+        detail = (err.data()[0] or out.data()[0]).decode("utf-8", "replace").strip()
+        raise RuntimeError(f"nvidia-smi exited {status}: {detail[:500]}")
+    return out.text()[0]
 
 
 def _query(fields: str) -> list[list[str]]:

@@ -11,6 +11,8 @@ import shlex
 import shutil
 import subprocess
 
+from .common import communicate_capped, run_capped
+
 # typing costs ~10 ms to import on a box and annotations here are never evaluated
 # (`from __future__ import annotations`): type checkers see it, the box does not import it
 TYPE_CHECKING = False
@@ -237,16 +239,6 @@ def _looks_random(text: str) -> bool:
     return entropy >= 4.0 and wordy < 0.5
 
 
-def _cap(data: bytes) -> tuple[str, int]:
-    """Decode command output, keeping the head and tail when it exceeds OUTPUT_CAP."""
-    if len(data) <= OUTPUT_CAP:
-        return data.decode("utf-8", "replace"), 0
-    half = OUTPUT_CAP // 2
-    dropped = len(data) - 2 * half
-    note = f"\n[... factbook: {dropped} bytes of output dropped ...]\n".encode()
-    return (data[:half] + note + data[-half:]).decode("utf-8", "replace"), dropped
-
-
 def cmd(argv: Any, cwd: str | None = None, env: dict | None = None, shell: bool = False) -> dict:
     """`{exit_code, stdout, stderr}` of a command; argv is a list (a shell only with `shell:
     true`); output over 1 MiB per stream keeps head and tail and adds `truncated_bytes`.
@@ -262,21 +254,23 @@ def cmd(argv: Any, cwd: str | None = None, env: dict | None = None, shell: bool 
         full_env = dict(os.environ)
         full_env.update({str(k): str(v) for k, v in env.items()})
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             args,
             shell=bool(shell),
             cwd=os.path.expanduser(cwd) if cwd else None,
             env=full_env,
             stdin=subprocess.DEVNULL,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
     except FileNotFoundError as exc:
         name = args[0] if isinstance(args, list) and args else args
         if cwd and not os.path.isdir(os.path.expanduser(cwd)):
             raise RuntimeError(f"cwd does not exist: {cwd}") from exc
         return {"exit_code": 127, "stdout": "", "stderr": f"command not found: {name}"}
-    stdout, out_dropped = _cap(proc.stdout)
-    stderr, err_dropped = _cap(proc.stderr)
+    out, err = communicate_capped(proc, OUTPUT_CAP)
+    stdout, out_dropped = out.text()
+    stderr, err_dropped = err.text()
     result = {"exit_code": proc.returncode, "stdout": stdout, "stderr": stderr}
     if out_dropped or err_dropped:
         result["truncated_bytes"] = {"stdout": out_dropped, "stderr": err_dropped}
@@ -347,17 +341,11 @@ def systemd_state(unit: str) -> dict[str, Any]:
     if exe is None:
         raise RuntimeError("systemctl not found on target")
     props = "LoadState,ActiveState,SubState,UnitFileState"
-    proc = subprocess.run(
-        [exe, "show", str(unit), f"--property={props}"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-    )
-    if proc.returncode != 0:
-        detail = proc.stderr.decode("utf-8", "replace").strip()
-        raise RuntimeError(f"systemctl show {unit} exited {proc.returncode}: {detail[:300]}")
-    values = dict(
-        line.partition("=")[::2] for line in proc.stdout.decode("utf-8", "replace").splitlines()
-    )
+    status, out, err = run_capped([exe, "show", str(unit), f"--property={props}"])
+    if status != 0:
+        detail = err.text()[0].strip()
+        raise RuntimeError(f"systemctl show {unit} exited {status}: {detail[:300]}")
+    values = dict(line.partition("=")[::2] for line in out.text()[0].splitlines())
     return {
         "load": values.get("LoadState") or None,
         "active": values.get("ActiveState") or None,

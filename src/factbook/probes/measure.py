@@ -25,6 +25,8 @@ import sys
 import time
 from typing import Any
 
+from .common import communicate_capped, run_capped
+
 GB = 1e9
 
 # -- the arithmetic --------------------------------------------------------------------------
@@ -133,14 +135,10 @@ def _smi_rows(*args: str) -> list[list[str]]:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return []
-    proc = subprocess.run(
-        [exe, *args, "--format=csv,noheader,nounits"],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-    )
-    if proc.returncode != 0:
+    status, out, _ = run_capped([exe, *args, "--format=csv,noheader,nounits"])
+    if status != 0:
         return []
-    text = proc.stdout.decode("utf-8", "replace")
+    text = out.text()[0]
     return [[c.strip() for c in line.split(",")] for line in text.splitlines() if line.strip()]
 
 
@@ -405,7 +403,7 @@ def pcie_links(under_load: Any = None) -> dict[str, dict[str, Any]]:
     )
     while under_load is not None and proc.poll() is None:
         under_load()
-    out = proc.communicate()[0].decode("utf-8", "replace")
+    out = communicate_capped(proc)[0].text()[0]
     links = {}
     for line in out.splitlines():
         cells = [_num(c.strip()) for c in line.split(",")]

@@ -14,6 +14,8 @@ import urllib.request
 from typing import Any
 
 TEXT_CAP = 65536
+# the most of an answer read: a server's JSON (/health, /get_server_info) is a few kB
+BODY_MAX_BYTES = 16 << 20
 _PART = re.compile(r"([^.\[\]]+)|\[(-?\d+)\]")
 
 
@@ -29,23 +31,25 @@ def _lookup(data: Any, path: str) -> Any:
 
 def http_get(url: str, headers: dict | None = None, json_path: str | None = None) -> dict:
     """`{status, json, text}` of a GET (`json` is the value at `json_path`); `localhost` is
-    the box.
+    the box; an answer over 16 MiB is an error.
     """
     request = urllib.request.Request(
         str(url), headers={str(k): str(v) for k, v in (headers or {}).items()}
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            status, body = response.status, response.read()
+            status, body = response.status, response.read(BODY_MAX_BYTES + 1)
     except urllib.error.HTTPError as exc:
-        status, body = exc.code, exc.read()
+        status, body = exc.code, exc.read(BODY_MAX_BYTES + 1)
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise RuntimeError(f"cannot reach {url}: {reason}") from None
+    if len(body) > BODY_MAX_BYTES:  # a server on the box may answer without end
+        raise RuntimeError(f"{url}: the answer is larger than {BODY_MAX_BYTES} bytes")
     text = body.decode("utf-8", "replace")
     try:
         parsed = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         parsed = None
     if json_path and parsed is not None:
         parsed = _lookup(parsed, str(json_path))

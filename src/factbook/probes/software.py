@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 
-from .common import run_python
+from .common import run_capped, run_python
 
 # typing costs ~10 ms to import on a box and annotations here are never evaluated
 # (`from __future__ import annotations`): type checkers see it, the box does not import it
@@ -194,13 +193,8 @@ def _nvcc(cuda_home_dir: str | None) -> str:
 
 def cuda_nvcc_version(cuda_home: str | None = None) -> str:
     """CUDA toolkit version (`12.8.93`) from `nvcc --version`."""
-    proc = subprocess.run(
-        [_nvcc(cuda_home), "--version"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    text = proc.stdout.decode("utf-8", "replace")
+    _, out, _ = run_capped([_nvcc(cuda_home), "--version"], merge=True)
+    text = out.text()[0]
     match = re.search(r"\bV(\d+(?:\.\d+)+)", text) or re.search(r"release (\d+(?:\.\d+)+)", text)
     if match is None:
         raise RuntimeError(f"cannot read a version from nvcc --version: {text.strip()[:200]}")
