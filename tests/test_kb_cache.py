@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from helpers import fact, make_kb
 
+from factbook.knowledge import cachekey, kbcache
 from factbook.knowledge import kb as kbmod
-from factbook.knowledge import kbcache
 from factbook.knowledge.kb import load_kb_with_problems, parse_kb_with_problems
 
 
@@ -115,7 +115,8 @@ def test_touch_keeps_the_cache_and_refreshes_it(tmp_path: Path, parses: list) ->
     os.utime(facts, ns=(later, later))  # a checkout or `touch`: same bytes, new mtime
     load_kb_with_problems(root)
     assert len(parses) == 1, "a touched file with the same bytes was parsed again"
-    head = json.loads(kbcache.cache_path(root.resolve()).read_bytes().split(b"\n")[0])
+    body = cachekey.unseal(kbcache.cache_path(root.resolve()).read_bytes())
+    head = json.loads(body.split(b"\n")[0])
     assert [e[2] for e in head["inputs"] if e[0] == "facts/facts.yaml"] == [later]
 
 
@@ -139,8 +140,8 @@ def test_a_damaged_or_hostile_cache_only_costs_a_parse(
     root = _kb(tmp_path)
     load_kb_with_problems(root)
     path = kbcache.cache_path(root.resolve())
-    head, data = path.read_bytes().split(b"\n", 1)
-    if isinstance(damage, bytes):
+    head, data = cachekey.unseal(path.read_bytes()).split(b"\n", 1)
+    if isinstance(damage, bytes):  # unsealed: not even read
         path.write_bytes(damage)
     else:
         text = data.decode()
@@ -152,7 +153,7 @@ def test_a_damaged_or_hostile_cache_only_costs_a_parse(
             "truncated": text[: len(text) // 2],
         }[damage]
         assert text != data.decode()
-        path.write_bytes(head + b"\n" + text.encode())
+        path.write_bytes(cachekey.seal(head + b"\n" + text.encode()))  # sealed, then checked
     _same_as_parse(root)
     assert len(parses) >= 2  # parsed, not served
 
@@ -302,14 +303,14 @@ def test_the_cache_never_leads_out_of_the_knowledge_base(tmp_path: Path, parses:
     kbcache.cache_path(root).unlink()
     load_kb_with_problems(root)  # writes a good cache
     path = kbcache.cache_path(root)
-    head, _, data = path.read_bytes().partition(b"\n")
+    head, _, data = cachekey.unseal(path.read_bytes()).partition(b"\n")
     blob = json.loads(head)
     secret = tmp_path / "secret"
     secret.write_text("x")
     os.mkfifo(root / "facts" / "pipe")
     for bad in ("../secret", "facts/pipe"):
         hostile = {**blob, "inputs": [[bad, *blob["inputs"][0][1:]]]}
-        path.write_bytes(json.dumps(hostile).encode() + b"\n" + data)
+        path.write_bytes(cachekey.seal(json.dumps(hostile).encode() + b"\n" + data))
         before = len(parses)
         _same_as_parse(root)
         assert len(parses) > before

@@ -17,6 +17,7 @@ from handbook_support import REPO
 
 from factbook.handbook import sources
 from factbook.handbook.runbookcache import CACHE_FILE
+from factbook.knowledge import cachekey
 from factbook.knowledge.kbcache import CACHE_DIR
 
 
@@ -68,7 +69,7 @@ def test_unchanged_runbooks_are_not_parsed_again(
     again = _load(root, monkeypatch)
     assert parses[count:] == [one.name]
     assert again == _parse(root, monkeypatch)
-    kept = json.loads((root / CACHE_DIR / CACHE_FILE).read_text("utf-8"))["entries"]
+    kept = json.loads(cachekey.unseal((root / CACHE_DIR / CACHE_FILE).read_bytes()))["entries"]
     assert f"runbooks/{gone.name}" not in kept and f"runbooks/{one.name}" in kept
 
 
@@ -88,13 +89,13 @@ def test_a_damaged_cache_costs_a_parse(
     first = _load(root, monkeypatch)
     path = root / CACHE_DIR / CACHE_FILE
     if damage == "HOSTILE":
-        blob = json.loads(path.read_text("utf-8"))
+        blob = json.loads(cachekey.unseal(path.read_bytes()))
         for n, name in enumerate(blob["entries"]):
             sha, data = blob["entries"][name]
             bad = [{**data, "steps": "x"}, {**data, "title": 7}, {**data, "runs": [1]}, [sha]]
             blob["entries"][name] = [sha, bad[n % 4]] if n % 4 != 3 else bad[3]
         damage = json.dumps(blob)
-    path.write_text(damage, encoding="utf-8")
+    path.write_bytes(cachekey.seal(damage.encode("utf-8")))  # sealed: its shapes are checked
     parses.clear()
     assert _load(root, monkeypatch) == first
     assert len(parses) == len(first)

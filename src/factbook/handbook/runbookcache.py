@@ -6,7 +6,8 @@ runbooks, every build, though they rarely change. What the handbook takes from e
 (sources.Runbook without its runs, which are read apart) is kept in
 `ROOT/.factbook-cache/runbooks.json`, keyed on the file's name and the SHA-256 of its bytes,
 and stamped with factbook's code (kbcache.code_stamp), jupytext's and nbformat's versions: any
-of them changing parses afresh. A damaged or hand-edited cache is ignored (a parse), never
+of them changing parses afresh. The file is sealed with this user's key (cachekey.py): one
+someone else planted is not read. A damaged or hand-edited cache is ignored (a parse), never
 trusted past the shapes checked here; writes are atomic; FACTBOOK_CACHE=0 turns it off.
 """
 
@@ -20,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from factbook.errors import WriteFailed
-from factbook.knowledge import kbcache
+from factbook.knowledge import cachekey, kbcache
 from factbook.knowledge.kbfiles import escapes, read_bytes
 from factbook.store.atomic import throwaway_writes, write_bytes_atomic
 
 CACHE_FILE = "runbooks.json"
-FORMAT = 1
+FORMAT = 2  # 2: sealed (cachekey)
 MAX_CACHE_BYTES = 64 << 20
 
 
@@ -64,7 +65,10 @@ class RunbookCache:
 
     def _read(self) -> dict[str, list[Any]]:
         try:
-            blob = json.loads(read_bytes(self.path, root=self.root, limit=MAX_CACHE_BYTES))
+            body = cachekey.unseal(read_bytes(self.path, root=self.root, limit=MAX_CACHE_BYTES))
+            if body is None:  # not sealed by this user (cachekey): someone else's, not read
+                return {}
+            blob = json.loads(body)
         except (OSError, ValueError):  # none yet, refused (a link out), damaged
             return {}
         if not isinstance(blob, dict) or blob.get("stamp") != self.stamp():
@@ -100,8 +104,9 @@ class RunbookCache:
         if escapes(self.path.parent, self.root) is not None:
             return  # a cache folder that leads out of the knowledge base is never written
         data = json.dumps({"stamp": self.stamp(), "entries": self._used})
-        if len(data) > MAX_CACHE_BYTES:
+        sealed = cachekey.seal(data.encode("utf-8"))
+        if sealed is None or len(sealed) > MAX_CACHE_BYTES:
             return
         # mkstemp's fresh name: a link planted as a temp file is never written through
         with throwaway_writes(), contextlib.suppress(WriteFailed):  # read-only: parsed again
-            write_bytes_atomic(self.path, data.encode("utf-8"))
+            write_bytes_atomic(self.path, sealed)

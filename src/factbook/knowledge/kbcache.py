@@ -18,7 +18,9 @@ cache. A load that read anything outside the knowledge base (an Ansible inventor
 config named by `inventory:` may include other files or whole folders) or could not read a
 file is never cached: it is parsed every time.
 
-The cache is JSON of plain values (never pickle): a value the decoder does not expect, a
+The file is sealed with a key only this user can read (cachekey.py): one planted by anyone
+else who can write the knowledge base, stamps matching, is never read. The cache is JSON of
+plain values (never pickle): a value the decoder does not expect, a
 class it does not know, a damaged or hand-edited file, all end in a normal parse, never in
 code of the file's choosing. Writes are atomic (a temp file and a rename); a knowledge base
 on a read-only filesystem just parses every time. FACTBOOK_CACHE=0 turns the cache off.
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from factbook.errors import Problem, WriteFailed
+from factbook.knowledge import cachekey
 from factbook.knowledge.fleet.inventory import Group
 from factbook.knowledge.kbfiles import escapes, read_bytes
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
@@ -48,7 +51,7 @@ from factbook.store.atomic import throwaway_writes, write_bytes_atomic
 
 CACHE_DIR = ".factbook-cache"
 CACHE_FILE = "kb.json"
-FORMAT = 1
+FORMAT = 2  # 2: sealed (cachekey)
 # A file modified less than this before it was read may change again within the same mtime
 # tick without its size or mtime changing: such a file is always checked by its hash.
 RACY_NS = 2_000_000_000
@@ -92,9 +95,11 @@ def load(root: Path, layout: Layout) -> tuple[dict[str, Any], list[Problem]] | N
         return None
     try:
         # inside the root, a regular file (a FIFO would block), bounded: else parse afresh
-        head, _, data = read_bytes(cache_path(root), root=root, limit=MAX_CACHE_BYTES).partition(
-            b"\n"
-        )
+        # sealed by this user's key (cachekey): a cache someone else planted is never read
+        body = cachekey.unseal(read_bytes(cache_path(root), root=root, limit=MAX_CACHE_BYTES))
+        if body is None:
+            return None
+        head, _, data = body.partition(b"\n")
         blob = json.loads(head)
         if not isinstance(blob, dict):
             return None
@@ -187,8 +192,11 @@ def _write(root: Path, blob: dict[str, Any]) -> None:
     head = {k: v for k, v in blob.items() if k != "data"}
     # a temp file of a fresh random name (mkstemp, O_EXCL): a link planted under a name
     # this process would pick can never be written through
+    sealed = cachekey.seal(json.dumps(head).encode("utf-8") + b"\n" + blob["data"])
+    if sealed is None:
+        return  # no key of this user's to seal it with: parsed each time
     with throwaway_writes(), contextlib.suppress(WriteFailed):  # read-only: parsed each time
-        write_bytes_atomic(path, json.dumps(head).encode("utf-8") + b"\n" + blob["data"])
+        write_bytes_atomic(path, sealed)
 
 
 def listing(root: Path, layout: Layout) -> dict[str, Any]:
