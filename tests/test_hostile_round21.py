@@ -154,6 +154,10 @@ CASES: list[Case] = [
     *[Case(f"--target ~ regex-only syntax {p}", {}, ["verify", "--dry-run", "--target", "~" + p], 2, why) for p, why in REGEX_ONLY.items()],
     *[Case(f"regex expectation regex-only syntax {p}", _fact(p), "lint", 2, why) for p, why in REGEX_ONLY.items()],
     *[Case(f"redact pattern regex-only syntax {p}", _redact(p), REDACT, 2, why) for p, why in REGEX_ONLY.items()],
+    # a long pattern is quoted by its head, never echoed whole in its one line
+    Case("regex expectation 6,000 characters quoted by its head", _fact(DEEP), "lint", 2, "invalid regex '(?:(?:", absent=(DEEP[:200],)),
+    Case("--target ~ 6,000 characters quoted by its head", {}, ["verify", "--dry-run", "--target", "~" + DEEP], 2, "bad regular expression '(?:(?:", absent=(DEEP[:200],)),
+    Case("--target @group unknown, quoted by its head", {}, ["verify", "--dry-run", "--target", "@" + "g" * 5000], 2, "no group 'ggg", absent=("g" * 200,)),
     # guards: what a real pattern needs still passes
     Case("regex expectation a count at the bound", _fact("(?:[0-9a-f]{1000}){100}"), "lint", 0, "ok: 2 facts"),
     Case("regex expectation a literal brace escaped", _fact("x\\{e\\}"), "lint", 0, "ok: 2 facts"),

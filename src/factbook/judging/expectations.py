@@ -18,6 +18,7 @@ from typing import Any
 
 from factbook.judging import userregex
 from factbook.judging.versions import judge, parse_specifier
+from factbook.knowledge.names import shown
 
 
 @dataclass(frozen=True)
@@ -204,12 +205,18 @@ class Operator:
     evaluate: Callable[[Any, Any], bool | Outcome]
 
 
+def _quoted(arg: Any) -> str:
+    """An argument as a message quotes it: its head when long (a 6,000-character pattern or a
+    megabyte string was echoed whole in its lint line)."""
+    return shown(repr(arg))
+
+
 def _any_arg(arg: Any, where: str) -> list[str]:
     return []
 
 
 def _number_arg(arg: Any, where: str) -> list[str]:
-    return [] if _is_number(arg) else [f"{where}: expected a number, got {arg!r}"]
+    return [] if _is_number(arg) else [f"{where}: expected a number, got {_quoted(arg)}"]
 
 
 def _between_arg(arg: Any, where: str) -> list[str]:
@@ -231,9 +238,9 @@ def _regex_arg(arg: Any, where: str) -> list[str]:
     try:
         userregex.compile_user(str(arg))  # `re`'s syntax and messages, bounded, then `regex`
     except userregex.PatternError as exc:
-        return [f"{where}: invalid regex {arg!r}: {exc}"]
+        return [f"{where}: invalid regex {_quoted(arg)}: {exc}"]
     slow = userregex.nested_quantifier(str(arg))
-    return [f"{where}: regex {arg!r}: {slow}"] if slow else []
+    return [f"{where}: regex {_quoted(arg)}: {slow}"] if slow else []
 
 
 def _list_arg(arg: Any, where: str) -> list[str]:
@@ -349,7 +356,7 @@ def _share(arg: Any, value: Any) -> Outcome:
 def _fraction_arg(arg: Any, where: str) -> list[str]:
     if _is_number(arg) and 0 <= arg < 1:
         return []
-    return [f"{where}: expected a fraction between 0 and 1, got {arg!r}"]
+    return [f"{where}: expected a fraction between 0 and 1, got {_quoted(arg)}"]
 
 
 def _near_median(arg: Any, value: Any) -> Outcome:

@@ -22,6 +22,7 @@ from factbook.errors import UsageError
 from factbook.judging import userregex
 from factbook.knowledge.fleet.hostpattern import is_ipv6
 from factbook.knowledge.fleet.inventory import ALL, Inventory
+from factbook.knowledge.names import known_names, shown
 
 _SPLIT = re.compile(r"[,:]")
 
@@ -99,8 +100,8 @@ def _resolve(inventory: Inventory, term: str, where: str) -> list[str]:
     if term.startswith("@"):
         name = term[1:]
         if name not in inventory.groups and name != ALL:
-            known = ", ".join(inventory.groups) or "none"
-            raise UsageError(f"{where}: no group '{name}' (groups: {known})")
+            known = known_names(inventory.groups)
+            raise UsageError(f"{where}: no group '{shown(name)}' (groups: {known})")
         return inventory.members(name)
     if term.startswith("tag:"):
         tag = term[4:]
@@ -110,7 +111,8 @@ def _resolve(inventory: Inventory, term: str, where: str) -> list[str]:
             regex = userregex.compile_user(term[1:])
             return [n for n in inventory.targets if userregex.search(regex, n)]
         except userregex.error as exc:
-            raise UsageError(f"{where}: bad regular expression {term[1:]!r}: {exc}") from None
+            quoted = shown(repr(term[1:]))
+            raise UsageError(f"{where}: bad regular expression {quoted}: {exc}") from None
         except userregex.RegexTimeout as exc:  # the first slow name stops the whole selection
             raise UsageError(f"{where}: {exc}") from None
     if any(ch in term for ch in "*?["):
