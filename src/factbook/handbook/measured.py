@@ -24,6 +24,8 @@ MAX_RUN_BYTES = RUN_MAX_BYTES  # limits.py: store/results.py writes no run file 
 
 MEASURED_PREFIX = "measure."
 HISTORY_SHOWN = 8  # most recent runs listed under a fact
+HISTORY_RUNS = 256  # newest run files read for the measured history
+HISTORY_BYTES = 256 << 20  # and of them at most this much in all
 
 
 def is_measured(fact: Fact) -> bool:
@@ -87,14 +89,25 @@ def figure_text(fact: Fact, observed: Any) -> str:
 
 
 def load_history(root: Path) -> dict[str, list[dict[str, Any]]]:
-    """fact id -> its measured results from every stored run, oldest first."""
+    """fact id -> its measured results from the newest HISTORY_RUNS stored runs (at most
+    HISTORY_BYTES of them read), oldest first. Every run ever stored was read whole, so each
+    `docs` grew with the history (`serve --save` keeps a run a minute: 4 GB in a week of a
+    1,000-fact fleet); only lines naming a `measure.` probe are parsed."""
     history: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted((results_dir(root) / "runs").glob("*.jsonl")):
+    paths = sorted((results_dir(root) / "runs").glob("*.jsonl"), reverse=True)
+    budget, texts = HISTORY_BYTES, []
+    for path in paths[:HISTORY_RUNS]:  # the newest first, for the budget
         try:
-            lines = read_text(path, root=root, limit=MAX_RUN_BYTES).splitlines()
+            texts.append(read_text(path, root=root, limit=min(MAX_RUN_BYTES, budget)))
         except (OSError, ValueError):
             continue
-        for line in lines[1:]:
+        budget -= len(texts[-1])
+        if budget <= 0:
+            break
+    for text in reversed(texts):  # the oldest first: runs of one second keep their order
+        for line in text.splitlines()[1:]:
+            if MEASURED_PREFIX not in line:
+                continue
             record = _measured_record(line)
             if record is not None:
                 history.setdefault(record["fact"], []).append(record)
