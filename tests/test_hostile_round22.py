@@ -12,7 +12,7 @@ import resource
 from pathlib import Path
 
 import pytest
-from test_hostile_kb import Case, run_case
+from test_hostile_kb import FIFO, Case, Link, run_case
 
 HOSTILE_PROBE = """
 def hostile(kind):
@@ -103,6 +103,23 @@ CASES: list[Case] = [
     # --- 5. a box printing without end: the agent holds the head and tail, never all of it ---
     Case("box prints 300 MB: kept as head and tail", cmd_fact("head -c 300000000 /dev/zero"), ["verify", "sw.h"], 0, "1 passed", max_s=60, isolated=True, then=["show", "sw.h"]),
     Case("box prints forever: stopped at the check's timeout", cmd_fact("yes", timeout=3), ["verify", "sw.h"], 3, "1 errored", max_s=60, isolated=True),
+    # --- 6. FACTBOOK_TEMPLATE_SECONDS not a number: a ValueError traceback out of `docs` (and `status template: ValueError` from status); nan and inf a deadline never reached ---
+    *[Case(f"FACTBOOK_TEMPLATE_SECONDS={v!r}, {c}", {}, c, 2, f"FACTBOOK_TEMPLATE_SECONDS='{v}': expected seconds from 0.1 to 3600", env={"FACTBOOK_TEMPLATE_SECONDS": v}) for v in ("abc", "nan", "inf", "-1", "1e309", "0") for c in ("status", "docs")],
+    Case("FACTBOOK_TEMPLATE_SECONDS=nan under a template that never ends", {"templates/status/status.md.j2": "{% set r = range(100000) %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}"}, "status", 2, "FACTBOOK_TEMPLATE_SECONDS='nan'", env={"FACTBOOK_TEMPLATE_SECONDS": "nan"}, isolated=True, max_s=20),
+    Case("FACTBOOK_TEMPLATE_SECONDS=2.5 is used", {"templates/status/status.md.j2": "{% set r = range(100000) %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}"}, "status", 2, "rendering took longer than 2.5 s", env={"FACTBOOK_TEMPLATE_SECONDS": "2.5"}, isolated=True, max_s=20),
+    # --- 6. odd values of every kind on the command line (a sweep of 694 argv; these held, kept as guards) ---
+    *[Case(f"--as-of {n}", {}, ["status", "--as-of", v, "--out", "-"], 2, "") for n, v in (("5000 digits", "9" * 5000), ("-1", "-1"), ("a NUL", "x\x00y"), ("a lone surrogate", "\udcff"))],
+    *[Case(f"--budget {v}", {}, ["status", "--budget", v, "--out", "-"], 2, "--budget") for v in ("0", "-1", "1e309", "nan")],
+    Case("--budget of 23 digits", {}, ["status", "--budget", "9" * 23, "--out", "-"], 0, "# Status"),
+    *[Case(f"verify {flag} {v}", {}, ["verify", flag, v, "--dry-run"], 2, flag) for flag in ("--timeout", "-j", "--retry", "--retry-delay") for v in ("nan", "-1", "1e309")],
+    Case("--root a file", {"file": "x"}, ["--root", "{kb}/file", "lint"], 2, ""),
+    Case("--root a FIFO", {"pipe": FIFO}, ["--root", "{kb}/pipe", "list"], 2, "", isolated=True, max_s=20),
+    Case("--root nowhere", {}, ["--root", "{kb}/nowhere", "status", "--out", "-"], 2, ""),
+    Case("status --out a folder", {"d/x": "x"}, ["status", "--out", "{kb}/d"], 2, ""),
+    Case("status --out a dangling link: the link is replaced, nothing written outside", {"dangling": Link("{out}/nowhere/x")}, ["status", "--out", "{kb}/dangling"], 0, "", then=["lint"]),
+    Case("status --out /dev/full", {}, ["status", "--out", "/dev/full"], 2, "No space left on device"),
+    Case("export-ansible --out /dev/full", {}, ["export-ansible", "--out", "/dev/full"], 2, ""),
+    Case("verify -o into a missing folder: made", {}, ["verify", "hw.gpu.count", "-o", "{kb}/no/such/x.json"], 0, "1 passed"),
 ]
 # fmt: on
 
@@ -401,3 +418,26 @@ def test_serve_answers_a_hostile_request_and_goes_on(
     assert b"s3cr3t" not in answer and b"Traceback" not in answer
     status, _, seconds = served.scrape()
     assert status == 200 and seconds < 2.0, (status, seconds)
+
+
+def test_the_measured_history_reads_the_newest_runs_only(tmp_path: Path) -> None:
+    """300 run files: the handbook's history is read from the newest 256 (before, from every
+    run ever stored, so each `docs` grew with the history)."""
+    from factbook.handbook.measured import HISTORY_RUNS, load_history
+
+    runs = tmp_path / "results" / "runs"
+    runs.mkdir(parents=True)
+    for i in range(300):
+        record = {
+            "fact": "hw.m",
+            "target": "here",
+            "outcome": "pass",
+            "probe": "measure.x",
+            "time": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z",
+            "observed": i,
+        }
+        (runs / f"20260101T{i:06d}Z-here-1.jsonl").write_text(
+            '{"run": {"id": "r"}}\n' + json.dumps(record) + "\n"
+        )
+    history = load_history(tmp_path)["hw.m"]
+    assert [r["observed"] for r in history] == list(range(300 - HISTORY_RUNS, 300))

@@ -38,6 +38,30 @@ from jinja2.runtime import Context
 MAX_EXPONENT = 256  # 2**256 is plenty for a status document
 MAX_REPEAT = 1 << 20  # characters or items made by `*`
 MAX_RENDER_S = 20.0  # a 1,000-fact document renders in well under 0.5 s
+RENDER_S_RANGE = (0.1, 3600.0)  # what FACTBOOK_TEMPLATE_SECONDS may say
+
+
+def render_seconds(text: str | None) -> float:
+    """FACTBOOK_TEMPLATE_SECONDS (`text`) as a render deadline, MAX_RENDER_S when unset; a
+    UsageError unless it is a number of seconds in RENDER_S_RANGE. `abc` was a ValueError
+    (a traceback out of `docs`), `nan` a deadline never reached, `inf` none at all."""
+    if not text:
+        return MAX_RENDER_S
+    low, high = RENDER_S_RANGE
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not low <= seconds <= high:  # nan fails both
+        from factbook.errors import UsageError, visible
+
+        shown = visible(text[:40])
+        raise UsageError(
+            f"FACTBOOK_TEMPLATE_SECONDS={shown!r}: expected seconds from {low:g} to {high:g}"
+        )
+    return seconds
+
+
 MAX_OUTPUT = 16 << 20  # characters a render may emit through `{{ }}` (a 1,000-fact one: ~0.5 Mi)
 MAX_STRING = MAX_OUTPUT  # characters one padding, format or replace may make
 MAX_RENDER_MEMORY = 512 << 20  # address space a render may add (a 1,000-fact one: ~50 MiB)
@@ -170,7 +194,7 @@ class KBSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
     def start(self, seconds: float | None = None) -> None:
         """Arm the deadline and the output budget for one render."""
         if seconds is None:  # FACTBOOK_TEMPLATE_SECONDS: a slower machine, a larger document
-            seconds = float(os.environ.get("FACTBOOK_TEMPLATE_SECONDS") or MAX_RENDER_S)
+            seconds = render_seconds(os.environ.get("FACTBOOK_TEMPLATE_SECONDS"))
         self.seconds = seconds
         self.deadline = time.monotonic() + self.seconds
         self.emitted = 0
