@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from test_hostile_kb import FIFO, Case, Link, run_case
+from test_hostile_round15 import records
 
 HOSTILE_PROBE = """
 def hostile(kind):
@@ -120,6 +121,10 @@ CASES: list[Case] = [
     Case("status --out /dev/full", {}, ["status", "--out", "/dev/full"], 2, "No space left on device"),
     Case("export-ansible --out /dev/full", {}, ["export-ansible", "--out", "/dev/full"], 2, ""),
     Case("verify -o into a missing folder: made", {}, ["verify", "hw.gpu.count", "-o", "{kb}/no/such/x.json"], 0, "1 passed"),
+    # --- 5. a runbook step recording in a loop: each record() call was its own write-back adding a source (1,000 calls 46 s, 4,000 over 300 s) ---
+    Case("run: 4,000 record() calls of one fact in a step", records("for i in range(4000):\n    record('hw.gpu.count', i)"), ["run", "rb", "--yes"], 0, "wrote hw.gpu.count = 3999", max_s=60, then=["show", "hw.gpu.count"]),
+    Case("run: record() calls merge their fields, later ones win", records("record('hw.gpu.count', 1, fields={'tags': ['a']})\nrecord('hw.gpu.count', 2, unit='GPUs')\nrecord('hw.gpu.count', 3, fields={'tags': ['b']})"), ["run", "rb", "--yes"], 0, "wrote hw.gpu.count = 3", max_s=60, then="lint"),
+    Case("run: 70 MB of record() calls refused, nothing written", records("for i in range(700):\n    record('hw.gpu.count', 'x' * 100_000)"), ["run", "rb", "--yes"], 1, "bytes of record() calls; at most 67,108,864; nothing written", max_s=90, then="lint"),
 ]
 # fmt: on
 

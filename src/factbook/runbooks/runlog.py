@@ -22,6 +22,7 @@ from factbook.judging.outcomes import FAILED, INTERRUPTED, OK, PENDING, RUNNING,
 from factbook.judging.sanitize import hidden_escaped
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.kbfiles import require_inside
+from factbook.knowledge.limits import RUN_MAX_BYTES
 from factbook.knowledge.names import shown
 from factbook.runbooks import record as rec
 from factbook.runbooks import servers
@@ -159,11 +160,20 @@ class RunLog:
         path = self.folder / RECORDS_FILE
         if not path.exists():
             return []
+        if path.stat().st_size > RUN_MAX_BYTES:  # a cell's loop of record() calls
+            from factbook.errors import WritebackError
+
+            raise WritebackError(
+                f"{RECORDS_FILE}: {path.stat().st_size:,} bytes of record() calls; "
+                f"at most {RUN_MAX_BYTES:,}; nothing written"
+            )
         lines = path.read_text(encoding="utf-8").splitlines()
         fresh, self._records_seen = lines[self._records_seen :], len(lines)
         # a value a cell recorded is often a box's output: its hidden characters (an ESC)
         # are stored escaped, as lint asks of a fact file (and never reach the terminal raw)
-        entries = [hidden_escaped(json.loads(line)) for line in fresh if line.strip()]
+        entries = last_per_fact(
+            [hidden_escaped(json.loads(line)) for line in fresh if line.strip()]
+        )
         applied = []
         if entries:
             from factbook.store.writeback import update_fact
@@ -353,3 +363,23 @@ def refuse_unloadable(
         raise WritebackError(
             f"record('{fact_id}'): the fact would not load back ({shown(problem)}); not written"
         )
+
+
+def last_per_fact(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A step's record() calls as one per fact, in the order the facts were first recorded:
+    the last value, status, unit and note, and the fields of all of them (later ones win).
+    Each call was written back on its own, adding a source to the fact each time: a loop of
+    1,000 calls took 46 s (each edit re-read the grown file), 4,000 more than 300 s, and the
+    fact file grew by ~5 lines a call toward the size the loader refuses."""
+    merged: dict[Any, dict[str, Any]] = {}
+    for entry in entries:
+        key = entry.get("fact")
+        key = key if isinstance(key, str) else json.dumps(key, default=str)
+        before = merged.get(key)
+        if before is None:
+            merged[key] = dict(entry)
+            continue
+        old, new = before.get("fields") or {}, entry.get("fields") or {}
+        fields = {**old, **new} if isinstance(old, dict) and isinstance(new, dict) else new
+        merged[key] = {**entry, "fields": fields}
+    return list(merged.values())
