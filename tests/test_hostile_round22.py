@@ -30,7 +30,8 @@ What was tried:
   methods, a 60 kB header, a 70 kB line, 200 headers, pipelining, HTTP/1.0 keep-alive,
   Expect: 100-continue, half-closed sockets, traversal by ../, %2e%2e, %00, a raw NUL, an
   absolute URI, //, bad versions, a TLS ClientHello, invalid UTF-8, folded headers), a
-  scrape after each; the log read for a traceback.
+  scrape after each; the log read for a traceback; 400 requests arriving while a slow run
+  holds the cache (in-process server, real sockets).
 
 What was found (before -> after, on this 2-core machine):
 1. 5: the `cmd` probe (and nvidia-smi, systemctl, nvcc, run_python) read a command's whole
@@ -500,3 +501,50 @@ def test_the_measured_history_reads_the_newest_runs_only(tmp_path: Path) -> None
         )
     history = load_history(tmp_path)["hw.m"]
     assert [r["observed"] for r in history] == list(range(300 - HISTORY_RUNS, 300))
+
+
+def test_serve_requests_waiting_on_a_run_are_bounded(tmp_path: Path) -> None:
+    """While a run holds the cache (a slow target), 400 complete requests arrive: at most
+    4 x max_pending wait for a worker, each holding a socket; the rest are answered 503 at
+    once (before, every one waited, unbounded, each an open file)."""
+    import socket
+    import threading
+    import time
+
+    from helpers import free_port
+
+    from factbook.integrations.serve import (
+        MetricsServer,
+        RunCache,
+        ServeSettings,
+        Service,
+        Snapshot,
+    )
+
+    release = threading.Event()
+
+    def slow(settings: ServeSettings) -> Snapshot:
+        release.wait(30)
+        return Snapshot([], {}, {}, time.monotonic())
+
+    settings = ServeSettings(root=tmp_path, interval=300.0)
+    server = MetricsServer(("127.0.0.1", free_port()), RunCache(settings, slow), max_pending=16)
+    service = Service(server, 300.0).start()
+    socks = []
+    try:
+        for _ in range(400):
+            sock = socket.create_connection(server.server_address[:2])
+            sock.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+            socks.append(sock)
+        time.sleep(1.0)
+        assert server.queued <= 4 * 16, server.queued
+        busy = 0
+        for sock in socks[-100:]:
+            sock.settimeout(5)
+            busy += sock.recv(64).startswith(b"HTTP/1.0 503")
+        assert busy == 100
+    finally:
+        release.set()
+        for sock in socks:
+            sock.close()
+        service.close()
