@@ -353,6 +353,10 @@ CASES: list[Case] = [
     Case("results lock path is a folder", {"results/.latest.lock/x": "x"}, ["verify", "hw.gpu.count"], 2, "results/.latest.lock: is a folder, not a lock file"),
     Case("lock folder -> outside, write-back", {"facts/good.yaml": ASSUMED, ".factbook-cache/locks": Link("{out}/facts")}, ["verify", "hw.gpu.count", "--record"], 2, "resolves to {out}/facts, outside the knowledge base"),
     Case("disk full while saving results", {}, ["verify", "hw.gpu.count"], 2, "could not save (File too large); the old file is unchanged", isolated=True, fsize=200),
+    # import --write on a full disk: its temporary folder, its scratch copy, its save (an
+    # OSError naming no file, "No usable temporary directory", was a traceback)
+    *[Case(f"import --write, disk full at {size} bytes", {"dump.md": IMPORT_DUMP}, ["import", "{kb}/dump.md", "--milestone", "1", "--write"], 2, said, isolated=True, fsize=size, then="lint")
+      for size, said in ((0, "No usable temporary directory"), (100, "File too large"))],
     Case("import: a folder", {"dump.md/x": "x"}, ["import", "{kb}/dump.md", "--milestone", "1"], 2, "dump.md:1: is a folder"),
     Case("import: not UTF-8", {"dump.md": b"# Status\n- caf\xe9\n"}, ["import", "{kb}/dump.md", "--milestone", "1"], 2, "dump.md:2: not UTF-8"),
     Case("import: unreadable", {"dump.md": Link("dump.md")}, ["import", "{kb}/dump.md", "--milestone", "1"], 2, "cannot read file: Too many levels of symbolic links"),

@@ -185,10 +185,8 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:
-        if exc.filename is None:
-            if exc.errno in _STREAM_FULL:  # the output itself: > /dev/full, a full disk
-                return _output_failed(prog, exc)
-            raise
+        if exc.filename is None and exc.errno in _STREAM_FULL:  # the output: > /dev/full
+            return _output_failed(prog, exc)
         print(f"{prog}: error: {_refused(exc)}", file=sys.stderr)
         return WriteFailed.exit_code
 
@@ -229,7 +227,11 @@ def _refused(exc: OSError) -> str:
     """One line for a file-system refusal that names a path, whichever command met it (a
     read-only or immutable folder, a full disk, a name too long): `export-ansible -o DIR/`
     into a read-only folder was a PermissionError traceback. Only a command's known writes
-    say more (WriteFailed); this is the floor under all of them."""
+    say more (WriteFailed); this is the floor under all of them. One that names no path (no
+    temporary folder left to write in, a full disk under `import`'s scratch copy) is its
+    reason alone."""
+    if exc.filename is None:
+        return visible(exc.strerror or str(exc) or type(exc).__name__)
     names = [exc.filename] + ([exc.filename2] if exc.filename2 is not None else [])
     where = " -> ".join(visible(os.fsdecode(n) if isinstance(n, bytes) else str(n)) for n in names)
     return f"{where}: {exc.strerror or type(exc).__name__}"
