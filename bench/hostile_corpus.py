@@ -37,6 +37,8 @@ FILES = [
     "test_import_item_bound.py",
     "test_import_unreadable_files.py",
     "test_env_off_argv.py",
+    "test_cache_seal.py",
+    "test_template_nesting.py",
 ]
 
 
