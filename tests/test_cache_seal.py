@@ -131,3 +131,20 @@ def test_a_planted_runbook_cache_is_never_read(tmp_path: Path, key_home: Path) -
     body["entries"]["runbooks/a.md"][1]["title"] = FORGED
     path.write_bytes(_sealed_by_another_key(json.dumps(body).encode()))
     assert RunbookCache(root).get("runbooks/a.md", "sha-of-a") is None
+
+
+def test_two_users_keep_their_own_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key_home: Path
+) -> None:
+    """Each user of a shared knowledge base reads and writes a file of their own: one user's
+    run does not undo the other's cache (both sealed, neither parsed again)."""
+    root = _kb(tmp_path)
+    load_kb_with_problems(root)
+    load_kb_with_problems(root)
+    mine = kbcache.cache_path(root)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other-user"))
+    load_kb_with_problems(root)
+    theirs = kbcache.cache_path(root)
+    assert mine != theirs and mine.is_file() and theirs.is_file()
+    assert cachekey.unseal(theirs.read_bytes()) is not None
+    assert cachekey.unseal(mine.read_bytes()) is None  # not theirs to read

@@ -13,9 +13,8 @@ import time
 from pathlib import Path
 
 from factbook.commands.cli import run
-from factbook.handbook.runbookcache import CACHE_FILE as RUNBOOK_CACHE
 from factbook.handbook.runbookcache import RunbookCache
-from factbook.knowledge.kbcache import CACHE_DIR, CACHE_FILE, CLOCK_SLACK_NS
+from factbook.knowledge.kbcache import CACHE_DIR, CLOCK_SLACK_NS, cache_path
 
 PRECIOUS = "precious, outside the knowledge base\n"
 
@@ -49,11 +48,11 @@ def test_lint_never_writes_its_cache_through_a_planted_temp_link(tmp_path: Path)
     kb, outside = _kb(tmp_path)
     victim = outside / "victim"
     victim.write_text(PRECIOUS)
-    _plant(kb / CACHE_DIR, CACHE_FILE, victim)
+    _plant(kb / CACHE_DIR, cache_path(kb).name, victim)
     time.sleep(CLOCK_SLACK_NS / 1e9 + 0.02)  # files this old are cached (kbcache.store)
     assert run(["--root", str(kb), "lint"]) == 0
     assert victim.read_text() == PRECIOUS
-    cache = kb / CACHE_DIR / CACHE_FILE
+    cache = cache_path(kb)
     assert cache.is_file() and not cache.is_symlink()
 
 
@@ -61,10 +60,10 @@ def test_the_runbook_cache_is_never_written_through_a_planted_temp_link(tmp_path
     kb, outside = _kb(tmp_path)
     victim = outside / "victim"
     victim.write_text(PRECIOUS)
-    _plant(kb / CACHE_DIR, RUNBOOK_CACHE, victim)
+    _plant(kb / CACHE_DIR, RunbookCache(kb).path.name, victim)
     cache = RunbookCache(kb)
     cache.changed = True
     cache.save()
     assert victim.read_text() == PRECIOUS
-    written = kb / CACHE_DIR / RUNBOOK_CACHE
+    written = cache.path
     assert written.is_file() and not written.is_symlink()

@@ -421,3 +421,27 @@ def test_mcp_inventories_include_nothing_from_outside(tmp_path: Path) -> None:
         server.close()
     assert SECRET not in answer, answer
     assert f"ssh.conf:1: Include {out}/hosts.conf: resolves to {out}/hosts.conf" in answer, answer
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verify", "--format", "ssh://ops:{secret}@127.0.0.1"],  # argparse's invalid choice
+        ["status", "ssh://ops:{secret}@127.0.0.1"],  # unrecognized arguments
+        ["list", "--category", "ssh://ops:{secret}@h\u202e"],
+    ],
+)
+def test_argparse_errors_hide_url_passwords(argv: list[str], tmp_path: Path) -> None:
+    """argparse's own error lines quote what was typed: a URL's password is `***` there as
+    in every other error line, and a bidi control is escaped."""
+    import subprocess
+    import sys
+
+    secret = "pw-" + "7" * 12
+    done = subprocess.run(
+        [sys.executable, "-m", "factbook", "--root", str(tmp_path), *(a.format(secret=secret) for a in argv)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert secret not in done.stderr and "ops:***@" in done.stderr, done.stderr
+    assert "\u202e" not in done.stderr

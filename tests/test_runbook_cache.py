@@ -16,9 +16,8 @@ import pytest
 from handbook_support import REPO
 
 from factbook.handbook import sources
-from factbook.handbook.runbookcache import CACHE_FILE
+from factbook.handbook.runbookcache import RunbookCache
 from factbook.knowledge import cachekey
-from factbook.knowledge.kbcache import CACHE_DIR
 
 
 @pytest.fixture
@@ -69,7 +68,7 @@ def test_unchanged_runbooks_are_not_parsed_again(
     again = _load(root, monkeypatch)
     assert parses[count:] == [one.name]
     assert again == _parse(root, monkeypatch)
-    kept = json.loads(cachekey.unseal((root / CACHE_DIR / CACHE_FILE).read_bytes()))["entries"]
+    kept = json.loads(cachekey.unseal(RunbookCache(root).path.read_bytes()))["entries"]
     assert f"runbooks/{gone.name}" not in kept and f"runbooks/{one.name}" in kept
 
 
@@ -87,7 +86,7 @@ def test_a_damaged_cache_costs_a_parse(
 ) -> None:
     root = _kb(tmp_path / "kb")
     first = _load(root, monkeypatch)
-    path = root / CACHE_DIR / CACHE_FILE
+    path = RunbookCache(root).path
     if damage == "HOSTILE":
         blob = json.loads(cachekey.unseal(path.read_bytes()))
         for n, name in enumerate(blob["entries"]):
@@ -106,7 +105,7 @@ def test_factbook_cache_0_writes_nothing(
 ) -> None:
     root = _kb(tmp_path / "kb")
     _parse(root, monkeypatch)
-    assert not (root / CACHE_DIR / CACHE_FILE).exists()
+    assert not RunbookCache(root).path.exists()
 
 
 def test_a_new_process_reuses_them_without_importing_jupytext(tmp_path: Path) -> None:

@@ -89,12 +89,21 @@ def command_named(argv: Sequence[str]) -> str | None:
     return None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose own error lines (`invalid choice: 'ssh://ops:PASS@h'`) show
+    what they quote as every other error line does: a URL's password as `***`, control and
+    bidi characters escaped. Subparsers are made of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(visible(hide_url_passwords(message)))
+
+
 def build_parser(prog: str = "factbook", *, only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; with prog='verify-facts' the verify command is named so.
 
     `only` (a command name) registers just the module of that command: what a run needs to
     parse its own arguments, with the same usage lines and messages."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="factbook",
         description="A living, verifiable handbook: facts in YAML, checked live on the box.",
         epilog=EPILOG,
@@ -153,7 +162,7 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
     args, unknown = parser.parse_known_args(words)
     if unknown:  # the subcommand's usage line (verify-facts' own), not the top-level one
         chosen = _subparsers(parser).get(getattr(args, "command", None) or "", parser)
-        chosen.error(f"unrecognized arguments: {hide_url_passwords(' '.join(unknown))}")
+        chosen.error(f"unrecognized arguments: {' '.join(unknown)}")  # _Parser hides passwords
     colour.set_mode(args.color)
     if not getattr(args, "handler", None):
         parser.print_help()

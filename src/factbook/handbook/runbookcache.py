@@ -4,11 +4,12 @@ Parsing a runbook goes through jupytext and nbformat (the runner's own parser): 
 and validating every cell costs a cold `mkdocs build` a few hundred milliseconds for 20
 runbooks, every build, though they rarely change. What the handbook takes from each parse
 (sources.Runbook without its runs, which are read apart) is kept in
-`ROOT/.factbook-cache/runbooks.json`, keyed on the file's name and the SHA-256 of its bytes,
-and stamped with factbook's code (kbcache.code_stamp), jupytext's and nbformat's versions: any
-of them changing parses afresh. The file is sealed with this user's key (cachekey.py): one
-someone else planted is not read. A damaged or hand-edited cache is ignored (a parse), never
-trusted past the shapes checked here; writes are atomic; FACTBOOK_CACHE=0 turns it off.
+`ROOT/.factbook-cache/runbooks-ID.json` (ID: the user's, cachekey.py), keyed on the file's
+name and the SHA-256 of its bytes, and stamped with factbook's code (kbcache.code_stamp),
+jupytext's and nbformat's versions: any of them changing parses afresh. The file is sealed
+with this user's key (cachekey.py): one someone else planted is not read. A damaged or
+hand-edited cache is ignored (a parse), never trusted past the shapes checked here; writes
+are atomic; FACTBOOK_CACHE=0 turns it off.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from factbook.knowledge import cachekey, kbcache
 from factbook.knowledge.kbfiles import escapes, read_bytes
 from factbook.store.atomic import throwaway_writes, write_bytes_atomic
 
-CACHE_FILE = "runbooks.json"
+CACHE_STEM = "runbooks"  # runbooks-<the user's key id>.json
 FORMAT = 2  # 2: sealed (cachekey)
 MAX_CACHE_BYTES = 64 << 20
 
@@ -49,7 +50,7 @@ class RunbookCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.path = root / kbcache.CACHE_DIR / CACHE_FILE
+        self.path = root / kbcache.CACHE_DIR / cachekey.file_name(CACHE_STEM)
         self.enabled = kbcache.enabled()
         self._stamp: list[Any] | None = None
         self._entries: dict[str, list[Any]] = {}

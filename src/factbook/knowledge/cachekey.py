@@ -5,13 +5,14 @@ base, and a shared knowledge base is writable by many people. Its stamps (sizes,
 inodes, SHA-256 of the bytes read) say whether the files changed since the cache was made,
 not who made it: anyone who can write the folder could plant a cache whose stamps match the
 real files and whose contents do not (facts no file holds, checks verify would run), and no
-review of the files would show it. So each cache file is sealed: its first line is an
-HMAC-SHA256 of the rest under a random key kept in the user's own cache folder
+review of the files would show it. So each user keeps their own cache file, sealed: its
+first line is an HMAC-SHA256 of the rest under a random key kept in the user's own cache folder
 (`$XDG_CACHE_HOME/factbook/cache-key`, else `~/.cache/factbook/cache-key`, mode 0600, made
 on first use). A file without a valid seal is ignored (the knowledge base is parsed), and
 where no key can be kept (no home, a key readable by others or not the user's) nothing is
 cached at all.
 
+    name = file_name("kb")     # kb-<16 hex>.json: this user's own file
     sealed = seal(body)        # None: no key here, do not write a cache
     body = unseal(sealed)      # None: not sealed by this user's key, parse instead
 """
@@ -35,6 +36,16 @@ def key_path() -> Path:
     """Where this user's key is kept (outside any knowledge base)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "factbook" / KEY_FILE
+
+
+def file_name(stem: str) -> str:
+    """The name of this user's cache file `stem` (`kb-1f3a9c0e5b7d2468.json`): each user of a
+    shared knowledge base keeps their own, so two of them do not undo each other's cache at
+    every run. The suffix is derived from the key and tells nothing of it."""
+    key = _key(key_path())
+    if key is None:
+        return f"{stem}.json"  # never written nor read: nothing seals it
+    return f"{stem}-{hmac.new(key, b'file name', hashlib.sha256).hexdigest()[:16]}.json"
 
 
 def seal(body: bytes) -> bytes | None:

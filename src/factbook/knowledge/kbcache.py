@@ -3,7 +3,7 @@
 `load_kb` parses and validates every fact file, targets.yaml, milestones.yaml and checks/*.py
 (50-150 ms for 300 facts, more on a busy machine) although most runs find them unchanged. The
 result (facts, milestones, targets, groups, probes and the problems found) is kept in
-`ROOT/.factbook-cache/kb.json` with what it was made from:
+`ROOT/.factbook-cache/kb-ID.json` (ID: the user's, cachekey.py) with what it was made from:
 
 - the factbook code (size and mtime of every module of the package), Python and PyYAML;
 - every file the load read, by size, mtime, ctime, inode and the SHA-256 of the bytes it
@@ -50,7 +50,7 @@ from factbook.probes.scan import ProbeSpec
 from factbook.store.atomic import throwaway_writes, write_bytes_atomic
 
 CACHE_DIR = ".factbook-cache"
-CACHE_FILE = "kb.json"
+CACHE_STEM = "kb"  # kb-<the user's key id>.json
 FORMAT = 2  # 2: sealed (cachekey)
 # A file modified less than this before it was read may change again within the same mtime
 # tick without its size or mtime changing: such a file is always checked by its hash.
@@ -86,7 +86,8 @@ def enabled() -> bool:
 
 
 def cache_path(root: Path) -> Path:
-    return root / CACHE_DIR / CACHE_FILE
+    """This user's cache file of the knowledge base at `root` (cachekey.file_name)."""
+    return root / CACHE_DIR / cachekey.file_name(CACHE_STEM)
 
 
 def load(root: Path, layout: Layout) -> tuple[dict[str, Any], list[Problem]] | None:
