@@ -176,7 +176,8 @@ class RunLog:
         )
         applied = []
         if entries:
-            from factbook.store.writeback import update_fact
+            from factbook.errors import WritebackError
+            from factbook.store.writeback import FactUpdate, update_facts
 
         planned = []
         for entry in entries:
@@ -196,19 +197,28 @@ class RunLog:
         files: dict[Path, Any] = {}  # each fact file read once for all the step's records
         for entry, source, set_fields in planned:  # every record checked before any is written
             refuse_unloadable(self.kb, entry, source, set_fields, files)
-        for entry, source, set_fields in planned:
-            update_fact(
-                self.kb.root,
+        # one read, check and write per fact file for the whole step (update_facts): a step
+        # recording 2,000 facts wrote each with its own edit, re-reading the file each time
+        updates = [
+            FactUpdate(
                 entry["fact"],
                 value=entry["value"],
                 status=entry.get("status") or "verified",
                 add_source=source,
                 set_fields=set_fields or None,
             )
-            applied.append(
-                {"fact": entry["fact"], "value": entry["value"], "unit": entry.get("unit")}
-            )
-            self.say(f"   wrote {entry['fact']} = {entry['value']} to facts/")
+            for entry, source, set_fields in planned
+        ]
+        written, refused = update_facts(self.kb.root, updates) if updates else ([], [])
+        done = {update.fact_id for update in written}
+        for entry, _, _ in planned:
+            if entry["fact"] in done:
+                applied.append(
+                    {"fact": entry["fact"], "value": entry["value"], "unit": entry.get("unit")}
+                )
+                self.say(f"   wrote {entry['fact']} = {entry['value']} to facts/")
+        if refused:
+            raise WritebackError("; ".join(refused[:3]))  # as update_fact said it, one each
         return applied
 
     def teardown(self, *, success: bool) -> None:
