@@ -56,4 +56,3 @@ def test_a_step_recording_2000_facts_writes_them_in_one_pass(tmp_path: Path) -> 
     assert text.startswith("# many measured facts; this comment must survive write-back")
     sources = yaml.safe_load(text)["facts"][5]["sources"]
     assert len(sources) == 2 and sources[1]["runbook"] == "many"
-
