@@ -184,7 +184,7 @@ def test_output_over_4_mib_on_both_streams(ssh_targets: dict, ssh_options) -> No
         hashlib.sha256(lines[-1].encode()).hexdigest()
         == hashlib.sha256(b"y" * (5 << 20)).hexdigest()
     )
-    # stderr is held as its head and tail (transports.base.BoundedStderr), all of it drained
+    # stderr is held as its head and tail (transports.base.bounded_stderr), all of it drained
     kept = 2 * 64 * 1024
     assert err == "e" * (
         kept // 2

@@ -33,7 +33,10 @@ class Capped:
     capping held everything a command printed: `yes` grew the agent by ~1 GB a second on the
     box until its timeout (4.6 GB in 5 s)."""
 
-    def __init__(self, cap: int) -> None:
+    NOTE = "\n[... factbook: {} bytes of output dropped ...]\n"
+
+    def __init__(self, cap: int, note: str = NOTE) -> None:
+        self.note = note  # where the middle was dropped, `{}` its byte count
         self.half = max(1, cap // 2)
         self.head = bytearray()
         self.tail = bytearray()
@@ -56,7 +59,7 @@ class Capped:
             return bytes(self.head + self.tail), 0
         extra = max(0, len(self.tail) - self.half)
         dropped = self.dropped + extra
-        note = f"\n[... factbook: {dropped} bytes of output dropped ...]\n".encode()
+        note = self.note.format(dropped).encode()
         return bytes(self.head) + note + bytes(self.tail[extra:]), dropped
 
     def text(self) -> tuple[str, int]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from factbook.errors import TargetError
 from factbook.knowledge.model import TRANSPORTS, Target
+from factbook.probes.common import Capped
 
 # What a box may make us hold. The agent caps one result at 16 MiB; a line longer than this
 # is no result of ours (a probe flooding stdout) and is dropped as it streams.
@@ -38,35 +39,10 @@ def popen_piped(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]
     )
 
 
-class BoundedStderr:
-    """The first and last 64 KiB of a stream, however much a box writes (1 GB -> 128 KiB)."""
-
-    def __init__(self, head: int = STDERR_HEAD_BYTES, tail: int = STDERR_TAIL_BYTES):
-        self._head_cap, self._tail_cap = head, tail
-        self._head = bytearray()
-        self._tail = bytearray()
-        self.dropped = 0
-
-    def add(self, data: bytes) -> None:
-        room = self._head_cap - len(self._head)
-        if room > 0:
-            self._head += data[:room]
-            data = data[room:]
-        if not data:
-            return
-        self._tail += data
-        excess = len(self._tail) - self._tail_cap
-        if excess > 0:
-            del self._tail[:excess]
-            self.dropped += excess
-
-    def snapshot(self) -> bytes:
-        """What is kept: the head, a note of what was dropped, the tail."""
-        gap = f"\n[... {self.dropped} bytes of stderr dropped ...]\n" if self.dropped else ""
-        return bytes(self._head) + gap.encode() + bytes(self._tail)
-
-    def text(self) -> str:
-        return self.snapshot().decode("utf-8", "replace")
+def bounded_stderr() -> Capped:
+    """A box's stderr as its first and last 64 KiB, however much it writes (1 GB -> 128 KiB):
+    the probes' own Capped, which the agent uses on the box for a command's output."""
+    return Capped(STDERR_HEAD_BYTES + STDERR_TAIL_BYTES, "\n[... {} bytes of stderr dropped ...]\n")
 
 
 def bounded_lines(chunks: Iterator[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[str]:

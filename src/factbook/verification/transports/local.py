@@ -17,10 +17,10 @@ from factbook.errors import UnreachableError
 from factbook.knowledge.model import Target
 from factbook.verification.transports.base import (
     AgentProcess,
-    BoundedStderr,
     Transport,
     TransportOptions,
     bounded_lines,
+    bounded_stderr,
     popen_piped,
 )
 from factbook.verification.transports.diagnose import explain
@@ -31,7 +31,7 @@ class LocalProcess(AgentProcess):
 
     def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes):
         self.proc = proc
-        self._stderr = BoundedStderr()
+        self._stderr = bounded_stderr()
         self._feeder = threading.Thread(target=self._feed, args=(stdin,), daemon=True)
         self._drainer = threading.Thread(target=self._drain, daemon=True)
         self._feeder.start()
@@ -57,7 +57,7 @@ class LocalProcess(AgentProcess):
 
     def stderr_text(self) -> str:
         self._drainer.join(timeout=5)
-        return self._stderr.text()
+        return self._stderr.text()[0]
 
     def wait(self, timeout: float | None = None) -> int | None:
         try:

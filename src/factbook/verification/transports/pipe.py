@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from factbook.errors import TargetError, UnreachableError
 from factbook.verification.transports.base import (
     AgentProcess,
-    BoundedStderr,
     bounded_lines,
+    bounded_stderr,
     popen_piped,
 )
 
@@ -42,7 +42,7 @@ class PipeProcess:
             self.proc = popen_piped(argv, env)
         except OSError as exc:
             raise UnreachableError(f"{label}: cannot start {argv[0]}: {exc}") from None
-        self._stderr = BoundedStderr()
+        self._stderr = bounded_stderr()
         self._stderr_lock = threading.Lock()
         self._stderr_done = threading.Event()
         self._watchers: list[Callable[[bytes, bool], None]] = []
@@ -69,7 +69,7 @@ class PipeProcess:
             for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
                 with self._stderr_lock:
                     self._stderr.add(chunk)
-                    text = self._stderr.snapshot() if self._watchers else b""
+                    text = self._stderr.data()[0] if self._watchers else b""
                 for watch in list(self._watchers):
                     watch(text, False)
         except (OSError, ValueError):
@@ -77,7 +77,7 @@ class PipeProcess:
         finally:
             self._stderr_done.set()
             with self._stderr_lock:
-                text = self._stderr.snapshot()
+                text = self._stderr.data()[0]
             for watch in list(self._watchers):
                 watch(text, True)
 
@@ -85,13 +85,13 @@ class PipeProcess:
         """Call `watcher(stderr so far, ended)` now and on every chunk; ended once at EOF."""
         with self._stderr_lock:
             self._watchers.append(watcher)
-            text = self._stderr.snapshot()
+            text = self._stderr.data()[0]
         watcher(text, self._stderr_done.is_set())
 
     def stderr_bytes(self, wait: float = 5.0) -> bytes:
         self._stderr_done.wait(wait)
         with self._stderr_lock:
-            return self._stderr.snapshot()
+            return self._stderr.data()[0]
 
     def lines(self) -> Iterator[str]:
         assert self.proc.stdout is not None

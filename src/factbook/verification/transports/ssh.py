@@ -25,10 +25,10 @@ from factbook.knowledge.model import Target
 from factbook.knowledge.names import shown
 from factbook.verification.transports.base import (
     AgentProcess,
-    BoundedStderr,
     Transport,
     TransportOptions,
     bounded_lines,
+    bounded_stderr,
 )
 from factbook.verification.transports.paramiko_lean import paramiko
 from factbook.verification.transports.remote import remote_command
@@ -106,7 +106,7 @@ class SSHAgentProcess(AgentProcess):
     def __init__(self, channel: paramiko.Channel, label: str):
         self._channel = channel
         self._label = label
-        self._stderr = BoundedStderr()
+        self._stderr = bounded_stderr()
         self._stderr_done = threading.Event()
         self._killed = False
         threading.Thread(target=self._drain_stderr, name="ssh-stderr", daemon=True).start()
@@ -135,7 +135,7 @@ class SSHAgentProcess(AgentProcess):
 
     def stderr_text(self) -> str:
         self._stderr_done.wait(5)
-        return self._stderr.text()
+        return self._stderr.text()[0]
 
     def wait(self, timeout: float | None = None) -> int | None:
         """Exit status; None when the connection dropped first, it is still running, or we
