@@ -3,7 +3,7 @@
 Jinja parses and compiles recursively, and Python's compiler bounds nesting itself: 80
 brackets deep was a RecursionError, 100 `if`s an IndentationError, ~25 `for`s "too many
 statically nested blocks", and `factbook status` named no line for any of them. The sandbox
-counts the nesting from the template's tokens first (handbook/sandbox.py, check_nesting).
+counts the nesting as the parser reads the tokens (handbook/sandbox.py, nesting_checked).
 """
 
 from __future__ import annotations

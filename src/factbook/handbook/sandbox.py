@@ -92,12 +92,15 @@ _OPENERS = frozenset(
 _BRACKETS = {"lparen": 1, "lbracket": 1, "lbrace": 1, "rparen": -1, "rbracket": -1, "rbrace": -1}
 
 
-def check_nesting(stream: Iterator[jinja2.lexer.Token], name: str | None, file: str | None) -> None:
-    """A TemplateSyntaxError at the line where a template nests past MAX_NESTING brackets
-    and blocks or MAX_LOOPS `for`s, found from its tokens (the lexer is a loop, not a
-    recursion) before the parser or Python's compiler meets it."""
+def nesting_checked(
+    stream: Iterator[jinja2.lexer.Token], name: str | None, file: str | None
+) -> Iterator[jinja2.lexer.Token]:
+    """The template's tokens as the parser reads them, and a TemplateSyntaxError at the line
+    where it nests past MAX_NESTING brackets and blocks or MAX_LOOPS `for`s: counted as the
+    tokens pass (the lexer is a loop, not a recursion), before the parser's recursion or
+    Python's compiler meets that depth."""
     open_blocks: list[str] = []
-    brackets = 0
+    brackets = loops = 0
     tag: str | None = None  # the tag of the block statement being read
     assigns = False  # `{% set x = 1 %}` is a statement, `{% set x %}...{% endset %}` a block
     for token in stream:
@@ -109,23 +112,23 @@ def check_nesting(stream: Iterator[jinja2.lexer.Token], name: str | None, file: 
         elif kind == "name" and tag == "":
             tag = token.value
             if tag.startswith("end") and open_blocks:
-                open_blocks.pop()
+                loops -= open_blocks.pop() == "for"
             elif tag in _OPENERS:
                 open_blocks.append(tag)
+                loops += tag == "for"
         elif kind == "assign" and tag == "set":
             assigns = True
         elif kind == "block_end":
             if tag == "set" and not assigns:
                 open_blocks.append("set")
             tag = None
-        depth = brackets + len(open_blocks)
-        if depth > MAX_NESTING or open_blocks.count("for") > MAX_LOOPS:
-            why = (
-                f"nested more than {MAX_NESTING} levels deep (brackets and blocks)"
-                if depth > MAX_NESTING
-                else f"more than {MAX_LOOPS} `for` loops inside each other"
-            )
+        if brackets + len(open_blocks) > MAX_NESTING:
+            why = f"nested more than {MAX_NESTING} levels deep (brackets and blocks)"
             raise jinja2.TemplateSyntaxError(why, token.lineno, name, file)
+        if loops > MAX_LOOPS:
+            why = f"more than {MAX_LOOPS} `for` loops inside each other"
+            raise jinja2.TemplateSyntaxError(why, token.lineno, name, file)
+        yield token
 
 
 class TickingCodeGenerator(CodeGenerator):
@@ -187,9 +190,16 @@ class KBSandbox(jinja2.sandbox.ImmutableSandboxedEnvironment):
         self.filters.update(bounded_filters(dict(self.filters)))
         self.filters["sum"] = ticking_sum(self.filters["sum"])
 
-    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
-        check_nesting(self._tokenize(source, name, filename), name, filename)
-        return super()._parse(source, name, filename)
+    def _tokenize(
+        self,
+        source: str,
+        name: str | None,
+        filename: str | None = None,
+        state: str | None = None,
+    ) -> jinja2.lexer.TokenStream:
+        """The tokens the parser reads, their nesting checked as they pass (one lexing)."""
+        stream = super()._tokenize(source, name, filename, state)
+        return jinja2.lexer.TokenStream(nesting_checked(stream, name, filename), name, filename)
 
     def start(self, seconds: float | None = None) -> None:
         """Arm the deadline and the output budget for one render."""
