@@ -102,7 +102,7 @@ def transport_options(args: argparse.Namespace) -> TransportOptions:
     if args.known_hosts:
         path = Path(os.path.expanduser(args.known_hosts))
         try:
-            knownhosts.load(path)
+            knownhosts.check(path)
         except OSError as exc:
             raise UsageError(f"--known-hosts {visible(str(path))}: {exc.strerror or exc}") from None
     return TransportOptions(

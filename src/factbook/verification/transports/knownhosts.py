@@ -169,21 +169,10 @@ def load(path: Path) -> list[HostLine]:
     OpenSSH reads a folder named as known_hosts as an empty file and waits forever on a FIFO;
     here both are refused with the file named (a `--known-hosts ~/.ssh` typo would otherwise
     say the host is "not in ~/.ssh", and a FIFO would hang the run)."""
-    try:  # O_NONBLOCK: opening a FIFO returns at once, to be refused below, never waited on
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (FileNotFoundError, NotADirectoryError):  # as ssh: no file, no known hosts
+    fd = _opened(path)
+    if fd is None:
         return []
-    except OSError as exc:  # a socket cannot be opened (ENXIO): say what it is
-        raise _by_kind(path, exc) from None
-    try:
-        st = os.fstat(fd)
-        if _is_null(st):
-            return []
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, not_regular(path, st.st_mode))
-        if st.st_size > KNOWN_HOSTS_MAX_BYTES:
-            raise OSError(errno.EFBIG, f"larger than {KNOWN_HOSTS_MAX_BYTES} bytes; not read")
-        # bytes, not read_text: its universal newlines would make a lone \r a line break
+    try:  # bytes, not read_text: its universal newlines would make a lone \r a line break
         with os.fdopen(os.dup(fd), "rb") as handle:
             data = handle.read(KNOWN_HOSTS_MAX_BYTES + 1)  # it may have grown since fstat
     finally:
@@ -191,6 +180,38 @@ def load(path: Path) -> list[HostLine]:
     if len(data) > KNOWN_HOSTS_MAX_BYTES:
         raise OSError(errno.EFBIG, f"larger than {KNOWN_HOSTS_MAX_BYTES} bytes; not read")
     return parse(data.decode("utf-8", errors="replace"), str(path))
+
+
+def check(path: Path) -> None:
+    """OSError where `load` would refuse `path` (its kind, its size), found without reading
+    it: a command line's `--known-hosts` is judged once, before any box is tried."""
+    fd = _opened(path)
+    if fd is not None:
+        os.close(fd)
+
+
+def _opened(path: Path) -> int | None:
+    """A read descriptor of known_hosts `path`, its kind and size checked; None for no file
+    or /dev/null (no known hosts, as ssh reads them)."""
+    try:  # O_NONBLOCK: opening a FIFO returns at once, to be refused below, never waited on
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):  # as ssh: no file, no known hosts
+        return None
+    except OSError as exc:  # a socket cannot be opened (ENXIO): say what it is
+        raise _by_kind(path, exc) from None
+    try:
+        st = os.fstat(fd)
+        if _is_null(st):
+            os.close(fd)
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, not_regular(path, st.st_mode))
+        if st.st_size > KNOWN_HOSTS_MAX_BYTES:
+            raise OSError(errno.EFBIG, f"larger than {KNOWN_HOSTS_MAX_BYTES} bytes; not read")
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 _KINDS = {
