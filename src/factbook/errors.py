@@ -69,16 +69,20 @@ def visible(text: str, *, keep: str = "") -> str:
 
     def escape(m: re.Match[str]) -> str:
         char = m.group()
-        if char in keep:
-            return char
-        code = ord(char)
-        if char in _NAMED:
-            return _NAMED[char]
-        if code > 0xFFFF:
-            return f"\\U{code:08x}"
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        return char if char in keep else escaped(char)
 
     return _UNSAFE.sub(escape, text)
+
+
+def escaped(char: str) -> str:
+    """One character as Python would escape it in a string: `\\n`, `\\x1b`, `\\u202e`,
+    `\\U000e0069` (a tag character, astral). Every escaping writer shows them so."""
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    if code > 0xFFFF:
+        return f"\\U{code:08x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def warn(message: str) -> None:

@@ -20,7 +20,7 @@ from functools import lru_cache
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
-from factbook.errors import INVISIBLE_CHARS
+from factbook.errors import INVISIBLE_CHARS, escaped
 
 # C0 controls except tab and newline, DEL, C1 controls, lone surrogates, and the two code
 # points XML excludes (U+FFFE, U+FFFF). None of these is text in any of our formats.
@@ -32,7 +32,6 @@ _REORDERING_CHARS = "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069" +
 _CONTROL = re.compile(f"[{_CONTROL_CHARS}]")
 _TERMINAL_EXTRA = re.compile(f"[{_REORDERING_CHARS}]")
 _HIDDEN = re.compile(f"[{_CONTROL_CHARS}{_REORDERING_CHARS}]")
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # What str.splitlines() and YAML 1.1 take for a line break beyond the controls.
 _LINE_BREAKS = re.compile("[\u2028\u2029]")
 
@@ -41,13 +40,7 @@ CLIP_AT = 4000
 
 
 def _escape_char(match: re.Match[str]) -> str:
-    char = match.group(0)
-    if char in _NAMED:
-        return _NAMED[char]
-    code = ord(char)
-    if code > 0xFFFF:  # a tag character: Python's escape, unambiguous
-        return f"\\U{code:08x}"
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return escaped(match.group(0))
 
 
 def escape_controls(text: str) -> str:
