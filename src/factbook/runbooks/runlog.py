@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from factbook.errors import FactbookError
+from factbook.errors import FactbookError, WritebackError
 from factbook.judging.outcomes import FAILED, INTERRUPTED, OK, PENDING, RUNNING, SKIPPED
 from factbook.judging.sanitize import hidden_escaped
 from factbook.knowledge.kb import KnowledgeBase
@@ -161,8 +161,6 @@ class RunLog:
         if not path.exists():
             return []
         if path.stat().st_size > RUN_MAX_BYTES:  # a cell's loop of record() calls
-            from factbook.errors import WritebackError
-
             raise WritebackError(
                 f"{RECORDS_FILE}: {path.stat().st_size:,} bytes of record() calls; "
                 f"at most {RUN_MAX_BYTES:,}; nothing written"
@@ -174,11 +172,11 @@ class RunLog:
         entries = last_per_fact(
             [hidden_escaped(json.loads(line)) for line in fresh if line.strip()]
         )
-        applied = []
-        if entries:
-            from factbook.errors import WritebackError
-            from factbook.store.writeback import FactUpdate, update_facts
+        if not entries:
+            return []
+        from factbook.store.writeback import FactUpdate, update_facts
 
+        applied = []
         planned = []
         for entry in entries:
             source = {
@@ -209,7 +207,7 @@ class RunLog:
             )
             for entry, source, set_fields in planned
         ]
-        written, refused = update_facts(self.kb.root, updates) if updates else ([], [])
+        written, refused = update_facts(self.kb.root, updates)
         done = {update.fact_id for update in written}
         for entry, _, _ in planned:
             if entry["fact"] in done:
@@ -347,7 +345,6 @@ def refuse_unloadable(
     step writes all its records or none. A fact that did not load before is no worse."""
     import yaml
 
-    from factbook.errors import WritebackError
     from factbook.knowledge.schema import fact_problem
 
     fact_id = str(entry.get("fact"))
