@@ -21,6 +21,7 @@ import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
+from factbook.commands import streams
 from factbook.commands.extras import missing
 from factbook.errors import EXIT_INTERRUPTED, FactbookError, LintFailed, WriteFailed, visible
 from factbook.judging.sanitize import hide_url_passwords
@@ -157,6 +158,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
     """Parse and dispatch; return the exit code."""
+    streams.guard()  # a closed stream, an output that cannot encode: before anything prints
     words = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(prog, only=command_named(words))
     args, unknown = parser.parse_known_args(words)
@@ -194,7 +196,9 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:
-        if exc.filename is None and exc.errno in _STREAM_FULL:  # the output: > /dev/full
+        if isinstance(exc, streams.OutputClosed) or (
+            exc.filename is None and exc.errno in _STREAM_FULL  # the output: > /dev/full
+        ):
             return _output_failed(prog, exc)
         print(f"{prog}: error: {_refused(exc)}", file=sys.stderr)
         return WriteFailed.exit_code

@@ -49,6 +49,7 @@ from factbook.handbook.views import ViewBuilder, category_uri
 from factbook.judging.sanitize import for_document, loads_without_surrogates
 from factbook.knowledge.kb import load_kb_with_problems
 from factbook.knowledge.kbfiles import Refused, confined, escapes, read_bytes, read_text
+from factbook.knowledge.names import NOT_UTF8, undecodable
 from factbook.store.atomic import write_bytes_atomic
 from factbook.store.results import list_runs, load_latest
 
@@ -174,7 +175,9 @@ class Generator:
                 fragments[spec.uri] = [for_document(part) for part in spec.fragments]
                 held = placeholders(len(spec.fragments))
             digest = hashlib.sha256(
-                (templates + spec.template + _stable_json([spec.context, held])).encode()
+                (templates + spec.template + _stable_json([spec.context, held])).encode(
+                    "utf-8", "surrogatepass"
+                )
             ).hexdigest()
             cached = self._cache.get(spec.uri)
             if cached and cached[0] == digest:
@@ -348,6 +351,9 @@ def copy_docs(docs_dir: Path, root: Path) -> tuple[dict[str, bytes], list[str]]:
         if path.name.startswith(".") or (path.is_dir() and not path.is_symlink()):
             continue
         rel = path.relative_to(docs_dir).as_posix()
+        if undecodable(rel):  # no page can link it, no manifest can name it as text
+            refused.append(f"{rel}: not copied: {NOT_UTF8}")
+            continue
         try:
             found[rel] = read_bytes(path, root=root, limit=MAX_DOC_BYTES)
         except OSError as exc:

@@ -50,6 +50,7 @@ from factbook.handbook.sources import STATUS_DIR
 from factbook.handbook.watch import KBWatcher, server_notifier
 from factbook.knowledge.locate import FACTS_DIR, ROOT_ENV
 from factbook.knowledge.mkdocscode import code_in, trusted
+from factbook.knowledge.names import NOT_UTF8, undecodable
 
 log = logging.getLogger("mkdocs.plugins.factbook")
 
@@ -369,12 +370,17 @@ def _outside(path: str, roots: tuple[str, ...]) -> str | None:
 
 def _drop_outside(files: Files, docs_dir: str, roots: tuple[str, ...]) -> None:
     """docs/ files that are links out of the knowledge base (`leak.txt -> /etc/shadow`) are
-    not published: MkDocs copies whatever a link leads to. Theme files are left alone."""
+    not published: MkDocs copies whatever a link leads to. Nor are those whose name is not
+    UTF-8. Theme files are left alone."""
     docs = os.path.realpath(docs_dir)
     for file in list(files):
         if file.abs_src_path is None or file.src_dir is None:
             continue
         if os.path.realpath(file.src_dir) != docs:
+            continue
+        if undecodable(file.src_uri):  # MkDocs' own URL quoting raised on it
+            log.warning("factbook: %s: %s; not published", file.src_uri, NOT_UTF8)
+            files.remove(file)
             continue
         real = _outside(file.abs_src_path, roots)
         if real is not None:

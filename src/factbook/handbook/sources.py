@@ -17,6 +17,7 @@ from typing import Any
 from factbook.handbook.runbookcache import RunbookCache, digest
 from factbook.judging.sanitize import finite_number, loads_without_surrogates
 from factbook.knowledge.kbfiles import Refused, check_readable, read_bytes, read_text
+from factbook.knowledge.names import undecodable
 from factbook.knowledge.yamlsrc import parse_located
 
 RUNBOOKS_DIR = "runbooks"
@@ -299,7 +300,7 @@ def load_status_docs(docs_dir: Path | None, milestones: dict[str, Any]) -> list[
         return []
     out = []
     for path in (docs_dir / STATUS_DIR).rglob("*.md"):
-        if path.name == "index.md":
+        if path.name == "index.md" or undecodable(path.as_posix()):  # copy_docs leaves it out
             continue
         try:
             text = read_text(path, errors="replace")  # confined by generate()
@@ -356,6 +357,8 @@ def guide_pages(docs_dir: Path | None, generated: set[str]) -> list[str]:
     for path in sorted(docs_dir.rglob("*.md")):
         uri = path.relative_to(docs_dir).as_posix()
         if uri.startswith(STATUS_DIR + "/") or uri in generated or uri in SECTION_GUIDES:
+            continue
+        if undecodable(uri):  # not published (plugin._drop_outside), so not in the nav
             continue
         pages.append(uri)
     return pages

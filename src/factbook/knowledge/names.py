@@ -102,3 +102,16 @@ def inside(base: Path, *parts: str) -> Path:
             raise InputError(f"path '{shown}' resolves to {resolved}, outside {base}")
         raise InputError(f"path '{shown}' leaves {base}: names may not hold '/' or '..'")
     return Path(base).joinpath(*parts)
+
+
+# what Python makes of bytes that are not UTF-8 in a file name (surrogateescape): U+DC80-DCFF
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+NOT_UTF8 = "the file name is not UTF-8 (rename it)"
+
+
+def undecodable(name: str) -> bool:
+    """Whether a file name as Python read it holds bytes that were not UTF-8: such a name can
+    be opened but not written into a page, a link, an index or a JSON answer as text (a
+    `docs/status/` file named `\\xff.md` was a traceback from `docs` and `mkdocs build`, and
+    made every `status --out docs/status/...` fail to write its index)."""
+    return _UNDECODABLE.search(name) is not None

@@ -271,7 +271,7 @@ _root = tempfile.mkdtemp(prefix="factbook-mod-")
 for _rel, _text in {sources!r}.items():
     _path = os.path.join(_root, _rel)
     os.makedirs(os.path.dirname(_path), exist_ok=True)
-    with open(_path, "w") as _handle:
+    with open(_path, "w", encoding="utf-8") as _handle:
         _handle.write(_text)
 sys.path.insert(0, _root)
 try:

@@ -51,6 +51,7 @@ from factbook.knowledge.kbfiles import (
     require_inside,
 )
 from factbook.knowledge.limits import DUMP_MAX_BYTES, DUMP_MAX_ITEMS
+from factbook.knowledge.names import NOT_UTF8, undecodable
 from factbook.knowledge.yamlsrc import read_text_bounded
 from factbook.store.atomic import write_output, write_text_atomic
 from factbook.store.results import load_latest
@@ -360,6 +361,9 @@ def write_index(status_dir: Path, *, root: Path | None = None) -> Path:
         "",
     ]
     for path in sorted(docs, key=key, reverse=True):
+        if undecodable(path.name):
+            _skipped(path, root, NOT_UTF8)
+            continue
         title = _title(path, root)
         if title is not None:
             lines.append(f"- [{title}]({path.name})")

@@ -1,0 +1,188 @@
+# ruff: noqa: E501  (the corpus table keeps one case per line, so a new case is one line)
+"""Hostile input, round 23 (issue 25, "Hardening III"): DOCSTRING"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from handbook_support import mkdocs_build
+from helpers import REPO
+from test_hostile_kb import BASE, RUNBOOK, SECRET, Case, make_outside, plant, run_case
+
+# a fact whose title, statement, value and tag are not ASCII (Latin-1, then beyond it)
+WIDE = (
+    BASE["facts/good.yaml"]
+    .replace("title: GPU count", "title: GPU count \u00e9 \u2705")
+    .replace("value: 8", "value: '8 \u2705'")
+)
+WIDE_BAD = WIDE.replace("status: verified", "st\u00e4tus: verified")  # lint names the key
+ASCII = {"PYTHONIOENCODING": "ascii"}
+LATIN1 = {"PYTHONIOENCODING": "latin-1"}
+C_LOCALE = {"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}
+NOT_UTF8 = "\udcff\udcfe"  # how Python reads a file name holding the bytes ff fe
+STATUS_DOC = "---\ntitle: T\n---\n# T\n"
+OTHER_FACT = BASE["facts/good.yaml"].replace("hw.gpu.count", "hw.other")
+
+# fmt: off
+CASES: list[Case] = [
+    # --- 6. an output that cannot encode a character (PYTHONIOENCODING=ascii or latin-1, the C locale without UTF-8 mode): a UnicodeEncodeError traceback, exit 1 ---
+    *[Case(f"{name}: {' '.join(c) if isinstance(c, list) else c} of a fact not ASCII", {"facts/good.yaml": fact}, c, 0, shown, env=env, isolated=True, max_s=30)
+      for name, env, fact, wide in (("PYTHONIOENCODING=ascii", ASCII, WIDE, "\\u2705"), ("PYTHONIOENCODING=latin-1", LATIN1, WIDE.replace(" \u00e9", ""), "\\u2705"), ("the C locale", C_LOCALE, WIDE, "\\xe9"))
+      for c, shown in (("list", wide), (["show", "hw.gpu.count"], wide), (["status", "--out", "-"], "*(no changes)*"), (["export-ansible", "--out", "-"], "hw.gpu.count"))
+      if env is not LATIN1 or c in ("list", ["show", "hw.gpu.count"])],  # a status document holds characters latin-1 has (this harness reads UTF-8)
+    *[Case(f"{name}: lint {fmt} naming a key not ASCII", {"facts/good.yaml": WIDE_BAD}, ["lint", "--format", fmt], 2, "st\\xe4tus", env=env, isolated=True, max_s=30)
+      for name, env in (("PYTHONIOENCODING=ascii", ASCII), ("the C locale", C_LOCALE)) for fmt in ("text", "github")],
+    # --- 6/4. a file whose name is not UTF-8: `docs` hashed each page's context as UTF-8 (a traceback for any fact file, runbook or status document so named), and one in docs/status/ made every `status --out docs/status/...` fail writing its index ---
+    Case("docs: a fact file named in bytes not UTF-8", {f"facts/{NOT_UTF8}.yaml": OTHER_FACT}, "docs", 0, "pages generated"),
+    Case("docs: a runbook named in bytes not UTF-8", {f"runbooks/{NOT_UTF8}.md": RUNBOOK}, "docs", 0, "pages generated"),
+    Case("docs: a status document named in bytes not UTF-8 is not copied", {f"docs/status/{NOT_UTF8}.md": STATUS_DOC}, "docs", 0, "status/\\udcff\\udcfe.md: not copied: the file name is not UTF-8"),
+    Case("docs: a docs folder named in bytes not UTF-8 is not copied", {f"docs/{NOT_UTF8}/x.md": STATUS_DOC}, "docs", 0, "\\udcff\\udcfe/x.md: not copied: the file name is not UTF-8"),
+    Case("status --out docs/status/: a document named in bytes not UTF-8 is left out of the index", {f"docs/status/{NOT_UTF8}.md": STATUS_DOC}, ["status", "--out", "{kb}/docs/status/s.md"], 0, "\\udcff\\udcfe.md: the file name is not UTF-8 (rename it); left out of the index", then="docs"),
+    # ... held (guards): every reading command over a fact file so named (lint shows the name escaped)
+    *[Case(f"{c if isinstance(c, str) else ' '.join(c)}: a fact file named in bytes not UTF-8", {f"facts/{NOT_UTF8}.yaml": OTHER_FACT.replace("status: verified", "status: bogus")}, c, code, frag)
+      for c, code, frag in (("lint", 2, "facts/\\udcff\\udcfe.yaml:7: fact 'hw.other': status: 'bogus'"), (["lint", "--format", "github"], 2, "file=facts/\\udcff\\udcfe.yaml,line=7"), (["lint", "--format", "json"], 2, '"facts/\\\\udcff\\\\udcfe.yaml"'), ("list", 0, "hw.gpu.count"), (["show", "hw.other"], 2, "facts/\\udcff\\udcfe.yaml:7"), ("status", 0, "# Status"), ("export-ansible", 2, "facts/\\udcff\\udcfe.yaml:7"), ("verify-dry", 0, "hw.gpu.count"))],
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_hostile_input_round23(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run_case(case, tmp_path, monkeypatch)
+
+
+def test_cases_named_once() -> None:
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+def _closed(argv: list[str], root: Path, redirect: str) -> subprocess.CompletedProcess[str]:
+    """`python -m factbook ARGV` started by a shell with `redirect` (`>&-`, `2>&-`, `<&-`)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "NO_COLOR": "1"}
+    script = f'exec "$@" {redirect}'
+    return subprocess.run(
+        ["sh", "-c", script, "sh", sys.executable, "-m", "factbook", "--root", str(root), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lint"],
+        ["list"],
+        ["show", "hw.gpu.count"],
+        ["status", "--out", "-"],
+        ["export-ansible", "--out", "-"],
+        ["completion", "bash"],
+        ["mcp"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_a_closed_standard_output_is_one_line_and_exit_2(tmp_path: Path, argv: list[str]) -> None:
+    """`factbook lint >&-`: Python makes sys.stdout None, and every command was an
+    AttributeError traceback at its first print (exit 1); `mcp` one from its stdio claim.
+    Now: one line, exit 2, like a full disk."""
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, {})
+    done = _closed(argv, root, ">&-")
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert (
+        done.stderr.strip()
+        == "factbook: error: cannot write the output (standard output is closed)"
+    ), done.stderr[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "said"),
+    [
+        (["lint"], 2, "status: 'bogus'"),
+        (["list"], 0, "(1 facts)"),
+        (["show", "hw.gpu.count"], 0, "defined at: facts/good.yaml"),
+        (["status", "--out", "-"], 0, "# Status"),
+    ],
+    ids=lambda a: " ".join(a) if isinstance(a, list) else str(a),
+)
+def test_a_closed_standard_error_keeps_the_exit_code(
+    tmp_path: Path, argv: list[str], code: int, said: str
+) -> None:
+    """`factbook lint 2>&-` with a problem: the lines went to stdout and the exit was 1 (an
+    AttributeError at the last flush, printed nowhere); `list` with a warning exited 1 too.
+    Now the command's own code and output; its stderr lines are dropped."""
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(
+        root,
+        out,
+        {
+            "facts/bad.yaml": BASE["facts/good.yaml"]
+            .replace("hw.gpu.count", "hw.x")
+            .replace("status: verified", "status: bogus")
+        },
+    )
+    done = _closed(argv, root, "2>&-")
+    assert done.returncode == code, done.stdout[-3000:]
+    assert said in done.stdout
+    assert "Traceback" not in done.stdout and "status: 'bogus'" not in (
+        done.stdout if argv != ["lint"] else ""
+    ), done.stdout
+
+
+def test_a_closed_descriptor_is_not_taken_by_a_file_factbook_opens(tmp_path: Path) -> None:
+    """With descriptor 1 closed, the next file factbook opened took number 1, and a child's
+    output (a local check's `python3 -`) went into it. Descriptors 0-2 are held on /dev/null
+    now: a verify run with stdout closed writes results that read back."""
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, {})
+    done = _closed(["verify", "hw.gpu.count"], root, ">&-")
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    again = subprocess.run(
+        [sys.executable, "-m", "factbook", "--root", str(root), "show", "hw.gpu.count"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
+    assert again.returncode == 0 and "last verified on here: pass" in again.stdout, (
+        again.stdout + again.stderr
+    )
+
+
+def test_mkdocs_build_leaves_out_docs_files_named_in_bytes_not_utf8(tmp_path: Path) -> None:
+    """A real `mkdocs build`: a docs/ page or docs/status/ document whose name is not UTF-8
+    was a UnicodeEncodeError traceback from MkDocs' own URL quoting (and, once dropped, from
+    the navigation the plugin made of it). Now the plugin leaves it out with one escaped
+    warning and the site is built."""
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(
+        root,
+        out,
+        {
+            "mkdocs.yml": "site_name: x\nplugins:\n  - factbook\n",
+            "docs/index.md": "# hi\n",
+            f"docs/{NOT_UTF8}.md": "# x\n",
+            f"docs/status/{NOT_UTF8}.md": STATUS_DOC,
+            f"facts/{NOT_UTF8}.yaml": OTHER_FACT,
+        },
+    )
+    done = mkdocs_build(root)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-3000:]
+    assert "Traceback" not in log and SECRET not in log
+    assert (
+        "factbook: \\udcff\\udcfe.md: the file name is not UTF-8 (rename it); not published" in log
+    ), log[-3000:]
+    assert (
+        "factbook: status/\\udcff\\udcfe.md: the file name is not UTF-8 (rename it); not published"
+        in log
+    ), log[-3000:]
+    assert (root / "site" / "index.html").is_file()
