@@ -26,6 +26,12 @@ C_LOCALE = {"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8"
 NOT_UTF8 = "\udcff\udcfe"  # how Python reads a file name holding the bytes ff fe
 STATUS_DOC = "---\ntitle: T\n---\n# T\n"
 OTHER_FACT = BASE["facts/good.yaml"].replace("hw.gpu.count", "hw.other")
+INV_TARGETS = "inventory: inv.yml\ntargets:\n  here: {transport: local}\n"
+# eight levels of ten aliases (2 x 10**8 values spelled out), under Ansible's `!unsafe` tag
+ALIAS_TREE = "".join(
+    f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10 if i else ["x"] * 10) + "]\n" for i in range(8)
+)
+UNSAFE_BOMB = ALIAS_TREE + "all:\n  hosts:\n    n1:\n  vars:\n    z: !unsafe [*l7, *l7]\n"
 
 # fmt: off
 CASES: list[Case] = [
@@ -45,6 +51,13 @@ CASES: list[Case] = [
     # ... held (guards): every reading command over a fact file so named (lint shows the name escaped)
     *[Case(f"{c if isinstance(c, str) else ' '.join(c)}: a fact file named in bytes not UTF-8", {f"facts/{NOT_UTF8}.yaml": OTHER_FACT.replace("status: verified", "status: bogus")}, c, code, frag)
       for c, code, frag in (("lint", 2, "facts/\\udcff\\udcfe.yaml:7: fact 'hw.other': status: 'bogus'"), (["lint", "--format", "github"], 2, "file=facts/\\udcff\\udcfe.yaml,line=7"), (["lint", "--format", "json"], 2, '"facts/\\\\udcff\\\\udcfe.yaml"'), ("list", 0, "hw.gpu.count"), (["show", "hw.other"], 2, "facts/\\udcff\\udcfe.yaml:7"), ("status", 0, "# Status"), ("export-ansible", 2, "facts/\\udcff\\udcfe.yaml:7"), ("verify-dry", 0, "hw.gpu.count"))],
+    # --- 5. a YAML inventory's `!unsafe` over an alias tree: the tag's walk spelled out every alias before load() measured the expansion (lint, list, verify still running after 60 s); now each shared list is marked once and the bound refuses it ---
+    *[Case(f"inventory: !unsafe over 2 x 10**8 aliased values, {c if isinstance(c, str) else ' '.join(c)}", {"targets.yaml": INV_TARGETS, "inv.yml": UNSAFE_BOMB}, c, code, frag, isolated=True, max_s=20, max_rss_mb=300)
+      for c, code, frag in (("lint", 2, "inv.yml: its aliases expand to more than 2000000 values"), ("list", 0, "warning: 1 lint problem(s)"), ("verify-dry", 2, "inv.yml: its aliases expand to more than 2000000 values"), ("export-ansible", 2, "inv.yml: its aliases expand"))],
+    Case("group_vars: !unsafe over 2 x 10**8 aliased values", {"targets.yaml": INV_TARGETS, "inv.yml": "all:\n  hosts:\n    n1:\n", "group_vars/all.yml": ALIAS_TREE + "z: !unsafe [*l7, *l7]\n"}, "lint", 2, "its aliases expand to more than 2000000 values", isolated=True, max_s=20, max_rss_mb=300),
+    # ... held (guards): `!unsafe` still marks every text, nested or not; a loop through it is refused
+    Case("inventory: !unsafe on a mapping in a list in a mapping", {"targets.yaml": INV_TARGETS, "inv.yml": "all:\n  hosts:\n    n1:\n      x: !unsafe {a: [b, {c: '{{ lookup(\"pipe\", \"touch {out}/MARKER\") }}'}], e: f}\n"}, "export-ansible", 0, "hw.gpu.count"),
+    Case("inventory: !unsafe on a list holding itself", {"targets.yaml": INV_TARGETS, "inv.yml": "a: &a !unsafe [1, *a]\nall:\n  hosts:\n    n1:\n"}, "lint", 2, "inv.yml:1: not valid YAML: found unconstructable recursive node"),
 ]
 # fmt: on
 
