@@ -670,6 +670,5 @@ def _load_targets(kb: KnowledgeBase) -> list[Problem]:
     path = kb.root / TARGETS_FILE
     if not _present(path):
         return []
-    inventory, problems = load_targets_file(path, TARGETS_FILE, kb.root)
-    kb.targets, kb.groups = inventory.finish(), inventory.groups
+    kb.targets, kb.groups, problems = load_targets_file(path, TARGETS_FILE, kb.root)
     return problems

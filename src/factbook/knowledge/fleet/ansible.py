@@ -42,13 +42,13 @@ from factbook.knowledge.fleet import ansibleyaml
 from factbook.knowledge.fleet.hostpattern import PatternError, parse_host
 from factbook.knowledge.fleet.inventory import ALL, Group, Inventory
 from factbook.knowledge.kbfiles import outside_problem
-from factbook.knowledge.limits import split_words
+from factbook.knowledge.limits import INVENTORY_MAX_BYTES, split_words
 from factbook.knowledge.model import Target
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.yamlsrc import read_text_bounded, refusal
 
 UNGROUPED = "ungrouped"
-MAX_INVENTORY_BYTES = 64 << 20  # `ansible-inventory --list` of ~100,000 hosts
+MAX_INVENTORY_BYTES = INVENTORY_MAX_BYTES
 # Host names one read may expand to (all patterns together): 60 ranges of 100k hosts is a
 # typo or an attack, and is refused before any name is made.
 MAX_INVENTORY_HOSTS = 200_000
@@ -342,12 +342,25 @@ def _where(path: Path, line: int | None) -> str:
 
 def ini_value(text: str) -> Any:
     """An INI value as Ansible reads it: a Python literal when one parses, else the text
-    (tuples and sets become lists; bytes text; `...` and complex numbers their text)."""
+    (tuples and sets become lists; bytes text; `...` and complex numbers their text).
+
+    A host or path name (`node7.example.com`, `/usr/bin/python3`, `10.0.0.7`) is no
+    literal, and is known to be none without parsing it: Python reads it as a name,
+    attribute, operation or bad syntax, never a literal (an inventory's every host has
+    such values: 200,000 hosts, 200,000 parses)."""
+    if _NO_LITERAL.fullmatch(text) and text not in _NAMED_LITERALS:
+        return text
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return text
     return _plain(value, text)
+
+
+# ASCII names joined by `.`, `-`, `/`, `:` or `@` (no quote, bracket, space, digit first, or
+# `#`), or three or more dotted numbers (an IPv4 address): never a Python literal
+_NO_LITERAL = re.compile(r"[A-Za-z_/][A-Za-z0-9_./:@-]*|[0-9]+(?:\.[0-9]+){2,}")
+_NAMED_LITERALS = frozenset({"True", "False", "None"})
 
 
 def _plain(value: Any, text: str) -> Any:

@@ -295,28 +295,36 @@ def _var_port(v: dict[str, Any], names: tuple[str, ...]) -> int | None:
 
 def connection_options(target: Target) -> SSHOptions:
     """The options Ansible's connection plugin for this target reads from its variables."""
-    if _kind(target.vars) in _PARAMIKO:
-        return paramiko_options(target.vars, target.name)
-    return ssh_options(target.vars, target.name)
+    return _options(target.vars, target.name)
 
 
-def connection(target: Target) -> Target:
-    """Target fields from its merged ansible_* variables (fields already set are kept)."""
-    v = target.vars
+def _options(v: dict[str, Any], name: str) -> SSHOptions:
+    if _kind(v) in _PARAMIKO:
+        return paramiko_options(v, name)
+    return ssh_options(v, name)
+
+
+def connection(target: Target, **fields: Any) -> Target:
+    """`replace(target, **fields)` with the connection fields its merged ansible_* variables
+    set (fields already set are kept): one copy of the target, not two (an inventory's
+    every host is copied with its groups and variables, then with these)."""
+    v = fields.get("vars", target.vars)
     if not any(k in v for k in _CONNECTION_VARS):
-        return target
+        return replace(target, **fields) if fields else target
     if _kind(v) == "local":
         return replace(
             target,
+            **fields,
             transport="local",
             python=target.python or _str(v.get("ansible_python_interpreter")),
         )
-    found = connection_options(target)
+    found = _options(v, target.name)
     proxied = found.proxy_command is not None and not target.jump and not target.proxy_command
     configured = found.config is not None and not (target.jump or found.jump)
     by_ssh = (proxied or configured) and target.transport == "ssh"
     return replace(
         target,
+        **fields,
         transport="openssh" if by_ssh else target.transport,
         host=target.host or found.host,
         port=target.port or found.port,
@@ -367,10 +375,11 @@ def address_problems(target: Target) -> list[str]:
         ("user", target.user, bool(target.user) and not valid_ruser(target.user or "")),
     ]
     for field, value, bad in checks:
+        if not (value and (bad or not value.isprintable() or " " in value)):
+            continue
         if any(_said_elsewhere(target.vars.get(k)) for k in _PARAMIKO_VARS[field]):
             continue  # field_problems names a vaulted or templated variable as such
-        if value and (bad or not value.isprintable() or " " in value):
-            out.append(f"{field} {shown(value)!r} is not a host or user name ssh accepts")
+        out.append(f"{field} {shown(value)!r} is not a host or user name ssh accepts")
     port = target.port
     if port is not None and not (isinstance(port, int) and 1 <= port <= 65535):
         # an ssh:// URL's `:0` passed urllib and connected to port 22 instead (round 16)

@@ -209,8 +209,9 @@ class Inventory:
                 resolved[key] = self._resolve(key, parents, depth)
             groups, group_vars = resolved[key]
             merged = {**group_vars, **target.vars}
-            done = replace(target, groups=tuple(g for g in groups if g != ALL), vars=merged)
-            out[name] = connection(done)
+            out[name] = connection(
+                target, groups=tuple(g for g in groups if g != ALL), vars=merged
+            )
         return out
 
     def _resolve(
