@@ -209,9 +209,7 @@ class Inventory:
                 resolved[key] = self._resolve(key, parents, depth)
             groups, group_vars = resolved[key]
             merged = {**group_vars, **target.vars}
-            out[name] = connection(
-                target, groups=tuple(g for g in groups if g != ALL), vars=merged
-            )
+            out[name] = connection(target, groups=tuple(g for g in groups if g != ALL), vars=merged)
         return out
 
     def _resolve(
