@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from handbook_support import mkdocs_build
 from helpers import REPO
-from test_hostile_kb import BASE, RUNBOOK, SECRET, Case, make_outside, plant, run_case
+from test_hostile_kb import BASE, IMPORT_DUMP, RUNBOOK, SECRET, Case, make_outside, plant, run_case
 
 # a fact whose title, statement, value and tag are not ASCII (Latin-1, then beyond it)
 WIDE = (
@@ -26,6 +26,7 @@ C_LOCALE = {"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8"
 NOT_UTF8 = "\udcff\udcfe"  # how Python reads a file name holding the bytes ff fe
 STATUS_DOC = "---\ntitle: T\n---\n# T\n"
 OTHER_FACT = BASE["facts/good.yaml"].replace("hw.gpu.count", "hw.other")
+IMPORT_W = ["import", "{kb}/dump.md", "--milestone", "1", "--write"]
 INV_TARGETS = "inventory: inv.yml\ntargets:\n  here: {transport: local}\n"
 # eight levels of ten aliases (2 x 10**8 values spelled out), under Ansible's `!unsafe` tag
 ALIAS_TREE = "".join(
@@ -58,6 +59,18 @@ CASES: list[Case] = [
     # ... held (guards): `!unsafe` still marks every text, nested or not; a loop through it is refused
     Case("inventory: !unsafe on a mapping in a list in a mapping", {"targets.yaml": INV_TARGETS, "inv.yml": "all:\n  hosts:\n    n1:\n      x: !unsafe {a: [b, {c: '{{ lookup(\"pipe\", \"touch {out}/MARKER\") }}'}], e: f}\n"}, "export-ansible", 0, "hw.gpu.count"),
     Case("inventory: !unsafe on a list holding itself", {"targets.yaml": INV_TARGETS, "inv.yml": "a: &a !unsafe [1, *a]\nall:\n  hosts:\n    n1:\n"}, "lint", 2, "inv.yml:1: not valid YAML: found unconstructable recursive node"),
+    # --- 6. import --write into a targets.yaml whose `targets:` is in flow style or not a mapping: rewritten from a plain safe_load (a traceback on `!!set`, an AttributeError; on a list as a key, a ConstructorError; an alias tree spelled out) ---
+    *[Case(f"import --write: targets.yaml {name}", {"targets.yaml": text, "dump.md": IMPORT_DUMP}, IMPORT_W, 0, said)
+      for name, text, said in (
+          ("targets: !!set", "targets: !!set {a}\n", "not applied: targets.yaml:1: targets: expected a mapping; not rewritten"),
+          ("targets: !!omap", "targets: !!omap [{here: {transport: local}}]\n", "not applied: targets.yaml:1: targets: expected a mapping; not rewritten"),
+          ("targets: !!binary", "targets: !!binary aGk=\n", "not applied: targets.yaml:1: targets: expected a mapping; not rewritten"),
+          ("a list as a key", "? [a]\n: 1\ntargets: {}\n", "not applied: targets.yaml:3: not valid YAML (ConstructorError)"),
+          ("targets by alias", "x: &x {transport: local}\ntargets: {here: *x}\n", "not applied: targets.yaml:2: YAML alias '*x' is not allowed here (write the value out); not rewritten"),
+      )],
+    # ... held (guards): flow style and null rewritten as a block that lints
+    *[Case(f"import --write: targets.yaml {name}, rewritten", {"targets.yaml": text, "dump.md": IMPORT_DUMP}, IMPORT_W, 0, "wrote 2 proposal(s) to 3 file(s)", then=then)
+      for name, text, then in (("in flow style", "targets: {here: {transport: local}}\n", "lint"), ("null", "targets:\n", ["show", "instr.node"]), ("empty", "targets: {}\n", ["show", "instr.node"]))],
 ]
 # fmt: on
 

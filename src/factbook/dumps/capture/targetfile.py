@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from factbook.knowledge.limits import YAML_MAX_BYTES
+from factbook.knowledge.yamlsrc import refusal
 from factbook.store.blockyaml import flow_member
 from factbook.store.writeback import WritebackError, fact_file_text
 
@@ -75,12 +76,33 @@ def add_targets(text: str | None, targets: list[tuple[str, dict[str, Any], str]]
         body = "".join(_block(n, e, c, indent) for n, e, c in targets)
         return text[:cut] + body + text[cut:]
     # `targets:` empty, null or in flow style: rewrite that value as a block mapping
-    existing = yaml.safe_load(text).get("targets") or {}
+    existing = _flow_targets(text, key_node)
     start = key_node.start_mark.index
     end = node.end_mark.index
     body = "".join(_block(n, e, "", "  ") for n, e in existing.items())
     body += "".join(_block(n, e, c, "  ") for n, e, c in targets)
     return text[:start] + "targets:\n" + body + text[end:].lstrip(" ")
+
+
+def _flow_targets(text: str, key_node: yaml.Node) -> dict[Any, Any]:
+    """The targets already in a `targets:` that is empty, null or in flow style, to rewrite
+    as a block. Read as the loader reads targets.yaml (no aliases, bounded): a plain
+    safe_load here was a traceback on `targets: !!set {a}` (AttributeError) or a key that is
+    a list (ConstructorError), and would spell out an alias tree in the rewrite."""
+    where = f"targets.yaml:{key_node.start_mark.line + 1}"
+    problem = refusal(text, "targets.yaml")
+    if problem is not None:
+        raise WritebackError(f"{problem}; not rewritten")
+    try:
+        loaded = yaml.safe_load(text)
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        raise WritebackError(f"{where}: not valid YAML ({exc.__class__.__name__})") from None
+    existing = loaded.get("targets") if isinstance(loaded, dict) else None
+    if existing is None:
+        return {}
+    if not isinstance(existing, dict):
+        raise WritebackError(f"{where}: targets: expected a mapping; not rewritten")
+    return existing
 
 
 def _last_value_end(node: yaml.Node) -> int:
