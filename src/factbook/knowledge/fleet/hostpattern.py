@@ -57,6 +57,8 @@ def is_ipv6(text: str) -> bool:
 
 def split_port(spec: str) -> tuple[str, int | None]:
     """`name:port` -> (name, port) where Ansible reads a port; else (spec, None)."""
+    if ":" not in spec:  # no port to read, whatever else the text is (most hosts)
+        return spec, None
     address, port = spec, None
     for pattern in (_BRACKETED_PORT, _HOST_PORT):  # both in turn, as Ansible applies them
         found = pattern.fullmatch(address)
@@ -92,6 +94,8 @@ def parse_host(spec: str) -> tuple[list[str], int | None]:
 def expand_range(pattern: str, limit: int = MAX_RANGE_HOSTS) -> list[str]:
     """`node-[01:03]` -> node-01, node-02, node-03; `[a:c]` letters; `[0:10:5]` a stride;
     several ranges multiply. PatternError beyond `limit` names, before any is made."""
+    if "[" not in pattern:  # no range: the name itself (most hosts)
+        return [pattern]
     parts = _segments(pattern)
     total = 1
     for part in parts:
