@@ -238,7 +238,12 @@ class _Writer:
         kind = type(value)
         members: list[tuple[str, str]] = []  # (key and colon, or "" in a list; value)
         if kind is dict:
-            for k, v in value.items():  # written as checked: a block one stops at its first
+            # a block one is known before any member is written (a fact's own mapping:
+            # its scalars were written here, then again as block lines)
+            for v in value.values():
+                if type(v) not in _SCALARS:
+                    return False
+            for k, v in value.items():
                 if type(k) is str:
                     written_key = _FLOW_KEY.get(k) or _string(k, True, True)
                 elif type(k) in _SCALARS:
