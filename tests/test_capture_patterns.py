@@ -210,3 +210,60 @@ def test_one_pattern_a_role_matches_where_its_words_did():
             assert bool(pattern.search(line)) == before, f"{role} on {line!r}"
             hits += before
         assert hits, role
+
+
+def test_a_heading_naming_no_rule_is_known_in_one_search() -> None:
+    """sections.classify's first search (any rule at all) answers as the rules in turn do."""
+    import random
+
+    from factbook.dumps.capture import sections
+
+    def in_turn(heading: str) -> object:
+        text = heading.lower()
+        for pattern, section in sections._COMPILED:
+            if pattern.search(text):
+                return section
+        return sections.DISCOVERIES if "discover" in text else None
+
+    words = [
+        "next",
+        "plan",
+        "todo",
+        "in",
+        "progress",
+        "blocked",
+        "(failed)",
+        "done",
+        "complete",
+        "pitfall",
+        "issues",
+        "results",
+        "files",
+        "paths",
+        "tokenizer",
+        "draft",
+        "model",
+        "software",
+        "version",
+        "hardware",
+        "decision",
+        "access",
+        "goal",
+        "context",
+        "notes",
+        "discoveries",
+        "fact",
+        "item",
+        "value",
+        "12",
+        "✅",
+        "🔄",
+        "baseline",
+        "benchmark",
+        "1.2",
+    ]
+    rng = random.Random(5)
+    for _ in range(20_000):
+        heading = " ".join(rng.choice(words) for _ in range(rng.randint(0, 4)))
+        heading = heading.replace(" ", "") if rng.random() < 0.3 else heading
+        assert sections.classify.__wrapped__(heading) == in_turn(heading), heading

@@ -72,12 +72,16 @@ RULES: list[tuple[str, Section]] = [
 ]
 DISCOVERIES = Section("software", generic=True)  # an unnamed discovery: placed by content
 _COMPILED = [(re.compile(p), s) for p, s in RULES]
+# any rule at all, in one search: most item labels (`fact 12: …`, each asked once) name none
+_ANY_RULE = re.compile("|".join(f"(?:{p})" for p, _ in RULES) + "|discover")
 
 
 @functools.lru_cache(maxsize=4096)  # a dump repeats its few headings on every item
 def classify(heading: str) -> Section | None:
     """The section a heading names, or None when it names none of the known ones."""
     text = heading.lower()
+    if _ANY_RULE.search(text) is None:
+        return None
     for pattern, section in _COMPILED:
         if pattern.search(text):
             return section
