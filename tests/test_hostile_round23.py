@@ -11,7 +11,19 @@ from pathlib import Path
 import pytest
 from handbook_support import mkdocs_build
 from helpers import REPO
-from test_hostile_kb import BASE, IMPORT_DUMP, RUNBOOK, SECRET, Case, make_outside, plant, run_case
+from test_hostile_kb import (
+    BASE,
+    COMMANDS,
+    IMPORT_DUMP,
+    RUNBOOK,
+    SECRET,
+    Case,
+    _in_process,
+    make_outside,
+    outside_tree,
+    plant,
+    run_case,
+)
 
 # a fact whose title, statement, value and tag are not ASCII (Latin-1, then beyond it)
 WIDE = (
@@ -212,3 +224,81 @@ def test_mkdocs_build_leaves_out_docs_files_named_in_bytes_not_utf8(tmp_path: Pa
         in log
     ), log[-3000:]
     assert (root / "site" / "index.html").is_file()
+
+
+def deepen(folder: Path, depth: int, leaf: str, text: str) -> None:
+    """`folder` grown by `depth` nested folders `d`, `leaf` holding `text` at the bottom: made
+    through descriptors, as no path that long can be named."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        leaf_fd = os.open(leaf, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(leaf_fd, text.encode())
+        os.close(leaf_fd)
+    finally:
+        os.close(fd)
+
+
+def flatten(folder: Path) -> None:
+    """Remove what deepen() made, without recursion (shutil.rmtree recurses per level)."""
+    chain = [os.open(folder, os.O_RDONLY)]
+    while "d" in os.listdir(chain[-1]):
+        chain.append(os.open("d", os.O_RDONLY, dir_fd=chain[-1]))
+    while len(chain) > 1:
+        fd = chain.pop()
+        for name in os.listdir(fd):
+            os.unlink(name, dir_fd=fd)
+        os.close(fd)
+        os.rmdir("d", dir_fd=chain[-1])
+    os.close(chain[0])
+
+
+DEEP = 2_500  # pathlib's rglob (Python 3.11) recurses per level: a RecursionError past ~1,000
+DEEP_FACT = BASE["facts/good.yaml"].replace("hw.gpu.count", "hw.deep")
+DEEP_CASES = [
+    # docs/: `docs` was a RecursionError traceback (copy_docs' rglob); lint walked it for over 60 s (realpath() of every folder of the chain)
+    ("docs", "x.md", "docs", 2, "docs: folders nested more than 100 deep; not read"),
+    ("docs", "x.md", "lint", 2, "mkdocs.yml:2: docs_dir: folders nested more than 100 deep"),
+    ("docs/status", "x.md", "docs", 2, "docs/status: folders nested more than 100 deep; not read"),
+    # facts/: every command was a RecursionError traceback from the listing in knowledge/kbcache.py and kb.py (files this round may not edit); the CLI's floor makes it one line
+    *[
+        ("facts", "x.yaml", c, 2, "nested too deeply to read (RecursionError)")
+        for c in ("lint", "list", "show", "status", "docs", "export-ansible", "verify-dry")
+    ],
+    # ... held (guards): a tree under checks/, runbooks/, results/runs/, templates/ or proposals/ is never walked
+    *[
+        (folder, "x.txt", c, 0, "")
+        for folder in ("checks", "runbooks", "results/runs", "templates", "proposals")
+        for c in ("lint", "docs", "status")
+    ],
+]
+
+
+@pytest.mark.parametrize(
+    ("folder", "leaf", "command", "code", "said"),
+    DEEP_CASES,
+    ids=[f"{f} {c}" for f, _, c, _, _ in DEEP_CASES],
+)
+def test_a_folder_tree_thousands_deep(
+    tmp_path: Path, folder: str, leaf: str, command: str, code: int, said: str
+) -> None:
+    """A folder of the knowledge base grown 2,500 folders deep (one `mkdir -p`): one line
+    and exit 2 where it is read, within 10 s, never a traceback or a walk without end."""
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, {"mkdocs.yml": "site_name: x\ndocs_dir: docs\n", "docs/index.md": "# hi\n"})
+    (root / folder).mkdir(parents=True, exist_ok=True)
+    before = outside_tree(out)
+    deepen(root / folder, DEEP, leaf, DEEP_FACT)
+    try:
+        argv = COMMANDS.get(command, [command])
+        got, output, _ = _in_process(["--root", str(root), *argv], 10)
+    finally:
+        flatten(root / folder)
+    assert got == code, output[-3000:]
+    assert said in output and "Traceback" not in output, output[-3000:]
+    assert outside_tree(out) == before

@@ -23,7 +23,14 @@ from typing import NoReturn
 
 from factbook.commands import streams
 from factbook.commands.extras import missing
-from factbook.errors import EXIT_INTERRUPTED, FactbookError, LintFailed, WriteFailed, visible
+from factbook.errors import (
+    EXIT_INTERRUPTED,
+    FactbookError,
+    InputError,
+    LintFailed,
+    WriteFailed,
+    visible,
+)
 from factbook.judging.sanitize import hide_url_passwords
 from factbook.knowledge.locate import resolve_root
 from factbook.store.stamps import FACTBOOK_VERSION as __version__
@@ -195,6 +202,9 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except RecursionError:  # the floor under the bounded walks and parsers: never a traceback
+        print(f"{prog}: error: {_TOO_DEEP}", file=sys.stderr)
+        return InputError.exit_code
     except OSError as exc:
         if isinstance(exc, streams.OutputClosed) or (
             exc.filename is None and exc.errno in _STREAM_FULL  # the output: > /dev/full
@@ -202,6 +212,15 @@ def run(argv: Sequence[str] | None = None, *, prog: str = "factbook") -> int:
             return _output_failed(prog, exc)
         print(f"{prog}: error: {_refused(exc)}", file=sys.stderr)
         return WriteFailed.exit_code
+
+
+# what a RecursionError says: Python's own recursion (pathlib's rglob over a folder tree
+# thousands deep, a parser over thousands of nested brackets) met something no bound before it
+# caught; each one found is bounded where it is read (knowledge/walk.py, yamlsrc's depth)
+_TOO_DEEP = (
+    "a folder tree or a value nested too deeply to read (RecursionError); "
+    "look for folders nested thousands deep in the knowledge base"
+)
 
 
 # what writing the standard output meets on a full disk (`factbook list > /dev/full`, a report

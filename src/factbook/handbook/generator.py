@@ -50,6 +50,7 @@ from factbook.judging.sanitize import for_document, loads_without_surrogates
 from factbook.knowledge.kb import load_kb_with_problems
 from factbook.knowledge.kbfiles import Refused, confined, escapes, read_bytes, read_text
 from factbook.knowledge.names import NOT_UTF8, undecodable
+from factbook.knowledge.walk import tree_glob
 from factbook.store.atomic import write_bytes_atomic
 from factbook.store.results import list_runs, load_latest
 
@@ -347,7 +348,7 @@ def copy_docs(docs_dir: Path, root: Path) -> tuple[dict[str, bytes], list[str]]:
     for each file left out: a link out of the knowledge base, a FIFO, a huge file."""
     found: dict[str, bytes] = {}
     refused: list[str] = []
-    for path in sorted(docs_dir.rglob("*")):
+    for path in tree_glob(docs_dir, "*", shown="docs"):
         if path.name.startswith(".") or (path.is_dir() and not path.is_symlink()):
             continue
         rel = path.relative_to(docs_dir).as_posix()

@@ -18,6 +18,7 @@ from factbook.handbook.runbookcache import RunbookCache, digest
 from factbook.judging.sanitize import finite_number, loads_without_surrogates
 from factbook.knowledge.kbfiles import Refused, check_readable, read_bytes, read_text
 from factbook.knowledge.names import undecodable
+from factbook.knowledge.walk import tree_glob
 from factbook.knowledge.yamlsrc import parse_located
 
 RUNBOOKS_DIR = "runbooks"
@@ -299,7 +300,7 @@ def load_status_docs(docs_dir: Path | None, milestones: dict[str, Any]) -> list[
     if docs_dir is None or not (docs_dir / STATUS_DIR).is_dir():
         return []
     out = []
-    for path in (docs_dir / STATUS_DIR).rglob("*.md"):
+    for path in tree_glob(docs_dir / STATUS_DIR, "*.md", shown=f"docs/{STATUS_DIR}"):
         if path.name == "index.md" or undecodable(path.as_posix()):  # copy_docs leaves it out
             continue
         try:
@@ -354,7 +355,7 @@ def guide_pages(docs_dir: Path | None, generated: set[str]) -> list[str]:
     if docs_dir is None or not docs_dir.is_dir():
         return []
     pages = []
-    for path in sorted(docs_dir.rglob("*.md")):
+    for path in tree_glob(docs_dir, "*.md", shown="docs"):
         uri = path.relative_to(docs_dir).as_posix()
         if uri.startswith(STATUS_DIR + "/") or uri in generated or uri in SECTION_GUIDES:
             continue

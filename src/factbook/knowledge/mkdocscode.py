@@ -47,6 +47,7 @@ from factbook.errors import Problem
 from factbook.knowledge.kb import KnowledgeBase
 from factbook.knowledge.kbfiles import Refused, escapes, read_text
 from factbook.knowledge.limits import YAML_MAX_BYTES, YAML_MAX_NODES
+from factbook.knowledge.walk import MAX_DEPTH
 from factbook.knowledge.yamlsrc import FastSafeLoader
 
 TRUST_ENV = "FACTBOOK_TRUST_MKDOCS_CODE"
@@ -427,16 +428,18 @@ def _walk_problem(node: yaml.Node, where: _Where) -> str | None:
     walk 2**N paths until names grow too long, `docs/r -> /` the whole machine. The walk
     here follows links as MkDocs does but enters each real folder once; a folder reached a
     second way, a link leading out of the knowledge base, or more than MAX_DOCS_FOLDERS
-    folders is named."""
+    folders is named. So is a tree deeper than MAX_DEPTH: MkDocs' recursive walk raises
+    RecursionError 1,000 levels down, and realpath() of each folder made a tree 2,500
+    levels deep a walk of minutes here."""
     if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
         return None  # `!relative` and the like: its folder is checked, not walked
     docs = where.folder / (node.value or "docs")
     if not docs.is_dir():
         return None
     seen = {os.path.realpath(docs)}
-    stack = [docs]
+    stack = [(docs, 0)]
     while stack:
-        folder = stack.pop()
+        folder, depth = stack.pop()
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
@@ -456,8 +459,10 @@ def _walk_problem(node: yaml.Node, where: _Where) -> str | None:
                 )
             if len(seen) >= MAX_DOCS_FOLDERS:
                 return f"docs_dir: more than {MAX_DOCS_FOLDERS:,} folders to walk"
+            if depth >= MAX_DEPTH:
+                return f"docs_dir: folders nested more than {MAX_DEPTH} deep"
             seen.add(real)
-            stack.append(Path(entry.path))
+            stack.append((Path(entry.path), depth + 1))
     return None
 
 

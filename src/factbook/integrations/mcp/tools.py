@@ -37,6 +37,7 @@ from factbook.knowledge.kb import KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.names import name_problem
 from factbook.knowledge.schema import CATEGORIES, STATUSES
+from factbook.knowledge.walk import tree_glob
 from factbook.store.results import load_latest
 from factbook.store.stamps import now_iso
 
@@ -141,7 +142,7 @@ class Toolbox:
     # --- the knowledge base, read again when its files change ------------------------
 
     def _files_signature(self) -> tuple[Any, ...]:
-        paths = sorted((self.root / "facts").rglob("*.yaml"))
+        paths = tree_glob(self.root / "facts", "*.yaml", shown="facts")
         paths += [self.root / "milestones.yaml", self.root / "targets.yaml"]
         out = []
         for path in paths:
