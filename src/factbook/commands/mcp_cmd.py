@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from factbook.commands import streams
 from factbook.errors import UsageError
 
 
@@ -34,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     root = Path(args.root)
+    if isinstance(sys.stdout, streams.ClosedOutput):  # on /dev/null: it would answer no one
+        raise streams.OutputClosed()
     if not (root / "facts").is_dir():
         raise UsageError(f"{root}: not a knowledge base (no facts/ folder); give --root")
     from factbook.integrations.mcp.settings import load_settings

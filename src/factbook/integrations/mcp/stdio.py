@@ -31,7 +31,6 @@ from mcp.server.stdio import stdio_server
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, jsonrpc_message_adapter
 from pydantic import ValidationError
 
-from factbook.commands.streams import ClosedOutput, OutputClosed
 from factbook.judging.sanitize import json_hidden_escaped, strings_in
 
 if TYPE_CHECKING:
@@ -208,10 +207,7 @@ class Outgoing:
 @contextlib.contextmanager
 def claimed_stdio() -> Iterator[Wire]:
     """The process's stdin and stdout as a Wire, fd 0 on /dev/null and fd 1 on stderr
-    meanwhile; both restored after. A server started with its stdout closed (held on /dev/null
-    by commands/streams.py) would answer no one: refused, one line."""
-    if isinstance(sys.stdout, ClosedOutput):
-        raise OutputClosed()
+    meanwhile; both restored after."""
     sys.stdout.flush()
     read_fd, write_fd = os.dup(0), os.dup(1)  # not inherited by children (PEP 446)
     null = os.open(os.devnull, os.O_RDONLY)
