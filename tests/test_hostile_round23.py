@@ -53,18 +53,17 @@ What was found (before -> after):
    traceback (pathlib's rglob recurses per level) and lint walked it for over 60 s (a
    realpath() per folder); now knowledge/walk.py lists without recursion, at most 100 deep
    (`docs: folders nested more than 100 deep; not read`), and lint names it at mkdocs.yml's
-   docs_dir (0.5 s). Under facts/: every command was a RecursionError traceback.
+   docs_dir (0.5 s). Under facts/: every command was a RecursionError traceback; now
+   kb.py, kbcache.py (listing), writeback.py and import's scratch copy list it with walk.py
+   too, and every command refuses it by name (`facts: folders nested more than 100 deep`).
+7. A fact file named in bytes that are not UTF-8 loaded, its name unusable as text in the
+   pages, links and JSON answers that name it; now lint names it (`not read: the file name
+   is not UTF-8 (rename it)`), as runbooks already were.
 
 Counts: 81 tests (42 table cases, 39 plain: 12 closed-stream runs, 1 real mkdocs build, 25
 deep trees, 1 naming check); 49 failed before the fixes, 31 held (guards), all clean now.
 Held (guards here): the other encodings and locales, `| head -1`, the cache links, the
-folders-for-files sweep, a fact file so named through every reader, the other deep folders,
-templates and markup.
-Not fixed here (files this round may not edit; diffs in the round's report): a facts/ tree
-thousands deep is listed by knowledge/kbcache.py (listing) and kb.py (_read_files) with
-rglob, and by store/writeback.py; the CLI's floor now makes its RecursionError one line and
-exit 2, without the folder's name. A fact file named in bytes that are not UTF-8 passes
-lint (kb.py could name it, as runbooks already are).
+folders-for-files sweep, the other deep folders, templates and markup.
 """
 
 from __future__ import annotations
@@ -127,9 +126,9 @@ CASES: list[Case] = [
     Case("docs: a status document named in bytes not UTF-8 is not copied", {f"docs/status/{NOT_UTF8}.md": STATUS_DOC}, "docs", 0, "status/\\udcff\\udcfe.md: not copied: the file name is not UTF-8"),
     Case("docs: a docs folder named in bytes not UTF-8 is not copied", {f"docs/{NOT_UTF8}/x.md": STATUS_DOC}, "docs", 0, "\\udcff\\udcfe/x.md: not copied: the file name is not UTF-8"),
     Case("status --out docs/status/: a document named in bytes not UTF-8 is left out of the index", {f"docs/status/{NOT_UTF8}.md": STATUS_DOC}, ["status", "--out", "{kb}/docs/status/s.md"], 0, "\\udcff\\udcfe.md: the file name is not UTF-8 (rename it); left out of the index", then="docs"),
-    # ... held (guards): every reading command over a fact file so named (lint shows the name escaped)
+    # ... every reading command over a fact file so named: not read, a lint problem naming it escaped (it loaded before, its name unusable in pages, links and JSON answers)
     *[Case(f"{c if isinstance(c, str) else ' '.join(c)}: a fact file named in bytes not UTF-8", {f"facts/{NOT_UTF8}.yaml": OTHER_FACT.replace("status: verified", "status: bogus")}, c, code, frag)
-      for c, code, frag in (("lint", 2, "facts/\\udcff\\udcfe.yaml:7: fact 'hw.other': status: 'bogus'"), (["lint", "--format", "github"], 2, "file=facts/\\udcff\\udcfe.yaml,line=7"), (["lint", "--format", "json"], 2, '"facts/\\\\udcff\\\\udcfe.yaml"'), ("list", 0, "hw.gpu.count"), (["show", "hw.other"], 2, "facts/\\udcff\\udcfe.yaml:7"), ("status", 0, "# Status"), ("export-ansible", 2, "facts/\\udcff\\udcfe.yaml:7"), ("verify-dry", 0, "hw.gpu.count"))],
+      for c, code, frag in (("lint", 2, "facts/\\udcff\\udcfe.yaml:1: not read: the file name is not UTF-8 (rename it)"), (["lint", "--format", "github"], 2, "file=facts/\\udcff\\udcfe.yaml,line=1"), (["lint", "--format", "json"], 2, '"facts/\\\\udcff\\\\udcfe.yaml"'), ("list", 0, "hw.gpu.count"), (["show", "hw.other"], 2, "no fact with id 'hw.other'"), ("status", 0, "# Status"), ("export-ansible", 2, "facts/\\udcff\\udcfe.yaml:1: not read"), ("verify-dry", 2, "facts/\\udcff\\udcfe.yaml:1: not read"))],
     # --- 5. a YAML inventory's `!unsafe` over an alias tree: the tag's walk spelled out every alias before load() measured the expansion (lint, list, verify still running after 60 s); now each shared list is marked once and the bound refuses it ---
     *[Case(f"inventory: !unsafe over 2 x 10**8 aliased values, {c if isinstance(c, str) else ' '.join(c)}", {"targets.yaml": INV_TARGETS, "inv.yml": UNSAFE_BOMB}, c, code, frag, isolated=True, max_s=20, max_rss_mb=300)
       for c, code, frag in (("lint", 2, "inv.yml: its aliases expand to more than 2000000 values"), ("list", 0, "warning: 1 lint problem(s)"), ("verify-dry", 2, "inv.yml: its aliases expand to more than 2000000 values"), ("export-ansible", 2, "inv.yml: its aliases expand"))],
@@ -330,9 +329,9 @@ DEEP_CASES = [
     ("docs", "x.md", "docs", 2, "docs: folders nested more than 100 deep; not read"),
     ("docs", "x.md", "lint", 2, "mkdocs.yml:2: docs_dir: folders nested more than 100 deep"),
     ("docs/status", "x.md", "docs", 2, "docs/status: folders nested more than 100 deep; not read"),
-    # facts/: every command was a RecursionError traceback from the listing in knowledge/kbcache.py and kb.py (files this round may not edit); the CLI's floor makes it one line
+    # facts/: every command was a RecursionError traceback from the listing in knowledge/kbcache.py and kb.py; now they list it with walk.py too, and every command refuses it by name
     *[
-        ("facts", "x.yaml", c, 2, "nested too deeply to read (RecursionError)")
+        ("facts", "x.yaml", c, 2, "facts: folders nested more than 100 deep; not read")
         for c in ("lint", "list", "show", "status", "docs", "export-ansible", "verify-dry")
     ],
     # ... held (guards): a tree under checks/, runbooks/, results/runs/, templates/ or proposals/ is never walked

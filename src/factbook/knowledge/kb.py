@@ -23,8 +23,9 @@ from factbook.knowledge.kbfiles import confined, escapes, outside_problem
 from factbook.knowledge.limits import PROBE_ARG_MAX
 from factbook.knowledge.locate import FACTS_DIR, find_root
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
-from factbook.knowledge.names import known_names, name_problem, shown
+from factbook.knowledge.names import NOT_UTF8, known_names, name_problem, shown, undecodable
 from factbook.knowledge.parsememo import TextMemo
+from factbook.knowledge.walk import tree_glob
 from factbook.knowledge.yamlsrc import (
     LocatedDoc,
     load_located,
@@ -299,8 +300,14 @@ def _read_files(root: Path) -> tuple[KnowledgeBase, list[Problem], list[_ParsedD
     kb.probes = {**builtin_probes(), **custom}
     docs: list[_ParsedDoc] = []
     facts_dir = root / FACTS_DIR
-    for path in sorted(facts_dir.rglob("*") if not escapes(facts_dir) else ()):
+    # without recursion: a tree thousands deep is refused by its name (NestedTooDeep, one
+    # line and exit 2 from every command), not a RecursionError
+    paths = tree_glob(facts_dir, "*", shown=FACTS_DIR) if not escapes(facts_dir) else []
+    for path in paths:
         display = path.relative_to(root).as_posix()
+        if undecodable(display):  # no page, link or JSON answer can name it as text
+            problems.append(Problem(display, 1, f"not read: {NOT_UTF8}"))
+            continue
         if path.suffix != ".yaml":
             if path.suffix.lower() in (".yaml", ".yml") and not path.name.startswith("."):
                 problems.append(

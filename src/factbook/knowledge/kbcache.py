@@ -48,6 +48,7 @@ from factbook.knowledge.fleet.inventory import Group
 from factbook.knowledge.kbfiles import escapes, read_bytes
 from factbook.knowledge.limits import INVENTORY_MAX_BYTES
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
+from factbook.knowledge.walk import NestedTooDeep, tree_glob
 from factbook.probes.scan import ProbeSpec
 from factbook.store.atomic import throwaway_writes, write_bytes_atomic
 
@@ -211,7 +212,12 @@ def listing(root: Path, layout: Layout) -> dict[str, Any]:
     trees = {}
     for folder, pattern in layout.trees:
         base = root / folder
-        names = base.rglob(pattern[3:]) if pattern.startswith("**/") else base.glob(pattern)
+        deep = pattern.startswith("**/")
+        try:  # without recursion: a tree too deep is a problem of the load, kept as found
+            names = tree_glob(base, pattern[3:]) if deep else list(base.glob(pattern))
+        except NestedTooDeep:
+            trees[folder] = None
+            continue
         trees[folder] = sorted(p.relative_to(root).as_posix() for p in names)
     return {"files": present, "trees": trees}
 

@@ -21,6 +21,11 @@ MAX_DEPTH = 100  # folders inside one folder of a knowledge base; no team nests 
 class NestedTooDeep(InputError):
     """A folder tree deeper than MAX_DEPTH: not listed."""
 
+    why = f"folders nested more than {MAX_DEPTH} deep; not read"
+
+    def __init__(self, where: str) -> None:
+        super().__init__(f"{where}: {self.why}")
+
 
 def tree_glob(folder: Path, pattern: str = "*", *, shown: str | None = None) -> list[Path]:
     """`sorted(folder.rglob(pattern))`, walked with a stack; NestedTooDeep past MAX_DEPTH
@@ -43,9 +48,6 @@ def tree_glob(folder: Path, pattern: str = "*", *, shown: str | None = None) -> 
                 real_folder = False
             if real_folder:
                 if depth + 1 > MAX_DEPTH:
-                    where = shown if shown is not None else os.fspath(folder)
-                    raise NestedTooDeep(
-                        f"{where}: folders nested more than {MAX_DEPTH} deep; not read"
-                    )
+                    raise NestedTooDeep(shown if shown is not None else os.fspath(folder))
                 stack.append((entry.path, depth + 1))
     return sorted(found)

@@ -32,6 +32,7 @@ from factbook.knowledge.kb import fact_file_answer, keep_fact_file_answer, porta
 from factbook.knowledge.limits import YAML_MAX_BYTES
 from factbook.knowledge.locate import find_root
 from factbook.knowledge.schema import fact_problem
+from factbook.knowledge.walk import tree_glob
 from factbook.knowledge.yamlsrc import (
     FastSafeLoader,
     MemoResolver,
@@ -308,7 +309,7 @@ def find_fact_file(root: Path, fact_id: str) -> Path:
 def _locate(root: Path, fact_id: str) -> tuple[Path, str, yaml.Node, yaml.MappingNode]:
     """The file defining `fact_id`, its text, its composed document and the fact's node: the
     one parse that found the fact serves the edit too."""
-    for path in sorted((Path(root) / "facts").rglob("*.yaml")):
+    for path in tree_glob(Path(root) / "facts", "*.yaml", shown="facts"):
         text = path.read_text(encoding="utf-8")
         if fact_id not in text:
             continue
@@ -879,7 +880,7 @@ def update_facts(root: Path | str, updates: list[FactUpdate]) -> tuple[list[Fact
         else:
             wanted[update.fact_id] = update
     done: list[FactUpdate] = []
-    for path in sorted((root / "facts").rglob("*.yaml")) if wanted else []:
+    for path in tree_glob(root / "facts", "*.yaml", shown="facts") if wanted else []:
         with file_lock(path):
             text = fact_file_text(path, root)
             if not any(fact_id in text for fact_id in wanted):
