@@ -36,7 +36,7 @@ import yaml
 
 from factbook.errors import INVISIBLE_CHARS, Problem
 from factbook.judging.sanitize import first_hidden
-from factbook.knowledge.kbfiles import outside_problem
+from factbook.knowledge.kbfiles import Refused, Swapped, open_checked, outside_problem
 from factbook.knowledge.limits import YAML_MAX_BYTES, YAML_MAX_DEPTH, YAML_MAX_NODES
 
 MAX_BYTES = YAML_MAX_BYTES  # the bounds live in limits.py, shared with every YAML writer
@@ -82,6 +82,29 @@ def _beyond_float(value: int) -> bool:
 
 
 _PLAIN_TAGS = frozenset({"tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"})
+
+# Plain scalars YAML 1.1 (PyYAML) reads as numbers that no YAML 1.2 reader, nor a person,
+# reads so: `017` is 15 (octal), `1:30` is 90 and `12:30:00` 45000 (base 60). A fact's
+# `value: 12:30`, a milestone `id: 017`, a regex `017` or a redact.yaml secret `01234567`
+# became another number than the file shows, silently (round 24). Such a scalar is refused
+# at its line: quote it, or write the number as it is meant.
+_SURPRISING_NUMBER = re.compile(r"[-+]?(?:0[0-7_]+|[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?)")
+_NUMBER_TAGS = frozenset({"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"})
+
+
+def _surprising_number(node: yaml.Node, value: Any) -> str | None:
+    """Why a plain `node` (its style None, or libyaml's "") read as the number `value` reads
+    as another than it shows."""
+    text = node.value
+    if node.style or node.tag not in _NUMBER_TAGS or not _SURPRISING_NUMBER.fullmatch(text):
+        return None
+    kind = "base 60" if ":" in text else "octal"
+    written = value if isinstance(value, int) else repr(value)
+    return (
+        f"invalid value: {text} is read as the number {written} (YAML 1.1 {kind}); "
+        f"quote it ('{text}') or write {written}"
+    )
+
 
 PathKey = tuple[Any, ...]
 T = TypeVar("T")
@@ -227,6 +250,10 @@ def _scalar(
         value = known(ctor, node) if known is not None else ctor.construct_object(node, deep=True)
         if isinstance(value, int) and _beyond_float(value):  # 400 digits, 0x + 4000
             problems.append(Problem(doc.file, line, BEYOND_FLOAT))
+            return None
+        surprising = _surprising_number(node, value) if known is not None else None
+        if surprising is not None:
+            problems.append(Problem(doc.file, line, surprising))
             return None
         return value
     except yaml.MarkedYAMLError as exc:
@@ -768,8 +795,18 @@ def read_text_bounded(
             return "", Problem(display, 1, "is a folder, not a file")
         if not stat.S_ISREG(mode):  # a FIFO would block forever, /dev/zero never end
             return "", Problem(display, 1, "not a regular file; refusing to read it")
-        with open(path, "rb") as handle:
+        # what is opened is checked again once open: the path may have been swapped for a
+        # link out, a FIFO or a folder since the checks above (kbfiles.open_checked)
+        fd, st = open_checked(path)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(st.st_mode):
+                return "", Problem(display, 1, "not a regular file; refusing to read it")
             data = handle.read(limit + 1)
+    except Swapped:
+        return "", Problem(display, 1, "replaced while being opened; refusing to read it")
+    except Refused:
+        escaped = outside_problem(path, display)
+        return "", escaped or Problem(display, 1, "replaced while being opened; not read")
     except OSError as exc:
         return "", Problem(display, 1, f"cannot read file: {exc.strerror or exc}")
     if len(data) > limit:
