@@ -234,7 +234,18 @@ def _approx_arg(arg: Any, where: str) -> list[str]:
     return []
 
 
+def _text_arg(arg: Any, where: str) -> list[str]:
+    """A regex or a version specifier is text: YAML reads `version: 2.10` as the float 2.1
+    and `regex: yes` as True, which `str()` then made `2.1` and `True`, silently another
+    pattern than the file shows (round 24)."""
+    if isinstance(arg, str):
+        return []
+    return [f"{where}: expected a string, got {_quoted(arg)} (quote it)"]
+
+
 def _regex_arg(arg: Any, where: str) -> list[str]:
+    if not isinstance(arg, str):
+        return _text_arg(arg, where)
     try:
         userregex.compile_user(str(arg))  # `re`'s syntax and messages, bounded, then `regex`
     except userregex.PatternError as exc:
@@ -252,6 +263,8 @@ def _bool_arg(arg: Any, where: str) -> list[str]:
 
 
 def _version_arg(arg: Any, where: str) -> list[str]:
+    if not isinstance(arg, str):
+        return _text_arg(arg, where)
     try:
         parse_specifier(str(arg))
     except ValueError as exc:

@@ -380,6 +380,10 @@ def _problems(
                 said = f"unknown key '{yaml_key(key)}' (known: {known})"
                 problems.append(doc.problem((*path, key), said))
             elif isinstance(extra, dict):
+                if type(key) is not str:  # a name: `1:`, `~:`, `yes:` are not the text shown
+                    said = f"{pre}key {yaml_key(key)} is read as {_describe(key)}, not a name"
+                    problems.append(doc.problem((*path, key), f"{said} (quote it)"))
+                    continue
                 problems += _problems(sub, extra, doc, (*path, key), sub_label)
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
@@ -498,7 +502,9 @@ def _compile(schema: Any) -> Callable[[Any], bool]:
             if check is not None:
                 if not check(sub):
                     return False
-            elif extra is False or (extra_check is not None and not extra_check(sub)):
+            elif extra is False or (
+                extra_check is not None and (type(key) is not str or not extra_check(sub))
+            ):
                 return False
         return True
 
