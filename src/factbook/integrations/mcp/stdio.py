@@ -117,6 +117,10 @@ def judge(line: bytes) -> str | Refusal | None:
         return Refusal(INVALID_REQUEST, "Invalid Request: batches are not part of MCP")
     if not isinstance(value, dict):
         return Refusal(INVALID_REQUEST, "Invalid Request: a message is a JSON object")
+    if "method" in value and "id" in value and _id(value) is None:
+        # `"id": {"a": 1}`, 1.5, true or null validated as a notification, which the SDK
+        # dropped unanswered: the client waited for ever (round 24)
+        return Refusal(INVALID_REQUEST, "Invalid Request: id: a string or an integer (MCP)")
     try:
         jsonrpc_message_adapter.validate_json(text, by_name=False)
     except ValidationError as exc:

@@ -134,6 +134,10 @@ class Toolbox:
         self.settings = settings if settings is not None else load_settings(self.root)
         self.run_kb_probes = run_kb_probes  # the command line's choice, never factbook.yaml's
         self._lock = threading.Lock()
+        # one write at a time: tool calls run in threads, and two proposals of one fact file
+        # raced past each other's "changed while importing" guard (round 24: 32 of 40
+        # pipelined writes refused, `run again`); other processes are still met by the guard
+        self._writing = threading.RLock()
         self._signature: tuple[Any, ...] | None = None
         self._kb: KnowledgeBase | None = None
         self._index: SearchIndex | None = None
@@ -474,9 +478,10 @@ class Toolbox:
     def _submit(self, item: Any, reason: str) -> dict[str, Any]:
         from factbook.dumps.capture.review import submit
 
-        done = submit(
-            self.root, item, origin="mcp", reason=reason, write_facts=self.settings.write_facts
-        )
+        with self._writing:
+            done = submit(
+                self.root, item, origin="mcp", reason=reason, write_facts=self.settings.write_facts
+            )
         out: dict[str, Any] = {"summary": done.summary, "diff": done.diff}
         if done.written:
             out["written"] = [p.relative_to(self.root).as_posix() for p in done.written]
@@ -545,6 +550,19 @@ class Toolbox:
         status: str | None = None,
         fields: dict[str, Any] | None = None,
         milestone: str | None = None,
+    ) -> dict[str, Any]:
+        with self._writing:  # the fact as read is the fact changed
+            return self._change(id, reason, value, unit, status, fields, milestone)
+
+    def _change(
+        self,
+        id: str,
+        reason: str,
+        value: Any,
+        unit: str | None,
+        status: str | None,
+        fields: dict[str, Any] | None,
+        milestone: str | None,
     ) -> dict[str, Any]:
         from factbook.dumps.capture.propose import history_with
         from factbook.dumps.capture.review import FactChange
