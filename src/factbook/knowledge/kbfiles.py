@@ -111,31 +111,46 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getatt
 
 
 def open_checked(path: Path | str, root: Path | str | None = None) -> tuple[int, os.stat_result]:
-    """A descriptor on `path` and its fstat, where what was opened is what the path leads to
-    inside the root once it is open. Checking where a path leads, then opening it, left a
-    window: a fact file swapped for a link to /etc/shadow in between was read, and its first
-    line echoed by lint (round 24: 7 of 288 runs under a swapping loop). Here the open comes
-    first, then where the path leads now (inside the root, or `Refused`) and which file that
-    is (the one opened, or `Swapped`). Opened without blocking, so a FIFO swapped in is
-    found by the caller's mode check instead of waiting for a writer. Raises OSError."""
+    """A descriptor on `path` and its fstat, where what was opened lies inside the root.
+    Checking where a path leads, then opening it, left a window: a fact file swapped for a
+    link to /etc/shadow in between was read, and its first line echoed by lint (round 24: 7
+    of 288 runs under a swapping loop). Here the open comes first, then where the file
+    opened is: the kernel's own name for the descriptor (/proc/self/fd), else where the path
+    leads now and that this is the file opened (lstat: a link swapped back in is not
+    followed). Outside: `Refused`; another file: `Swapped`. Opened without blocking, so a
+    FIFO swapped in is found by the caller's mode check, not waited on. Raises OSError."""
     fd = os.open(path, _OPEN_FLAGS)
     try:
         st = os.fstat(fd)
         base = Path(os.path.realpath(root)) if root is not None else _ROOT.get()
         if base is not None:
-            real = Path(os.path.realpath(path))
-            if real != base and base not in real.parents:
-                raise Refused(f"{path}: resolves to {real}, outside the knowledge base; not read")
-            try:
-                now = os.stat(real)
-            except OSError:
-                now = None
-            if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-                raise Swapped(f"{path}: replaced while being opened; not read")
+            _check_opened(fd, st, path, base)
     except BaseException:
         os.close(fd)
         raise
     return fd, st
+
+
+def _check_opened(fd: int, st: os.stat_result, path: Path | str, base: Path) -> None:
+    """Refused or Swapped unless the file open on `fd` lies inside `base`."""
+    try:
+        named = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        named = None
+    if named is not None and named.startswith("/"):
+        real = Path(named.removesuffix(" (deleted)"))
+        if real != base and base not in real.parents:
+            raise Refused(f"{path}: resolves to {real}, outside the knowledge base; not read")
+        return
+    real = Path(os.path.realpath(path))
+    if real != base and base not in real.parents:
+        raise Refused(f"{path}: resolves to {real}, outside the knowledge base; not read")
+    try:
+        now = os.lstat(real)
+    except OSError:
+        now = None
+    if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        raise Swapped(f"{path}: replaced while being opened; not read")
 
 
 def _read_checked(path: Path | str, root: Path | str | None, size: int) -> bytes:

@@ -783,7 +783,10 @@ def read_text_bounded(
     reported at its line. While a knowledge base is read (`kbfiles.confined`), a path that
     resolves outside it is refused before it is opened.
     """
-    escaped = outside_problem(path, display)
+    try:
+        escaped = outside_problem(path, display)
+    except OSError as exc:  # realpath's readlink of a link swapped for a file: EINVAL
+        return "", Problem(display, 1, f"cannot read file: {exc.strerror or exc}")
     if escaped is not None:
         return "", escaped
     reads = _READS.get()
@@ -804,9 +807,9 @@ def read_text_bounded(
             data = handle.read(limit + 1)
     except Swapped:
         return "", Problem(display, 1, "replaced while being opened; refusing to read it")
-    except Refused:
-        escaped = outside_problem(path, display)
-        return "", escaped or Problem(display, 1, "replaced while being opened; not read")
+    except Refused as exc:
+        where = str(exc).partition(": ")[2].split(", outside")[0]  # "resolves to REAL"
+        return "", Problem(display, 1, f"{where}, outside the knowledge base; refusing to read it")
     except OSError as exc:
         return "", Problem(display, 1, f"cannot read file: {exc.strerror or exc}")
     if len(data) > limit:
