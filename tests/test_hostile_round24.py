@@ -61,6 +61,12 @@ What was found (before -> after):
    refused (`facts/good.yaml: changed while importing; nothing written, run again`), as the
    guard against other writers met the server's own. Now one server writes one at a time:
    40 of 40 written, lint clean.
+Counts: 188 table cases and 12 plain tests (3 xfail, below). Failing before the fixes: the
+53 YAML 1.1 number cases and the 5 `target named` and 1 group case, 7 expectation cases (1
+more refused by the free-form check before), the 5 MCP id tests, the pipelined writes and
+the swap race; the rest held. The scratch sweeps behind them: ~250 zoo inputs x 11
+commands, 432 MCP tool calls and 45 raw messages, 9 concurrent and 18 interrupted imports,
+354 commands under the swapping loop.
 Held (guards here): every other zoo input (no traceback, one located line; dates, bools,
 nulls, nan and bytes where a string is expected are refused by lint; merge keys, tags,
 complex keys, streams, directives, tabs, mid-file BOMs refused at their line); the 432 tool
