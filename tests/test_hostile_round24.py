@@ -61,10 +61,10 @@ What was found (before -> after):
    refused (`facts/good.yaml: changed while importing; nothing written, run again`), as the
    guard against other writers met the server's own. Now one server writes one at a time:
    40 of 40 written, lint clean.
-Counts: 188 table cases and 12 plain tests (3 xfail, below). Failing before the fixes: the
-53 YAML 1.1 number cases and the 5 `target named` and 1 group case, 7 expectation cases (1
-more refused by the free-form check before), the 5 MCP id tests, the pipelined writes and
-the swap race; the rest held. The scratch sweeps behind them: ~250 zoo inputs x 11
+Counts: 188 table cases and 12 plain tests (3 of them xfail, below). Against round 23's
+sources, 43 failed: 21 YAML 1.1 number cases (lint and export-ansible of each input, the
+redact.yaml secret), 7 expectation cases, 7 name cases, the 5 MCP ids, the pipelined writes,
+the swap race and the FIFO one (open_checked is new); the other 154 held. The scratch sweeps behind them: ~250 zoo inputs x 11
 commands, 432 MCP tool calls and 45 raw messages, 9 concurrent and 18 interrupted imports,
 354 commands under the swapping loop.
 Held (guards here): every other zoo input (no traceback, one located line; dates, bools,
