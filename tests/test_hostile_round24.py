@@ -64,8 +64,8 @@ What was found (before -> after):
 Counts: 188 table cases and 12 plain tests (3 of them xfail, below). Against round 23's
 sources, 43 failed: 21 YAML 1.1 number cases (lint and export-ansible of each input, the
 redact.yaml secret), 7 expectation cases, 7 name cases, the 5 MCP ids, the pipelined writes,
-the swap race and the FIFO one (open_checked is new); the other 154 held. The scratch sweeps behind them: ~250 zoo inputs x 11
-commands, 432 MCP tool calls and 45 raw messages, 9 concurrent and 18 interrupted imports,
+the swap race and the FIFO one (open_checked is new); the other 154 held. The scratch
+sweeps behind them: ~250 zoo inputs x 11 commands, 432 MCP tool calls and 45 raw messages, 9 concurrent and 18 interrupted imports,
 354 commands under the swapping loop.
 Held (guards here): every other zoo input (no traceback, one located line; dates, bools,
 nulls, nan and bytes where a string is expected are refused by lint; merge keys, tags,
