@@ -61,7 +61,11 @@ What was found (before -> after):
    refused (`facts/good.yaml: changed while importing; nothing written, run again`), as the
    guard against other writers met the server's own. Now one server writes one at a time:
    40 of 40 written, lint clean.
-Counts: 188 table cases and 12 plain tests (3 of them xfail, below). Against round 23's
+7. `targets.yaml: inventory: 2026-12-07` (or a bool, a float) was a TypeError traceback out of
+   every command (knowledge/fleet/load.py iterated `inventory:` whatever its type); now the
+   schema's line alone (applied from the round's report).
+
+Counts: 188 table cases and 12 plain tests. Against round 23's
 sources, 43 failed: 21 YAML 1.1 number cases (lint and export-ansible of each input, the
 redact.yaml secret), 7 expectation cases, 7 name cases, the 5 MCP ids, the pipelined writes,
 the swap race and the FIFO one (open_checked is new); the other 154 held. The scratch
@@ -74,11 +78,10 @@ calls and the other raw messages (a JSON-RPC or tool error each, no traceback on
 the concurrent and interrupted writers (every file lints after, no `.tmp` left, the next
 import writes); `0o17`, `0x1f`, `1_000` (read as YAML 1.1 and 1.2 agree, or as a string).
 
-Not fixed here (files this round may not edit; proposals in the round's report):
-`targets.yaml: inventory: 017` (or a date, a bool, a float) is a TypeError traceback out of
-every command (knowledge/fleet/load.py iterates `inventory:` whatever its type; the xfail
-test below flips when it is fixed); dumps/capture/propose.py says "changed while importing"
-for an MCP or proposals write too, and names the file by its absolute path; runbook front
+dumps/capture/propose.py said "changed while importing" for an MCP or proposals write too,
+naming the file by its absolute path; now `facts/x.yaml: changed since it was read`.
+
+Not fixed here: runbook front
 matter and cell options are read by jupytext (YAML 1.1: `step_timeout: 1:30` is 90), which
 yamlsrc's number check does not see.
 """
@@ -286,10 +289,6 @@ def test_cases_named_once() -> None:
     assert len({c.name for c in CASES}) == len(CASES)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="knowledge/fleet/load.py iterates `inventory:` whatever its type (not this round's file)",
-)
 @pytest.mark.parametrize("value", ["2026-12-07", "true", "1.5"])
 def test_an_inventory_that_is_not_a_list_is_one_line(tmp_path: Path, value: str) -> None:
     """`inventory: true` in targets.yaml: a TypeError traceback out of lint, list, status

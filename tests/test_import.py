@@ -333,8 +333,11 @@ def test_write_refuses_a_file_changed_since_it_was_read(tmp_path: Path) -> None:
     result = plan_import(root, dump, "4504")
     path = root / "facts" / "bench.yaml"
     path.write_text(path.read_text(encoding="utf-8") + "\n# edited meanwhile\n", encoding="utf-8")
-    with pytest.raises(InputError, match="changed while importing"):
+    with pytest.raises(InputError, match="changed since it was read") as refused:
         write(result.applied)
+    assert str(refused.value).startswith("facts/bench.yaml: "), (
+        "named as the knowledge base names it"
+    )
     assert "until" not in path.read_text(encoding="utf-8")
 
 

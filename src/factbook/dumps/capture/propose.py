@@ -519,7 +519,8 @@ def write(applied: Applied) -> list[Path]:
     """Write the changed fact files, each atomically, refusing any changed since read."""
     for path, original in applied.originals.items():
         if _current(path) != original:
-            raise InputError(f"{path}: changed while importing; nothing written, run again")
+            name = applied.names.get(path, str(path))  # as the knowledge base names it
+            raise InputError(f"{name}: changed since it was read; nothing written, run again")
     for path, text in applied.texts.items():  # each one read back by the loader (limits.py)
         problem = unreadable_if_written(text, str(path))
         if problem is not None:
@@ -529,7 +530,8 @@ def write(applied: Applied) -> list[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(path):
             if _current(path) != applied.originals[path]:
-                raise InputError(f"{path}: changed while importing; stopped before writing it")
+                name = applied.names.get(path, str(path))
+                raise InputError(f"{name}: changed since it was read; stopped before writing it")
             write_text_atomic(path, text)
         written.append(path)
     return written

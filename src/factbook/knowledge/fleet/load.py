@@ -39,6 +39,8 @@ def load_targets_file(
     problems += schema.validate(doc.data, schema.TARGETS_SCHEMA, doc)
     data = doc.data if isinstance(doc.data, dict) else {}
     sources = data.get("inventory") or []
+    if not isinstance(sources, (str, list)):
+        sources = []  # a date, a bool, a number: schema.validate named it at its line
     for i, source in enumerate([sources] if isinstance(sources, str) else sources):
         if not isinstance(source, str):
             continue
