@@ -71,6 +71,15 @@ def test_init_refuses_a_non_empty_folder(started: Path) -> None:
     assert "exists and is not empty" in err
 
 
+@pytest.mark.parametrize("folder", ["new\nkb", "a\x1b[31m", "x" * 101])
+def test_init_refuses_a_bad_name_before_making_the_folder(tmp_path: Path, folder: str) -> None:
+    """A folder name that cannot be the handbook's name is refused with nothing left behind
+    (the folder was made first, and stayed empty after the refusal)."""
+    code, _out, err = cli(tmp_path, "init", str(tmp_path / folder), "--no-discover")
+    assert code == 2 and "one line of at most 100 characters" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_lint_verify_status_in_the_new_kb(started: Path) -> None:
     code, out, err = cli(started, "lint")
     assert code == 0, out + err

@@ -60,12 +60,12 @@ def create_kb(
 
     `install`: how its CI installs factbook (default: as this copy was installed)."""
     root = Path(dest).resolve()
-    _new_folder(root)
     name = name or root.name
-    if first_hidden(name) or "\n" in name or len(name) > 100:
+    if first_hidden(name) or "\n" in name or len(name) > 100:  # refused before any folder is made
         raise UsageError(
             f"--name {name!r}: one line of at most 100 characters, no control characters"
         )
+    _new_folder(root)
     source, gone = install or detect(), ""
     if install is None and source.kind == "file" and not Path(source.spec).is_file():
         gone = f"note: {source.spec}, which factbook was installed from, is gone; "
