@@ -457,3 +457,29 @@ def test_hints_survive_html_safety_and_fact_text_cannot_forge_one(tmp_path: Path
     line = next(x for x in out.read_text().splitlines() if "~96GB VRAM each)." in x)
     assert '&lt;!-- fb {"id": "x.forged"' in line
     assert re.findall(r'<!-- fb \{"id": "([^"]+)"', line) == ["goal.deploy-optimize-moe"]
+
+
+def test_a_file_line_in_backticks_keeps_its_path_without_them(tmp_path: Path) -> None:
+    """`- \\`scripts/run.sh\\` — launcher` under Relevant files: the path is what the code
+    span holds (relative, `./` or `../` paths were written with their backticks), the
+    purpose what follows the dash; an absolute one as before."""
+    import yaml
+
+    root = empty_kb(tmp_path / "kb")
+    dump = tmp_path / "dump.md"
+    dump.write_text(
+        "# Status\n\n## Relevant files\n\n- `scripts/run.sh` — launcher\n"
+        "- `./ckpt/model.pt` — weights\n- `../shared/my notes.md` — notes\n"
+        "- `/data/x.bin` — data\n",
+        encoding="utf-8",
+    )
+    code = run(["--root", str(root), "import", str(dump), "--milestone", "4504", "--write"])
+    assert code == 0
+    facts = yaml.safe_load((root / "facts" / "inventory.yaml").read_text(encoding="utf-8"))
+    found = {f["path"]: f.get("purpose") for f in facts["facts"]}
+    assert found == {
+        "scripts/run.sh": "launcher",
+        "./ckpt/model.pt": "weights",
+        "../shared/my notes.md": "notes",
+        "/data/x.bin": "data",
+    }, found

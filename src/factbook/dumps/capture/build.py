@@ -338,11 +338,17 @@ def _rationale(text: str) -> str | None:
     return found.group(1).strip() if found else None
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
 def _inventory(entry: Entry, found: Extracted) -> dict[str, Any]:
     fields = entry.fields
     path = fields.get("path") or found.keys.get("path")
-    if not path:
-        first = entry.text.split(" — ")[0].split()[0] if entry.text.split() else ""
+    if not path:  # the line's first word, or its first `code span` (the backticks are not
+        # the path's: `scripts/run.sh` was written as the path '`scripts/run.sh`')
+        quoted = _CODE_SPAN.match(entry.text)
+        words = entry.text.split(" — ")[0].split()
+        first = quoted.group(1) if quoted else (words[0] if words else "")
         path = first if re.search(r"[/.]", first) else None
     keys: dict[str, Any] = {}
     if path:
