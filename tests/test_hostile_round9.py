@@ -174,7 +174,7 @@ CASES: list[Case] = [
     Case("lint: a target config whose text_config is a list", draft('{"architectures": ["LlamaForCausalLMEagle3"]}', '{"architectures": ["X"], "text_config": [1]}'), "lint", 0, "ok: 1 facts"),
     Case("lint: a draft config nested 100,000 deep", draft("[" * 100_000 + "]" * 100_000), "lint", 0, "ok: 1 facts"),
     # init into a folder no filesystem call takes: OSError and RecursionError tracebacks
-    Case("init: a folder name too long for the filesystem", {}, ["init", "--no-discover", "{kb}/new/" + "d" * 300], 2, "cannot create it (File name too long)"),
+    Case("init: a folder name too long for the filesystem", {}, ["init", "--no-discover", "--name", "x", "{kb}/new/" + "d" * 300], 2, "cannot create it (File name too long)"),
     Case("init: a folder 2,000 levels deep", {}, ["init", "--no-discover", "{kb}/new/" + "/".join(["d"] * 2000)], 2, "too many folders to create at once"),
     # a draft config handed to `eagle3`: read whole and unguarded
     Case("eagle3 summary: a config nested 100,000 deep", {"deep.json": "[" * 100_000 + "]" * 100_000}, ["eagle3", "summary", "{kb}/deep.json"], 2, "deep.json:1: invalid JSON: nested too deeply"),

@@ -78,6 +78,7 @@ def test_init_refuses_a_bad_name_before_making_the_folder(tmp_path: Path, folder
     code, _out, err = cli(tmp_path, "init", str(tmp_path / folder), "--no-discover")
     assert code == 2 and "one line of at most 100 characters" in err, err
     assert list(tmp_path.iterdir()) == []
+    assert len(err) < 300, "a long name is quoted by its head"
 
 
 def test_lint_verify_status_in_the_new_kb(started: Path) -> None:

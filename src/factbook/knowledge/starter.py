@@ -63,7 +63,7 @@ def create_kb(
     name = name or root.name
     if first_hidden(name) or "\n" in name or len(name) > 100:  # refused before any folder is made
         raise UsageError(
-            f"--name {name!r}: one line of at most 100 characters, no control characters"
+            f"--name {shown(name)!r}: one line of at most 100 characters, no control characters"
         )
     _new_folder(root)
     source, gone = install or detect(), ""
