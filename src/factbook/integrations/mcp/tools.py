@@ -14,6 +14,7 @@ rebuilt with it.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import threading
@@ -124,6 +125,24 @@ def _short(value: Any, limit: int = MAX_OBSERVED) -> Any:
     return value if len(text) <= limit else text[:limit] + "... (truncated)"
 
 
+# the modules tools import when first called, imported once before any tool runs: tool calls
+# run in threads, and two calls importing them for the first time at once met Python's
+# import deadlock detection (`_DeadlockError` on factbook.dumps.capture.propose, in CI under
+# load), these modules importing one another
+_IMPORTED_BY_TOOLS = (
+    "factbook.api",
+    "factbook.dumps.capture.propose",
+    "factbook.dumps.capture.review",
+    "factbook.integrations.kb_probes",
+    "factbook.knowledge.fleet.load",
+    "factbook.serving.sglang.flags",
+    "factbook.serving.sglang.launch",
+    "factbook.verification.engine",
+    "factbook.verification.run",
+    "factbook.verification.targets",
+)
+
+
 class Toolbox:
     """The tools over the knowledge base at `root`; thread-safe (tools run in threads)."""
 
@@ -142,6 +161,8 @@ class Toolbox:
         self._kb: KnowledgeBase | None = None
         self._index: SearchIndex | None = None
         self._latest: tuple[Any, dict[str, Any]] = (None, {})
+        for module in _IMPORTED_BY_TOOLS:  # here, in one thread (see _IMPORTED_BY_TOOLS)
+            importlib.import_module(module)
 
     # --- the knowledge base, read again when its files change ------------------------
 
