@@ -48,7 +48,7 @@ from factbook.knowledge.fleet.inventory import Group
 from factbook.knowledge.kbfiles import escapes, read_bytes
 from factbook.knowledge.limits import INVENTORY_MAX_BYTES
 from factbook.knowledge.model import Check, Fact, HistoryEntry, Milestone, Source, Target
-from factbook.knowledge.walk import NestedTooDeep, tree_glob
+from factbook.knowledge.walk import tree_glob
 from factbook.probes.scan import ProbeSpec
 from factbook.store.atomic import throwaway_writes, write_bytes_atomic
 
@@ -212,12 +212,10 @@ def listing(root: Path, layout: Layout) -> dict[str, Any]:
     trees = {}
     for folder, pattern in layout.trees:
         base = root / folder
+        # without recursion: a tree too deep is refused by name (NestedTooDeep), as the load
+        # that follows would refuse it
         deep = pattern.startswith("**/")
-        try:  # without recursion: a tree too deep is a problem of the load, kept as found
-            names = tree_glob(base, pattern[3:]) if deep else list(base.glob(pattern))
-        except NestedTooDeep:
-            trees[folder] = None
-            continue
+        names = tree_glob(base, pattern[3:], shown=folder) if deep else list(base.glob(pattern))
         trees[folder] = sorted(p.relative_to(root).as_posix() for p in names)
     return {"files": present, "trees": trees}
 

@@ -250,14 +250,12 @@ class _Writer:
                     written_key = self.scalar(k, True, True)
                 else:
                     return False
-                if type(v) is str:
-                    members.append(
-                        (written_key + ":", _FLOW_VALUE.get(v) or _string(v, True, False))
-                    )
-                elif type(v) in _SCALARS:
-                    members.append((written_key + ":", self.scalar(v, True)))
-                else:
-                    return False
+                written = (
+                    (_FLOW_VALUE.get(v) or _string(v, True, False))
+                    if type(v) is str
+                    else self.scalar(v, True)  # a scalar: checked above
+                )
+                members.append((written_key + ":", written))
             opening, closing, count = " {", "}", 2 * len(value)
         elif kind is list:
             for item in value:

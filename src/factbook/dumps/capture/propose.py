@@ -40,7 +40,6 @@ from factbook.knowledge.kbfiles import escapes
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.names import inside
 from factbook.knowledge.parsememo import transient
-from factbook.knowledge.walk import tree_glob
 from factbook.knowledge.yamlsrc import unreadable_if_written
 from factbook.store.atomic import throwaway_writes, write_text_atomic
 from factbook.store.writeback import (
@@ -295,7 +294,6 @@ def _scratch_copy(root: Path, into: Path) -> None:
     (a symlink leaving it, a FIFO, a device) is left out, so the copy never reads it either;
     the knowledge base's own lint already names each (the baseline)."""
     skip = _unreadable_in(root)
-    tree_glob(root / FACTS_DIR, shown=FACTS_DIR)  # copytree recurses: a tree too deep is named
     shutil.copytree(root / FACTS_DIR, into / FACTS_DIR, ignore=skip)
     for name in COPIED:
         source = root / name
