@@ -267,3 +267,36 @@ def test_a_heading_naming_no_rule_is_known_in_one_search() -> None:
         heading = " ".join(rng.choice(words) for _ in range(rng.randint(0, 4)))
         heading = heading.replace(" ", "") if rng.random() < 0.3 else heading
         assert sections.classify.__wrapped__(heading) == in_turn(heading), heading
+
+
+def test_needed_words_are_in_every_match() -> None:
+    """quickre.needed_words: each rule's words are in every text its pattern matches (random
+    texts made of the rules' own words and their pieces), and a pattern whose parse leaves
+    no word to need (a class, an optional part, a case-blind literal) has none."""
+    import random
+
+    from factbook.dumps.capture import sections
+    from factbook.dumps.capture.quickre import needed_words
+
+    pool = sorted(
+        {w for p, _ in sections.RULES for w in re.findall(r"[a-z]+|\S", re.sub(r"\\[a-z]", " ", p))}
+    )
+    pool += ["to do", "todo", "1.2 next", "results", "versions", "tokenizer", "(failed)", "✅"]
+    rng = random.Random(7)
+    texts = [" ".join(rng.choice(pool) for _ in range(rng.randint(1, 5))) for _ in range(20_000)]
+    for pattern, _ in sections.RULES:
+        words = needed_words(pattern)
+        assert words, pattern
+        compiled, matched = re.compile(pattern), 0
+        for text in texts:
+            if compiled.search(text):
+                matched += 1
+                assert any(w in text for w in words), (pattern, text, words)
+        assert matched, pattern  # the texts reach every rule
+    assert needed_words("[ab]c") is None
+    assert needed_words("(?:abc)?d") is None
+    assert needed_words("(?i)abc") is None
+    assert needed_words("(?i:abcd)ef") == {"ef"}
+    assert needed_words("ab|c[de]") is None  # a branch without a word: no word is needed
+    assert needed_words(r"x+\bhello(?=!)") == {"hello"}
+    assert needed_words("(?:hello){2,}") == {"hello"}

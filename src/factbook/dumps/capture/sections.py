@@ -21,6 +21,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from factbook.dumps.capture.quickre import any_word
+
 
 @dataclass(frozen=True)
 class Section:
@@ -72,8 +74,12 @@ RULES: list[tuple[str, Section]] = [
 ]
 DISCOVERIES = Section("software", generic=True)  # an unnamed discovery: placed by content
 _COMPILED = [(re.compile(p), s) for p, s in RULES]
-# any rule at all, in one search: most item labels (`fact 12: …`, each asked once) name none
-_ANY_RULE = re.compile("|".join(f"(?:{p})" for p, _ in RULES) + "|discover")
+# any rule at all, in one search: most item labels (`fact 12: …`, each asked once) name none.
+# The words some rule needs, as one literal alternation: the rules' own alternation took
+# 0.8 us a character of the label (40 us for `fact 12345: value 12345 and more text`)
+_ANY_RULE = any_word([p for p, _ in RULES] + ["discover"]) or re.compile(
+    "|".join(f"(?:{p})" for p, _ in RULES) + "|discover"
+)
 
 
 @functools.lru_cache(maxsize=4096)  # a dump repeats its few headings on every item
