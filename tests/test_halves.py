@@ -319,3 +319,58 @@ def test_a_dump_naming_no_box_is_split_after_its_placeholder(
     assert any(b.placeholder for b in forked.boxes.proposed)
     assert forked.applied.diff.replace("/a/", "/b/") == serial.applied.diff.replace("/a/", "/b/")
     assert _reaped(forks)
+
+
+@needs_two
+def test_the_lint_of_a_scratch_copy_finds_what_the_whole_parse_finds(
+    tmp_path: Path, forks: list[int], monkeypatch
+) -> None:
+    """kb.lint_problems, each half of the facts built and checked on its own core, reports
+    parse_kb_with_problems's problems in its order: 3,000 facts, a fifth of them with a
+    problem only the other facts or files show (a link to a fact of the other half, or to
+    none; an unknown milestone, target or probe; a repeated id; a key of another category)."""
+    from factbook.knowledge.kb import lint_problems
+
+    kb = tmp_path / "kb"
+    (kb / "facts").mkdir(parents=True)
+    for name in ("milestones.yaml", "targets.yaml"):
+        shutil.copy(REPO / name, kb / name)
+    facts = []
+    for i in range(3000):
+        fact = {
+            "id": f"sw.f{i}",
+            "category": "software",
+            "title": f"f {i}",
+            "statement": f"fact {i}",
+            "status": "assumed",
+            "sources": [{"seed": "x.md", "message": 4504}],
+        }
+        kind = i % 35
+        if kind == 1:
+            fact["links"] = {"fixes": [f"sw.f{2999 - i}"]}  # in the other half: fine
+        elif kind == 2:
+            fact["links"] = {"fixes": ["sw.nowhere"]}
+        elif kind == 3:
+            fact["since"] = "no-such-milestone"
+        elif kind == 4:
+            fact["target"] = "no-such-box"
+        elif kind == 5:
+            fact["check"] = {"probe": "no.such.probe"}
+        elif kind == 6:
+            fact["id"] = f"sw.f{i - 1}"
+        elif kind == 7:
+            fact["path"] = "/x"  # inventory's key
+        facts.append(fact)
+    for part in range(3):
+        text = yaml.safe_dump({"facts": facts[part * 1000 : (part + 1) * 1000]}, sort_keys=False)
+        (kb / "facts" / f"software-{part}.yaml").write_text(text)
+    _, expected = parse_kb_with_problems(kb)
+    said = "\n".join(p.message for p in expected)
+    for kind in ("no such fact", "unknown milestone", "unknown target", "unknown probe"):
+        assert kind in said, kind
+    assert "duplicate id" in said and "is only for category" in said
+    assert lint_problems(kb) == expected
+    assert len(forks) == 1 and _reaped(forks)
+    monkeypatch.setenv(halves.SERIAL_ENV, "1")
+    assert lint_problems(kb) == expected
+    assert len(forks) == 1

@@ -35,7 +35,7 @@ from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.targetfile import write_targets
 from factbook.errors import InputError
 from factbook.knowledge import categories, limits
-from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, parse_kb_with_problems
+from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, lint_problems
 from factbook.knowledge.kbfiles import escapes
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.names import inside
@@ -453,7 +453,7 @@ def apply(
             _scratch_copy(root, scratch)
             chosen = [p for p in proposals if p.clean]
             _apply_to(scratch, kb, chosen, boxes)
-            _, problems = parse_kb_with_problems(scratch)  # a throwaway copy: no cache
+            problems = lint_problems(scratch)  # a throwaway copy: no cache, no facts kept
             fresh = [p for p in problems if (p.file, p.message) not in before]
             by_id = {i: p for p in chosen for i in p.ids}
             blamed = False
