@@ -375,11 +375,15 @@ def address_problems(target: Target) -> list[str]:
         ("user", target.user, bool(target.user) and not valid_ruser(target.user or "")),
     ]
     for field, value, bad in checks:
-        if not (value and (bad or not value.isprintable() or " " in value)):
+        password = field == "user" and ":" in (value or "")
+        if not (value and (password or bad or not value.isprintable() or " " in value)):
             continue
         if any(_said_elsewhere(target.vars.get(k)) for k in _PARAMIKO_VARS[field]):
             continue  # field_problems names a vaulted or templated variable as such
-        out.append(f"{field} {shown(value)!r} is not a host or user name ssh accepts")
+        if password:
+            out.append(_password_problem(field, value))
+        else:
+            out.append(f"{field} {shown(value)!r} is not a host or user name ssh accepts")
     port = target.port
     if port is not None and not (isinstance(port, int) and 1 <= port <= 65535):
         # an ssh:// URL's `:0` passed urllib and connected to port 22 instead (round 16)
@@ -393,6 +397,18 @@ def address_problems(target: Target) -> list[str]:
         if not valid_hostname(host) or (user is not None and not valid_ruser(user)):
             out.append(f"jump {shown(hop)!r} is not a host or user name ssh accepts")
     return out
+
+
+def _password_problem(field: str, value: str) -> str:
+    """A user `ops:PASS` (a URL's userinfo, `ssh://ops:PASS@host`, as an imported dump's
+    access line gave it): no account is named with a ':', ssh would log in as `ops:PASS`,
+    and the password sat in clear in targets.yaml. Named with the password hidden. (A jump
+    hop of an ssh:// URL is not one: its password is dropped where the URL is parsed.)"""
+    hidden = value.partition(":")[0] + ":***"
+    return (
+        f"{field} {shown(hidden)!r} holds a password after ':' (user:PASSWORD); "
+        "a target keeps no password: remove it and use a key or ssh-agent"
+    )
 
 
 def _said_elsewhere(value: object) -> bool:
