@@ -21,6 +21,7 @@ import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
+from factbook import lasting
 from factbook.commands import streams
 from factbook.commands.extras import missing
 from factbook.errors import (
@@ -270,11 +271,13 @@ def _refused(exc: OSError) -> str:
 
 
 def main() -> None:
+    lasting.turn_on()
     leave(run())
 
 
 def verify_facts_main() -> None:
     """`verify-facts ...` is `factbook verify ...`, under its own name in usage and errors."""
+    lasting.turn_on()
     leave(run(["verify", *sys.argv[1:]], prog="verify-facts"))
 
 

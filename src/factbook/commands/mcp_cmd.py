@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from factbook import lasting
 from factbook.commands import streams
 from factbook.errors import UsageError
 
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    lasting.turn_off()  # a server: what each request makes is freed when it ends
     root = Path(args.root)
     if isinstance(sys.stdout, streams.ClosedOutput):  # on /dev/null: it would answer no one
         raise streams.OutputClosed()

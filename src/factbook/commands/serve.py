@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from factbook import lasting
 from factbook.commands.cli_options import add_target_options, transport_options
 from factbook.knowledge.schema import CATEGORIES
 
@@ -76,6 +77,7 @@ def parse_number(flag: str, text: str, kind: type[float] | type[int]) -> float:
 
 
 def handle(args: argparse.Namespace) -> int:
+    lasting.turn_off()  # a server: what each request makes is freed when it ends
     from factbook.integrations.serve import (
         ServeSettings,
         check_interval,

@@ -38,6 +38,7 @@ from factbook.errors import INVISIBLE_CHARS, Problem
 from factbook.judging.sanitize import first_hidden
 from factbook.knowledge.kbfiles import Refused, Swapped, open_checked, outside_problem
 from factbook.knowledge.limits import YAML_MAX_BYTES, YAML_MAX_DEPTH, YAML_MAX_NODES
+from factbook.lasting import keep_for_exit
 
 MAX_BYTES = YAML_MAX_BYTES  # the bounds live in limits.py, shared with every YAML writer
 MAX_DEPTH = YAML_MAX_DEPTH
@@ -752,10 +753,12 @@ def sharing() -> Iterator[None]:
     if _SHARED.get() is not None:  # already sharing: the outer block owns the memo
         yield
         return
-    token = _SHARED.set(_Memo())
+    memo = _Memo()
+    token = _SHARED.set(memo)
     try:
         yield
     finally:
+        keep_for_exit(memo)  # millions of parsed values: the process's exit drops them
         _SHARED.reset(token)
 
 

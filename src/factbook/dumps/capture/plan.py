@@ -46,6 +46,7 @@ from factbook.knowledge.kbfiles import require_inside
 from factbook.knowledge.limits import DUMP_MAX_ITEMS
 from factbook.knowledge.model import Milestone
 from factbook.knowledge.yamlsrc import sharing
+from factbook.lasting import keep_for_exit
 
 VERDICTS = ("new", "changed", "contradicted", "unchanged")
 
@@ -94,6 +95,7 @@ def plan_import(
         document, milestone, proposals, unplaced, duplicates, applied, accepted, boxes=boxes
     )
     result.seconds = time.perf_counter() - started
+    keep_for_exit(result)  # under the command line: dropped with the process, not one by one
     return result
 
 
