@@ -46,17 +46,19 @@ What was found (before -> after):
    not a host or user name ssh accepts`), `-J -oProxyCommand=x` (`unknown jump`): 7 of 62
    dumps. The import lints its scratch copy and printed these as `lint:` lines, but only a
    problem naming a fact sets its proposal aside; one naming a target was written anyway
-   ("0 cannot lint clean"). Now `import --write` refuses, one line, exit 2, nothing written,
-   when the scratch copy has a problem of its own in a file it would write:
-   `the import would write targets.yaml:9: targets.p.port: must be <= 65535, which lint
-   refuses; nothing written (...)` (commands/import_cmd.py). The preview (no --write) still
-   lists them.
+   ("0 cannot lint clean"). Now a problem of the scratch copy's targets.yaml that lies in a
+   proposed box's entry, or quotes its name, sets aside every proposal needing that box
+   (its fact's box, or one it jumps through or goes `via`), with `[not applied: its box 'p'
+   cannot be added: targets.p.port: must be <= 65535]`; the rest of the dump is written and
+   lints clean (dumps/capture/propose.py). Under that, `import --write` refuses, one line,
+   exit 2, nothing written, when the scratch copy still has a problem of its own in a file
+   it would write (commands/import_cmd.py, the floor).
 2. 7 (secrets): `ssh ssh://ops:PASS@host`, `-J ops:PASS@jump` and `-J ssh://a:PASS@j` in a
    dump were written as `user: 'ops:PASS'` into targets.yaml, in clear, and lint passed it
    (ssh would log in as the user `ops:PASS`). No account is named with a ':'; lint now
    refuses such a user in targets.yaml and inventories (`user 'ops:***' holds a password
    after ':'`), with the password hidden (knowledge/fleet/connection.py), so the import
-   above refuses it too instead of storing it. An ssh:// URL's own password is dropped
+   above sets that box aside too instead of storing it. An ssh:// URL's own password is dropped
    where the URL is parsed, as before (round 21).
 
 Counts: 62 import dumps, 132 MCP calls, 34 HTTP requests and 4 completion words in the
@@ -133,24 +135,25 @@ CLI = [sys.executable, "-m", "factbook"]
 
 # fmt: off
 CASES: list[Case] = [
-    # --- 4. import --write of a box lint refuses: refused before writing, lint clean after ---
-    *[Case(f"import --write of {name}", access(line, on), IMPORT_W, 2, frag, then="lint")
+    # --- 4. import --write of a box lint refuses: the proposals needing it are set aside, the
+    # rest of the dump is written, and lint reads back clean what was written ---
+    *[Case(f"import --write of {name}", access(line, on), IMPORT_W, 0, frag, then="lint", absent=(PASSWORD,) if PASSWORD in line else ())
       for name, line, on, frag in (
-          ("a port over 65535", "Node p: ssh -p 65536 root@p.example", "p", "the import would write targets.yaml:9: targets.p.port: must be <= 65535, " + REFUSED),
-          ("a port over 65535 after the host", "Node p: ssh root@p.example:99999", "p", "targets.p.port: must be <= 65535, " + REFUSED),
-          ("a jump to the box itself", "Node sj: ssh -J root@sj.example root@sj.example", "sj", "target 'sj': jump loop, " + REFUSED),
-          ("two boxes jumping through each other", "Node a1: ssh -J b1.example a1.example\n- Node b1: ssh -J a1.example b1.example", "a1", "jump loop (and 1 more, listed above), " + REFUSED),
-          ("a box named as a group", "Node gpu: ssh root@gpu.example", "gpu", "group 'gpu': a target has the same name, " + REFUSED),
-          ("an option as the user", "Node ol: ssh -l -bad ol.example", "ol", "user '-bad' is not a host or user name ssh accepts, " + REFUSED),
-          ("an option as the jump", "Node jo: ssh -J -oProxyCommand=x jo.example", "jo", REFUSED),
+          ("a port over 65535", "Node p: ssh -p 65536 root@p.example", "p", "[not applied: its box 'p' cannot be added: targets.p.port: must be <= 65535]"),
+          ("a port over 65535 after the host", "Node p: ssh root@p.example:99999", "p", "its box 'p' cannot be added: targets.p.port: must be <= 65535"),
+          ("a jump to the box itself", "Node sj: ssh -J root@sj.example root@sj.example", "sj", "its box 'sj' cannot be added: target 'sj': jump loop"),
+          ("two boxes jumping through each other", "Node a1: ssh -J b1.example a1.example\n- Node b1: ssh -J a1.example b1.example", "a1", "cannot be added: target 'a1': jump loop"),
+          ("a box named as a group", "Node gpu: ssh root@gpu.example", "gpu", "its box 'gpu' cannot be added: group 'gpu': a target has the same name"),
+          ("an option as the user", "Node ol: ssh -l -bad ol.example", "ol", "its box 'ol' cannot be added: target 'ol': user '-bad' is not a host or user name ssh accepts"),
+          ("an option as the jump", "Node jo: ssh -J -oProxyCommand=x jo.example", "jo", "its box 'jo' cannot be added: target 'jo': unknown jump '-oProxyCommand=x'"),
       )],
-    # ... the preview (no --write) lists the same problems and exits 0
-    Case("import preview of a port over 65535", access("Node p: ssh -p 65536 root@p.example", "p"), IMPORT, 0, "lint: targets.yaml:9: targets.p.port: must be <= 65535"),
-    # --- 7. a URL's password in an access line: never stored in targets.yaml ---
-    *[Case(f"import --write of {name}", access(line, on), IMPORT_W, 2, frag, then="lint")
+    # ... the preview (no --write) says the same
+    Case("import preview of a port over 65535", access("Node p: ssh -p 65536 root@p.example", "p"), IMPORT, 0, "its box 'p' cannot be added: targets.p.port: must be <= 65535"),
+    # --- 7. a URL's password in an access line: never stored in targets.yaml (the box is set aside) ---
+    *[Case(f"import --write of {name}", access(line, on), IMPORT_W, 0, frag, then="lint")
       for name, line, on, frag in (
-          ("an ssh:// URL with a password", f"Node e: ssh ssh://ops:{PASSWORD}@e.example:2222", "e", "target 'e': user 'ops:***' holds a password after ':'"),
-          ("a jump host with a password", f"Node i: ssh -J ops:{PASSWORD}@j.example root@i.example", "i", "target 'j': user 'ops:***' holds a password"),
+          ("an ssh:// URL with a password", f"Node e: ssh ssh://ops:{PASSWORD}@e.example:2222", "e", "its box 'e' cannot be added: target 'e': user 'ops:***' holds a password after ':'"),
+          ("a jump host with a password", f"Node i: ssh -J ops:{PASSWORD}@j.example root@i.example", "i", "its box 'j' cannot be added: target 'j': user 'ops:***' holds a password"),
           ("a jump URL with a password", f"Node ju: ssh -J ssh://a:{PASSWORD}@j.example:22 ju.example", "ju", "user 'a:***' holds a password"),
       )],
     Case("lint of a targets.yaml user holding a password", {"targets.yaml": f"targets:\n  here: {{transport: local}}\n  b: {{host: b.example, user: 'ops:{PASSWORD}'}}\n"}, "lint", 2, "targets.yaml:3: target 'b': user 'ops:***' holds a password after ':' (user:PASSWORD)", absent=(PASSWORD,)),
@@ -205,16 +208,22 @@ def test_cases_named_once() -> None:
     assert len({c.name for c in CASES}) == len(CASES)
 
 
-def test_a_refused_import_leaves_no_password_in_the_knowledge_base(
+def test_an_import_of_a_box_with_a_password_stores_no_password(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The refused import of `ssh://ops:PASS@host` wrote nothing: no file of the knowledge
-    base holds the password (it was targets.yaml's `user: 'ops:PASS'`)."""
-    line = f"Node e: ssh ssh://ops:{PASSWORD}@e.example:2222"
-    run_case(Case("password", access(line, "e"), IMPORT_W, 2, "ops:***"), tmp_path, monkeypatch)
+    """The import of `ssh://ops:PASS@host` beside a good box: the good box and its facts are
+    written, the box with the password and the facts needing it are not, and no file of
+    the knowledge base holds the password (it was targets.yaml's `user: 'ops:PASS'`)."""
+    files = access(
+        f"Node e: ssh ssh://ops:{PASSWORD}@e.example:2222\n- Node g: ssh root@g.example", "g"
+    )
+    run_case(Case("password", files, IMPORT_W, 0, "ops:***", then="lint"), tmp_path, monkeypatch)
     root = tmp_path / "kb"
     holding = [p for p in root.rglob("*") if p.is_file() and p.name != "dump.md"]
     assert holding and not [p for p in holding if PASSWORD.encode() in p.read_bytes()]
+    targets = (root / "targets.yaml").read_text()
+    assert "  g:\n    host: g.example" in targets and "e.example" not in targets
+    assert "torch 2.5.1 on g" in (root / "facts" / "software.yaml").read_text()
 
 
 def _cli(root: Path, *argv: str) -> tuple[int, str]:
@@ -403,3 +412,18 @@ printf '<%s>\\n' "${{COMPREPLY[@]}}"
         got = [line[1:-1] for line in proc.stdout.splitlines() if line != "<>"]
         assert got == offered, (typed, proc.stdout)
     assert not list(tmp_path.glob("MARK*"))
+
+
+def test_the_floor_refuses_a_write_lint_would_refuse() -> None:
+    """import_cmd.refuse_new_problems, under the box and fact blame: a problem of the scratch
+    copy in a file the import would write refuses the write (exit 2, one line naming it);
+    one in a file it leaves alone does not."""
+    from factbook.commands.import_cmd import refuse_new_problems
+    from factbook.errors import InputError
+
+    refuse_new_problems(["facts/other.yaml:3: bad"], ["targets.yaml"])
+    with pytest.raises(InputError) as refused:
+        refuse_new_problems(["targets.yaml:9: x", "targets.yaml:12: y"], ["targets.yaml"])
+    said = str(refused.value)
+    assert said.startswith("the import would write targets.yaml:9: x (and 1 more, listed above)")
+    assert refused.value.exit_code == 2 and "\n" not in said

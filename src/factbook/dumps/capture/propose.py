@@ -17,6 +17,7 @@ to it (targetfile.py), in the same scratch copy, so lint checks them together.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import fnmatch
 import itertools
@@ -33,14 +34,14 @@ from typing import Any, TypeVar
 from factbook.dumps.capture.boxes import Boxes
 from factbook.dumps.capture.entry import Entry
 from factbook.dumps.capture.targetfile import write_targets
-from factbook.errors import InputError
+from factbook.errors import InputError, Problem
 from factbook.knowledge import categories, limits
 from factbook.knowledge.kb import FACTS_DIR, TARGETS_FILE, KnowledgeBase, lint_problems
 from factbook.knowledge.kbfiles import escapes
 from factbook.knowledge.model import Fact, Milestone
 from factbook.knowledge.names import inside
 from factbook.knowledge.parsememo import transient
-from factbook.knowledge.yamlsrc import unreadable_if_written
+from factbook.knowledge.yamlsrc import load_located, unreadable_if_written
 from factbook.store.atomic import throwaway_writes, write_text_atomic
 from factbook.store.writeback import (
     FACT_FILE_HEADER,
@@ -343,6 +344,59 @@ def targets_needed(proposals: list[Proposal], boxes: Boxes | None) -> list[str]:
     return [b.name for b in boxes.proposed if b.name in out]
 
 
+def _box_named(scratch: Path, proposed: list[str]) -> Callable[[Problem], str | None]:
+    """The proposed box a problem of the scratch copy's targets.yaml is about, if any: the
+    one whose entry holds the problem's line, or the one the message quotes by name (a box
+    named as a group is found at the group, a jump loop at the box it starts from). Lint
+    refuses such a box (a port past 65535, a jump to itself, an option as its user): the
+    proposals needing it are set aside, not the whole import, and the box is not written."""
+    if not proposed:
+        return lambda problem: None
+    doc, _ = load_located(scratch / TARGETS_FILE, TARGETS_FILE)
+    data = doc.data if isinstance(doc.data, dict) else {}
+    starts: list[tuple[int, str | None]] = []  # (line, a proposed box's name or None)
+    mine = set(proposed)
+    for section in ("targets", "groups"):
+        entries = data.get(section)
+        for name in entries if isinstance(entries, dict) else ():
+            starts.append(
+                (doc.line((section, name)), name if section == "targets" and name in mine else None)
+            )
+    for key in data:
+        starts.append((doc.line((key,)), None))
+    starts.sort(key=lambda start: start[0])
+    lines = [line for line, _ in starts]
+
+    def box(problem: Problem) -> str | None:
+        if problem.file != TARGETS_FILE:
+            return None
+        at = bisect.bisect_right(lines, problem.line) - 1
+        if at >= 0 and starts[at][1] is not None:
+            return starts[at][1]
+        return next((n for n in _QUOTED.findall(problem.message) if n in mine), None)
+
+    return box
+
+
+_QUOTED = re.compile(r"'([^']+)'")
+
+
+def _needing(box: str, proposals: list[Proposal], boxes: Boxes | None) -> list[Proposal]:
+    """The clean proposals whose fact's box is `box` or reaches it (through a jump host or
+    `via`, however long the chain: walked as a queue, not by recursion)."""
+    through: dict[str, list[str]] = {}  # a box -> the proposed boxes that go through it
+    for found in boxes.proposed if boxes is not None else []:
+        for hop in [*found.jump, *([found.via] if found.via else [])]:
+            through.setdefault(hop, []).append(found.name)
+    reaching, wanted = {box}, deque([box])
+    while wanted:
+        for name in through.get(wanted.popleft(), []):
+            if name not in reaching:
+                reaching.add(name)
+                wanted.append(name)
+    return [p for p in proposals if p.clean and p.fact and p.fact.get("target") in reaching]
+
+
 def _apply_to(
     scratch: Path, kb: KnowledgeBase, proposals: list[Proposal], boxes: Boxes | None
 ) -> None:
@@ -456,14 +510,21 @@ def apply(
             problems = lint_problems(scratch)  # a throwaway copy: no cache, no facts kept
             fresh = [p for p in problems if (p.file, p.message) not in before]
             by_id = {i: p for p in chosen for i in p.ids}
+            box_of = _box_named(scratch, targets_needed(chosen, boxes))
             blamed = False
             general = []
             for problem in fresh:
                 named = _FACT_IN_PROBLEM.search(problem.message)
                 owner = by_id.get(named.group(1)) if named else None
+                box = box_of(problem) if owner is None else None
                 if owner is not None and owner.clean:
                     owner.problems.append(f"lint: {problem.message}")
                     blamed = True
+                elif box is not None:
+                    why = f"its box '{box}' cannot be added: {problem.message}"
+                    for needing in _needing(box, chosen, boxes):
+                        needing.problems.append(why)
+                        blamed = True
                 elif owner is None:
                     general.append(str(problem))
             if not blamed:
