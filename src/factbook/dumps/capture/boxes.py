@@ -463,9 +463,14 @@ def _names_role(pattern: re.Pattern[str], heading: str) -> bool:
     return pattern.search(heading) is not None
 
 
+# commands that run the ssh after them (`sshpass -p PASS ssh ...`, `sudo -u ops ssh ...`):
+# their words are not the box's name (a password, hidden or not, named the box)
+_WRAPPER = re.compile(r"(?<![\w-])(?:sshpass|sudo|env|timeout|nohup|exec|doas|torify)\s.*$", re.S)
+
+
 def _box(entry: Entry, command: re.Match[str]) -> Box | None:
     text = entry.text
-    label = text[: command.start()]
+    label = _WRAPPER.sub("", text[: command.start()])
     box = Box("", role=_role(label or text), line=entry.line)
     box.work = bool(WORK.search(text))
     box.idle = bool(NO_WORK.search(text))

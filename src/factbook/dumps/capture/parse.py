@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,7 +93,7 @@ class Document:
 MAX_DUMP_BYTES = DUMP_MAX_BYTES  # limits.py: no status document factbook writes is larger
 
 
-def read_document(path: Path) -> Document:
+def read_document(path: Path, hide: Callable[[str], str] | None = None) -> Document:
     """Read and parse a dump file; a missing, unreadable, undecodable or huge file, a FIFO or
     a device (/dev/zero) is a one-line error, checked before anything is read."""
     if not (path.exists() or path.is_symlink()):
@@ -100,15 +101,20 @@ def read_document(path: Path) -> Document:
     text, problem = read_text_bounded(path, str(path), limit=MAX_DUMP_BYTES)
     if problem is not None:
         raise InputError(str(problem))
-    return parse_text(text, str(path))
+    return parse_text(text, str(path), hide)
 
 
-def parse_text(text: str, name: str = "<dump>") -> Document:
+def parse_text(
+    text: str, name: str = "<dump>", hide: Callable[[str], str] | None = None
+) -> Document:
     """Entries of a dump. Every character no reader sees for what it is (ESC, BEL, bidi
     controls, U+2028; sanitize.first_hidden's) is shown escaped (`\\x1b`) first: a dump is
     someone else's file, and each one went raw into import's review on the terminal and
-    into the facts `--write` wrote, which lint then refused ("hidden character")."""
+    into the facts `--write` wrote, which lint then refused ("hidden character"). `hide`
+    then hides what must not be kept (secrets.secrets_hidden), before anything is read."""
     text = for_document(text.replace("\r\n", "\n"))
+    if hide is not None:
+        text = hide(text)
     try:
         generated, entries = _read(text)
     except TooManyItems as exc:

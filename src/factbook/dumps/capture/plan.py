@@ -38,7 +38,9 @@ from factbook.dumps.capture.propose import (
     repr_bytes,
     targets_needed,
 )
+from factbook.dumps.capture.secrets import secrets_hidden
 from factbook.dumps.capture.sections import Section, resolve
+from factbook.dumps.status.redact import redactor_for
 from factbook.errors import UsageError
 from factbook.knowledge.halves import in_halves
 from factbook.knowledge.kb import FACTS_DIR, KnowledgeBase, load_kb_with_problems
@@ -86,7 +88,8 @@ def plan_import(
         kb, baseline = load_kb_with_problems(Path(root))
         milestone = kb.milestone(milestone_id)
         assert milestone is not None
-        document = read_document(dump)
+        hider = redactor_for(kb, secrets_only=True)  # redact.yaml's and $FACTBOOK_SECRETS too
+        document = read_document(dump, lambda text: secrets_hidden(text, hider))
         boxes = find_boxes(document.entries, kb, document.path)
         proposals, unplaced, duplicates = propose_all(kb, document, milestone, boxes)
         accepted = _accepted(proposals, accept)
