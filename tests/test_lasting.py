@@ -10,14 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from factbook import lasting
 from factbook.commands.cli import run
+from factbook.knowledge import lasting
 
 REPO = Path(__file__).resolve().parents[1]
 DUMP = REPO / "tests" / "data" / "dumps" / "llamacpp-qwen72b-a100.md"
 WATCH = (
     "import atexit, sys\n"
-    "from factbook import lasting\n"
+    "from factbook.knowledge import lasting\n"
     "atexit.register(lambda: print('kept', sorted(type(o).__name__ for o in lasting._KEPT),"
     " file=sys.stderr))\n"
     "from factbook.commands.cli import main\n"

@@ -21,7 +21,6 @@ import threading
 from collections.abc import Sequence
 from typing import NoReturn
 
-from factbook import lasting
 from factbook.commands import streams
 from factbook.commands.extras import missing
 from factbook.errors import (
@@ -33,6 +32,7 @@ from factbook.errors import (
     visible,
 )
 from factbook.judging.sanitize import hide_url_passwords
+from factbook.knowledge import lasting
 from factbook.knowledge.locate import resolve_root
 from factbook.store.stamps import FACTBOOK_VERSION as __version__
 from factbook.verification import colour

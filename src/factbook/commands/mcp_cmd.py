@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from factbook import lasting
 from factbook.commands import streams
 from factbook.errors import UsageError
+from factbook.knowledge import lasting
 
 
 def register(sub: argparse._SubParsersAction) -> None:

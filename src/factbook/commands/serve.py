@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from factbook import lasting
 from factbook.commands.cli_options import add_target_options, transport_options
+from factbook.knowledge import lasting
 from factbook.knowledge.schema import CATEGORIES
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from factbook.errors import LintFailed, Problem, UsageError
+from factbook.errors import LintFailed, Problem, UsageError, visible
 from factbook.judging.expectations import UnboundVar, bind_vars, problems_in, var_refs
 from factbook.knowledge import kbcache, schema
 from factbook.knowledge.fleet.inventory import Group, Inventory
@@ -116,7 +116,8 @@ class KnowledgeBase:
         except KeyError:
             close = [i for i in self.facts if fact_id in i][:5]
             hint = f" (did you mean: {', '.join(close)})" if close else ""
-            raise UsageError(f"no fact with id '{shown(fact_id)}'{hint}") from None
+            # escaped here: an error's own line breaks are kept, a typed id's are not
+            raise UsageError(f"no fact with id '{visible(shown(fact_id))}'{hint}") from None
 
     def milestone(self, ref: str | int | None) -> Milestone | None:
         """The milestone named `ref` (None for 'now'); unknown names are a usage error."""

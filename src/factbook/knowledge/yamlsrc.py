@@ -37,8 +37,8 @@ import yaml
 from factbook.errors import INVISIBLE_CHARS, Problem
 from factbook.judging.sanitize import first_hidden
 from factbook.knowledge.kbfiles import Refused, Swapped, open_checked, outside_problem
+from factbook.knowledge.lasting import keep_for_exit
 from factbook.knowledge.limits import YAML_MAX_BYTES, YAML_MAX_DEPTH, YAML_MAX_NODES
-from factbook.lasting import keep_for_exit
 
 MAX_BYTES = YAML_MAX_BYTES  # the bounds live in limits.py, shared with every YAML writer
 MAX_DEPTH = YAML_MAX_DEPTH

@@ -45,10 +45,10 @@ from factbook.errors import UsageError
 from factbook.knowledge.halves import in_halves
 from factbook.knowledge.kb import FACTS_DIR, KnowledgeBase, load_kb_with_problems
 from factbook.knowledge.kbfiles import require_inside
+from factbook.knowledge.lasting import keep_for_exit
 from factbook.knowledge.limits import DUMP_MAX_ITEMS
 from factbook.knowledge.model import Milestone
 from factbook.knowledge.yamlsrc import sharing
-from factbook.lasting import keep_for_exit
 
 VERDICTS = ("new", "changed", "contradicted", "unchanged")
 
