@@ -60,5 +60,5 @@ def test_the_servers_keep_nothing(monkeypatch, tmp_path: Path) -> None:
     assert run(["--root", str(tmp_path), "mcp"]) == 2  # not a knowledge base
     assert lasting._ON == [False]
     lasting.turn_on()
-    assert run(["--root", str(tmp_path), "serve", "--listen", "127.0.0.1:0"]) == 2  # no KB
+    assert run(["--root", str(tmp_path), "serve", "--interval", "abc"]) == 2  # a bad interval
     assert lasting._ON == [False]
