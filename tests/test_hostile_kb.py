@@ -699,11 +699,11 @@ def completion_shell(tmp_path: Path, shell: str) -> tuple[Path, Path, dict[str, 
     from factbook.integrations.completion import SCRIPTS
 
     work = tmp_path / "cwd"
-    work.mkdir()
+    work.mkdir(exist_ok=True)  # a test may ask a shell several times
     for name in ("FILE-ONE", "FILE-TWO"):
         (work / name).write_text("x")
     shim = tmp_path / "bin" / "factbook"
-    shim.parent.mkdir()
+    shim.parent.mkdir(exist_ok=True)
     shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m factbook "$@"\n')
     shim.chmod(0o755)
     script = tmp_path / f"factbook.{shell}"
@@ -726,14 +726,14 @@ def test_bash_completion_neither_globs_nor_splits_a_hostile_tag(tmp_path: Path) 
     assert bash_completes(tmp_path, root, "") == ["\\*", "ok", "x\\ y"]
 
 
-def bash_completes(tmp_path: Path, root: Path, typed: str) -> list[str]:
-    """What the generated bash function offers for `factbook --root ROOT verify --tag
+def bash_completes(tmp_path: Path, root: Path, typed: str, option: str = "--tag") -> list[str]:
+    """What the generated bash function offers for `factbook --root ROOT verify OPTION
     TYPED` (TYPED as the user typed it), sourced in a real bash and called as bash calls
     it (COMP_WORDS, COMP_CWORD), in a folder holding files a glob would expand to."""
     work, script, env = completion_shell(tmp_path, "bash")
     program = f"""
 source {script}
-COMP_WORDS=(factbook --root {shlex.quote(str(root))} verify --tag {shlex.quote(typed)})
+COMP_WORDS=(factbook --root {shlex.quote(str(root))} verify {option} {shlex.quote(typed)})
 COMP_CWORD=5
 _factbook_complete
 printf '<%s>\\n' "${{COMPREPLY[@]}}"

@@ -90,7 +90,6 @@ simultaneous half-closed sockets against serve.
 from __future__ import annotations
 
 import io
-import shlex
 import socket
 import subprocess
 import sys
@@ -103,7 +102,7 @@ import pytest
 from helpers import free_port
 from test_hostile_kb import (
     Case,
-    completion_shell,
+    bash_completes,
     make_outside,
     plant,
     run_case,
@@ -395,22 +394,9 @@ def test_bash_completion_offers_only_target_names_lint_accepts(tmp_path: Path) -
         "targets.yaml": f'inventory: inv.ini\ntargets:\n  here: {{transport: local}}\n{targets}groups:\n  "g*": {{targets: [here]}}\n  "$(touch {mark}g)": {{targets: [here]}}\n',
         "inv.ini": f"[grp]\n$(touch {mark}i)\nnode`touch {mark}j`\n",
     })  # fmt: skip
-    work, script, env = completion_shell(tmp_path, "bash")
     for typed, offered in (("", ["all", "here"]), ("@", []), ("$", []), ("*", [])):
-        program = f"""
-source {script}
-COMP_WORDS=(factbook --root {shlex.quote(str(root))} verify --target {shlex.quote(typed)})
-COMP_CWORD=5
-_factbook_complete
-printf '<%s>\\n' "${{COMPREPLY[@]}}"
-"""
-        proc = subprocess.run(
-            ["bash", "--norc", "--noprofile", "-c", program],
-            capture_output=True, text=True, env=env, cwd=work, timeout=60,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-        got = [line[1:-1] for line in proc.stdout.splitlines() if line != "<>"]
-        assert got == offered, (typed, proc.stdout)
+        got = [w for w in bash_completes(tmp_path, root, typed, option="--target") if w]
+        assert got == offered, typed
     assert not list(tmp_path.glob("MARK*"))
 
 
