@@ -5,10 +5,10 @@ document finds, found on the lines that may hold a secret alone."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from helpers import kb_copy
 
 from factbook.commands.cli import run
 from factbook.dumps.capture.secrets import secrets_hidden
@@ -61,10 +61,8 @@ DUMP = f"""# Status
 
 @pytest.fixture
 def kb(tmp_path: Path) -> Path:
-    root = tmp_path / "kb"
-    (root / "facts").mkdir(parents=True)
-    for name in ("milestones.yaml", "targets.yaml"):
-        shutil.copy(REPO / name, root / name)
+    root = kb_copy(tmp_path / "kb", ())
+    (root / "facts").mkdir()
     (root / "redact.yaml").write_text(f"secrets: [{SECRETS['configured']}]\n")
     (root / "dump.md").write_text(DUMP)
     return root

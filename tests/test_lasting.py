@@ -5,10 +5,11 @@ object at a time; a command run in-process (cli.run) keeps nothing."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from helpers import kb_copy
 
 from factbook.commands.cli import run
 from factbook.knowledge import lasting
@@ -26,10 +27,8 @@ WATCH = (
 
 
 def _kb(tmp_path: Path) -> Path:
-    kb = tmp_path / "kb"
-    (kb / "facts").mkdir(parents=True)
-    for name in ("milestones.yaml", "targets.yaml"):
-        shutil.copy(REPO / name, kb / name)
+    kb = kb_copy(tmp_path / "kb", ())
+    (kb / "facts").mkdir()
     return kb
 
 
