@@ -18,7 +18,8 @@ redacted document redacts to itself. What is redacted (shapes.py has the pattern
   of `patterns:` of redact.yaml, well-known token shapes (Hugging Face, OpenAI, GitHub,
   GitLab, AWS, Slack, Google, Stripe, npm, PyPI, JWT, private key blocks, long random
   strings), the value of `password=`/`DB_PASS=`/`token: `/`--api-key ` assignments and
-  `Bearer` headers, the password of a URL, the password flag of the commands that take one
+  `Bearer` headers (also as Markdown notes write them: `**Password:** x`, `pass: `x``),
+  the password of a URL, the password flag of the commands that take one
   (`mysql -pPASS`, `sshpass -p PASS`, `curl -u user:PASS`, `redis-cli -a`, `ipmitool -P`;
   not `ssh -p 22`); a configured secret holding whitespace also where a document shows its
   tab or line break as a space or as `\\t`;
@@ -151,7 +152,7 @@ class Redactor:
         for key, value in (("bkey", "bval"), ("fkey", "fval"), ("akey", "aval")):
             if m.group(key) is not None:
                 head = text[: m.start(value) - m.start()]
-                return head + self._value(m.group(key), m[value], prose=head.rstrip()[-1:] == ":")
+                return head + self._value(m.group(key), m[value], prose=":" in head)
         if m.group("cflag") is not None:
             return self._command_flag(m)
         if self.secrets_only:  # what is left names a user, a host or an address
@@ -205,7 +206,7 @@ class Redactor:
         return f"{user_part}:{self.placeholder('secret', password)}"
 
     def _value(self, key: str, value: str, *, prose: bool) -> str:
-        quote = value[0] if value[:1] in "\"'" and value[-1:] == value[:1] else ""
+        quote = value[0] if value[:1] in "\"'`" and value[-1:] == value[:1] else ""
         core = value[1:-1] if quote else value
         if shapes.PLACEHOLDER.fullmatch(core) or shapes.NOT_A_SECRET_VALUE.fullmatch(core):
             return value

@@ -66,14 +66,17 @@ KEY_BLOCK_END = "-----END"
 _SECRET_KEY = (
     r"(?:[A-Za-z0-9_.-]*?(?i:password|passwd|passphrase|pwd|secret|token|api[_-]?key|"
     r"access[_-]?key|private[_-]?key|auth[_-]?key|credentials?)"
-    r"|[A-Za-z0-9_.-]*[_.-](?i:pass|auth)|(?i:sshpass))"
+    r"|[A-Za-z0-9_.-]*[_.-](?i:pass|auth)|(?i:sshpass|pass))"
 )
 # Tokenizer vocabulary: `eos_token: <|im_end|>` names a token of the model, not a credential.
 _NOT_SECRET_KEY = r"(?i:bos|eos|pad|unk|sep|cls|mask|special|added|stop|start|end|chat|think)_token"
+# A Markdown notes file decorates either side: `**Password:** x`, `**token**: x`, `` pass:
+# `x` `` (emphasis around the key or after its colon, a code span around the value).
+_EMPHASIS = r"(?:\*\*?|__?|`)?"
 ASSIGNMENT = (
     rf"(?<![A-Za-z0-9_.-])(?!{_NOT_SECRET_KEY}\b)(?P<akey>{_SECRET_KEY})(?![A-Za-z0-9])"
-    r"(?P<asep>[\"']?[ \t]*[:=][ \t]*)"
-    r"(?P<aval>\"[^\"\n]+\"|'[^'\n]+'|[^\s,;'\"`)\]}<>|*]*[^\s,;'\"`)\]}<>|*.:])"
+    rf"(?P<asep>[\"']?{_EMPHASIS}[ \t]*[:=]{_EMPHASIS}[ \t]*)"
+    r"(?P<aval>\"[^\"\n]+\"|'[^'\n]+'|`[^`\n]+`|[^\s,;'\"`)\]}<>|*]*[^\s,;'\"`)\]}<>|*.:])"
 )
 # Keys whose every value is a secret; for the others (`token: ...` in prose) the value must
 # look like a credential, not a word (`DB_PASS: unset` and `db_auth: kerberos` are prose).
@@ -132,7 +135,7 @@ BEARER = r"(?<![A-Za-z0-9])(?P<bkey>(?i:bearer|basic)\s+)(?P<bval>[A-Za-z0-9._~+
 # Values that name no secret: references, placeholders, empties, numbers (token ids).
 NOT_A_SECRET_VALUE = re.compile(
     r"[$%<{*\[].*|(?:none|null|nil|true|false|yes|no|n/a|unset|empty|required|optional|"
-    r"redacted|hidden|xxx+|\.\.\.|…)|[\d.,]+",
+    r"redacted|hidden|xxx+|\.\.\.|…)|[\d.,/%]+",  # 8, 3/3, 98%: a count or a rate
     re.IGNORECASE,
 )
 
