@@ -251,10 +251,6 @@ def test_a_hint_in_a_statement_title_or_unit_names_no_other_fact(tmp_path: Path)
     assert "wrote 1 proposal(s)" in said
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="dumps/capture/parse.py _HINT_DEPTH (32) < what lint accepts: the hint is dropped",
-)
 def test_a_deeply_nested_value_keeps_its_id(tmp_path: Path) -> None:
     """A value nested 36 deep (lint accepts it) keeps its id through status and import; the
     import dropped the hint silently and wrote `hw.box` with no value on a made-up box."""

@@ -11,7 +11,7 @@ import pytest
 from helpers import kb_copy
 
 from factbook.commands.cli import run
-from factbook.dumps.capture.secrets import secrets_hidden
+from factbook.dumps.capture.secrets import hide_userinfo, secrets_hidden
 from factbook.dumps.status.redact import Redactor
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,6 +27,8 @@ SECRETS = {
     "flag": "Zq8vT3mK9pL2xW7r",
     "json": "Jk4Lm7Np2Qr5St8v",
     "db": "Pw0rdHidden77",
+    "jump": "JumpPw99x",
+    "bold": "B0ldPw55x",
 }
 DUMP = f"""# Status
 
@@ -42,6 +44,9 @@ DUMP = f"""# Status
 - the server runs with --hf-token={SECRETS["flag"]} and 8 GPUs
 - config.json holds "api_key": "{SECRETS["json"]}"
 - DB_PASS={SECRETS["db"]} in the env file
+- the bastion: ssh -J ops:{SECRETS["jump"]}@j.example root@inner.example
+- **Password**: {SECRETS["bold"]} for the web UI
+- the image is pinned as vllm-openai:v0.8.5@sha256:0a1b2c3d (a digest, no password)
 
 ## Tokenizer
 
@@ -83,12 +88,14 @@ def test_an_import_writes_and_shows_no_secret(kb: Path, capsys) -> None:
     facts = "".join(text for f, text in written.items() if f.startswith("facts/"))
     assert "secret-" in facts and "163586" in facts and "163533" in facts
     assert "sshpass -p secret-" in facts
+    assert "v0.8.5@sha256:0a1b2c3d" in facts and "ops:***@j.example" in said.out
     assert "\n  sp:\n    host: sp.example" in written["targets.yaml"]  # not named by its password
     assert run(["--root", str(kb), "lint"]) == 0
 
 
 def test_only_lines_that_may_hold_a_secret_are_redacted_and_the_same_way() -> None:
-    """secrets_hidden equals the secrets-only redaction of the whole text on the shipped
+    """secrets_hidden equals the secrets-only redaction of the whole text (and a password
+    before `@` without a scheme hidden) on the shipped
     dumps, the seeds and every secret shape above (numbered alike, in document order)."""
     texts = [DUMP.partition("```")[0]]  # a bare long random string is kept: see the module
     texts += [p.read_text() for p in sorted((REPO / "tests" / "data" / "dumps").glob("*.md"))]
@@ -96,7 +103,7 @@ def test_only_lines_that_may_hold_a_secret_are_redacted_and_the_same_way() -> No
     for text in texts:
         whole = Redactor(secrets=[SECRETS["configured"]], secrets_only=True)
         lines = Redactor(secrets=[SECRETS["configured"]], secrets_only=True)
-        assert secrets_hidden(text, lines) == whole(text)
+        assert secrets_hidden(text, lines) == hide_userinfo(whole(text))
     hidden = secrets_hidden(texts[0], Redactor(secrets=[SECRETS["configured"]], secrets_only=True))
     for name, secret in SECRETS.items():
         assert secret not in hidden or name == "key", name

@@ -30,7 +30,7 @@ from factbook.dumps.status.hint import split_hint
 from factbook.dumps.status.kinds import PLURAL, SAID_STATE
 from factbook.errors import InputError
 from factbook.judging.sanitize import first_hidden, for_document
-from factbook.knowledge.limits import DUMP_MAX_BYTES, DUMP_MAX_ITEMS, WHOLE_NUMBER
+from factbook.knowledge.limits import DUMP_MAX_BYTES, DUMP_MAX_ITEMS, WHOLE_NUMBER, YAML_MAX_DEPTH
 from factbook.knowledge.yamlsrc import read_text_bounded
 
 MARK_SYMBOLS = {"✅": "verified", "◻": "assumed", "⚠️": "assumed", "❌": "assumed"}
@@ -169,7 +169,10 @@ def legend(text: str) -> dict[str, str]:
     return found
 
 
-_HINT_DEPTH = 32  # a hint factbook writes is two levels deep (a value may be a list)
+# a hint factbook writes holds a fact's fields: a value as deep as a fact file may hold one
+# (round 27: at 32, a value lint accepts 36 deep lost its hint, and the line was read as
+# prose under a made-up box); a deeper one no fact file holds is not read as a hint
+_HINT_DEPTH = YAML_MAX_DEPTH
 
 
 def _split_hint(line: str) -> tuple[str, dict[str, Any] | None]:

@@ -88,9 +88,18 @@ _ANYWHERE = [
     "eyj",
 ]
 _URL_PASSWORD = re.compile(r"://[^\s/?#@]*:[^\s@]*@")  # `scheme://user:PASS@host`
-_ASSIGNED = re.compile(r"[\"']?[ \t]*[:=]")
+_ASSIGNED = re.compile(r"[\"'`*_]*[ \t]*[:=]")  # `password=`, `"api_key":`, `**Password**:`
+# `-J ops:PASS@jump`, `ops:PASS@host` without a scheme (the redactor hides a URL's): the
+# password as `***`; not an image's `ubuntu:22.04@sha256:...` digest
+_HIDDEN_USERINFO = r"\1:***@"
+_USERINFO = re.compile(r"(?<![^\s,=\[(])([A-Za-z0-9_][\w.-]*):([^\s:@/]+)@(?!sha\d)(?=[\w\[])")
 _KEY_SET = frozenset(_KEYS)
 _FLAG_MAX = 64  # characters a flag holding a key word (`--hf-token`) is sought back in
+
+
+def hide_userinfo(text: str) -> str:
+    """Each `user:PASS@host` without a scheme with its password as `***`."""
+    return _USERINFO.sub(_HIDDEN_USERINFO, text)
 
 
 def _found(lowered: str, words: set[str]) -> list[tuple[int, int, str]]:
@@ -111,6 +120,10 @@ def _may_hold(lowered: str, start: int, end: int, word: str, configured: set[str
     """Whether the word found at `start` can begin a secret shape where it stands."""
     if word in configured:
         return True
+    if word == "@":  # after `user:PASS`, the word back to a space holding a colon, no path
+        head = lowered[max(0, start - _FLAG_MAX) : start]
+        userinfo = head[1 + max(head.rfind(c) for c in " \t\n,=[(") :]
+        return ":" in userinfo and "/" not in userinfo and not lowered.startswith("sha", end)
     if word in _SCHEMES:
         return lowered[end : end + 1] in (" ", "\t")
     if word not in _KEY_SET:
@@ -131,11 +144,11 @@ def secrets_hidden(text: str, redactor: Redactor) -> str:
     # redact.yaml's own patterns (no word tells where they match), a private key block (its
     # lines hold no word), a character that lowers to two (positions differ): all of it
     if redactor.patterns or "-----begin" in lowered or len(lowered) != len(text):
-        return redactor(text)
+        return hide_userinfo(redactor(text))
     configured = {s.lower() for s in redactor.secrets}
     spans: list[tuple[int, int]] = []  # the lines that may hold a secret, in order
     done = 0
-    for at, after, word in _found(lowered, {*_KEYS, *_SCHEMES, *_ANYWHERE, *configured}):
+    for at, after, word in _found(lowered, {*_KEYS, *_SCHEMES, *_ANYWHERE, "@", *configured}):
         if at < done or not _may_hold(lowered, at, after, word, configured):
             continue  # on a line taken already, or a word that is no secret's here
         start = text.rfind("\n", 0, at) + 1
@@ -146,9 +159,10 @@ def secrets_hidden(text: str, redactor: Redactor) -> str:
         return text
     # one call for all of them (a call costs ~0.5 ms however short its text), its lines
     # then put back where they were; the redactor keeps every line break of a text
-    hidden = redactor("\n".join(text[a:b] for a, b in spans)).split("\n")
+    joined = redactor("\n".join(text[a:b] for a, b in spans))
+    hidden = hide_userinfo(joined).split("\n")
     if len(hidden) != len(spans):  # a placeholder never holds one: not seen, but be sure
-        return redactor(text)
+        return hide_userinfo(redactor(text))
     out, at = [], 0
     for (start, end), line in zip(spans, hidden, strict=True):
         out += [text[at:start], line]
