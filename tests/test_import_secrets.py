@@ -29,6 +29,7 @@ SECRETS = {
     "db": "Pw0rdHidden77",
     "jump": "JumpPw99x",
     "bold": "B0ldPw55x",
+    "table": "TblPw77x",
 }
 DUMP = f"""# Status
 
@@ -47,6 +48,11 @@ DUMP = f"""# Status
 - the bastion: ssh -J ops:{SECRETS["jump"]}@j.example root@inner.example
 - **Password**: {SECRETS["bold"]} for the web UI
 - the image is pinned as vllm-openai:v0.8.5@sha256:0a1b2c3d (a digest, no password)
+
+| what | value |
+| --- | --- |
+| DB password | {SECRETS["table"]} |
+| token | 163586 |
 
 ## Tokenizer
 

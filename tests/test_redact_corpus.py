@@ -47,6 +47,9 @@ PEM = (
 # (planted text, the parts that must vanish); configured below: secrets abc and Zebra-Pass-77
 # (redact.yaml), envsecret9 ($FACTBOOK_SECRETS), pattern corp-\d{6}, targets' hosts and users.
 CORPUS: list[tuple[str, list[str]]] = [
+    ("| password | tbl9Secret |", ["tbl9Secret"]),  # a table's key cell, then its value
+    ("| DB password | `tblPw2x` |", ["tblPw2x"]),
+    ("| api_key | aB3dE5gH7jK9mN1pQ3 |", ["aB3dE5gH7jK9mN1pQ3"]),
     ("TOKEN_abc", ["abc"]),
     ("abc_v2", ["abc"]),
     ("x.abc.y", ["abc"]),
@@ -261,6 +264,10 @@ SURVIVES = [
     "password: <your password>",
     "layers [3, 31, 59], loss 6.127",
     "1.2.3.4.5 and 590.48.01",
+    "| token | 163586 |",  # a table's key cell names a token, its value is an id
+    "| test | pass | notes here |",
+    "| pass | fail |",
+    "| auth | key-based |",
 ]
 
 

@@ -88,7 +88,8 @@ _ANYWHERE = [
     "eyj",
 ]
 _URL_PASSWORD = re.compile(r"://[^\s/?#@]*:[^\s@]*@")  # `scheme://user:PASS@host`
-_ASSIGNED = re.compile(r"[\"'`*_]*[ \t]*[:=]")  # `password=`, `"api_key":`, `**Password**:`
+# `password=`, `"api_key":`, `**Password**:`, `| password | x |` (`\\|` in a rendered cell)
+_ASSIGNED = re.compile(r"[\"'`*_]*[ \t]*(?:[:=|]|\\\|)")
 # `-J ops:PASS@jump`, `ops:PASS@host` without a scheme (the redactor hides a URL's): the
 # password as `***`; not an image's `ubuntu:22.04@sha256:...` digest
 _HIDDEN_USERINFO = r"\1:***@"

@@ -152,7 +152,10 @@ class Redactor:
         for key, value in (("bkey", "bval"), ("fkey", "fval"), ("akey", "aval")):
             if m.group(key) is not None:
                 head = text[: m.start(value) - m.start()]
-                return head + self._value(m.group(key), m[value], prose=":" in head)
+                # `key: value` and a table's `| key | value |` may be prose: the value must
+                # look like a credential unless the key says it is one
+                prose = ":" in head or "|" in head
+                return head + self._value(m.group(key), m[value], prose=prose)
         if m.group("cflag") is not None:
             return self._command_flag(m)
         if self.secrets_only:  # what is left names a user, a host or an address

@@ -75,7 +75,8 @@ _NOT_SECRET_KEY = r"(?i:bos|eos|pad|unk|sep|cls|mask|special|added|stop|start|en
 _EMPHASIS = r"(?:\*\*?|__?|`)?"
 ASSIGNMENT = (
     rf"(?<![A-Za-z0-9_.-])(?!{_NOT_SECRET_KEY}\b)(?P<akey>{_SECRET_KEY})(?![A-Za-z0-9])"
-    rf"(?P<asep>[\"']?{_EMPHASIS}[ \t]*[:=]{_EMPHASIS}[ \t]*)"
+    # `|` (`\\|` escaped in a rendered cell): a table's key cell, its value the next one
+    rf"(?P<asep>[\"']?{_EMPHASIS}[ \t]*(?:[:=]|\\?\|){_EMPHASIS}[ \t]*)"
     r"(?P<aval>\"[^\"\n]+\"|'[^'\n]+'|`[^`\n]+`|[^\s,;'\"`)\]}<>|*]*[^\s,;'\"`)\]}<>|*.:])"
 )
 # Keys whose every value is a secret; for the others (`token: ...` in prose) the value must
