@@ -36,6 +36,7 @@ FILES = [
     "test_file_modes_writers.py",
     "test_import_item_bound.py",
     "test_import_unreadable_files.py",
+    "test_import_secrets.py",
     "test_env_off_argv.py",
     "test_cache_seal.py",
     "test_template_nesting.py",
