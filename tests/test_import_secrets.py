@@ -30,6 +30,7 @@ SECRETS = {
     "jump": "JumpPw99x",
     "bold": "B0ldPw55x",
     "table": "TblPw77x",
+    "registry": "Reg1stryPw",
 }
 DUMP = f"""# Status
 
@@ -45,6 +46,7 @@ DUMP = f"""# Status
 - the server runs with --hf-token={SECRETS["flag"]} and 8 GPUs
 - config.json holds "api_key": "{SECRETS["json"]}"
 - DB_PASS={SECRETS["db"]} in the env file
+- pull access: docker login -u ops -p {SECRETS["registry"]} registry.example
 - the bastion: ssh -J ops:{SECRETS["jump"]}@j.example root@inner.example
 - **Password**: {SECRETS["bold"]} for the web UI
 - the image is pinned as vllm-openai:v0.8.5@sha256:0a1b2c3d (a digest, no password)

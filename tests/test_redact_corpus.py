@@ -47,7 +47,11 @@ PEM = (
 # (planted text, the parts that must vanish); configured below: secrets abc and Zebra-Pass-77
 # (redact.yaml), envsecret9 ($FACTBOOK_SECRETS), pattern corp-\d{6}, targets' hosts and users.
 CORPUS: list[tuple[str, list[str]]] = [
-    ("| password | tbl9Secret |", ["tbl9Secret"]),  # a table's key cell, then its value
+    ("| password | tbl9Secret |", ["tbl9Secret"]),
+    (
+        "docker login -u ops -p Reg1stryPw registry.example",
+        ["Reg1stryPw"],
+    ),  # a table's key cell, then its value
     ("| DB password | `tblPw2x` |", ["tblPw2x"]),
     ("| api_key | aB3dE5gH7jK9mN1pQ3 |", ["aB3dE5gH7jK9mN1pQ3"]),
     ("TOKEN_abc", ["abc"]),
@@ -268,6 +272,7 @@ SURVIVES = [
     "| test | pass | notes here |",
     "| pass | fail |",
     "| auth | key-based |",
+    "the login node: ssh -p 2222x root@x and docker run -p 8080:80 vllm",
 ]
 
 

@@ -50,6 +50,7 @@ _SCHEMES = ["bearer", "basic"]  # `Bearer <token>`: followed by a space
 # the commands of PASSWORD_FLAGS and the well-known token prefixes: any mention counts
 _ANYWHERE = [
     "sshpass",
+    "login",
     "mysql",
     "mariadb",
     "mongo",

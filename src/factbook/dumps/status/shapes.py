@@ -104,6 +104,12 @@ PASSWORD_FLAGS: dict[str, dict[str, str]] = {
     **{name: {"-p": ATTACHED} for name in f"{_MYSQL_LIKE} {_MARIADB_TOOLS}".split()},
     **{name: {"-p": ANY} for name in _MONGO_LIKE.split()},
     "sshpass": {"-p": ANY},
+    # `docker login -p X`, `podman login`, `helm registry login`: the registry password
+    # (`docker run -p 80:80` is a port: the last command word before the flag decides)
+    "login": {"-p": ANY},
+    # commands whose -p/-P is a port: after `login node: ssh -p 22` the flag is ssh's
+    "ssh": {},
+    "scp": {},
     "redis-cli": {"-a": ANY},
     "ipmitool": {"-P": ANY},
     "curl": {flag: USERINFO for flag in ("-u", "--user", "-U", "--proxy-user")},
