@@ -89,17 +89,15 @@ simultaneous half-closed sockets against serve.
 
 from __future__ import annotations
 
-import io
 import socket
 import subprocess
 import sys
 import time
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import free_port
+from helpers import cli, free_port
 from test_hostile_kb import (
     Case,
     bash_completes,
@@ -107,8 +105,6 @@ from test_hostile_kb import (
     plant,
     run_case,
 )
-
-from factbook.commands.cli import run
 
 PASSWORD = "Hunter2pw"  # a password a dump gives in an access line
 TARGETS = "targets:\n  here: {transport: local}\n  box: {host: box.invalid, user: root}\ngroups:\n  gpu: {targets: [here]}\n"
@@ -226,13 +222,9 @@ def test_an_import_of_a_box_with_a_password_stores_no_password(
 
 
 def _cli(root: Path, *argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with redirect_stdout(out), redirect_stderr(out):
-        try:
-            code = run(["--root", str(root), *argv])
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue()
+    """helpers.cli with its two streams as one text."""
+    code, out, err = cli(root, *argv)
+    return code, out + err
 
 
 def _nested(depth: int, mapping: bool = False) -> Any:

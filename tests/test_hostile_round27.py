@@ -75,7 +75,6 @@ in round 25), MCP over the SDK's other transports, serve with TLS or IPv6.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import select
@@ -83,14 +82,11 @@ import socket
 import subprocess
 import sys
 import time
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
-from helpers import free_port
+from helpers import cli, free_port
 from test_hostile_kb import Case, make_outside, plant, run_case
-
-from factbook.commands.cli import run
 
 PASSWORD = "Hunter2pwXq"  # the password each dump gives
 IMPORT_W = ["import", "{kb}/dump.md", "--milestone", "1", "--write"]
@@ -181,13 +177,9 @@ def test_the_redactor_keeps_what_is_no_password() -> None:
 
 
 def _cli(root: Path, *argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with redirect_stdout(out), redirect_stderr(out):
-        try:
-            code = run(["--root", str(root), *argv])
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue()
+    """helpers.cli with its two streams as one text."""
+    code, out, err = cli(root, *argv)
+    return code, out + err
 
 
 TWO = 'milestones:\n  - {id: "1", title: first}\n  - {id: "2", title: second}\n'
