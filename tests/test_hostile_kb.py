@@ -744,3 +744,20 @@ printf '<%s>\\n' "${{COMPREPLY[@]}}"
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return [line[1:-1] for line in proc.stdout.splitlines()]
+
+
+def served_kb(tmp_path: Path, interval: str) -> tuple[int, subprocess.Popen[bytes]]:
+    """A knowledge base with nothing planted, served by a real `factbook serve` on a free
+    loopback port re-verifying every `interval` seconds: (its port, its process)."""
+    from helpers import free_port
+
+    root, out = tmp_path / "kb", tmp_path / "outside"
+    make_outside(out)
+    plant(root, out, {})
+    port = free_port()
+    argv = ["--root", str(root), "serve", "--listen", f"127.0.0.1:{port}", "--interval", interval]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "factbook", *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    return port, proc

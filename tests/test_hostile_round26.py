@@ -90,20 +90,20 @@ simultaneous half-closed sockets against serve.
 from __future__ import annotations
 
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import cli, free_port
+from helpers import cli
 from test_hostile_kb import (
     Case,
     bash_completes,
     make_outside,
     plant,
     run_case,
+    served_kb,
 )
 
 PASSWORD = "Hunter2pw"  # a password a dump gives in an access line
@@ -305,15 +305,7 @@ def test_serve_answers_odd_requests_and_goes_on_serving(tmp_path: Path) -> None:
     """`factbook serve` on loopback fed HTTP oddities: each answered with an error status or
     dropped, never a traceback, every client byte escaped in the log, and /healthz answered
     after all of them."""
-    root, out = tmp_path / "kb", tmp_path / "outside"
-    make_outside(out)
-    plant(root, out, {})
-    port = free_port()
-    proc = subprocess.Popen(
-        [*CLI, "--root", str(root), "serve", "--listen", f"127.0.0.1:{port}", "--interval", "5"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    port, proc = served_kb(tmp_path, "5")
 
     def ask(data: bytes, half: bool = False) -> bytes:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:

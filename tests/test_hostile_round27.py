@@ -85,8 +85,8 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import cli, free_port
-from test_hostile_kb import Case, make_outside, plant, run_case
+from helpers import cli
+from test_hostile_kb import Case, make_outside, plant, run_case, served_kb
 
 PASSWORD = "Hunter2pwXq"  # the password each dump gives
 IMPORT_W = ["import", "{kb}/dump.md", "--milestone", "1", "--write"]
@@ -367,14 +367,7 @@ def test_serve_answers_metrics_past_many_half_closed_sockets_and_stalled_readers
     """400 sockets half-closed at once (a whole request, a partial one, one byte, nothing)
     and 50 readers of /metrics that never read, while re-verification runs every second:
     /metrics and /healthz still answered within 10 s, the log without a traceback."""
-    root, out = tmp_path / "kb", tmp_path / "outside"
-    make_outside(out)
-    plant(root, out, {})
-    port = free_port()
-    proc = subprocess.Popen(
-        [*CLI, "--root", str(root), "serve", "--listen", f"127.0.0.1:{port}", "--interval", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+    port, proc = served_kb(tmp_path, "1")
 
     def ask(path: str) -> bytes:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
