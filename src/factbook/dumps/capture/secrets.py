@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from factbook.dumps.status import shapes
 from factbook.dumps.status.redact import Redactor
 
 # what each shape of shapes.py needs in its text, lowered. A key word (`HF_TOKEN=`,
@@ -47,16 +48,10 @@ _KEYS = [
     "auth",
 ]
 _SCHEMES = ["bearer", "basic"]  # `Bearer <token>`: followed by a space
-# the commands of PASSWORD_FLAGS and the well-known token prefixes: any mention counts
+# the commands that take a password (shapes.PASSWORD_FLAGS, not those whose flags are
+# ports) and the well-known token prefixes: any mention counts
 _ANYWHERE = [
-    "sshpass",
-    "login",
-    "mysql",
-    "mariadb",
-    "mongo",
-    "redis-cli",
-    "ipmitool",
-    "curl",
+    *(command for command, flags in shapes.PASSWORD_FLAGS.items() if flags),
     "hf_",
     "sk-",
     "ghp_",
@@ -88,6 +83,8 @@ _ANYWHERE = [
     "pypi-",
     "eyj",
 ]
+# a word holding another (`mysqldump`, `mysql`) finds no line the other does not
+_ANYWHERE = [w for w in _ANYWHERE if not any(o != w and o in w for o in _ANYWHERE)]
 _URL_PASSWORD = re.compile(r"://[^\s/?#@]*:[^\s@]*@")  # `scheme://user:PASS@host`
 # `password=`, `"api_key":`, `**Password**:`, `| password | x |` (`\\|` in a rendered cell)
 _ASSIGNED = re.compile(r"[\"'`*_]*[ \t]*(?:[:=|]|\\\|)")
