@@ -52,7 +52,7 @@ What was found (before -> after):
    cannot be added: targets.p.port: must be <= 65535]`; the rest of the dump is written and
    lints clean (dumps/capture/propose.py). Under that, `import --write` refuses, one line,
    exit 2, nothing written, when the scratch copy still has a problem of its own in a file
-   it would write (commands/import_cmd.py, the floor).
+   it would write (dumps/capture/propose.write, the floor).
 2. 7 (secrets): `ssh ssh://ops:PASS@host`, `-J ops:PASS@jump` and `-J ssh://a:PASS@j` in a
    dump were written as `user: 'ops:PASS'` into targets.yaml, in clear, and lint passed it
    (ssh would log in as the user `ops:PASS`). No account is named with a ':'; lint now
@@ -385,10 +385,10 @@ def test_bash_completion_offers_only_target_names_lint_accepts(tmp_path: Path) -
 
 
 def test_the_floor_refuses_a_write_lint_would_refuse() -> None:
-    """import_cmd.refuse_new_problems, under the box and fact blame: a problem of the scratch
+    """propose.refuse_new_problems (write's floor), under the box and fact blame: a problem of the scratch
     copy in a file the import would write refuses the write (exit 2, one line naming it);
     one in a file it leaves alone does not."""
-    from factbook.commands.import_cmd import refuse_new_problems
+    from factbook.dumps.capture.propose import refuse_new_problems
     from factbook.errors import InputError
 
     refuse_new_problems(["facts/other.yaml:3: bad"], ["targets.yaml"])

@@ -47,28 +47,8 @@ def handle(args: argparse.Namespace) -> int:
         print(for_document(counts_line(result) if args.quiet else summary(result)))
         if not args.quiet and result.applied.diff:
             sys.stdout.write("\n" + for_document(result.applied.diff))
-        if args.write:
-            refuse_new_problems(result.applied.general_problems, result.applied.names.values())
         written = write(result.applied) if args.write else []
     if args.write:
         applied = sum(1 for p in result.accepted if p.clean)
         print(f"wrote {applied} proposal(s) to {len(written)} file(s)", file=sys.stderr)
     return 0
-
-
-def refuse_new_problems(problems: list[str], files: object) -> None:
-    """Refuse `--write` (one line, exit 2, nothing written) when the scratch copy the import
-    was applied to lints with problems no proposal was set aside for, in a file it would
-    write: an access line's box that lint refuses (port 99999, a jump to itself, a name a
-    group has, a user that is an option) was written into targets.yaml, and every later
-    command exited 2 on the knowledge base factbook had just written (round 26)."""
-    from factbook.errors import InputError
-
-    written = set(files)  # type: ignore[call-overload]
-    new = [p for p in problems if p.split(":", 1)[0] in written]
-    if new:
-        more = f" (and {len(new) - 1} more, listed above)" if len(new) > 1 else ""
-        raise InputError(
-            f"the import would write {new[0]}{more}, which lint refuses; nothing written "
-            "(fix the dump's line, or --accept the proposals that do not need it)"
-        )
